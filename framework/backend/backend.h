@@ -1,0 +1,73 @@
+// backend.h — the interface through which models and optimizers run ops on a device.
+//
+// The CPU backend is the reference; the CUDA backend plugs in behind the same interface and
+// must agree with it bitwise on every elementwise op (tests/kernels/test_cuda_parity.cpp).
+// This file is the only place that picks kernels/cpu or kernels/cuda.
+// Tested by: tests/core/test_backend.cpp, tests/kernels/test_cuda_parity.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "framework/core/tensor.h"
+#include "kernels/numerics/block_quant.h"
+#include "kernels/numerics/dynamic_map.h"
+#include "kernels/numerics/minifloat.h"
+#include "kernels/numerics/narrow_format.h"
+#include "kernels/numerics/stochastic_round.h"
+
+namespace farthing {
+
+// How a float-to-float cast rounds. global_offset is the global flat index of the first
+// element of the source, so stochastic-rounding bits depend on where an element lives in
+// the whole model, never on how the array was split or launched.
+struct CastOptions {
+  numerics::Rounding rounding = numerics::Rounding::kNearestEven;
+  numerics::Overflow overflow = numerics::Overflow::kToInfOrNan;  // fp8 targets only
+  numerics::RandomKey random_key{};                                // stochastic rounding only
+  uint64_t global_offset = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+
+  // Raw memory; use Buffer (memory.h), which tracks it, rather than these directly.
+  virtual void* allocate_bytes(size_t bytes) = 0;
+  virtual void free_bytes(void* data) = 0;
+
+  // dst <- src for contiguous tensors of one dtype and size; either side may be host memory.
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
+
+  // dst <- cast(src) elementwise between f32 and {bf16, f16, e4m3, e5m2}, both contiguous.
+  // Narrowing casts use options.rounding; widening casts are exact.
+  virtual void cast(const Tensor& dst, const Tensor& src, const CastOptions& options) = 0;
+
+  // Block-wise 8-bit quantization (kernels/numerics/block_quant.h): src f32 of n elements,
+  // codes u8 of n, absmax f32 of ceil(n / 256). src[0] must sit on a 256-element boundary of
+  // the global flat space; the last block may be short.
+  virtual void block_quantize(const Tensor& codes, const Tensor& absmax, const Tensor& src,
+                              numerics::MapSign sign) = 0;
+  virtual void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
+                                numerics::MapSign sign) = 0;
+
+  // Waits until all work queued on this backend has finished.
+  virtual void synchronize() = 0;
+};
+
+// The backend of a device; the CPU backend always exists, CUDA ones when built with CUDA.
+Backend& backend_for(Device device);
+
+// True when this binary was built with CUDA and at least one device is visible.
+bool cuda_available();
+
+// The narrow format a dtype stores; throws for dtypes that are not narrow floats.
+numerics::NarrowFormat narrow_format_of(DType dtype);
+
+// Shared argument checks, so every backend rejects bad calls with the same message.
+void check_cast_args(const Tensor& dst, const Tensor& src);
+void check_block_quant_args(const Tensor& codes, const Tensor& absmax, const Tensor& values);
+
+}  // namespace farthing

@@ -1,0 +1,75 @@
+// cpu_backend.cpp — see cpu_backend.h.
+#include "framework/backend/cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/cpu/block_quant_cpu.h"
+#include "kernels/cpu/cast_cpu.h"
+
+namespace farthing {
+
+CpuBackend::CpuBackend()
+    : signed_map_(numerics::make_dynamic_map(numerics::MapSign::kSigned)),
+      unsigned_map_(numerics::make_dynamic_map(numerics::MapSign::kUnsigned)) {}
+
+void* CpuBackend::allocate_bytes(size_t bytes) {
+  constexpr size_t kAlignment = 64;  // one cache line, and whole AVX-512 vectors
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* data = std::aligned_alloc(kAlignment, rounded);
+  FARTHING_CHECK(data != nullptr, "host allocation of ", bytes, " bytes failed (out of memory)");
+  return data;
+}
+
+void CpuBackend::free_bytes(void* data) { std::free(data); }
+
+void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
+  FARTHING_CHECK(dst.dtype() == src.dtype() && dst.numel() == src.numel(), "copy from ",
+                 src.describe(), " to ", dst.describe(), ": dtype or size differ");
+  FARTHING_CHECK(dst.device().is_cpu() && src.device().is_cpu(),
+                 "the CPU backend copies host memory only; got ", src.describe(), " -> ", dst.describe());
+  FARTHING_CHECK(dst.is_contiguous() && src.is_contiguous(), "copy needs contiguous tensors");
+  std::memcpy(dst.data(), src.data(), dst.nbytes());
+}
+
+void CpuBackend::cast(const Tensor& dst, const Tensor& src, const CastOptions& options) {
+  check_cast_args(dst, src);
+  const size_t n = size_t(src.numel());
+  if (src.dtype() == dst.dtype()) return copy(dst, src);
+  if (src.dtype() == DType::kF32) {
+    const auto format = narrow_format_of(dst.dtype());
+    if (options.rounding == numerics::Rounding::kStochastic) {
+      kernels::cast_f32_to_narrow_sr_cpu(format, static_cast<const float*>(src.data()), dst.data(), n,
+                                         options.random_key, options.global_offset);
+    } else {
+      kernels::cast_f32_to_narrow_cpu(format, static_cast<const float*>(src.data()), dst.data(), n,
+                                      options.overflow);
+    }
+    return;
+  }
+  kernels::cast_narrow_to_f32_cpu(narrow_format_of(src.dtype()), src.data(),
+                                  static_cast<float*>(dst.data()), n);
+}
+
+const float* CpuBackend::map_for(numerics::MapSign sign) const {
+  return sign == numerics::MapSign::kSigned ? signed_map_.data() : unsigned_map_.data();
+}
+
+void CpuBackend::block_quantize(const Tensor& codes, const Tensor& absmax, const Tensor& src,
+                                numerics::MapSign sign) {
+  check_block_quant_args(codes, absmax, src);
+  kernels::block_quantize_cpu(map_for(sign), sign == numerics::MapSign::kSigned,
+                              static_cast<const float*>(src.data()), static_cast<uint8_t*>(codes.data()),
+                              static_cast<float*>(absmax.data()), size_t(src.numel()));
+}
+
+void CpuBackend::block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
+                                  numerics::MapSign sign) {
+  check_block_quant_args(codes, absmax, dst);
+  kernels::block_dequantize_cpu(map_for(sign), static_cast<const uint8_t*>(codes.data()),
+                                static_cast<const float*>(absmax.data()), static_cast<float*>(dst.data()),
+                                size_t(dst.numel()));
+}
+
+}  // namespace farthing

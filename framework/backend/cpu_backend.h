@@ -1,0 +1,29 @@
+// cpu_backend.h — the reference backend: host memory, kernels/cpu loops.
+// Tested by: tests/core/test_backend.cpp and every numerics test.
+#pragma once
+
+#include "framework/backend/backend.h"
+
+namespace farthing {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  Device device() const override { return Device::cpu(); }
+  void* allocate_bytes(size_t bytes) override;
+  void free_bytes(void* data) override;
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void cast(const Tensor& dst, const Tensor& src, const CastOptions& options) override;
+  void block_quantize(const Tensor& codes, const Tensor& absmax, const Tensor& src,
+                      numerics::MapSign sign) override;
+  void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
+                        numerics::MapSign sign) override;
+  void synchronize() override {}
+
+ private:
+  const float* map_for(numerics::MapSign sign) const;
+  numerics::DynamicMap signed_map_;
+  numerics::DynamicMap unsigned_map_;
+};
+
+}  // namespace farthing

@@ -1,0 +1,111 @@
+// memory.cpp — the tracker and the Buffer lifecycle; device memory comes from the backend.
+#include "framework/core/memory.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "framework/backend/backend.h"
+
+namespace farthing {
+
+std::string_view memory_category_name(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::kWeights: return "weights";
+    case MemoryCategory::kGrads: return "grads";
+    case MemoryCategory::kMaster: return "master";
+    case MemoryCategory::kOptimizerState: return "optimizer_state";
+    case MemoryCategory::kActivations: return "activations";
+    case MemoryCategory::kCommBuffers: return "comm_buffers";
+    case MemoryCategory::kOther: return "other";
+  }
+  return "?";
+}
+
+static void raise_peak(std::atomic<int64_t>& peak, int64_t value) {
+  int64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+void MemoryTracker::on_allocate(MemoryCategory category, int64_t bytes) {
+  const auto c = size_t(category);
+  raise_peak(peak_[c], current_[c].fetch_add(bytes) + bytes);
+  raise_peak(total_peak_, total_current_.fetch_add(bytes) + bytes);
+}
+
+void MemoryTracker::on_free(MemoryCategory category, int64_t bytes) {
+  current_[size_t(category)].fetch_sub(bytes);
+  total_current_.fetch_sub(bytes);
+}
+
+void MemoryTracker::reset_peaks() {
+  for (size_t c = 0; c < current_.size(); ++c) peak_[c].store(current_[c].load());
+  total_peak_.store(total_current_.load());
+}
+
+MemorySnapshot MemoryTracker::snapshot() const {
+  MemorySnapshot s;
+  for (size_t c = 0; c < current_.size(); ++c) {
+    s.current_bytes[c] = current_[c].load();
+    s.peak_bytes[c] = peak_[c].load();
+  }
+  s.total_current_bytes = total_current_.load();
+  s.total_peak_bytes = total_peak_.load();
+  return s;
+}
+
+MemoryTracker& memory_tracker(Device device) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::unique_ptr<MemoryTracker>> trackers;
+  std::lock_guard lock(mutex);
+  auto& slot = trackers[{int(device.kind), device.index}];
+  if (!slot) slot = std::make_unique<MemoryTracker>();
+  return *slot;
+}
+
+Buffer::Buffer(Device device, size_t bytes, MemoryCategory category)
+    : device_(device), category_(category) {
+  if (bytes == 0) return;
+  data_ = backend_for(device).allocate_bytes(bytes);
+  bytes_ = bytes;
+  memory_tracker(device).on_allocate(category, int64_t(bytes));
+}
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : data_(other.data_), bytes_(other.bytes_), device_(other.device_), category_(other.category_) {
+  other.data_ = nullptr;
+  other.bytes_ = 0;
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = other.data_;
+    bytes_ = other.bytes_;
+    device_ = other.device_;
+    category_ = other.category_;
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+Buffer::~Buffer() { release(); }
+
+void Buffer::release() {
+  if (data_ == nullptr) return;
+  backend_for(device_).free_bytes(data_);
+  memory_tracker(device_).on_free(category_, int64_t(bytes_));
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+Tensor Buffer::view(DType dtype, Shape shape) const {
+  const size_t need = size_t(shape.numel()) * dtype_size_bytes(dtype);
+  FARTHING_CHECK(need <= bytes_, "a ", dtype_name(dtype), shape.str(), " view needs ", need,
+                 " bytes but the buffer holds ", bytes_);
+  return Tensor(data_, dtype, shape, device_);
+}
+
+}  // namespace farthing

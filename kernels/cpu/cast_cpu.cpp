@@ -1,0 +1,94 @@
+// cast_cpu.cpp — see cast_cpu.h.
+#include "kernels/cpu/cast_cpu.h"
+
+#include "kernels/numerics/bf16.h"
+
+namespace farthing::kernels {
+
+namespace nm = farthing::numerics;
+
+namespace {
+
+template <class Out, class Fn>
+void map_elements(const float* src, Out* dst, size_t n, Fn fn) {
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
+}
+
+template <class In, class Fn>
+void widen_elements(const In* src, float* dst, size_t n, Fn fn) {
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
+}
+
+// Stochastic rounding walks the global index space in Philox groups of four elements, so one
+// generator call serves four elements; the partial groups at either end take their words
+// from the same groups, so the bits are those random_bits_for_element would give.
+template <class Out, class Fn>
+void map_elements_sr(const float* src, Out* dst, size_t n, nm::RandomKey key,
+                     uint64_t global_offset, Fn fn) {
+  if (n == 0) return;
+  const uint64_t first_group = global_offset >> 2;
+  const uint64_t last_group = (global_offset + n - 1) >> 2;
+  const int64_t groups = int64_t(last_group - first_group + 1);
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint64_t group = first_group + uint64_t(g);
+    const nm::Philox4x32 words = nm::random_words_for_group(key, group);
+    for (uint32_t lane = 0; lane < 4; ++lane) {
+      const uint64_t global = group * 4 + lane;
+      if (global < global_offset || global >= global_offset + n) continue;
+      const size_t i = size_t(global - global_offset);
+      dst[i] = fn(src[i], words.v[lane]);
+    }
+  }
+}
+
+}  // namespace
+
+void cast_f32_to_narrow_cpu(NarrowFormat format, const float* src, void* dst, size_t n,
+                            nm::Overflow overflow) {
+  switch (format) {
+    case NarrowFormat::kBf16:
+      return map_elements(src, static_cast<uint16_t*>(dst), n, [](float x) { return nm::f32_to_bf16_rne(x); });
+    case NarrowFormat::kFp16:
+      return map_elements(src, static_cast<uint16_t*>(dst), n, [](float x) { return nm::f32_to_fp16_rne(x); });
+    case NarrowFormat::kE4M3:
+      return map_elements(src, static_cast<uint8_t*>(dst), n, [overflow](float x) { return nm::f32_to_e4m3(x, overflow); });
+    case NarrowFormat::kE5M2:
+      return map_elements(src, static_cast<uint8_t*>(dst), n, [overflow](float x) { return nm::f32_to_e5m2(x, overflow); });
+  }
+}
+
+void cast_f32_to_narrow_sr_cpu(NarrowFormat format, const float* src, void* dst, size_t n,
+                               nm::RandomKey key, uint64_t global_offset) {
+  switch (format) {
+    case NarrowFormat::kBf16:
+      return map_elements_sr(src, static_cast<uint16_t*>(dst), n, key, global_offset,
+                             [](float x, uint32_t r) { return nm::f32_to_bf16_sr(x, r); });
+    case NarrowFormat::kFp16:
+      return map_elements_sr(src, static_cast<uint16_t*>(dst), n, key, global_offset,
+                             [](float x, uint32_t r) { return nm::f32_to_fp16_sr(x, r); });
+    case NarrowFormat::kE4M3:
+      return map_elements_sr(src, static_cast<uint8_t*>(dst), n, key, global_offset,
+                             [](float x, uint32_t r) { return nm::f32_to_e4m3_sr(x, r); });
+    case NarrowFormat::kE5M2:
+      return map_elements_sr(src, static_cast<uint8_t*>(dst), n, key, global_offset,
+                             [](float x, uint32_t r) { return nm::f32_to_e5m2_sr(x, r); });
+  }
+}
+
+void cast_narrow_to_f32_cpu(NarrowFormat format, const void* src, float* dst, size_t n) {
+  switch (format) {
+    case NarrowFormat::kBf16:
+      return widen_elements(static_cast<const uint16_t*>(src), dst, n, [](uint16_t h) { return nm::bf16_to_f32(h); });
+    case NarrowFormat::kFp16:
+      return widen_elements(static_cast<const uint16_t*>(src), dst, n, [](uint16_t h) { return nm::fp16_to_f32(h); });
+    case NarrowFormat::kE4M3:
+      return widen_elements(static_cast<const uint8_t*>(src), dst, n, [](uint8_t c) { return nm::e4m3_to_f32(c); });
+    case NarrowFormat::kE5M2:
+      return widen_elements(static_cast<const uint8_t*>(src), dst, n, [](uint8_t c) { return nm::e5m2_to_f32(c); });
+  }
+}
+
+}  // namespace farthing::kernels

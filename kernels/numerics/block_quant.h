@@ -1,0 +1,67 @@
+// block_quant.h — 8-bit block-wise quantization with a dynamic map (bitsandbytes-compatible).
+//
+// 256 consecutive elements of the global flat space share one fp32 absmax; each element is
+// the 8-bit index of the map value nearest to x / absmax. Blocks are aligned to global
+// indices, so any split of an array into shards that are multiples of 256 quantizes alike.
+// Relies on: host_device.h, dynamic_map.h (the tables). Tested by:
+// tests/numerics/test_block_quant.cpp (error bounds, zero blocks, NaN, tails, shard invariance).
+#pragma once
+
+#include "kernels/numerics/host_device.h"
+
+namespace farthing::numerics {
+
+inline constexpr int kQuantBlockElems = 256;
+
+// Nearest code in a sorted 256-entry map: bitsandbytes' CUDA rule (quantize_2D), written once.
+// A binary search from pivot 127 with steps 64, 32, ..., 1 leaves pivot p with
+// map[p-1] < x <= map[p+1]; then x goes to the neighbour on its side only when strictly
+// beyond the midpoint, so exact midpoints stay at p (which makes ties go to the even code).
+// NOTE: bitsandbytes has three nearest searches that disagree on ties; this is the one its
+// blockwise optimizer kernels use, and farthing uses it on every backend.
+FARTHING_HD uint8_t dynamic_map_nearest(const float* map, float x) {
+  int pivot = 127;
+  for (int step = 64; step > 0; step >>= 1) pivot += x > map[pivot] ? step : -step;
+  const float value = map[pivot];
+  if (x > value) {
+    const int upper = pivot < 255 ? pivot + 1 : 255;
+    const float midpoint = (map[upper] + value) * 0.5f;
+    return uint8_t(x > midpoint ? upper : pivot);
+  }
+  const int lower = pivot > 0 ? pivot - 1 : 0;
+  const float midpoint = (map[lower] + value) * 0.5f;
+  return uint8_t(x < midpoint ? lower : pivot);
+}
+
+// Quantizes one value of a block whose absmax is known.
+// NOTE: x / absmax is an IEEE division (bitsandbytes uses the approximate __fdividef); the
+// correctly rounded quotient is what makes CPU and GPU codes bitwise equal.
+// For a signed map (first moment) a code whose sign differs from x's is moved one step
+// toward x's sign, as bitsandbytes does, so m never flips sign through quantization.
+// An all-zero block (absmax 0) codes every element as the map's zero.
+FARTHING_HD uint8_t quantize_with_absmax(const float* map, bool signed_map, float x, float absmax) {
+  if (absmax == 0.0f) return signed_map ? 127 : 0;
+  uint8_t code = dynamic_map_nearest(map, x / absmax);
+  if (signed_map && (f32_to_bits(map[code]) >> 31) != (f32_to_bits(x) >> 31)) {
+    code = uint8_t(x > 0.0f ? code + 1 : code - 1);
+  }
+  return code;
+}
+
+FARTHING_HD float dequantize_with_absmax(const float* map, uint8_t code, float absmax) {
+  return map[code] * absmax;
+}
+
+// max |x| over n values; NaN propagates so a poisoned block is visible, not hidden.
+FARTHING_HD float block_absmax(const float* x, int n) {
+  float absmax = 0.0f;
+  bool has_nan = false;
+  for (int i = 0; i < n; ++i) {
+    const float a = bits_to_f32(f32_to_bits(x[i]) & 0x7FFFFFFFu);
+    has_nan |= a != a;
+    absmax = a > absmax ? a : absmax;
+  }
+  return has_nan ? bits_to_f32(0x7FC00000u) : absmax;
+}
+
+}  // namespace farthing::numerics

@@ -1,0 +1,29 @@
+// bench.h — `farthing bench SUITE`: suites that measure farthing against its ceiling
+// (memory bandwidth, GEMM rate) and its peers in the same run and print ratios.
+// Benchmarks are never unit tests: timings live here, not in ctest.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace farthing::bench {
+
+struct BenchOptions {
+  bool json = false;           // print one JSON document instead of the table
+  double min_seconds = 0.3;    // time each measurement at least this long
+  long long elements = 0;      // problem size override (0: the suite's default)
+  int threads = 0;             // OpenMP threads (0: the runtime default)
+};
+
+struct BenchSuite {
+  const char* name;
+  const char* summary;
+  int (*run)(const BenchOptions& options);  // returns a process exit code
+};
+
+// All suites, in the order `farthing bench --help` lists them.
+const std::vector<BenchSuite>& bench_suites();
+
+int run_numerics_bench(const BenchOptions& options);
+
+}  // namespace farthing::bench

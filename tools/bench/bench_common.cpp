@@ -1,0 +1,14 @@
+// bench_common.cpp — the registry of benchmark suites.
+#include "tools/bench/bench.h"
+
+namespace farthing::bench {
+
+const std::vector<BenchSuite>& bench_suites() {
+  static const std::vector<BenchSuite> suites = {
+      {"numerics", "casts, stochastic-rounding casts, 8-bit block quantize/dequantize vs memcpy",
+       &run_numerics_bench},
+  };
+  return suites;
+}
+
+}  // namespace farthing::bench

@@ -1,0 +1,99 @@
+// main.cpp — the farthing command line. The only place that decides to exit: library code
+// throws farthing::Error, and this prints it cleanly with a non-zero status.
+#include <omp.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "framework/backend/backend.h"
+#include "framework/core/error.h"
+#include "tools/bench/bench.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "farthing — full fine-tuning of transformer language models with as little memory as the\n"
+    "numerics allow.\n"
+    "\n"
+    "usage: farthing <verb> [options]\n"
+    "\n"
+    "verbs:\n"
+    "  bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n"
+    "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
+    "  info           what this binary was built with and which devices it sees\n"
+    "  help           this text\n";
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "farthing: %s\n\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+int run_info() {
+  std::printf("farthing %s\n", "0.1.0");
+#if defined(FARTHING_WITH_CUDA)
+  std::printf("cuda backend: built; devices visible: %s\n", farthing::cuda_available() ? "yes" : "no");
+#else
+  std::printf("cuda backend: not built\n");
+#endif
+  std::printf("openmp threads: %d\n", omp_get_max_threads());
+  return 0;
+}
+
+int run_bench(const std::vector<std::string>& args) {
+  using namespace farthing::bench;
+  auto print_suites = [](FILE* out) {
+    std::fprintf(out, "usage: farthing bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n\nsuites:\n");
+    for (const BenchSuite& s : bench_suites()) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
+  };
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    print_suites(args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  BenchOptions options;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      FARTHING_CHECK(i + 1 < args.size(), "option ", a, " needs a value");
+      return args[++i];
+    };
+    if (a == "--json") options.json = true;
+    else if (a == "--elements") options.elements = std::stoll(value());
+    else if (a == "--min-seconds") options.min_seconds = std::stod(value());
+    else if (a == "--threads") options.threads = std::stoi(value());
+    else return usage_error("unknown bench option '" + a + "'");
+  }
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  for (const BenchSuite& s : bench_suites()) {
+    if (args[0] == s.name) return s.run(options);
+  }
+  std::fprintf(stderr, "farthing bench: unknown suite '%s'\n\n", args[0].c_str());
+  print_suites(stderr);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage_error("no verb given");
+  const std::string verb = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (verb == "help" || verb == "--help" || verb == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (verb == "bench") return run_bench(args);
+    if (verb == "info") return run_info();
+    return usage_error("unknown verb '" + verb + "'");
+  } catch (const farthing::Error& e) {
+    std::fprintf(stderr, "farthing %s: error: %s\n", verb.c_str(), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "farthing %s: error: %s\n", verb.c_str(), e.what());
+    return 1;
+  }
+}
