@@ -25,8 +25,9 @@ FARTHING_HD uint16_t f32_to_bf16_rne(float x) {
 }
 
 // Stochastic rounding: with r uniform in [0, 2^16), round the magnitude up iff r < low16,
-// i.e. up with probability low16 / 2^16, so E[result] = x. Adding r to the sign-magnitude
-// pattern moves away from zero on both signs. Exact values (low16 == 0) never move.
+// i.e. up with probability low16 / 2^16, so E[result] = x. Exact values (low16 == 0) never
+// move. r is the top 16 of the element's 32 random bits; the comparison "r < threshold"
+// is the same convention minifloat.h uses for every other format.
 // NOTE: a finite input never becomes inf; it saturates at the largest finite bf16, so a
 // weight cannot blow up through rounding alone. NaN and inf pass through unchanged.
 FARTHING_HD uint16_t f32_to_bf16_sr(float x, uint32_t random_bits) {
@@ -34,8 +35,8 @@ FARTHING_HD uint16_t f32_to_bf16_sr(float x, uint32_t random_bits) {
   if ((bits & 0x7F800000u) == 0x7F800000u) {  // inf or NaN
     return f32_bits_is_nan(bits) ? uint16_t((bits >> 16) | 0x0040u) : uint16_t(bits >> 16);
   }
-  const uint32_t r16 = random_bits >> 16;  // the top bits of a Philox word are as good as any
-  const uint32_t rounded = (bits + r16) >> 16;
+  const uint32_t round_up = (random_bits >> 16) < (bits & 0xFFFFu) ? 1u : 0u;
+  const uint32_t rounded = (bits >> 16) + round_up;  // a carry moves into the exponent: still exact
   const uint32_t sign = rounded & 0x8000u;
   const bool became_inf = (rounded & 0x7FFFu) == 0x7F80u;
   return uint16_t(became_inf ? (sign | kBf16MaxFinite) : rounded);
