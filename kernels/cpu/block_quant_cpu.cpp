@@ -18,17 +18,25 @@ void block_quantize_cpu(const float* map, bool signed_map, const float* src, uin
     const int count = int(std::min<size_t>(nm::kQuantBlockElems, n - begin));
     const float block_max = nm::block_absmax(src + begin, count);
     absmax[b] = block_max;
-    for (int i = 0; i < count; ++i) {
-      codes[begin + size_t(i)] = nm::quantize_with_absmax(map, signed_map, src[begin + size_t(i)], block_max);
-    }
+    const float* x = src + begin;
+    uint8_t* out = codes + begin;
+#pragma omp simd
+    for (int i = 0; i < count; ++i) out[i] = nm::quantize_with_absmax(map, signed_map, x[i], block_max);
   }
 }
 
 void block_dequantize_cpu(const float* map, const uint8_t* codes, const float* absmax, float* dst,
                           size_t n) {
-#pragma omp parallel for simd schedule(static)
-  for (size_t i = 0; i < n; ++i) {
-    dst[i] = nm::dequantize_with_absmax(map, codes[i], absmax[i / nm::kQuantBlockElems]);
+  const int64_t blocks = int64_t((n + nm::kQuantBlockElems - 1) / nm::kQuantBlockElems);
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t begin = size_t(b) * nm::kQuantBlockElems;
+    const int count = int(std::min<size_t>(nm::kQuantBlockElems, n - begin));
+    const float block_max = absmax[b];
+#pragma omp simd
+    for (int i = 0; i < count; ++i) {
+      dst[begin + size_t(i)] = nm::dequantize_with_absmax(map, codes[begin + size_t(i)], block_max);
+    }
   }
 }
 

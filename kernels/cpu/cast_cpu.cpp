@@ -1,6 +1,8 @@
 // cast_cpu.cpp — see cast_cpu.h.
 #include "kernels/cpu/cast_cpu.h"
 
+#include <algorithm>
+
 #include "kernels/numerics/bf16.h"
 
 namespace farthing::kernels {
@@ -22,25 +24,31 @@ void widen_elements(const In* src, float* dst, size_t n, Fn fn) {
 }
 
 // Stochastic rounding walks the global index space in Philox groups of four elements, so one
-// generator call serves four elements; the partial groups at either end take their words
-// from the same groups, so the bits are those random_bits_for_element would give.
+// generator call serves four elements. The partial groups at either end are done one element
+// at a time with random_bits_for_element, which gives the same bits; the whole groups in
+// between form a branch-free loop that vectorizes.
 template <class Out, class Fn>
 void map_elements_sr(const float* src, Out* dst, size_t n, nm::RandomKey key,
                      uint64_t global_offset, Fn fn) {
-  if (n == 0) return;
-  const uint64_t first_group = global_offset >> 2;
-  const uint64_t last_group = (global_offset + n - 1) >> 2;
-  const int64_t groups = int64_t(last_group - first_group + 1);
-#pragma omp parallel for schedule(static)
+  const size_t head = std::min<size_t>(n, size_t((4 - (global_offset & 3)) & 3));
+  for (size_t i = 0; i < head; ++i) {
+    dst[i] = fn(src[i], nm::random_bits_for_element(key, global_offset + i));
+  }
+  const int64_t groups = int64_t((n - head) / 4);
+  const uint64_t first_group = (global_offset + head) >> 2;
+  const float* group_src = src + head;
+  Out* group_dst = dst + head;
+#pragma omp parallel for simd schedule(static)
   for (int64_t g = 0; g < groups; ++g) {
-    const uint64_t group = first_group + uint64_t(g);
-    const nm::Philox4x32 words = nm::random_words_for_group(key, group);
-    for (uint32_t lane = 0; lane < 4; ++lane) {
-      const uint64_t global = group * 4 + lane;
-      if (global < global_offset || global >= global_offset + n) continue;
-      const size_t i = size_t(global - global_offset);
-      dst[i] = fn(src[i], words.v[lane]);
-    }
+    const nm::Philox4x32 words = nm::random_words_for_group(key, first_group + uint64_t(g));
+    const size_t i = size_t(g) * 4;
+    group_dst[i + 0] = fn(group_src[i + 0], words.v[0]);
+    group_dst[i + 1] = fn(group_src[i + 1], words.v[1]);
+    group_dst[i + 2] = fn(group_src[i + 2], words.v[2]);
+    group_dst[i + 3] = fn(group_src[i + 3], words.v[3]);
+  }
+  for (size_t i = head + size_t(groups) * 4; i < n; ++i) {
+    dst[i] = fn(src[i], nm::random_bits_for_element(key, global_offset + i));
   }
 }
 

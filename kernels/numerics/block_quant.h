@@ -23,14 +23,13 @@ FARTHING_HD uint8_t dynamic_map_nearest(const float* map, float x) {
   int pivot = 127;
   for (int step = 64; step > 0; step >>= 1) pivot += x > map[pivot] ? step : -step;
   const float value = map[pivot];
-  if (x > value) {
-    const int upper = pivot < 255 ? pivot + 1 : 255;
-    const float midpoint = (map[upper] + value) * 0.5f;
-    return uint8_t(x > midpoint ? upper : pivot);
-  }
+  const bool above = x > value;
+  const int upper = pivot < 255 ? pivot + 1 : 255;
   const int lower = pivot > 0 ? pivot - 1 : 0;
-  const float midpoint = (map[lower] + value) * 0.5f;
-  return uint8_t(x < midpoint ? lower : pivot);
+  const int neighbour = above ? upper : lower;
+  const float midpoint = (map[neighbour] + value) * 0.5f;
+  const bool beyond = above ? x > midpoint : x < midpoint;
+  return uint8_t(beyond ? neighbour : pivot);
 }
 
 // Quantizes one value of a block whose absmax is known.
@@ -40,12 +39,12 @@ FARTHING_HD uint8_t dynamic_map_nearest(const float* map, float x) {
 // toward x's sign, as bitsandbytes does, so m never flips sign through quantization.
 // An all-zero block (absmax 0) codes every element as the map's zero.
 FARTHING_HD uint8_t quantize_with_absmax(const float* map, bool signed_map, float x, float absmax) {
-  if (absmax == 0.0f) return signed_map ? 127 : 0;
-  uint8_t code = dynamic_map_nearest(map, x / absmax);
-  if (signed_map && (f32_to_bits(map[code]) >> 31) != (f32_to_bits(x) >> 31)) {
-    code = uint8_t(x > 0.0f ? code + 1 : code - 1);
-  }
-  return code;
+  const uint8_t zero_code = signed_map ? 127 : 0;
+  const float normalized = absmax == 0.0f ? 0.0f : x / absmax;
+  const int code = dynamic_map_nearest(map, normalized);
+  const bool sign_differs = signed_map && (f32_to_bits(map[code]) >> 31) != (f32_to_bits(x) >> 31);
+  const int fixed = sign_differs ? (x > 0.0f ? code + 1 : code - 1) : code;
+  return absmax == 0.0f ? zero_code : uint8_t(fixed);
 }
 
 FARTHING_HD float dequantize_with_absmax(const float* map, uint8_t code, float absmax) {

@@ -34,6 +34,8 @@ enum class Rounding : uint8_t { kNearestEven, kStochastic };
 
 // The rounding core shared by round-to-nearest and stochastic rounding.
 // Returns the target code (sign in bit kExpBits + kManBits).
+// Written as straight-line integer code with selects (no early returns), so the CPU loops
+// vectorize it and GPU warps never diverge.
 // NOTE: stochastic rounding rounds up with probability rem / 2^shift resolved to 2^-32:
 // for shifts above 32 (values far below the smallest subnormal) the threshold is floored,
 // an error below 2^-32 in probability. Finite inputs saturate at ±max finite under SR
@@ -47,12 +49,6 @@ FARTHING_HD uint32_t f32_to_minifloat(float x, Rounding rounding, Overflow overf
   const uint32_t bits = f32_to_bits(x);
   const uint32_t sign = (bits >> 31) ? kSignBit : 0u;
   const uint32_t abs_bits = bits & 0x7FFFFFFFu;
-  const bool saturate = overflow == Overflow::kSaturate || rounding == Rounding::kStochastic;
-  if (abs_bits > 0x7F800000u) return sign | F::kNan;
-  if (abs_bits == 0x7F800000u) {
-    if (overflow == Overflow::kSaturate) return sign | F::kMaxFinite;
-    return sign | (F::kHasInf ? F::kInf : F::kNan);
-  }
   // x = significand * 2^(exp - 23), with the implicit bit for normal fp32 values.
   const int biased = int(abs_bits >> 23);
   const uint32_t significand = (biased == 0 ? 0u : 0x800000u) | (abs_bits & 0x7FFFFFu);
@@ -60,30 +56,35 @@ FARTHING_HD uint32_t f32_to_minifloat(float x, Rounding rounding, Overflow overf
   // Quantum of the target at this magnitude: 2^(exp - M) when normal, fixed when subnormal.
   const int target_exp = exp > kMinNormalExp ? exp : kMinNormalExp;
   const int shift = (target_exp - F::kManBits) - (exp - 23);  // >= 23 - M
-  uint32_t q = shift >= 32 ? 0u : significand >> shift;
-  const uint64_t rem = shift >= 32 ? significand : significand & ((1u << shift) - 1u);
-  bool round_up;
+  // significand < 2^24, so from shift 31 on nothing is left above the quantum.
+  const int kept_shift = shift < 31 ? shift : 31;
+  const uint32_t q = significand >> kept_shift;
+  const uint32_t rem = significand - (q << kept_shift);
+  uint32_t round_up;
   if (rounding == Rounding::kNearestEven) {
-    // Half a quantum is 2^(shift - 1); for shift >= 25 the remainder is below it.
-    const uint64_t half = shift >= 64 ? ~uint64_t(0) : uint64_t(1) << (shift - 1);
-    round_up = rem > half || (rem == half && (q & 1u));
+    // Half a quantum is 2^(shift - 1), above any remainder once shift >= 25.
+    const uint32_t half = 1u << (kept_shift - 1);
+    round_up = (rem > half || (rem == half && (q & 1u))) ? 1u : 0u;
   } else {
-    const uint64_t threshold = shift <= 32 ? rem << (32 - shift)
-                               : shift >= 64 ? 0 : rem >> (shift - 32);
-    round_up = uint64_t(random_bits) < threshold;
+    // Round up iff r < rem * 2^(32 - shift): probability rem / 2^shift.
+    const uint32_t threshold = shift <= 32 ? rem << (32 - (shift < 32 ? shift : 32))
+                                           : rem >> (shift - 32 < 31 ? shift - 32 : 31);
+    round_up = random_bits < threshold ? 1u : 0u;
   }
-  q += round_up ? 1u : 0u;
   // q includes the implicit bit for normals, so a mantissa carry lands in the exponent
   // field by itself, and q == 2^M from a subnormal becomes the smallest normal.
-  const uint32_t code = (uint32_t(target_exp - kMinNormalExp) << F::kManBits) + q;
-  if (code > F::kMaxFinite) {
-    if (saturate) return sign | F::kMaxFinite;
-    return sign | (F::kHasInf ? F::kInf : F::kNan);
-  }
-  return sign | code;
+  const uint32_t code = (uint32_t(target_exp - kMinNormalExp) << F::kManBits) + q + round_up;
+  const bool saturate = overflow == Overflow::kSaturate || rounding == Rounding::kStochastic;
+  const uint32_t overflowed = saturate ? F::kMaxFinite : (F::kHasInf ? F::kInf : F::kNan);
+  const uint32_t inf_code = overflow == Overflow::kSaturate ? F::kMaxFinite
+                                                            : (F::kHasInf ? F::kInf : F::kNan);
+  uint32_t result = code > F::kMaxFinite ? overflowed : code;
+  result = abs_bits == 0x7F800000u ? inf_code : result;
+  result = abs_bits > 0x7F800000u ? F::kNan : result;
+  return sign | result;
 }
 
-// Exact decode: every narrow value is an fp32 value.
+// Exact decode: every narrow value is an fp32 value. Straight-line, like the encoder.
 template <class F>
 FARTHING_HD float minifloat_to_f32(uint32_t code) {
   constexpr int kBias = (1 << (F::kExpBits - 1)) - 1;
@@ -93,17 +94,16 @@ FARTHING_HD float minifloat_to_f32(uint32_t code) {
   const uint32_t exp_field = (code >> F::kManBits) & kExpMask;
   const uint32_t man = code & kManMask;
   const uint32_t abs_code = code & ((1u << (F::kExpBits + F::kManBits)) - 1u);
-  uint32_t abs_bits;
-  if (F::kHasInf && exp_field == kExpMask) {
-    abs_bits = man == 0 ? 0x7F800000u : (0x7FC00000u | (man << (23 - F::kManBits)));
-  } else if (!F::kHasInf && abs_code == F::kNan) {
-    abs_bits = 0x7FC00000u;
-  } else if (exp_field == 0) {
-    // Subnormal: man * 2^(1 - bias - M), a product of a small integer and a power of two.
-    const float quantum = bits_to_f32(uint32_t(127 + 1 - kBias - F::kManBits) << 23);
-    abs_bits = f32_to_bits(float(man) * quantum);
+  // Subnormal: man * 2^(1 - bias - M), a small integer times a power of two: exact.
+  const float quantum = bits_to_f32(uint32_t(127 + 1 - kBias - F::kManBits) << 23);
+  const uint32_t subnormal_bits = f32_to_bits(float(man) * quantum);
+  const uint32_t normal_bits = ((exp_field + uint32_t(127 - kBias)) << 23) | (man << (23 - F::kManBits));
+  uint32_t abs_bits = exp_field == 0 ? subnormal_bits : normal_bits;
+  if (F::kHasInf) {
+    const uint32_t special = man == 0 ? 0x7F800000u : (0x7FC00000u | (man << (23 - F::kManBits)));
+    abs_bits = exp_field == kExpMask ? special : abs_bits;
   } else {
-    abs_bits = ((exp_field - kBias + 127) << 23) | (man << (23 - F::kManBits));
+    abs_bits = abs_code == F::kNan ? 0x7FC00000u : abs_bits;
   }
   return bits_to_f32((sign << 31) | abs_bits);
 }

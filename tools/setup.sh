@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tools/setup.sh — install what farthing needs on Debian/Ubuntu (only what is missing), then
+# configure and build into build/. Used by tools/demo.sh and tools/test.sh; safe to rerun.
+#   FARTHING_BUILD_DIR  build folder (default: build)
+#   FARTHING_CUDA       AUTO (default: build the CUDA backend when nvcc exists), ON or OFF
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
+          libyaml-cpp-dev libgtest-dev libdnnl-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build_dir=${FARTHING_BUILD_DIR:-build}
+if [[ -z ${FARTHING_CUDA:-} && ! -x /usr/local/cuda/bin/nvcc ]] && ! command -v nvcc >/dev/null; then
+  FARTHING_CUDA=OFF
+fi
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DFARTHING_CUDA="${FARTHING_CUDA:-AUTO}" >/dev/null
+cmake --build "$build_dir" -j"$(nproc)"
+echo "setup: built $build_dir/bin/farthing"
