@@ -11,8 +11,8 @@
 namespace farthing {
 
 CpuBackend::CpuBackend()
-    : signed_map_(numerics::make_dynamic_map(numerics::MapSign::kSigned)),
-      unsigned_map_(numerics::make_dynamic_map(numerics::MapSign::kUnsigned)) {}
+    : signed_map_(kernels::make_quant_map_cpu(numerics::MapSign::kSigned)),
+      unsigned_map_(kernels::make_quant_map_cpu(numerics::MapSign::kUnsigned)) {}
 
 void* CpuBackend::allocate_bytes(size_t bytes) {
   constexpr size_t kAlignment = 64;  // one cache line, and whole AVX-512 vectors
@@ -52,15 +52,14 @@ void CpuBackend::cast(const Tensor& dst, const Tensor& src, const CastOptions& o
                                   static_cast<float*>(dst.data()), n);
 }
 
-const float* CpuBackend::map_for(numerics::MapSign sign) const {
-  return sign == numerics::MapSign::kSigned ? signed_map_.data() : unsigned_map_.data();
+const kernels::QuantMapCpu& CpuBackend::map_for(numerics::MapSign sign) const {
+  return sign == numerics::MapSign::kSigned ? signed_map_ : unsigned_map_;
 }
 
 void CpuBackend::block_quantize(const Tensor& codes, const Tensor& absmax, const Tensor& src,
                                 numerics::MapSign sign) {
   check_block_quant_args(codes, absmax, src);
-  kernels::block_quantize_cpu(map_for(sign), sign == numerics::MapSign::kSigned,
-                              static_cast<const float*>(src.data()), static_cast<uint8_t*>(codes.data()),
+  kernels::block_quantize_cpu(map_for(sign), static_cast<const float*>(src.data()), static_cast<uint8_t*>(codes.data()),
                               static_cast<float*>(absmax.data()), size_t(src.numel()));
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "framework/backend/backend.h"
+#include "kernels/cpu/block_quant_cpu.h"
 
 namespace farthing {
 
@@ -21,9 +22,9 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
 
  private:
-  const float* map_for(numerics::MapSign sign) const;
-  numerics::DynamicMap signed_map_;
-  numerics::DynamicMap unsigned_map_;
+  const kernels::QuantMapCpu& map_for(numerics::MapSign sign) const;
+  kernels::QuantMapCpu signed_map_;
+  kernels::QuantMapCpu unsigned_map_;
 };
 
 }  // namespace farthing

@@ -2,6 +2,7 @@
 #include "kernels/cpu/block_quant_cpu.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/numerics/block_quant.h"
 
@@ -9,24 +10,96 @@ namespace farthing::kernels {
 
 namespace nm = farthing::numerics;
 
-void block_quantize_cpu(const float* map, bool signed_map, const float* src, uint8_t* codes,
-                        float* absmax, size_t n) {
+namespace {
+
+constexpr uint32_t kBuckets = 1u << 16;
+
+// The bucket's floats ordered by value: for a positive bucket, low bits 0 .. 0xFFFF ascend;
+// for a negative one they descend. value_at(k) is the k-th smallest float of the bucket.
+float bucket_value(uint32_t bucket, uint32_t k) {
+  const bool negative = (bucket & 0x8000u) != 0;
+  return nm::bits_to_f32((bucket << 16) | (negative ? 0xFFFFu - k : k));
+}
+
+}  // namespace
+
+QuantMapCpu make_quant_map_cpu(nm::MapSign sign) {
+  QuantMapCpu map;
+  map.values = nm::make_dynamic_map(sign);
+  map.is_signed = sign == nm::MapSign::kSigned;
+  map.base.assign(kBuckets, 0);
+  map.threshold.assign(kBuckets, INFINITY);
+  map.use_search.assign(kBuckets, 0);
+  const float* values = map.values.data();
+#pragma omp parallel for schedule(dynamic, 256)
+  for (int64_t b = 0; b < int64_t(kBuckets); ++b) {
+    const uint32_t bucket = uint32_t(b);
+    if (((bucket >> 7) & 0xFFu) == 0xFFu) {  // inf and NaN buckets
+      map.use_search[bucket] = 1;
+      continue;
+    }
+    const uint8_t low = nm::dynamic_map_nearest(values, bucket_value(bucket, 0));
+    const uint8_t high = nm::dynamic_map_nearest(values, bucket_value(bucket, 0xFFFF));
+    map.base[bucket] = low;
+    if (high == low) continue;
+    if (high != low + 1) {  // more than one switch inside the bucket
+      map.use_search[bucket] = 1;
+      continue;
+    }
+    // Largest k whose value still gives `low`: the switch is right after it.
+    uint32_t lo = 0, hi = 0xFFFF;  // invariant: f(value(lo)) == low, f(value(hi)) == high
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      (nm::dynamic_map_nearest(values, bucket_value(bucket, mid)) == low ? lo : hi) = mid;
+    }
+    map.threshold[bucket] = bucket_value(bucket, lo);
+  }
+  return map;
+}
+
+uint8_t quant_map_lookup(const QuantMapCpu& map, float y) {
+  const uint32_t bucket = nm::f32_to_bits(y) >> 16;
+  if (map.use_search[bucket]) return nm::dynamic_map_nearest(map.values.data(), y);
+  return uint8_t(map.base[bucket] + (y > map.threshold[bucket] ? 1 : 0));
+}
+
+void block_quantize_cpu(const QuantMapCpu& map, const float* src, uint8_t* codes, float* absmax, size_t n) {
   const int64_t blocks = int64_t((n + nm::kQuantBlockElems - 1) / nm::kQuantBlockElems);
+  const int32_t* base = map.base.data();
+  const float* threshold = map.threshold.data();
+  const bool is_signed = map.is_signed;
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     const size_t begin = size_t(b) * nm::kQuantBlockElems;
     const int count = int(std::min<size_t>(nm::kQuantBlockElems, n - begin));
-    const float block_max = nm::block_absmax(src + begin, count);
-    absmax[b] = block_max;
     const float* x = src + begin;
     uint8_t* out = codes + begin;
+    const float block_max = nm::block_absmax(x, count);
+    absmax[b] = block_max;
+    if (!(block_max > 0.0f && block_max <= 3.4028235e38f)) {
+      // Zero, NaN or inf absmax: the scalar definition handles these rare blocks.
+      for (int i = 0; i < count; ++i) out[i] = nm::quantize_with_absmax(map.values.data(), is_signed, x[i], block_max);
+      continue;
+    }
+    // |x| <= absmax, so every y lies in [-1, 1], where the table has no search buckets
+    // (checked by tests/numerics/test_block_quant.cpp).
 #pragma omp simd
-    for (int i = 0; i < count; ++i) out[i] = nm::quantize_with_absmax(map, signed_map, x[i], block_max);
+    for (int i = 0; i < count; ++i) {
+      const float y = x[i] / block_max;
+      const uint32_t bucket = nm::f32_to_bits(y) >> 16;
+      int code = base[bucket] + (y > threshold[bucket] ? 1 : 0);
+      // The sign fix of numerics::quantize_with_absmax: codes below 127 are the negatives.
+      const bool code_negative = code < int(nm::kSignedMapZeroCode);
+      const bool x_negative = (nm::f32_to_bits(x[i]) >> 31) != 0;
+      code = is_signed && code_negative != x_negative ? (x_negative ? code - 1 : code + 1) : code;
+      out[i] = uint8_t(code);
+    }
   }
 }
 
-void block_dequantize_cpu(const float* map, const uint8_t* codes, const float* absmax, float* dst,
+void block_dequantize_cpu(const QuantMapCpu& map, const uint8_t* codes, const float* absmax, float* dst,
                           size_t n) {
+  const float* values = map.values.data();
   const int64_t blocks = int64_t((n + nm::kQuantBlockElems - 1) / nm::kQuantBlockElems);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
@@ -35,7 +108,7 @@ void block_dequantize_cpu(const float* map, const uint8_t* codes, const float* a
     const float block_max = absmax[b];
 #pragma omp simd
     for (int i = 0; i < count; ++i) {
-      dst[begin + size_t(i)] = nm::dequantize_with_absmax(map, codes[begin + size_t(i)], block_max);
+      dst[begin + size_t(i)] = nm::dequantize_with_absmax(values, codes[begin + size_t(i)], block_max);
     }
   }
 }

@@ -15,7 +15,15 @@
 namespace nm = farthing::numerics;
 using farthing::test::SplitMix64;
 
+using farthing::kernels::QuantMapCpu;
+
 namespace {
+
+const QuantMapCpu& quant_map(nm::MapSign sign) {
+  static const QuantMapCpu signed_map = farthing::kernels::make_quant_map_cpu(nm::MapSign::kSigned);
+  static const QuantMapCpu unsigned_map = farthing::kernels::make_quant_map_cpu(nm::MapSign::kUnsigned);
+  return sign == nm::MapSign::kSigned ? signed_map : unsigned_map;
+}
 
 struct Quantized {
   std::vector<uint8_t> codes;
@@ -24,12 +32,20 @@ struct Quantized {
 };
 
 Quantized quantize_roundtrip(const std::vector<float>& x, nm::MapSign sign) {
-  const nm::DynamicMap map = nm::make_dynamic_map(sign);
+  const QuantMapCpu& map = quant_map(sign);
   const size_t n = x.size();
   Quantized q{std::vector<uint8_t>(n), std::vector<float>((n + 255) / 256), std::vector<float>(n)};
-  farthing::kernels::block_quantize_cpu(map.data(), sign == nm::MapSign::kSigned, x.data(), q.codes.data(),
-                                        q.absmax.data(), n);
-  farthing::kernels::block_dequantize_cpu(map.data(), q.codes.data(), q.absmax.data(), q.restored.data(), n);
+  farthing::kernels::block_quantize_cpu(map, x.data(), q.codes.data(), q.absmax.data(), n);
+  farthing::kernels::block_dequantize_cpu(map, q.codes.data(), q.absmax.data(), q.restored.data(), n);
+  // Every code must be what the scalar definition gives, element by element.
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t scalar = nm::quantize_with_absmax(map.values.data(), map.is_signed, x[i], q.absmax[i / 256]);
+    if (q.codes[i] != scalar) {
+      ADD_FAILURE() << "element " << i << " x=" << x[i] << ": array code " << int(q.codes[i])
+                    << ", scalar definition " << int(scalar);
+      break;
+    }
+  }
   return q;
 }
 
@@ -200,7 +216,7 @@ TEST(BlockQuant, SignedMapNeverFlipsTheSignOfAMoment) {
 TEST(BlockQuant, IdenticalForAnySplitIntoWholeBlockShards) {
   const std::vector<float> x = heavy_tailed_data(256 * 40 + 100, 21);
   for (nm::MapSign sign : {nm::MapSign::kSigned, nm::MapSign::kUnsigned}) {
-    const nm::DynamicMap map = nm::make_dynamic_map(sign);
+    const QuantMapCpu& map = quant_map(sign);
     const Quantized whole = quantize_roundtrip(x, sign);
     for (std::vector<size_t> shard_blocks : {std::vector<size_t>{1, 39}, {13, 14, 14}, {7, 7, 7, 7, 7, 6}}) {
       std::vector<uint8_t> codes(x.size());
@@ -209,12 +225,52 @@ TEST(BlockQuant, IdenticalForAnySplitIntoWholeBlockShards) {
       for (size_t s = 0; s < shard_blocks.size(); ++s) {
         const size_t begin = begin_block * 256;
         const size_t count = s + 1 == shard_blocks.size() ? x.size() - begin : shard_blocks[s] * 256;
-        farthing::kernels::block_quantize_cpu(map.data(), sign == nm::MapSign::kSigned, x.data() + begin,
-                                              codes.data() + begin, absmax.data() + begin_block, count);
+        farthing::kernels::block_quantize_cpu(map, x.data() + begin, codes.data() + begin,
+                                              absmax.data() + begin_block, count);
         begin_block += shard_blocks[s];
       }
       EXPECT_EQ(codes, whole.codes);
       EXPECT_EQ(std::memcmp(absmax.data(), whole.absmax.data(), absmax.size() * sizeof(float)), 0);
     }
+  }
+}
+
+// The CPU's lookup table must give the search's answer for every float in [-1, 1] (the only
+// inputs the array loop sends it). Within a bucket the answer is monotone and the table knows
+// its single switch point, so checking both ends of every bucket and both sides of every switch
+// covers all the places it could be wrong; random values check the rest.
+TEST(BlockQuant, CpuLookupTableEqualsTheSearch) {
+  for (nm::MapSign sign : {nm::MapSign::kSigned, nm::MapSign::kUnsigned}) {
+    const QuantMapCpu& map = quant_map(sign);
+    int mismatches = 0, search_buckets_in_range = 0;
+    auto check = [&](float y) {
+      const uint8_t want = nm::dynamic_map_nearest(map.values.data(), y);
+      const uint8_t got = farthing::kernels::quant_map_lookup(map, y);
+      if (want != got && mismatches++ < 5) {
+        ADD_FAILURE() << "y=" << y << " (0x" << std::hex << nm::f32_to_bits(y) << std::dec << "): table "
+                      << int(got) << ", search " << int(want);
+      }
+    };
+    for (uint32_t bucket = 0; bucket < (1u << 16); ++bucket) {
+      const float first = nm::bits_to_f32(bucket << 16), last = nm::bits_to_f32((bucket << 16) | 0xFFFFu);
+      if (!(std::fabs(first) <= 1.0f && std::fabs(last) <= 1.0f)) continue;
+      search_buckets_in_range += map.use_search[bucket];
+      check(first);
+      check(last);
+      const float t = map.threshold[bucket];
+      if (std::isfinite(t)) {
+        check(t);
+        check(std::nextafter(t, 2.0f));
+        check(std::nextafter(t, -2.0f));
+      }
+    }
+    SplitMix64 rng(77);
+    for (int i = 0; i < 1000000; ++i) {
+      const float y = nm::bits_to_f32(uint32_t(rng.next()) & (sign == nm::MapSign::kSigned ? 0xBFFFFFFFu : 0x3FFFFFFFu));
+      if (std::fabs(y) <= 1.0f) check(y);
+    }
+    EXPECT_EQ(mismatches, 0);
+    // The fast loop in block_quantize_cpu relies on this: no bucket inside [-1, 1] needs the search.
+    EXPECT_EQ(search_buckets_in_range, 0);
   }
 }
