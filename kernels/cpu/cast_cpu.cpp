@@ -38,14 +38,35 @@ void map_elements_sr(const float* src, Out* dst, size_t n, nm::RandomKey key,
   const uint64_t first_group = (global_offset + head) >> 2;
   const float* group_src = src + head;
   Out* group_dst = dst + head;
-#pragma omp parallel for simd schedule(static)
-  for (int64_t g = 0; g < groups; ++g) {
-    const nm::Philox4x32 words = nm::random_words_for_group(key, first_group + uint64_t(g));
-    const size_t i = size_t(g) * 4;
-    group_dst[i + 0] = fn(group_src[i + 0], words.v[0]);
-    group_dst[i + 1] = fn(group_src[i + 1], words.v[1]);
-    group_dst[i + 2] = fn(group_src[i + 2], words.v[2]);
-    group_dst[i + 3] = fn(group_src[i + 3], words.v[3]);
+  // Chunks of groups: generate the words of a chunk in one vectorized pass (structure of
+  // arrays), interleave them into per-element order, then round the chunk's elements.
+  constexpr int64_t kChunkGroups = 256;
+  const int64_t chunks = (groups + kChunkGroups - 1) / kChunkGroups;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    alignas(64) uint32_t w0[kChunkGroups], w1[kChunkGroups], w2[kChunkGroups], w3[kChunkGroups];
+    alignas(64) uint32_t bits[4 * kChunkGroups];
+    const int64_t g0 = c * kChunkGroups;
+    const int count = int(std::min(kChunkGroups, groups - g0));
+#pragma omp simd
+    for (int j = 0; j < count; ++j) {
+      const nm::Philox4x32 w = nm::random_words_for_group(key, first_group + uint64_t(g0 + j));
+      w0[j] = w.v[0];
+      w1[j] = w.v[1];
+      w2[j] = w.v[2];
+      w3[j] = w.v[3];
+    }
+#pragma omp simd
+    for (int j = 0; j < count; ++j) {
+      bits[4 * j + 0] = w0[j];
+      bits[4 * j + 1] = w1[j];
+      bits[4 * j + 2] = w2[j];
+      bits[4 * j + 3] = w3[j];
+    }
+    const float* chunk_src = group_src + size_t(g0) * 4;
+    Out* chunk_dst = group_dst + size_t(g0) * 4;
+#pragma omp simd
+    for (int i = 0; i < 4 * count; ++i) chunk_dst[i] = fn(chunk_src[i], bits[i]);
   }
   for (size_t i = head + size_t(groups) * 4; i < n; ++i) {
     dst[i] = fn(src[i], nm::random_bits_for_element(key, global_offset + i));

@@ -124,6 +124,22 @@ int run_numerics_bench(const BenchOptions& options) {
     measure(std::string("sr cast f32->") + f.name, 4 + narrow_bytes, [&] { cpu.cast(narrow, f32, sr); });
     measure(std::string("cast ") + f.name + "->f32", narrow_bytes + 4, [&] { cpu.cast(f32_out, narrow, {}); });
   }
+  // What bounds the stochastic-rounding casts: the random bits alone (Philox4x32-10, one call
+  // per four elements), written as 4 bytes per element so the row compares with the casts.
+  {
+    auto* words = static_cast<uint32_t*>(out_buf.data());
+    const nm::RandomKey key{1234, 1, nm::RandomPurpose::kWeightCast};
+    measure("philox bits only (4 B out)", 4, [&] {
+#pragma omp parallel for simd schedule(static)
+      for (int64_t g = 0; g < n / 4; ++g) {
+        const nm::Philox4x32 w = nm::random_words_for_group(key, uint64_t(g));
+        words[4 * g + 0] = w.v[0];
+        words[4 * g + 1] = w.v[1];
+        words[4 * g + 2] = w.v[2];
+        words[4 * g + 3] = w.v[3];
+      }
+    });
+  }
   const Tensor codes = narrow_buf.view(DType::kU8, Shape{n});
   const double quant_bytes = 4 + 1 + 4.0 / 256;
   measure("quantize 8-bit signed", quant_bytes, [&] { cpu.block_quantize(codes, absmax, f32, nm::MapSign::kSigned); });
