@@ -17,7 +17,12 @@ std::filesystem::path shared_dir() {
   return std::filesystem::canonical(dir, ec);
 }
 
-std::filesystem::path test_data_dir() { return FARTHING_TEST_DATA_DIR; }
+// $FARTHING_TEST_DATA_DIR overrides the source-tree path compiled in, so test binaries
+// carried to another machine (tools/gpu/bundle.sh) still find their goldens.
+std::filesystem::path test_data_dir() {
+  const char* env = std::getenv("FARTHING_TEST_DATA_DIR");
+  return env != nullptr ? std::filesystem::path(env) : std::filesystem::path(FARTHING_TEST_DATA_DIR);
+}
 
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

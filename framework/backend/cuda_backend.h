@@ -1,0 +1,55 @@
+// cuda_backend.h — the CUDA backend: device memory, one stream, kernels/cuda launches.
+//
+// Plugs in behind backend.h next to the CPU reference and must agree with it bitwise on every
+// elementwise op. Includable from plain C++ (backend.cpp is compiled by the host compiler):
+// no CUDA type appears here, the stream is held as an opaque pointer.
+// Relies on: kernels/cuda (compiled by nvcc), the CUDA runtime.
+// Tested by: tests/kernels/test_cuda_parity.cpp (skips without a GPU).
+#pragma once
+
+#include <memory>
+
+#include "framework/backend/backend.h"
+
+namespace farthing {
+
+class CudaBackend final : public Backend {
+ public:
+  // Selects the device, creates the backend's stream and uploads both dynamic maps.
+  explicit CudaBackend(int device_index);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return Device::cuda(device_index_); }
+  void* allocate_bytes(size_t bytes) override;
+  // Never throws: it runs from Buffer destructors, also while an earlier error unwinds.
+  void free_bytes(void* data) override;
+  // Host <-> device and device <-> device; copies that touch host memory have finished when
+  // copy() returns, as on the CPU backend, so the host side may be read or reused at once.
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void cast(const Tensor& dst, const Tensor& src, const CastOptions& options) override;
+  void block_quantize(const Tensor& codes, const Tensor& absmax, const Tensor& src,
+                      numerics::MapSign sign) override;
+  void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
+                        numerics::MapSign sign) override;
+  void synchronize() override;
+
+ private:
+  void check_on_this_device(const Tensor& tensor, const char* op) const;
+  const float* map_for(numerics::MapSign sign) const;
+  void release() noexcept;
+
+  int device_index_;
+  void* stream_ = nullptr;        // cudaStream_t, opaque to plain C++
+  float* maps_device_ = nullptr;  // signed map then unsigned map, 2 x 256 floats
+};
+
+// A CUDA backend for device `device_index`; throws naming the visible device count when the
+// index is out of range or the runtime fails.
+std::unique_ptr<Backend> make_cuda_backend(int device_index);
+
+// The number of visible CUDA devices; 0 when there is no driver or no GPU. Never throws.
+int cuda_device_count();
+
+}  // namespace farthing
