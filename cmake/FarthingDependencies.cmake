@@ -29,6 +29,18 @@ farthing_require(yaml-cpp_FOUND "yaml-cpp" "libyaml-cpp-dev")
 find_package(dnnl CONFIG QUIET)
 farthing_require(dnnl_FOUND "oneDNN" "libdnnl-dev")
 
+find_package(nlohmann_json CONFIG QUIET)
+farthing_require(nlohmann_json_FOUND "nlohmann/json (config.json, tokenizer.json, safetensors headers)"
+                 "nlohmann-json3-dev")
+
+# PCRE2 (8-bit, UTF + Unicode properties): the pre-tokenizer regexes of GPT-2, Llama-3 and
+# Qwen2.5 use \p{L}, \p{N} and look-ahead, which std::regex cannot express.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(PCRE2 QUIET IMPORTED_TARGET libpcre2-8)
+endif()
+farthing_require(PCRE2_FOUND "PCRE2" "libpcre2-dev pkg-config")
+
 find_package(GTest CONFIG QUIET)
 if(NOT GTest_FOUND)
   find_package(GTest QUIET)
