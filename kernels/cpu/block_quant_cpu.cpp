@@ -63,37 +63,39 @@ uint8_t quant_map_lookup(const QuantMapCpu& map, float y) {
   return uint8_t(map.base[bucket] + (y > map.threshold[bucket] ? 1 : 0));
 }
 
-void block_quantize_cpu(const QuantMapCpu& map, const float* src, uint8_t* codes, float* absmax, size_t n) {
-  const int64_t blocks = int64_t((n + nm::kQuantBlockElems - 1) / nm::kQuantBlockElems);
+float block_quantize_one_cpu(const QuantMapCpu& map, const float* x, int count, uint8_t* out) {
   const int32_t* base = map.base.data();
   const float* threshold = map.threshold.data();
   const bool is_signed = map.is_signed;
+  const float block_max = nm::block_absmax(x, count);
+  if (!(block_max > 0.0f && block_max <= 3.4028235e38f)) {
+    // Zero, NaN or inf absmax: the scalar definition handles these rare blocks.
+    for (int i = 0; i < count; ++i) out[i] = nm::quantize_with_absmax(map.values.data(), is_signed, x[i], block_max);
+    return block_max;
+  }
+  // |x| <= absmax, so every y lies in [-1, 1], where the table has no search buckets
+  // (checked by tests/numerics/test_block_quant.cpp).
+#pragma omp simd
+  for (int i = 0; i < count; ++i) {
+    const float y = x[i] / block_max;
+    const uint32_t bucket = nm::f32_to_bits(y) >> 16;
+    int code = base[bucket] + (y > threshold[bucket] ? 1 : 0);
+    // The sign fix of numerics::quantize_with_absmax: codes below 127 are the negatives.
+    const bool code_negative = code < int(nm::kSignedMapZeroCode);
+    const bool x_negative = (nm::f32_to_bits(x[i]) >> 31) != 0;
+    code = is_signed && code_negative != x_negative ? (x_negative ? code - 1 : code + 1) : code;
+    out[i] = uint8_t(code);
+  }
+  return block_max;
+}
+
+void block_quantize_cpu(const QuantMapCpu& map, const float* src, uint8_t* codes, float* absmax, size_t n) {
+  const int64_t blocks = int64_t((n + nm::kQuantBlockElems - 1) / nm::kQuantBlockElems);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     const size_t begin = size_t(b) * nm::kQuantBlockElems;
     const int count = int(std::min<size_t>(nm::kQuantBlockElems, n - begin));
-    const float* x = src + begin;
-    uint8_t* out = codes + begin;
-    const float block_max = nm::block_absmax(x, count);
-    absmax[b] = block_max;
-    if (!(block_max > 0.0f && block_max <= 3.4028235e38f)) {
-      // Zero, NaN or inf absmax: the scalar definition handles these rare blocks.
-      for (int i = 0; i < count; ++i) out[i] = nm::quantize_with_absmax(map.values.data(), is_signed, x[i], block_max);
-      continue;
-    }
-    // |x| <= absmax, so every y lies in [-1, 1], where the table has no search buckets
-    // (checked by tests/numerics/test_block_quant.cpp).
-#pragma omp simd
-    for (int i = 0; i < count; ++i) {
-      const float y = x[i] / block_max;
-      const uint32_t bucket = nm::f32_to_bits(y) >> 16;
-      int code = base[bucket] + (y > threshold[bucket] ? 1 : 0);
-      // The sign fix of numerics::quantize_with_absmax: codes below 127 are the negatives.
-      const bool code_negative = code < int(nm::kSignedMapZeroCode);
-      const bool x_negative = (nm::f32_to_bits(x[i]) >> 31) != 0;
-      code = is_signed && code_negative != x_negative ? (x_negative ? code - 1 : code + 1) : code;
-      out[i] = uint8_t(code);
-    }
+    absmax[b] = block_quantize_one_cpu(map, src + begin, count, codes + begin);
   }
 }
 

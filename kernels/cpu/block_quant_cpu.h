@@ -35,6 +35,9 @@ QuantMapCpu make_quant_map_cpu(numerics::MapSign sign);
 uint8_t quant_map_lookup(const QuantMapCpu& map, float y);
 
 void block_quantize_cpu(const QuantMapCpu& map, const float* src, uint8_t* codes, float* absmax, size_t n);
+// One block of count <= 256 values (no threading): writes count codes, returns the absmax.
+// What block_quantize_cpu runs per block, and what fused kernels (optim_cpu) call per block.
+float block_quantize_one_cpu(const QuantMapCpu& map, const float* x, int count, uint8_t* codes);
 void block_dequantize_cpu(const QuantMapCpu& map, const uint8_t* codes, const float* absmax, float* dst,
                           size_t n);
 

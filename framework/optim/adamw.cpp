@@ -1,0 +1,302 @@
+// adamw.cpp — see adamw.h.
+#include "framework/optim/adamw.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "framework/core/error.h"
+#include "kernels/cpu/block_quant_cpu.h"
+#include "kernels/cpu/optim_cpu.h"
+#include "kernels/numerics/adamw_update.h"
+#include "kernels/numerics/bf16.h"
+#include "kernels/numerics/dynamic_map.h"
+
+namespace farthing::optim {
+
+namespace {
+
+constexpr size_t kAlignBytes = 64;
+
+size_t align_up(size_t bytes) { return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes; }
+
+size_t moment_elem_bytes(StateFormat format) {
+  switch (format) {
+    case StateFormat::kF32: return 4;
+    case StateFormat::kBf16: return 2;
+    case StateFormat::kBlock8: return 1;
+  }
+  return 0;
+}
+
+size_t blocks_of(uint64_t numel) { return size_t((numel + kQuantBlockElems - 1) / kQuantBlockElems); }
+
+kernels::MomentFormat kernel_format(StateFormat format) {
+  switch (format) {
+    case StateFormat::kF32: return kernels::MomentFormat::kF32;
+    case StateFormat::kBf16: return kernels::MomentFormat::kBf16;
+    case StateFormat::kBlock8: return kernels::MomentFormat::kBlock8;
+  }
+  return kernels::MomentFormat::kF32;
+}
+
+// The CPU lookup tables of bitsandbytes' maps, built once per process.
+const kernels::QuantMapCpu& quant_map(numerics::MapSign sign) {
+  static const kernels::QuantMapCpu signed_map = kernels::make_quant_map_cpu(numerics::MapSign::kSigned);
+  static const kernels::QuantMapCpu unsigned_map = kernels::make_quant_map_cpu(numerics::MapSign::kUnsigned);
+  return sign == numerics::MapSign::kSigned ? signed_map : unsigned_map;
+}
+
+kernels::GradFormat grad_format_of(const Tensor& t) {
+  return t.dtype() == DType::kBF16 ? kernels::GradFormat::kBf16 : kernels::GradFormat::kF32;
+}
+
+const std::byte* byte_ptr(const Tensor& t, uint64_t element) {
+  return static_cast<const std::byte*>(t.data()) + element * dtype_size_bytes(t.dtype());
+}
+
+}  // namespace
+
+AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards)
+    : config_(std::move(config)), specs_(std::move(shards)) {
+  validate_optimizer_config(config_, specs_);
+  FARTHING_CHECK(!specs_.empty(), "the optimizer owns no shard; give at least one (global_offset, numel)");
+  const bool any_8bit = std::any_of(config_.groups.begin(), config_.groups.end(),
+                                    [](const ParamGroup& g) { return g.state_format == StateFormat::kBlock8; });
+  if (any_8bit) {
+    (void)quant_map(numerics::MapSign::kSigned);  // build the tables outside the first step
+  }
+  shards_.resize(specs_.size());
+  for (size_t s = 0; s < specs_.size(); ++s) {
+    ShardState& shard = shards_[s];
+    shard.spec = specs_[s];
+    const uint64_t shard_begin = shard.spec.global_offset, shard_end = shard_begin + shard.spec.numel;
+    size_t state_bytes = 0;
+    for (size_t r = 0; r < config_.ranges.size(); ++r) {
+      const ParamRange& range = config_.ranges[r];
+      const uint64_t begin = std::max(shard_begin, range.global_offset);
+      const uint64_t end = std::min(shard_end, range.global_offset + range.numel);
+      if (begin >= end) continue;
+      Segment seg;
+      seg.range = r;
+      seg.format = effective_state_format(config_, range);
+      seg.global_offset = begin;
+      seg.local_offset = begin - shard_begin;
+      seg.numel = end - begin;
+      seg.values_offset_bytes = state_bytes;
+      state_bytes += align_up(size_t(seg.numel) * moment_elem_bytes(seg.format));
+      if (seg.format == StateFormat::kBlock8) {
+        seg.absmax_offset_bytes = state_bytes;
+        state_bytes += align_up(blocks_of(seg.numel) * sizeof(float));
+      }
+      shard.segments.push_back(seg);
+    }
+    if (config_.master_mode == MasterMode::kF32) {
+      shard.master = Buffer(Device::cpu(), size_t(shard.spec.numel) * sizeof(float), MemoryCategory::kMaster);
+      std::memset(shard.master.data(), 0, shard.master.bytes());
+    }
+    shard.m = Buffer(Device::cpu(), state_bytes, MemoryCategory::kOptimizerState);
+    shard.v = Buffer(Device::cpu(), state_bytes, MemoryCategory::kOptimizerState);
+    // Zero moments: 0.0f / bf16 0 are all-zero bytes; 8-bit zero is the map's zero code with
+    // absmax 0 (the whole buffer is cleared first so alignment padding is deterministic too).
+    for (Buffer* b : {&shard.m, &shard.v}) {
+      if (b->bytes() > 0) std::memset(b->data(), 0, b->bytes());
+    }
+    for (const Segment& seg : shard.segments) {
+      if (seg.format != StateFormat::kBlock8) continue;
+      std::memset(static_cast<std::byte*>(shard.m.data()) + seg.values_offset_bytes,
+                  numerics::kSignedMapZeroCode, size_t(seg.numel));
+    }
+  }
+}
+
+const std::vector<ShardSpec>& AdamW::shards() const { return specs_; }
+
+void AdamW::set_reduce_hook(ReduceHook hook) { reduce_ = std::move(hook); }
+
+void AdamW::init_master(size_t s, const Tensor& values) {
+  FARTHING_CHECK(s < shards_.size(), "init_master: shard ", s, " does not exist (", shards_.size(), " shards)");
+  FARTHING_CHECK(config_.master_mode == MasterMode::kF32,
+                 "init_master: this optimizer keeps no master (master mode 'none'); nothing to initialize");
+  ShardState& shard = shards_[s];
+  FARTHING_CHECK(values.device().is_cpu() && values.is_contiguous(), "init_master: values must be a contiguous "
+                 "cpu tensor, got ", values.describe());
+  FARTHING_CHECK(uint64_t(values.numel()) == shard.spec.numel, "init_master: shard ", s, " has ",
+                 shard.spec.numel, " elements but the values hold ", values.numel());
+  float* master = static_cast<float*>(shard.master.data());
+  if (values.dtype() == DType::kF32) {
+    std::memcpy(master, values.data(), size_t(values.numel()) * sizeof(float));
+  } else {
+    FARTHING_CHECK(values.dtype() == DType::kBF16, "init_master: values must be f32 or bf16, got ",
+                   values.describe());
+    const uint16_t* src = static_cast<const uint16_t*>(values.data());
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < values.numel(); ++i) master[i] = numerics::bf16_to_f32(src[i]);
+  }
+  shard.master_initialized = true;
+}
+
+void AdamW::check_shard_tensors(std::span<const Tensor> tensors, const char* what, bool weights) const {
+  FARTHING_CHECK(tensors.size() == shards_.size(), what, ": got ", tensors.size(), " tensors for ",
+                 shards_.size(), " shards; pass one per shard, in shard order");
+  for (size_t s = 0; s < tensors.size(); ++s) {
+    const Tensor& t = tensors[s];
+    FARTHING_CHECK(t.device().is_cpu() && t.is_contiguous(), what, "[", s, "] must be a contiguous cpu tensor, got ",
+                   t.describe(), " (the CUDA optimizer is not built yet)");
+    FARTHING_CHECK(uint64_t(t.numel()) == shards_[s].spec.numel, what, "[", s, "] has ", t.numel(),
+                   " elements but shard ", s, " has ", shards_[s].spec.numel);
+    if (weights) {
+      FARTHING_CHECK(t.dtype() == DType::kBF16, what, "[", s, "] must be bf16 working weights, got ", t.describe());
+    } else {
+      FARTHING_CHECK(t.dtype() == DType::kF32 || t.dtype() == DType::kBF16, what, "[", s,
+                     "] must be f32 or bf16 gradients, got ", t.describe());
+    }
+  }
+}
+
+GradReport AdamW::inspect_grads(std::span<const Tensor> grads, const GradOptions& options) const {
+  check_shard_tensors(grads, "inspect_grads: grads", false);
+  double partial[2] = {0.0, 0.0};  // sum of squares, non-finite count
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    for (const Segment& seg : shards_[s].segments) {
+      const kernels::GradPartials p =
+          kernels::grad_partials_cpu(byte_ptr(grads[s], seg.local_offset), grad_format_of(grads[s]), size_t(seg.numel));
+      partial[0] += p.sum_squares;
+      partial[1] += double(p.nonfinite);
+    }
+  }
+  if (reduce_) reduce_(std::span<double>(partial, 2));
+  return make_grad_report(partial[0], int64_t(partial[1]), options);
+}
+
+kernels::MomentRef AdamW::moment_ref(const ShardState& shard, const Segment& seg, bool second) const {
+  std::byte* base = static_cast<std::byte*>(second ? shard.v.data() : shard.m.data());
+  kernels::MomentRef ref;
+  ref.format = kernel_format(seg.format);
+  ref.values = base + seg.values_offset_bytes;
+  ref.absmax = seg.format == StateFormat::kBlock8 ? reinterpret_cast<float*>(base + seg.absmax_offset_bytes) : nullptr;
+  return ref;
+}
+
+StepDiagnostics AdamW::step(std::span<const Tensor> weights, std::span<const Tensor> grads, const GradReport& report,
+                            double lr_multiplier) {
+  check_shard_tensors(weights, "step: weights", true);
+  check_shard_tensors(grads, "step: grads", false);
+  FARTHING_CHECK(report.nonfinite == 0, "step: the gradients hold ", report.nonfinite,
+                 " non-finite values; the optimizer will not step on them (it would poison the moments). "
+                 "Skip this step (and lower the loss scale) or stop: that policy is the caller's");
+  FARTHING_CHECK(std::isfinite(report.grad_scale) && report.grad_scale > 0.0, "step: grad_scale (",
+                 report.grad_scale, ") must be finite and > 0; build the report with inspect_grads");
+  FARTHING_CHECK(std::isfinite(lr_multiplier) && lr_multiplier >= 0.0, "step: lr_multiplier (", lr_multiplier,
+                 ") must be finite and >= 0");
+  if (config_.master_mode == MasterMode::kF32) {
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      FARTHING_CHECK(shards_[s].master_initialized, "step: shard ", s, "'s fp32 master was never initialized; "
+                     "call init_master(", s, ", weights or fp32 values) before the first step");
+    }
+  }
+  const int64_t t = step_ + 1;
+  double partial[4] = {0.0, 0.0, 0.0, 0.0};  // elements, unchanged, update ss, weight ss
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    ShardState& shard = shards_[s];
+    for (const Segment& seg : shard.segments) {
+      const ParamGroup& group = config_.groups[size_t(config_.ranges[seg.range].group)];
+      const AdamWHyper& h = group.hyper;
+      kernels::AdamWSegmentCpu args;
+      args.n = size_t(seg.numel);
+      args.global_offset = seg.global_offset;
+      args.grad = byte_ptr(grads[s], seg.local_offset);
+      args.grad_format = grad_format_of(grads[s]);
+      args.weight = static_cast<uint16_t*>(weights[s].data()) + seg.local_offset;
+      args.master = config_.master_mode == MasterMode::kF32
+                        ? static_cast<float*>(shard.master.data()) + seg.local_offset
+                        : nullptr;
+      args.master_mode = config_.master_mode;
+      args.weight_rounding = config_.weight_rounding;
+      args.m = moment_ref(shard, seg, false);
+      args.v = moment_ref(shard, seg, true);
+      args.scalars = numerics::make_adamw_scalars(h.lr * lr_multiplier, h.beta1, h.beta2, h.eps, h.weight_decay, t,
+                                                  report.grad_scale);
+      args.seed = config_.seed;
+      args.step = uint32_t(t);
+      args.signed_map = &quant_map(numerics::MapSign::kSigned);
+      args.unsigned_map = &quant_map(numerics::MapSign::kUnsigned);
+      const kernels::AdamWPartials p = kernels::adamw_step_cpu(args);
+      partial[0] += double(p.elements);
+      partial[1] += double(p.weights_unchanged);
+      partial[2] += p.update_sum_squares;
+      partial[3] += p.weight_sum_squares;
+    }
+  }
+  step_ = t;
+  if (reduce_) reduce_(std::span<double>(partial, 4));
+  StepDiagnostics d;
+  d.step = t;
+  d.lr = config_.groups[0].hyper.lr * lr_multiplier;
+  d.grad_norm = report.grad_norm;
+  d.clip_factor = report.clip_factor;
+  d.nonfinite_grads = report.nonfinite;
+  d.elements = int64_t(partial[0]);
+  d.weights_unchanged = int64_t(partial[1]);
+  d.unchanged_fraction = partial[0] > 0.0 ? partial[1] / partial[0] : 0.0;
+  d.update_rms_ratio = partial[3] > 0.0 ? std::sqrt(partial[2] / partial[3]) : 0.0;
+  return d;
+}
+
+const float* AdamW::master(size_t s) const {
+  FARTHING_CHECK(s < shards_.size(), "master: shard ", s, " does not exist (", shards_.size(), " shards)");
+  return config_.master_mode == MasterMode::kF32 ? static_cast<const float*>(shards_[s].master.data()) : nullptr;
+}
+
+void AdamW::moments_to_f32(size_t s, float* m, float* v) const {
+  FARTHING_CHECK(s < shards_.size(), "moments_to_f32: shard ", s, " does not exist (", shards_.size(), " shards)");
+  const ShardState& shard = shards_[s];
+  std::fill(m, m + shard.spec.numel, 0.0f);
+  std::fill(v, v + shard.spec.numel, 0.0f);
+  for (const Segment& seg : shard.segments) {
+    kernels::moment_to_f32_cpu(moment_ref(shard, seg, false), &quant_map(numerics::MapSign::kSigned),
+                               m + seg.local_offset, size_t(seg.numel));
+    kernels::moment_to_f32_cpu(moment_ref(shard, seg, true), &quant_map(numerics::MapSign::kUnsigned),
+                               v + seg.local_offset, size_t(seg.numel));
+  }
+}
+
+std::vector<StateSpan> AdamW::state_spans() {
+  std::vector<StateSpan> spans;
+  spans.push_back({"step", std::as_writable_bytes(std::span<int64_t>(&step_, 1))});
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    ShardState& shard = shards_[s];
+    const std::string prefix = "shard" + std::to_string(s) + "/";
+    for (const Segment& seg : shard.segments) {
+      const std::string name = prefix + config_.ranges[seg.range].name + "@" + std::to_string(seg.global_offset);
+      if (config_.master_mode == MasterMode::kF32) {
+        auto* master = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * sizeof(float);
+        spans.push_back({name + "/master", {master, size_t(seg.numel) * sizeof(float)}});
+      }
+      const size_t value_bytes = size_t(seg.numel) * moment_elem_bytes(seg.format);
+      const bool q8 = seg.format == StateFormat::kBlock8;
+      for (int k = 0; k < 2; ++k) {
+        std::byte* base = static_cast<std::byte*>((k == 0 ? shard.m : shard.v).data());
+        const std::string moment = name + (k == 0 ? "/exp_avg" : "/exp_avg_sq");
+        spans.push_back({moment + (q8 ? ".codes" : ""), {base + seg.values_offset_bytes, value_bytes}});
+        if (q8) {
+          spans.push_back({moment + ".absmax", {base + seg.absmax_offset_bytes, blocks_of(seg.numel) * sizeof(float)}});
+        }
+      }
+    }
+  }
+  return spans;
+}
+
+void AdamW::on_state_loaded() {
+  for (ShardState& shard : shards_) shard.master_initialized = true;
+}
+
+int64_t AdamW::state_bytes() const {
+  int64_t total = 0;
+  for (const ShardState& shard : shards_) total += int64_t(shard.master.bytes() + shard.m.bytes() + shard.v.bytes());
+  return total;
+}
+
+}  // namespace farthing::optim

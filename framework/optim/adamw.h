@@ -1,0 +1,99 @@
+// adamw.h — AdamW over the shards of a global flat parameter space that this rank owns.
+//
+// The optimizer owns the fp32 master (MemoryCategory::kMaster) and the moments
+// (kOptimizerState) of its shards; the caller owns the bf16 weights (kWeights) and the
+// gradients (kGrads) and passes them to each step. A step is two calls, so that the caller
+// decides what non-finite gradients mean:
+//   GradReport r = opt.inspect_grads(grads, {max_grad_norm, loss_scale});  // one reduction
+//   if (r.nonfinite > 0) { skip or fail: the caller's policy }
+//   StepDiagnostics d = opt.step(weights, grads, r, lr_multiplier(schedule, opt.steps_taken() + 1));
+// Each (range ∩ shard) is a segment with its group's hyper-parameters and state format,
+// stepped by kernels::adamw_step_cpu in one fused pass. Results are bit-identical for any
+// sharding into multiples of 256 and any thread count.
+// Relies on: optim_config.h, grad_clip.h, step_diagnostics.h, kernels/cpu/optim_cpu.h,
+// core/memory.h. Tested by: tests/optim/*.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "framework/core/memory.h"
+#include "framework/core/tensor.h"
+#include "framework/optim/grad_clip.h"
+#include "framework/optim/optim_config.h"
+#include "framework/optim/step_diagnostics.h"
+
+namespace farthing::optim {
+
+// A named piece of raw optimizer state, for checkpoints (optim_state_io.h).
+struct StateSpan {
+  std::string name;  // e.g. "step", "layers.0.wq/master", "layers.0.wq/exp_avg.codes"
+  std::span<std::byte> bytes;
+};
+
+class AdamW {
+ public:
+  AdamW(OptimizerConfig config, std::vector<ShardSpec> shards);
+
+  const OptimizerConfig& config() const { return config_; }
+  const std::vector<ShardSpec>& shards() const;
+  int64_t steps_taken() const { return step_; }
+  void set_reduce_hook(ReduceHook hook);
+
+  // Sets shard s's fp32 master from f32 values or (exactly) from bf16 weights, shard.numel
+  // elements. Required before the first step when the master mode is f32.
+  void init_master(size_t shard, const Tensor& values);
+
+  // Global gradient norm and non-finite count over this rank's shards (one reduction).
+  // grads[s]: f32 or bf16, shard s's numel elements.
+  GradReport inspect_grads(std::span<const Tensor> grads, const GradOptions& options = {}) const;
+
+  // One AdamW step on every shard: weights[s] bf16 (updated in place), grads[s] as above.
+  // Throws when the report counts non-finite gradients (the caller should have skipped).
+  StepDiagnostics step(std::span<const Tensor> weights, std::span<const Tensor> grads, const GradReport& report,
+                       double lr_multiplier = 1.0);
+
+  // Inspection (tests, tools): shard s's master (nullptr with master mode none), and its
+  // moments dequantized to fp32 (shard numel elements each; padding reads 0).
+  const float* master(size_t shard) const;
+  void moments_to_f32(size_t shard, float* m, float* v) const;
+
+  // Every byte of state, in a fixed order: the step counter, then per shard and segment the
+  // master, m and v (8-bit: codes and absmax separately). Writing into these spans restores it.
+  std::vector<StateSpan> state_spans();
+  // Called by load_optimizer_state after it wrote the spans: the master counts as initialized.
+  void on_state_loaded();
+  // Bytes of master + moments this optimizer allocated.
+  int64_t state_bytes() const;
+
+ private:
+  struct Segment {
+    size_t range = 0;
+    StateFormat format = StateFormat::kF32;
+    uint64_t global_offset = 0;
+    uint64_t local_offset = 0;  // within the shard
+    uint64_t numel = 0;
+    size_t values_offset_bytes = 0;  // in the shard's m and v buffers (same layout)
+    size_t absmax_offset_bytes = 0;  // kBlock8 only
+  };
+  struct ShardState {
+    ShardSpec spec;
+    Buffer master;
+    Buffer m, v;
+    std::vector<Segment> segments;
+    bool master_initialized = false;
+  };
+  kernels::MomentRef moment_ref(const ShardState& shard, const Segment& seg, bool second) const;
+  void check_shard_tensors(std::span<const Tensor> tensors, const char* what, bool weights) const;
+
+  OptimizerConfig config_;
+  std::vector<ShardSpec> specs_;
+  std::vector<ShardState> shards_;
+  int64_t step_ = 0;
+  ReduceHook reduce_;
+};
+
+}  // namespace farthing::optim

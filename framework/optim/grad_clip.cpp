@@ -1,0 +1,27 @@
+// grad_clip.cpp — see grad_clip.h.
+#include "framework/optim/grad_clip.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "framework/core/error.h"
+
+namespace farthing::optim {
+
+GradReport make_grad_report(double global_sum_squares, int64_t global_nonfinite, const GradOptions& options) {
+  FARTHING_CHECK(std::isfinite(options.loss_scale) && options.loss_scale > 0.0, "loss_scale (",
+                 options.loss_scale, ") must be finite and > 0");
+  FARTHING_CHECK(options.max_grad_norm >= 0.0, "max_grad_norm (", options.max_grad_norm,
+                 ") must be >= 0 (0 turns clipping off)");
+  GradReport r;
+  r.nonfinite = global_nonfinite;
+  r.grad_norm = std::sqrt(global_sum_squares) / options.loss_scale;
+  if (options.max_grad_norm > 0.0 && std::isfinite(r.grad_norm)) {
+    // NOTE: torch.nn.utils.clip_grad_norm_'s rule, eps included, so clipped runs compare.
+    r.clip_factor = std::min(1.0, options.max_grad_norm / (r.grad_norm + 1e-6));
+  }
+  r.grad_scale = r.clip_factor / options.loss_scale;
+  return r;
+}
+
+}  // namespace farthing::optim

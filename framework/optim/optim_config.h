@@ -1,0 +1,78 @@
+// optim_config.h — what an optimizer is asked to do: hyper-parameters per group, which global
+// ranges belong to which group, state format, master mode, weight rounding, and the shards
+// this rank owns. validate_optimizer_config() rejects bad configurations with messages that
+// name every factor and suggest the fix.
+// Relies on: kernels/cpu/optim_cpu.h (the enums shared with the kernels), core/error.h.
+// Tested by: tests/optim/test_optim_config.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/cpu/optim_cpu.h"
+
+namespace farthing::optim {
+
+using kernels::MasterMode;
+using kernels::WeightRounding;
+
+// How a group's Adam moments are stored. kBlock8: bitsandbytes' 8-bit blocks (256 elements
+// of the global flat space per fp32 absmax; signed map for m, unsigned for v).
+enum class StateFormat : uint8_t { kF32, kBf16, kBlock8 };
+
+// Tensors below this many elements keep fp32 moments whatever their group asks
+// (bitsandbytes' min_8bit_size): their state is negligible and small tensors quantize badly.
+inline constexpr uint64_t kMinQuantizedElems = 4096;
+inline constexpr uint64_t kQuantBlockElems = 256;
+
+struct AdamWHyper {
+  double lr = 1e-5;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+};
+
+struct ParamGroup {
+  std::string name;
+  AdamWHyper hyper;
+  StateFormat state_format = StateFormat::kF32;
+};
+
+// A tensor (or any run of elements) of the global flat parameter space and its group.
+// Elements covered by no range are padding: never stepped, no state.
+struct ParamRange {
+  std::string name;
+  uint64_t global_offset = 0;
+  uint64_t numel = 0;
+  int group = 0;
+  bool keep_f32_state = false;  // e.g. embeddings and the output head (StableEmbedding advice)
+};
+
+// A contiguous piece of the flat space owned by this rank. Offsets and lengths are multiples
+// of 256 (so 8-bit blocks never straddle shards), except that the last shard may end anywhere.
+struct ShardSpec {
+  uint64_t global_offset = 0;
+  uint64_t numel = 0;
+};
+
+struct OptimizerConfig {
+  std::vector<ParamGroup> groups;
+  std::vector<ParamRange> ranges;  // sorted by offset, disjoint
+  MasterMode master_mode = MasterMode::kF32;
+  WeightRounding weight_rounding = WeightRounding::kNearest;  // master -> bf16 weight cast
+  uint64_t seed = 0;  // stochastic-rounding key
+};
+
+std::string_view state_format_name(StateFormat format);
+StateFormat parse_state_format(std::string_view name);  // "f32", "bf16", "8bit"
+
+// The state format a range actually gets (demotions to fp32 applied).
+StateFormat effective_state_format(const OptimizerConfig& config, const ParamRange& range);
+
+// Throws farthing::Error naming the offending group, range or shard.
+void validate_optimizer_config(const OptimizerConfig& config, const std::vector<ShardSpec>& shards);
+
+}  // namespace farthing::optim

@@ -1,0 +1,233 @@
+// optim_cpu.cpp — see optim_cpu.h.
+#include "kernels/cpu/optim_cpu.h"
+
+#include <algorithm>
+
+#include "kernels/numerics/bf16.h"
+#include "kernels/numerics/block_quant.h"
+#include "kernels/numerics/stochastic_round.h"
+
+namespace farthing::kernels {
+
+namespace nm = farthing::numerics;
+
+namespace {
+
+constexpr int kChunk = nm::kQuantBlockElems;  // 256: one 8-bit block per chunk
+
+// 32 random bits per element for elements global_begin .. global_begin + count. Whole Philox
+// groups (four elements per call) are generated in a vectorized pass, the partial groups at
+// either end one element at a time; both give random_bits_for_element's bits.
+void fill_random_bits(nm::RandomKey key, uint64_t global_begin, int count, uint32_t* bits) {
+  const int head = std::min<int>(count, int((4 - (global_begin & 3)) & 3));
+  for (int i = 0; i < head; ++i) bits[i] = nm::random_bits_for_element(key, global_begin + uint64_t(i));
+  const int groups = (count - head) / 4;
+  const uint64_t first_group = (global_begin + uint64_t(head)) >> 2;
+  alignas(64) uint32_t w0[kChunk / 4], w1[kChunk / 4], w2[kChunk / 4], w3[kChunk / 4];
+#pragma omp simd
+  for (int j = 0; j < groups; ++j) {
+    const nm::Philox4x32 w = nm::random_words_for_group(key, first_group + uint64_t(j));
+    w0[j] = w.v[0];
+    w1[j] = w.v[1];
+    w2[j] = w.v[2];
+    w3[j] = w.v[3];
+  }
+  uint32_t* group_bits = bits + head;
+#pragma omp simd
+  for (int j = 0; j < groups; ++j) {
+    group_bits[4 * j + 0] = w0[j];
+    group_bits[4 * j + 1] = w1[j];
+    group_bits[4 * j + 2] = w2[j];
+    group_bits[4 * j + 3] = w3[j];
+  }
+  for (int i = head + 4 * groups; i < count; ++i) {
+    bits[i] = nm::random_bits_for_element(key, global_begin + uint64_t(i));
+  }
+}
+
+void load_moment(const MomentRef& moment, const QuantMapCpu* map, size_t begin, int count, int64_t block,
+                 float* out) {
+  switch (moment.format) {
+    case MomentFormat::kF32: {
+      const float* src = static_cast<const float*>(moment.values) + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) out[i] = src[i];
+      return;
+    }
+    case MomentFormat::kBf16: {
+      const uint16_t* src = static_cast<const uint16_t*>(moment.values) + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) out[i] = nm::bf16_to_f32(src[i]);
+      return;
+    }
+    case MomentFormat::kBlock8: {
+      const uint8_t* codes = static_cast<const uint8_t*>(moment.values) + begin;
+      const float* values = map->values.data();
+      const float absmax = moment.absmax[block];
+#pragma omp simd
+      for (int i = 0; i < count; ++i) out[i] = nm::dequantize_with_absmax(values, codes[i], absmax);
+      return;
+    }
+  }
+}
+
+// NOTE: bf16 moments are stored round-to-nearest-even (torchao's bf16 state does the same);
+// stochastic rounding of the moments is not needed for the weights' unbiasedness.
+void store_moment(const MomentRef& moment, const QuantMapCpu* map, size_t begin, int count, int64_t block,
+                  const float* in) {
+  switch (moment.format) {
+    case MomentFormat::kF32: {
+      float* dst = static_cast<float*>(moment.values) + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) dst[i] = in[i];
+      return;
+    }
+    case MomentFormat::kBf16: {
+      uint16_t* dst = static_cast<uint16_t*>(moment.values) + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) dst[i] = nm::f32_to_bf16_rne(in[i]);
+      return;
+    }
+    case MomentFormat::kBlock8:
+      moment.absmax[block] = block_quantize_one_cpu(*map, in, count, static_cast<uint8_t*>(moment.values) + begin);
+      return;
+  }
+}
+
+}  // namespace
+
+AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
+  const uint64_t lead = seg.global_offset % uint64_t(kChunk);
+  const int64_t chunks = int64_t((seg.n + lead + kChunk - 1) / kChunk);
+  const bool has_master = seg.master_mode == MasterMode::kF32;
+  const bool stochastic = !has_master || seg.weight_rounding == WeightRounding::kStochastic;
+  const nm::RandomKey key{seg.seed, seg.step,
+                          has_master ? nm::RandomPurpose::kWeightCast : nm::RandomPurpose::kMasterFreeUpdate};
+  const nm::AdamWScalars s = seg.scalars;
+  int64_t unchanged = 0;
+  double update_ss = 0.0, weight_ss = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : unchanged, update_ss, weight_ss)
+  for (int64_t c = 0; c < chunks; ++c) {
+    // Chunk c covers global [c*256 - lead, (c+1)*256 - lead) of the segment, clipped to it;
+    // for 8-bit moments lead is 0 and chunk c is block c.
+    const size_t begin = c == 0 ? 0 : size_t(uint64_t(c) * kChunk - lead);
+    const size_t end = std::min(seg.n, size_t(uint64_t(c + 1) * kChunk - lead));
+    const int count = int(end - begin);
+    alignas(64) float g[kChunk], p[kChunk], p_old[kChunk], m[kChunk], v[kChunk];
+    alignas(64) uint32_t bits[kChunk];
+
+    if (seg.grad_format == GradFormat::kF32) {
+      const float* src = static_cast<const float*>(seg.grad) + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) g[i] = src[i];
+    } else {
+      const uint16_t* src = static_cast<const uint16_t*>(seg.grad) + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) g[i] = nm::bf16_to_f32(src[i]);
+    }
+    uint16_t* weight = seg.weight + begin;
+    if (has_master) {
+      const float* master = seg.master + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) p_old[i] = master[i];
+    } else {
+#pragma omp simd
+      for (int i = 0; i < count; ++i) p_old[i] = nm::bf16_to_f32(weight[i]);
+    }
+    load_moment(seg.m, seg.signed_map, begin, count, c, m);
+    load_moment(seg.v, seg.unsigned_map, begin, count, c, v);
+
+#pragma omp simd
+    for (int i = 0; i < count; ++i) {
+      float pi = p_old[i], mi = m[i], vi = v[i];
+      nm::adamw_update_element(s, g[i], pi, mi, vi);
+      p[i] = pi;
+      m[i] = mi;
+      v[i] = vi;
+    }
+    float chunk_update_ss = 0.0f, chunk_weight_ss = 0.0f;
+#pragma omp simd reduction(+ : chunk_update_ss, chunk_weight_ss)
+    for (int i = 0; i < count; ++i) {
+      const float du = p[i] - p_old[i];
+      chunk_update_ss += du * du;
+      chunk_weight_ss += p_old[i] * p_old[i];
+    }
+    update_ss += double(chunk_update_ss);
+    weight_ss += double(chunk_weight_ss);
+
+    store_moment(seg.m, seg.signed_map, begin, count, c, m);
+    store_moment(seg.v, seg.unsigned_map, begin, count, c, v);
+    if (has_master) {
+      float* master = seg.master + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) master[i] = p[i];
+    }
+    int chunk_unchanged = 0;
+    if (stochastic) {
+      fill_random_bits(key, seg.global_offset + begin, count, bits);
+#pragma omp simd reduction(+ : chunk_unchanged)
+      for (int i = 0; i < count; ++i) {
+        const uint16_t w = nm::f32_to_bf16_sr(p[i], bits[i]);
+        chunk_unchanged += w == weight[i] ? 1 : 0;
+        weight[i] = w;
+      }
+    } else {
+#pragma omp simd reduction(+ : chunk_unchanged)
+      for (int i = 0; i < count; ++i) {
+        const uint16_t w = nm::f32_to_bf16_rne(p[i]);
+        chunk_unchanged += w == weight[i] ? 1 : 0;
+        weight[i] = w;
+      }
+    }
+    unchanged += chunk_unchanged;
+  }
+  AdamWPartials out;
+  out.elements = int64_t(seg.n);
+  out.weights_unchanged = unchanged;
+  out.update_sum_squares = update_ss;
+  out.weight_sum_squares = weight_ss;
+  return out;
+}
+
+GradPartials grad_partials_cpu(const void* grad, GradFormat format, size_t n) {
+  const int64_t chunks = int64_t((n + kChunk - 1) / kChunk);
+  double sum_squares = 0.0;
+  int64_t nonfinite = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum_squares, nonfinite)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t begin = size_t(c) * kChunk;
+    const int count = int(std::min<size_t>(kChunk, n - begin));
+    alignas(64) float g[kChunk];
+    if (format == GradFormat::kF32) {
+      const float* src = static_cast<const float*>(grad) + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) g[i] = src[i];
+    } else {
+      const uint16_t* src = static_cast<const uint16_t*>(grad) + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) g[i] = nm::bf16_to_f32(src[i]);
+    }
+    double chunk_ss = 0.0;
+    int chunk_nonfinite = 0;
+#pragma omp simd reduction(+ : chunk_ss, chunk_nonfinite)
+    for (int i = 0; i < count; ++i) {
+      const double x = double(g[i]);
+      chunk_ss += x * x;
+      chunk_nonfinite += (nm::f32_to_bits(g[i]) & 0x7F800000u) == 0x7F800000u ? 1 : 0;
+    }
+    sum_squares += chunk_ss;
+    nonfinite += chunk_nonfinite;
+  }
+  return GradPartials{sum_squares, nonfinite};
+}
+
+void moment_to_f32_cpu(const MomentRef& moment, const QuantMapCpu* map, float* dst, size_t n) {
+  const int64_t blocks = int64_t((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t begin = size_t(b) * kChunk;
+    load_moment(moment, map, begin, int(std::min<size_t>(kChunk, n - begin)), b, dst + begin);
+  }
+}
+
+}  // namespace farthing::kernels
