@@ -101,6 +101,11 @@ TEST(AdamWGolden, MatchesTorchOver100Steps) {
     EXPECT_LE(err_p, 1e-6);
     EXPECT_LE(err_m, 1e-6);
     EXPECT_LE(err_v, 1e-6);
+    // Stronger, and what pins the order of operations: the moments do not depend on p or on
+    // sqrt, so with torch's op order (lerp as an fma, addcmul as fma(c*g, g, beta2*v)) they
+    // are bit-identical to torch's (a different order of operations breaks this).
+    EXPECT_EQ(count_differences(m, ref_m), 0);
+    EXPECT_EQ(count_differences(v, ref_v), 0);
     // The bf16 working weights are the round-to-nearest of the master.
     for (int64_t i = 0; i < kN; ++i) {
       ASSERT_EQ(shard.w_bits()[i], numerics::f32_to_bf16_rne(master[size_t(i)])) << "element " << i;

@@ -25,5 +25,6 @@ struct BenchSuite {
 const std::vector<BenchSuite>& bench_suites();
 
 int run_numerics_bench(const BenchOptions& options);
+int run_optim_bench(const BenchOptions& options);
 
 }  // namespace farthing::bench

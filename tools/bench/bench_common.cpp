@@ -7,6 +7,8 @@ const std::vector<BenchSuite>& bench_suites() {
   static const std::vector<BenchSuite> suites = {
       {"numerics", "casts, stochastic-rounding casts, 8-bit block quantize/dequantize vs memcpy",
        &run_numerics_bench},
+      {"optim", "fused AdamW step per state/master/rounding configuration vs memcpy and torch.optim.AdamW",
+       &run_optim_bench},
   };
   return suites;
 }
