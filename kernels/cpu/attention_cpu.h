@@ -1,0 +1,27 @@
+// attention_cpu.h — causal multi-head attention with grouped-query heads on the host, fp32.
+//
+// Input is the packed projection qkv (B*T rows of [q: Hq*D | k: Hkv*D | v: Hkv*D]); query
+// head h reads kv head h / (Hq / Hkv). Forward keeps only the output and the per-row
+// log-sum-exp; each row's scores live in a T-float per-thread scratch, never a T x T matrix.
+// Backward recomputes the probabilities from q, k and the log-sum-exp (as FlashAttention).
+// Relies on: OpenMP. Tested by: tests/models/test_attention_cpu.cpp and the model goldens.
+#pragma once
+
+#include <cstdint>
+
+namespace farthing::kernels {
+
+struct AttentionShape {
+  int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
+};
+
+// out (B*T, Hq*D), lse (B, Hq, T).
+void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, const float* qkv);
+
+// dqkv (B*T, stride) is overwritten. scratch holds 2 * B * Hq * T * D floats (per-query-head
+// dk/dv, summed over each group in head order so results never depend on thread count).
+void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                            const float* out, const float* lse, const float* qkv);
+
+}  // namespace farthing::kernels

@@ -1,0 +1,40 @@
+// matmul_cpu.h — C (+)= op(A) · op(B) on the host through oneDNN, with primitives cached by
+// shape, strides and dtype so that a training step never rebuilds one.
+//
+// A and B are row-major with leading dimensions lda/ldb (in elements); op(X) = X or X^T.
+// C is always fp32 (fp32 accumulation). In bf16 mode A and B hold bf16 bit patterns; where
+// the processor has no native bf16 GEMM (oneDNN would fall back to its reference kernel)
+// the operands are widened to fp32 exactly and multiplied by the fp32 GEMM: a bf16 x bf16
+// product is exact in fp32, so the result is still "bf16 inputs, fp32 accumulation".
+// Relies on: oneDNN (DNNL::dnnl), OpenMP. Tested by: tests/models/test_matmul_cpu.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace farthing::kernels {
+
+enum class GemmDtype : uint8_t { kF32, kBF16 };
+enum class Trans : uint8_t { kN, kT };
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;  // row strides as stored (0: dense default)
+  Trans trans_a = Trans::kN, trans_b = Trans::kN;
+};
+
+// C(m, n) = op(A)(m, k) · op(B)(k, n), or C += ... when accumulate is true.
+void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                bool accumulate);
+
+// True when oneDNN runs bf16 GEMMs natively here (AVX-512-BF16 or AMX), false when the
+// widening fallback is used.
+bool bf16_gemm_is_native_cpu();
+
+// oneDNN's implementation name for a GEMM of this dtype and shape (for benchmark output).
+std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape);
+
+// Number of distinct primitives built so far (tests check that repeated calls reuse them).
+int64_t matmul_primitive_count_cpu();
+
+}  // namespace farthing::kernels

@@ -1,0 +1,307 @@
+// nn_cpu.cpp — see nn_cpu.h.
+#include "kernels/cpu/nn_cpu.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/numerics/bf16.h"
+
+namespace farthing::kernels {
+
+namespace {
+
+// Calls fn(begin, end) for this thread's share of c channels (multiples of 16), inside an
+// OpenMP parallel region, so column sums are per-thread and in row order.
+template <class Fn>
+void for_channel_ranges(int64_t c, Fn fn) {
+#pragma omp parallel
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t chunk = ((c + nt - 1) / nt + 15) / 16 * 16;
+    const int64_t begin = std::min(c, t * chunk), end = std::min(c, begin + chunk);
+    if (begin < end) fn(begin, end);
+  }
+}
+
+inline float sum_squares(const float* x, int64_t c) {
+  float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t i = 0; i < c; ++i) acc += x[i] * x[i];
+  return acc;
+}
+
+}  // namespace
+
+void rmsnorm_forward_cpu(float* out, float* rstd, const float* x, const float* w, int64_t n,
+                         int64_t c, float eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * c;
+    float* o = out + r * c;
+    // NOTE: as Hugging Face: rsqrt(mean(x^2) + eps) in fp32, then (x * r) * w.
+    const float s = 1.0f / std::sqrt(sum_squares(xr, c) / float(c) + eps);
+    rstd[r] = s;
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) o[i] = w[i] * (xr[i] * s);
+  }
+}
+
+void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* x,
+                          const float* w, const float* rstd, int64_t n, int64_t c) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * c;
+    const float* g = dout + r * c;
+    float* d = dx + r * c;
+    const float s = rstd[r];
+    float dot = 0.0f;  // sum_i w_i dy_i x_i
+#pragma omp simd reduction(+ : dot)
+    for (int64_t i = 0; i < c; ++i) dot += w[i] * g[i] * xr[i];
+    const float k = dot * s * s * s / float(c);
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) d[i] += w[i] * g[i] * s - xr[i] * k;
+  }
+  for_channel_ranges(c, [&](int64_t b, int64_t e) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float* xr = x + r * c;
+      const float* g = dout + r * c;
+      const float s = rstd[r];
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) dw[i] += g[i] * (xr[i] * s);
+    }
+  });
+}
+
+void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x, const float* w,
+                           const float* b, int64_t n, int64_t c, float eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * c;
+    float* o = out + r * c;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < c; ++i) sum += xr[i];
+    const float m = sum / float(c);
+    float var = 0.0f;
+#pragma omp simd reduction(+ : var)
+    for (int64_t i = 0; i < c; ++i) var += (xr[i] - m) * (xr[i] - m);
+    const float s = 1.0f / std::sqrt(var / float(c) + eps);
+    mean[r] = m;
+    rstd[r] = s;
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) o[i] = (xr[i] - m) * s * w[i] + b[i];
+  }
+}
+
+void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x,
+                            const float* w, const float* mean, const float* rstd, int64_t n,
+                            int64_t c) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * c;
+    const float* g = dout + r * c;
+    float* d = dx + r * c;
+    const float m = mean[r], s = rstd[r];
+    float dn_mean = 0.0f, dn_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dn_mean, dn_norm_mean)
+    for (int64_t i = 0; i < c; ++i) {
+      const float dn = w[i] * g[i];
+      dn_mean += dn;
+      dn_norm_mean += dn * ((xr[i] - m) * s);
+    }
+    dn_mean /= float(c);
+    dn_norm_mean /= float(c);
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) {
+      const float norm = (xr[i] - m) * s;
+      d[i] += (w[i] * g[i] - dn_mean - norm * dn_norm_mean) * s;
+    }
+  }
+  for_channel_ranges(c, [&](int64_t b, int64_t e) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float* xr = x + r * c;
+      const float* g = dout + r * c;
+      const float m = mean[r], s = rstd[r];
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) {
+        dw[i] += g[i] * ((xr[i] - m) * s);
+        db[i] += g[i];
+      }
+    }
+  });
+}
+
+void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+                    int64_t stride, const float* cos, const float* sin, bool inverse) {
+  const int64_t half = head_dim / 2;
+  const float sign = inverse ? -1.0f : 1.0f;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* cr = cos + (r % seq) * half;
+    const float* sr = sin + (r % seq) * half;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + r * stride + h * head_dim;
+#pragma omp simd
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = v[i], b = v[i + half], cs = cr[i], sn = sign * sr[i];
+        v[i] = a * cs - b * sn;
+        v[i + half] = b * cs + a * sn;
+      }
+    }
+  }
+}
+
+void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* g = gu + r * 2 * h;
+    const float* u = g + h;
+    float* a = act + r * h;
+    for (int64_t i = 0; i < h; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  }
+}
+
+void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* g = gu + r * 2 * h;
+    const float* u = g + h;
+    const float* da = dact + r * h;
+    float* dg = dgu + r * 2 * h;
+    float* du = dg + h;
+    for (int64_t i = 0; i < h; ++i) {
+      const float sig = 1.0f / (1.0f + std::exp(-g[i]));
+      const float silu = g[i] * sig;
+      du[i] = da[i] * silu;
+      dg[i] = da[i] * u[i] * (sig * (1.0f + g[i] * (1.0f - sig)));
+    }
+  }
+}
+
+namespace {
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+}
+
+void gelu_forward_cpu(float* out, const float* x, int64_t count) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = x[i];
+    out[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = x[i];
+    const float u = kGeluScale * (v + 0.044715f * v * v * v);
+    const float t = std::tanh(u);
+    const float sech2 = 1.0f - t * t;
+    const float grad = 0.5f * (1.0f + t) + 0.5f * v * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * v * v);
+    dx[i] = dout[i] * grad;
+  }
+}
+
+void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                           int64_t n, int64_t seq, int64_t c) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* e = wte + int64_t(tokens[r]) * c;
+    float* o = out + r * c;
+    if (wpe) {
+      const float* p = wpe + (r % seq) * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) o[i] = e[i] + p[i];
+    } else {
+      std::memcpy(o, e, size_t(c) * 4);
+    }
+  }
+}
+
+void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                            int64_t n, int64_t seq, int64_t c) {
+  for_channel_ranges(c, [&](int64_t b, int64_t e) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float* g = dout + r * c;
+      float* dt = dwte + int64_t(tokens[r]) * c;
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) dt[i] += g[i];
+      if (dwpe) {
+        float* dp = dwpe + (r % seq) * c;
+#pragma omp simd
+        for (int64_t i = b; i < e; ++i) dp[i] += g[i];
+      }
+    }
+  });
+}
+
+void bias_add_cpu(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    float* o = out + r * stride;
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) o[i] += bias[i];
+  }
+}
+
+void bias_backward_cpu(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
+  for_channel_ranges(c, [&](int64_t b, int64_t e) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float* g = dout + r * stride;
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) dbias[i] += g[i];
+    }
+  });
+}
+
+void add_cpu(float* dst, const float* a, const float* b, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) dst[i] = a[i] + b[i];
+}
+
+void accumulate_cpu(float* dst, const float* a, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) dst[i] += a[i];
+}
+
+double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                              float grad_scale, bool want_grad) {
+  double total = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* l = logits + r * vocab;
+    const int32_t target = targets[r];
+    if (target < 0) {
+      if (want_grad) std::memset(l, 0, size_t(vocab) * 4);
+      continue;
+    }
+    float m = l[0];
+    for (int64_t i = 1; i < vocab; ++i) m = std::max(m, l[i]);
+    const float target_logit = l[target];
+    double sum = 0.0;
+    for (int64_t i = 0; i < vocab; ++i) {
+      const float e = std::exp(l[i] - m);
+      sum += double(e);
+      if (want_grad) l[i] = e;
+    }
+    const double lse = double(m) + std::log(sum);
+    total += lse - double(target_logit);
+    if (want_grad) {
+      const float k = float(double(grad_scale) / sum);
+#pragma omp simd
+      for (int64_t i = 0; i < vocab; ++i) l[i] *= k;
+      l[target] -= grad_scale;
+    }
+  }
+  return total;
+}
+
+void f32_to_bf16_cpu(uint16_t* dst, const float* src, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) dst[i] = numerics::f32_to_bf16_rne(src[i]);
+}
+
+}  // namespace farthing::kernels

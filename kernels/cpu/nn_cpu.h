@@ -1,0 +1,73 @@
+// nn_cpu.h — the transformer's elementwise, normalisation and embedding ops on the host,
+// forward and backward, fp32, OpenMP-parallel.
+//
+// Shapes are in comments: N rows of C channels. Backward functions *accumulate* into
+// weight gradients (dw +=) and, where marked, into input gradients, so residual branches
+// and tied weights add up without extra buffers. Reductions over rows (dw, dbias,
+// embedding grads) are split by channel across threads and summed in row order, so the
+// result does not depend on the thread count.
+// Relies on: OpenMP. Tested by: tests/models/test_nn_cpu.cpp and the model goldens.
+#pragma once
+
+#include <cstdint>
+
+namespace farthing::kernels {
+
+// out = x * rsqrt(mean(x^2) + eps) * w                     x, out (N, C); rstd (N)
+void rmsnorm_forward_cpu(float* out, float* rstd, const float* x, const float* w, int64_t n,
+                         int64_t c, float eps);
+// dx += ..., dw += ...
+void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* x,
+                          const float* w, const float* rstd, int64_t n, int64_t c);
+
+// out = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm)
+void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x, const float* w,
+                           const float* b, int64_t n, int64_t c, float eps);
+// dx += ..., dw += ..., db += ...
+void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x,
+                            const float* w, const float* mean, const float* rstd, int64_t n,
+                            int64_t c);
+
+// Rotary embedding in Hugging Face's rotate-half layout, in place on `heads` consecutive
+// heads of head_dim channels at the start of each row (row stride `stride`). Row r is at
+// position r % seq. cos/sin: (seq, head_dim / 2). inverse = true rotates by -angle
+// (the backward of the forward rotation).
+void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+                    int64_t stride, const float* cos, const float* sin, bool inverse);
+
+// act = silu(gate) * up where gu rows are [gate (H) | up (H)]           gu (N, 2H), act (N, H)
+void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h);
+// dgu = d/dgu (overwrites)
+void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h);
+
+// out = gelu_tanh(x) (GPT-2's "gelu_new")                               (count)
+void gelu_forward_cpu(float* out, const float* x, int64_t count);
+// dx = dout * gelu'(x) (overwrites)
+void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count);
+
+// out[r] = wte[tok[r]] (+ wpe[r % seq])                                   out (N, C)
+void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                           int64_t n, int64_t seq, int64_t c);
+// dwte[tok[r]] += dout[r]; dwpe[r % seq] += dout[r] (dwpe may be null)
+void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                            int64_t n, int64_t seq, int64_t c);
+
+// out[r] += bias                                                         out (N, C)
+void bias_add_cpu(float* out, const float* bias, int64_t n, int64_t c, int64_t stride);
+// dbias += sum over rows of dout
+void bias_backward_cpu(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride);
+
+// dst = a + b / dst += a elementwise                                      (count)
+void add_cpu(float* dst, const float* a, const float* b, int64_t count);
+void accumulate_cpu(float* dst, const float* a, int64_t count);
+
+// Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
+// (softmax - onehot) * grad_scale, or zeros where target < 0 (ignored). Returns the sum of
+// the rows' losses (double). Rows are independent, so callers feed chunks of rows.
+double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                              float grad_scale, bool want_grad);
+
+// Widens/narrows with round-to-nearest-even (bf16 compute mode feeds GEMMs this way).
+void f32_to_bf16_cpu(uint16_t* dst, const float* src, int64_t count);
+
+}  // namespace farthing::kernels

@@ -1,0 +1,98 @@
+// model_config.cpp — see model_config.h.
+#include "models/common/model_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "framework/core/error.h"
+
+namespace farthing::models {
+
+void ModelConfig::validate() const {
+  FARTHING_CHECK(vocab_size > 0 && dim > 0 && hidden_dim > 0 && n_layers > 0 && n_heads > 0 &&
+                     n_kv_heads > 0 && max_seq_len > 0,
+                 "model '", name, "': every size must be positive: vocab_size(", vocab_size,
+                 ") dim(", dim, ") hidden_dim(", hidden_dim, ") n_layers(", n_layers, ") n_heads(",
+                 n_heads, ") n_kv_heads(", n_kv_heads, ") max_seq_len(", max_seq_len, ")");
+  FARTHING_CHECK(dim % n_heads == 0, "model '", name, "': dim(", dim, ") % n_heads(", n_heads,
+                 ") != 0");
+  FARTHING_CHECK(n_heads % n_kv_heads == 0, "model '", name, "': n_heads(", n_heads,
+                 ") % n_kv_heads(", n_kv_heads, ") != 0");
+  FARTHING_CHECK(family != ModelFamily::kLlama || head_dim() % 2 == 0, "model '", name,
+                 "': rotary embedding needs an even head_dim, got ", head_dim());
+  FARTHING_CHECK(family != ModelFamily::kGpt2 || (n_kv_heads == n_heads && tied_embeddings),
+                 "model '", name, "': GPT-2 has n_kv_heads == n_heads and a tied head");
+}
+
+int64_t ModelConfig::num_params() const {
+  const int64_t C = dim, H = hidden_dim, hd = head_dim();
+  int64_t block = 0, outer = vocab_size * C;
+  if (family == ModelFamily::kGpt2) {
+    block = 2 * 2 * C + (C * 3 * C + 3 * C) + (C * C + C) + (C * H + H) + (H * C + C);
+    outer += max_seq_len * C + 2 * C;
+  } else {
+    block = 2 * C + C * (n_heads * hd) + 2 * C * (n_kv_heads * hd) + (n_heads * hd) * C + 3 * C * H;
+    if (qkv_bias) block += (n_heads + 2 * n_kv_heads) * hd;
+    outer += C + (tied_embeddings ? 0 : vocab_size * C);
+  }
+  return outer + n_layers * block;
+}
+
+ModelConfig config_from_hf_json(const std::string& json_text, const std::string& name) {
+  const auto j = nlohmann::json::parse(json_text);
+  ModelConfig c;
+  c.name = name;
+  const std::string type = j.value("model_type", "");
+  if (type == "gpt2") {
+    c.family = ModelFamily::kGpt2;
+    c.vocab_size = j.at("vocab_size");
+    c.dim = j.at("n_embd");
+    c.n_layers = j.at("n_layer");
+    c.n_heads = c.n_kv_heads = j.at("n_head");
+    c.hidden_dim = j.contains("n_inner") && !j["n_inner"].is_null() ? int64_t(j["n_inner"]) : 4 * c.dim;
+    c.max_seq_len = j.at("n_positions");
+    c.norm_eps = j.value("layer_norm_epsilon", 1e-5f);
+    c.tied_embeddings = true;
+  } else {
+    FARTHING_CHECK(type == "llama" || type == "qwen2" || type == "mistral", "config.json model_type '",
+                   type, "' is not supported (llama, qwen2, mistral, gpt2)");
+    c.family = ModelFamily::kLlama;
+    c.vocab_size = j.at("vocab_size");
+    c.dim = j.at("hidden_size");
+    c.hidden_dim = j.at("intermediate_size");
+    c.n_layers = j.at("num_hidden_layers");
+    c.n_heads = j.at("num_attention_heads");
+    c.n_kv_heads = j.value("num_key_value_heads", c.n_heads);
+    c.max_seq_len = j.at("max_position_embeddings");
+    c.norm_eps = j.value("rms_norm_eps", 1e-6f);
+    c.tied_embeddings = j.value("tie_word_embeddings", false);
+    c.qkv_bias = type == "qwen2" || j.value("attention_bias", false);
+    // transformers < 5 writes rope_theta and rope_scaling; 5.x nests both in rope_parameters.
+    c.rope_theta = j.value("rope_theta", 10000.0f);
+    nlohmann::json rope = j.contains("rope_scaling") ? j["rope_scaling"] : nlohmann::json();
+    if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+      rope = j["rope_parameters"];
+      c.rope_theta = rope.value("rope_theta", c.rope_theta);
+    }
+    if (rope.is_object()) {
+      const std::string rt = rope.value("rope_type", rope.value("type", std::string("default")));
+      FARTHING_CHECK(rt == "llama3" || rt == "default", "rope type '", rt,
+                     "' is not supported (default, llama3)");
+      if (rt == "llama3") {
+        c.rope_scaling.factor = rope.at("factor");
+        c.rope_scaling.low_freq_factor = rope.value("low_freq_factor", 1.0f);
+        c.rope_scaling.high_freq_factor = rope.value("high_freq_factor", 4.0f);
+        c.rope_scaling.original_max_position =
+            rope.value("original_max_position_embeddings", int64_t(8192));
+      }
+    }
+    if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+      FARTHING_CHECK(int64_t(j["head_dim"]) == c.head_dim(), "config.json head_dim(",
+                     int64_t(j["head_dim"]), ") != hidden_size(", c.dim, ") / num_attention_heads(",
+                     c.n_heads, "): decoupled head_dim is not supported");
+    }
+  }
+  c.validate();
+  return c;
+}
+
+}  // namespace farthing::models

@@ -1,0 +1,50 @@
+// model_config.h — the architecture of a decoder-only transformer: one struct for both
+// families (Llama-style and GPT-2), filled by a preset per size (models/llama, models/gpt2)
+// or parsed from a Hugging Face config.json.
+//
+// Relies on: framework/core/error.h, nlohmann/json. Tested by: tests/models/test_presets.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace farthing::models {
+
+enum class ModelFamily : uint8_t { kLlama, kGpt2 };
+
+// Llama 3.x "llama3" RoPE frequency scaling (Hugging Face's rope_type "llama3").
+struct RopeScaling {
+  float factor = 0.0f;  // 0: no scaling
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int64_t original_max_position = 8192;
+};
+
+struct ModelConfig {
+  std::string name;
+  ModelFamily family = ModelFamily::kLlama;
+  int64_t vocab_size = 0;
+  int64_t dim = 0;         // hidden size C
+  int64_t hidden_dim = 0;  // MLP intermediate size
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;  // == n_heads without grouped-query attention
+  int64_t max_seq_len = 0;
+  float norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;  // Llama family only
+  RopeScaling rope_scaling{};
+  bool qkv_bias = false;         // Qwen2 has biases on q, k and v
+  bool tied_embeddings = false;  // output head shares the token embedding
+
+  int64_t head_dim() const { return dim / n_heads; }
+  int64_t qkv_dim() const { return (n_heads + 2 * n_kv_heads) * head_dim(); }
+  // Throws farthing::Error naming the inconsistent fields.
+  void validate() const;
+  // Number of parameters (tied head counted once).
+  int64_t num_params() const;
+};
+
+// From the text of a Hugging Face config.json (model_type llama, qwen2 or gpt2).
+ModelConfig config_from_hf_json(const std::string& json_text, const std::string& name = "");
+
+}  // namespace farthing::models

@@ -1,0 +1,423 @@
+// transformer.cpp — see transformer.h. Each function is one line of the model's maths;
+// shapes in comments use M = batch * seq rows, C = dim, H = hidden, F = H (GPT-2) or 2H
+// (Llama gate|up), Sq = (Hq + 2 Hkv) * head_dim, V = vocab.
+#include "models/common/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/cpu/nn_cpu.h"
+
+namespace farthing::models {
+
+namespace k = farthing::kernels;
+
+namespace {
+
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+// Carves consecutive 64-byte-aligned float arrays out of one buffer.
+struct Carver {
+  float* base;
+  int64_t used = 0;
+  float* take(int64_t n) {
+    float* p = base ? base + used : nullptr;
+    used += round16(n);
+    return p;
+  }
+};
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, ModelOptions options)
+    : spec_(std::move(spec)), batch_(batch), seq_(seq), options_(options) {
+  const ModelConfig& c = spec_.config;
+  c.validate();
+  FARTHING_CHECK(batch > 0 && seq > 0 && seq <= c.max_seq_len, "model '", c.name, "': batch(",
+                 batch, ") and seq(", seq, ") must be positive and seq <= max_seq_len(",
+                 c.max_seq_len, ")");
+  FARTHING_CHECK(options.loss_chunk_rows > 0, "loss_chunk_rows must be positive");
+  const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim(), V = c.vocab_size;
+  const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
+  const int64_t R = std::min(options.loss_chunk_rows, M);
+  const int64_t n = spec_.layout.total_elems();
+  params_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kWeights);
+  grads_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kGrads);
+  std::memset(params_.data(), 0, params_.bytes());
+  std::memset(grads_.data(), 0, grads_.bytes());
+  if (options.compute == ComputeMode::kBF16) {
+    working_ = Buffer(Device::cpu(), size_t(n) * 2, MemoryCategory::kWeights);
+    std::memset(working_.data(), 0, working_.bytes());
+  }
+
+  const int64_t sets = options.checkpointing == Checkpointing::kPerBlock ? 1 : c.n_layers;
+  auto carve_acts = [&](Carver& cv) {
+    resid_ = cv.take((c.n_layers + 1) * M * C);
+    layer_acts_.clear();
+    for (int64_t s = 0; s < sets; ++s) {
+      BlockActs a;
+      a.n1 = cv.take(M * C);
+      a.n1_mean = cv.take(M);
+      a.n1_rstd = cv.take(M);
+      a.qkv = cv.take(M * Sq);
+      a.att = cv.take(M * C);
+      a.lse = cv.take(batch * c.n_heads * seq);
+      a.mid = cv.take(M * C);
+      a.n2 = cv.take(M * C);
+      a.n2_mean = cv.take(M);
+      a.n2_rstd = cv.take(M);
+      a.fc = cv.take(M * F);
+      a.act = cv.take(M * H);
+      layer_acts_.push_back(a);
+    }
+    nf_ = cv.take(M * C);
+    nf_mean_ = cv.take(M);
+    nf_rstd_ = cv.take(M);
+  };
+  Carver sizing{nullptr};
+  carve_acts(sizing);
+  acts_ = Buffer(Device::cpu(), size_t(sizing.used) * 4, MemoryCategory::kActivations);
+  Carver acts{static_cast<float*>(acts_.data())};
+  carve_acts(acts);
+
+  auto carve_scratch = [&](Carver& cv) {
+    dres_ = cv.take(M * C);
+    dn_ = cv.take(M * C);
+    dqkv_ = cv.take(M * Sq);
+    datt_ = cv.take(M * C);
+    dfc_ = cv.take(M * F);
+    dact_ = cv.take(M * H);
+    att_scratch_ = cv.take(2 * batch * c.n_heads * seq * c.head_dim());
+    logits_ = cv.take(R * V);
+  };
+  Carver scratch_size{nullptr};
+  carve_scratch(scratch_size);
+  scratch_ = Buffer(Device::cpu(), size_t(scratch_size.used) * 4, MemoryCategory::kActivations);
+  Carver scratch{static_cast<float*>(scratch_.data())};
+  carve_scratch(scratch);
+
+  if (options.compute == ComputeMode::kBF16) {
+    bf16_slot_elems_ = round16(std::max(M * std::max({C, H, F, Sq}), R * V));
+    bf16_scratch_ = Buffer(Device::cpu(), size_t(2 * bf16_slot_elems_) * 2, MemoryCategory::kActivations);
+    bf16_slots_[0] = static_cast<uint16_t*>(bf16_scratch_.data());
+    bf16_slots_[1] = bf16_slots_[0] + bf16_slot_elems_;
+  }
+
+  if (c.family == ModelFamily::kLlama) {
+    // NOTE: inverse frequencies as Hugging Face computes them (with "llama3" scaling when
+    // configured), rounded to fp32; the angle is the fp32 product position * inv_freq.
+    const int64_t D = c.head_dim(), half = D / 2;
+    std::vector<float> inv(static_cast<size_t>(half));
+    for (int64_t i = 0; i < half; ++i) {
+      double f = 1.0 / std::pow(double(c.rope_theta), double(2 * i) / double(D));
+      const RopeScaling& rs = c.rope_scaling;
+      if (rs.factor > 0.0f) {
+        const double pi = 3.14159265358979323846;
+        const double wavelen = 2.0 * pi / f;
+        const double low_wl = double(rs.original_max_position) / rs.low_freq_factor;
+        const double high_wl = double(rs.original_max_position) / rs.high_freq_factor;
+        if (wavelen > low_wl) {
+          f = f / rs.factor;
+        } else if (wavelen >= high_wl) {
+          const double smooth = (double(rs.original_max_position) / wavelen - rs.low_freq_factor) /
+                                (rs.high_freq_factor - rs.low_freq_factor);
+          f = (1.0 - smooth) * f / rs.factor + smooth * f;
+        }
+      }
+      inv[size_t(i)] = float(f);
+    }
+    rope_cos_.resize(size_t(seq * half));
+    rope_sin_.resize(size_t(seq * half));
+    for (int64_t t = 0; t < seq; ++t) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float angle = float(t) * inv[size_t(i)];
+        rope_cos_[size_t(t * half + i)] = float(std::cos(double(angle)));
+        rope_sin_[size_t(t * half + i)] = float(std::sin(double(angle)));
+      }
+    }
+  }
+}
+
+void Transformer::init_weights(uint64_t seed, float std) {
+  float* p = params();
+  std::memset(p, 0, params_.bytes());
+  for (const ParamEntry& e : layout().entries()) {
+    const int64_t begin = e.offset_elems, count = e.numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+      const uint64_t g = uint64_t(begin + i);
+      const uint64_t r1 = splitmix(seed ^ splitmix(2 * g)), r2 = splitmix(seed ^ splitmix(2 * g + 1));
+      const double u1 = (double(r1 >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+      const double u2 = double(r2 >> 11) * (1.0 / 9007199254740992.0);
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+      p[begin + i] = float(z * double(std));
+    }
+  }
+  // NOTE: norm weights start at 1 and biases at 0, as in both reference implementations.
+  for (const ParamEntry& e : layout().entries()) {
+    const bool one = std::find(spec_.ones.begin(), spec_.ones.end(), e.offset_elems) != spec_.ones.end();
+    if (one || e.name.ends_with(".bias")) {
+      std::fill(p + e.offset_elems, p + e.offset_elems + e.numel(), one ? 1.0f : 0.0f);
+    }
+  }
+}
+
+void Transformer::zero_grads() { std::memset(grads_.data(), 0, grads_.bytes()); }
+
+void Transformer::refresh_working_weights() {
+  if (options_.compute != ComputeMode::kBF16) return;
+  k::f32_to_bf16_cpu(static_cast<uint16_t*>(working_.data()), params(), layout().total_elems());
+}
+
+const void* Transformer::weight_ptr(int64_t offset) const {
+  if (options_.compute == ComputeMode::kBF16) return static_cast<const uint16_t*>(working_.data()) + offset;
+  return params() + offset;
+}
+
+const void* Transformer::gemm_operand(const float* x, int64_t count, int slot) {
+  if (options_.compute != ComputeMode::kBF16) return x;
+  FARTHING_CHECK(count <= bf16_slot_elems_, "bf16 GEMM operand of ", count,
+                 " elements exceeds the scratch slot of ", bf16_slot_elems_);
+  k::f32_to_bf16_cpu(bf16_slots_[slot], x, count);
+  return bf16_slots_[slot];
+}
+
+void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bias, int64_t m,
+                                 int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
+  const auto dt = options_.compute == ComputeMode::kBF16 ? k::GemmDtype::kBF16 : k::GemmDtype::kF32;
+  k::GemmShape s{m, n, kdim};
+  s.trans_b = orient == WeightOrientation::kOutIn ? k::Trans::kT : k::Trans::kN;  // W (N,K) or (K,N)
+  k::matmul_cpu(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y, accumulate);
+  if (bias >= 0) k::bias_add_cpu(y, params() + bias, m, n, n);
+}
+
+void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy,
+                                  const float* x, int64_t m, int64_t kdim, int64_t n,
+                                  WeightOrientation orient) {
+  const auto dt = options_.compute == ComputeMode::kBF16 ? k::GemmDtype::kBF16 : k::GemmDtype::kF32;
+  const void* dy_op = gemm_operand(dy, m * n, 0);
+  const void* x_op = gemm_operand(x, m * kdim, 1);
+  // dx (M, K) = dy (M, N) . W
+  k::GemmShape sx{m, kdim, n};
+  sx.trans_b = orient == WeightOrientation::kOutIn ? k::Trans::kN : k::Trans::kT;
+  sx.ldb = orient == WeightOrientation::kOutIn ? kdim : n;
+  k::matmul_cpu(dt, sx, dy_op, weight_ptr(w), dx, false);
+  // dW += dy^T x  (W as (N, K)) or x^T dy (W as (K, N))
+  if (orient == WeightOrientation::kOutIn) {
+    k::GemmShape sw{n, kdim, m, n, kdim, kdim, k::Trans::kT, k::Trans::kN};
+    k::matmul_cpu(dt, sw, dy_op, x_op, grads() + w, true);
+  } else {
+    k::GemmShape sw{kdim, n, m, kdim, n, n, k::Trans::kT, k::Trans::kN};
+    k::matmul_cpu(dt, sw, x_op, dy_op, grads() + w, true);
+  }
+  if (bias >= 0) k::bias_backward_cpu(grads() + bias, dy, m, n, n);
+}
+
+void Transformer::norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w,
+                               int64_t b) {
+  const ModelConfig& c = config();
+  const int64_t M = batch_ * seq_;
+  if (c.family == ModelFamily::kGpt2) {
+    k::layernorm_forward_cpu(out, mean, rstd, x, params() + w, params() + b, M, c.dim, c.norm_eps);
+  } else {
+    k::rmsnorm_forward_cpu(out, rstd, x, params() + w, M, c.dim, c.norm_eps);
+  }
+}
+
+void Transformer::norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
+                                const float* mean, const float* rstd) {
+  const ModelConfig& c = config();
+  const int64_t M = batch_ * seq_;
+  if (c.family == ModelFamily::kGpt2) {
+    k::layernorm_backward_cpu(dx, grads() + w, grads() + b, dout, x, params() + w, mean, rstd, M, c.dim);
+  } else {
+    k::rmsnorm_backward_cpu(dx, grads() + w, dout, x, params() + w, rstd, M, c.dim);
+  }
+}
+
+Transformer::BlockActs Transformer::acts_for(int64_t layer) {
+  return layer_acts_[size_t(options_.checkpointing == Checkpointing::kPerBlock ? 0 : layer)];
+}
+
+void Transformer::embed(const int32_t* tokens) {
+  const ModelConfig& c = config();
+  const int64_t M = batch_ * seq_;
+  for (int64_t i = 0; i < M; ++i) {
+    FARTHING_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token ", tokens[i], " at position ",
+                   i, " is outside the vocabulary [0, ", c.vocab_size, ")");
+  }
+  k::embedding_forward_cpu(resid_, tokens, params() + spec_.tok_emb,
+                           spec_.pos_emb >= 0 ? params() + spec_.pos_emb : nullptr, M, seq_, c.dim);
+}
+
+void Transformer::block_forward(int64_t layer, BlockActs& a, const float* x, float* y) {
+  const ModelConfig& c = config();
+  const BlockOffsets& w = spec_.blocks[size_t(layer)];
+  const int64_t M = batch_ * seq_, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();
+  const bool llama = c.family == ModelFamily::kLlama;
+  const WeightOrientation o = spec_.orientation;
+  // n1 = norm(x); qkv = n1 Wqkv^T + b; rope(q, k); att = softmax(q k^T / sqrt(D)) v
+  norm_forward(a.n1, a.n1_mean, a.n1_rstd, x, w.norm1_w, w.norm1_b);
+  linear_forward(a.qkv, a.n1, w.qkv_w, w.qkv_b, M, C, Sq, o, false);
+  if (llama) {
+    k::rope_apply_cpu(a.qkv, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_.data(),
+                      rope_sin_.data(), false);
+  }
+  const k::AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
+  k::attention_forward_cpu(as, a.att, a.lse, a.qkv);
+  // mid = x + att Wo^T + bo
+  std::memcpy(a.mid, x, size_t(M * C) * 4);
+  linear_forward(a.mid, a.att, w.attn_out_w, w.attn_out_b, M, C, C, o, true);
+  // n2 = norm(mid); act = silu(n2 Wg^T) * (n2 Wu^T)  |  gelu(n2 Wfc + bfc)
+  norm_forward(a.n2, a.n2_mean, a.n2_rstd, a.mid, w.norm2_w, w.norm2_b);
+  const int64_t F = llama ? 2 * H : H;
+  linear_forward(a.fc, a.n2, w.mlp_in_w, w.mlp_in_b, M, C, F, o, false);
+  if (llama) {
+    k::swiglu_forward_cpu(a.act, a.fc, M, H);
+  } else {
+    k::gelu_forward_cpu(a.act, a.fc, M * H);
+  }
+  // y = mid + act Wout^T + bout
+  std::memcpy(y, a.mid, size_t(M * C) * 4);
+  linear_forward(y, a.act, w.mlp_out_w, w.mlp_out_b, M, H, C, o, true);
+}
+
+void Transformer::block_backward(int64_t layer, BlockActs& a, const float* x) {
+  const ModelConfig& c = config();
+  const BlockOffsets& w = spec_.blocks[size_t(layer)];
+  const int64_t M = batch_ * seq_, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();
+  const bool llama = c.family == ModelFamily::kLlama;
+  const WeightOrientation o = spec_.orientation;
+  const int64_t F = llama ? 2 * H : H;
+  // dres_ holds dL/dy on entry and dL/dx on exit (the residual passes it through).
+  linear_backward(dact_, w.mlp_out_w, w.mlp_out_b, dres_, a.act, M, H, C, o);
+  if (llama) {
+    k::swiglu_backward_cpu(dfc_, dact_, a.fc, M, H);
+  } else {
+    k::gelu_backward_cpu(dfc_, dact_, a.fc, M * H);
+  }
+  linear_backward(dn_, w.mlp_in_w, w.mlp_in_b, dfc_, a.n2, M, C, F, o);
+  norm_backward(dres_, dn_, a.mid, w.norm2_w, w.norm2_b, a.n2_mean, a.n2_rstd);
+  linear_backward(datt_, w.attn_out_w, w.attn_out_b, dres_, a.att, M, C, C, o);
+  const k::AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
+  k::attention_backward_cpu(as, dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
+  if (llama) {
+    k::rope_apply_cpu(dqkv_, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_.data(),
+                      rope_sin_.data(), true);
+  }
+  linear_backward(dn_, w.qkv_w, w.qkv_b, dqkv_, a.n1, M, C, Sq, o);
+  norm_backward(dres_, dn_, x, w.norm1_w, w.norm1_b, a.n1_mean, a.n1_rstd);
+}
+
+void Transformer::final_norm() {
+  const int64_t MC = batch_ * seq_ * config().dim;
+  norm_forward(nf_, nf_mean_, nf_rstd_, resid_ + config().n_layers * MC, spec_.final_norm_w,
+               spec_.final_norm_b);
+}
+
+float Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* logits_out) {
+  const ModelConfig& c = config();
+  const int64_t M = batch_ * seq_, C = c.dim, V = c.vocab_size;
+  const int64_t R = std::min(options_.loss_chunk_rows, M);
+  int64_t counted = 0;
+  if (targets) {
+    for (int64_t i = 0; i < M; ++i) {
+      FARTHING_CHECK(targets[i] < V, "target ", targets[i], " at position ", i,
+                     " is outside the vocabulary [0, ", V, ")");
+      counted += targets[i] >= 0;
+    }
+  }
+  // NOTE: mean over counted targets; with none counted the loss is 0 and so is its gradient.
+  const float grad_scale = counted > 0 ? float(1.0 / double(counted)) : 0.0f;
+  double total = 0.0;
+  for (int64_t r0 = 0; r0 < M; r0 += R) {
+    const int64_t rows = std::min(R, M - r0);
+    // logits (rows, V) = nf Whead^T
+    linear_forward(logits_, nf_ + r0 * C, spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, false);
+    if (logits_out) std::memcpy(logits_out + r0 * V, logits_, size_t(rows * V) * 4);
+    if (!targets) continue;
+    total += k::cross_entropy_rows_cpu(logits_, targets + r0, rows, V, grad_scale, want_grad);
+    if (want_grad) {
+      linear_backward(dn_ + r0 * C, spec_.head_w, -1, logits_, nf_ + r0 * C, rows, C, V,
+                      WeightOrientation::kOutIn);
+    }
+  }
+  return counted > 0 ? float(total / double(counted)) : 0.0f;
+}
+
+float Transformer::forward_backward(const int32_t* tokens, const int32_t* targets) {
+  const ModelConfig& c = config();
+  const int64_t M = batch_ * seq_, MC = M * c.dim;
+  refresh_working_weights();
+  embed(tokens);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    BlockActs a = acts_for(l);
+    block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
+  }
+  final_norm();
+  const float loss = loss_and_head(targets, true, nullptr);
+  std::memset(dres_, 0, size_t(MC) * 4);
+  norm_backward(dres_, dn_, resid_ + c.n_layers * MC, spec_.final_norm_w, spec_.final_norm_b,
+                nf_mean_, nf_rstd_);
+  for (int64_t l = c.n_layers - 1; l >= 0; --l) {
+    BlockActs a = acts_for(l);
+    if (options_.checkpointing == Checkpointing::kPerBlock) {
+      // Recompute the block from its stored input; it rewrites resid(l+1) with equal bits.
+      block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
+    }
+    block_backward(l, a, resid_ + l * MC);
+  }
+  k::embedding_backward_cpu(grads() + spec_.tok_emb, spec_.pos_emb >= 0 ? grads() + spec_.pos_emb : nullptr,
+                            dres_, tokens, M, seq_, c.dim);
+  return loss;
+}
+
+float Transformer::forward_loss(const int32_t* tokens, const int32_t* targets) {
+  const ModelConfig& c = config();
+  const int64_t MC = batch_ * seq_ * c.dim;
+  refresh_working_weights();
+  embed(tokens);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    BlockActs a = acts_for(l);
+    block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
+  }
+  final_norm();
+  return loss_and_head(targets, false, nullptr);
+}
+
+void Transformer::forward_logits(const int32_t* tokens, float* logits) {
+  const ModelConfig& c = config();
+  const int64_t MC = batch_ * seq_ * c.dim;
+  refresh_working_weights();
+  embed(tokens);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    BlockActs a = acts_for(l);
+    block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
+  }
+  final_norm();
+  loss_and_head(nullptr, false, logits);
+}
+
+double Transformer::flops_per_step() const {
+  const ModelConfig& c = config();
+  const double C = double(c.dim), H = double(c.hidden_dim), Sq = double(c.qkv_dim());
+  const double F = c.family == ModelFamily::kLlama ? 2 * H : H;
+  const double tokens = double(batch_ * seq_);
+  const double gemm_params = double(c.n_layers) * (C * Sq + C * C + C * F + H * C) + double(c.vocab_size) * C;
+  // Causal attention: q k^T and p v over T(T+1)/2 pairs per head; backward twice forward.
+  const double T = double(seq_);
+  const double attn_fwd = 4.0 * double(batch_) * double(c.n_heads) * double(c.head_dim()) * T * (T + 1) / 2;
+  return 6.0 * gemm_params * tokens + 3.0 * attn_fwd * double(c.n_layers);
+}
+
+}  // namespace farthing::models

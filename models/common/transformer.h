@@ -1,0 +1,103 @@
+// transformer.h — a decoder-only transformer with explicit forward and backward, written
+// like the maths (llm.c style), over a TransformerSpec from models/llama or models/gpt2.
+//
+// Parameters and gradients are each one flat fp32 buffer in the spec's layout (global
+// offsets). Compute modes: kF32 (reference) and kBF16 (GEMM operands rounded to bf16 with
+// round-to-nearest-even, fp32 accumulation; weights from a bf16 working copy refreshed per
+// step; norms, softmax, attention and the loss stay fp32). The loss is a fused, chunked
+// cross-entropy: logits exist only for loss_chunk_rows rows at a time, and each chunk's
+// gradient flows into the head and the final norm before the next chunk is computed.
+// Activation checkpointing per block keeps only the block inputs and recomputes the rest
+// in backward with the same code, so gradients are bitwise those of the stored run.
+// Relies on: kernels/cpu (matmul_cpu, nn_cpu, attention_cpu), framework/core/memory.h.
+// Tested by: tests/models/test_model_goldens.cpp, test_gradcheck.cpp, test_model_modes.cpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "framework/core/memory.h"
+#include "models/common/transformer_spec.h"
+
+namespace farthing::models {
+
+enum class ComputeMode : uint8_t { kF32, kBF16 };
+enum class Checkpointing : uint8_t { kNone, kPerBlock };
+
+struct ModelOptions {
+  ComputeMode compute = ComputeMode::kF32;
+  Checkpointing checkpointing = Checkpointing::kNone;
+  int64_t loss_chunk_rows = 64;  // rows of logits alive at once
+};
+
+class Transformer {
+ public:
+  // Allocates parameters, gradients and activations for batches of (batch, seq) tokens.
+  Transformer(TransformerSpec spec, int64_t batch, int64_t seq, ModelOptions options = {});
+
+  const TransformerSpec& spec() const { return spec_; }
+  const ModelConfig& config() const { return spec_.config; }
+  const FlatLayout& layout() const { return spec_.layout; }
+  int64_t batch() const { return batch_; }
+  int64_t seq() const { return seq_; }
+  float* params() const { return static_cast<float*>(params_.data()); }  // (layout.total_elems())
+  float* grads() const { return static_cast<float*>(grads_.data()); }
+  float* param(const std::string& name) const { return params() + layout().find(name).offset_elems; }
+  float* grad(const std::string& name) const { return grads() + layout().find(name).offset_elems; }
+
+  // Weights ~ N(0, std) keyed by (seed, global index); norm weights 1, biases 0.
+  void init_weights(uint64_t seed, float std = 0.02f);
+  void zero_grads();
+
+  // tokens, targets: (batch, seq); targets < 0 (e.g. -100) are ignored. Returns the mean
+  // loss over the counted targets and adds its gradient to grads().
+  float forward_backward(const int32_t* tokens, const int32_t* targets);
+  // The same loss, no gradient.
+  float forward_loss(const int32_t* tokens, const int32_t* targets);
+  // Full logits (batch, seq, vocab) for small shapes (tests, scoring).
+  void forward_logits(const int32_t* tokens, float* logits);
+
+  // Model FLOPs of one forward+backward over batch*seq tokens (GEMMs and attention).
+  double flops_per_step() const;
+
+ private:
+  struct BlockActs {
+    float *n1, *n1_mean, *n1_rstd, *qkv, *att, *lse, *mid, *n2, *n2_mean, *n2_rstd, *fc, *act;
+  };
+  void refresh_working_weights();
+  const void* weight_ptr(int64_t offset) const;
+  void embed(const int32_t* tokens);
+  void block_forward(int64_t layer, BlockActs& a, const float* x, float* y);
+  void block_backward(int64_t layer, BlockActs& a, const float* x);
+  void final_norm();
+  void norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w, int64_t b);
+  void norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
+                     const float* mean, const float* rstd);
+  // y(M,N) (+)= x(M,K) W^T (+ bias)
+  void linear_forward(float* y, const float* x, int64_t w, int64_t bias, int64_t m, int64_t k,
+                      int64_t n, WeightOrientation orient, bool accumulate);
+  // dx(M,K) = dy W (overwrite); dW += dy^T x; dbias += sum dy
+  void linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, const float* x,
+                       int64_t m, int64_t k, int64_t n, WeightOrientation orient);
+  const void* gemm_operand(const float* x, int64_t count, int slot);
+  float loss_and_head(const int32_t* targets, bool want_grad, float* logits_out);
+  BlockActs acts_for(int64_t layer);
+
+  TransformerSpec spec_;
+  int64_t batch_, seq_;
+  ModelOptions options_;
+  Buffer params_, grads_, working_, acts_, scratch_, bf16_scratch_;
+  std::vector<float> rope_cos_, rope_sin_;  // (seq, head_dim / 2)
+  // Carved from acts_: residual stream (L+1) x (BT, C); per-layer (or one) BlockActs; final norm.
+  float* resid_ = nullptr;
+  std::vector<BlockActs> layer_acts_;
+  float *nf_ = nullptr, *nf_mean_ = nullptr, *nf_rstd_ = nullptr;
+  // Carved from scratch_.
+  float *dres_ = nullptr, *dn_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr, *dfc_ = nullptr,
+        *dact_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
+  uint16_t* bf16_slots_[2] = {nullptr, nullptr};
+  int64_t bf16_slot_elems_ = 0;
+};
+
+
+}  // namespace farthing::models

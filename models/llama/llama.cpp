@@ -1,0 +1,125 @@
+// llama.cpp — see llama.h. Hyper-parameters are those of each model's published config.json.
+#include "models/llama/llama.h"
+
+#include <string>
+
+#include "framework/core/error.h"
+
+namespace farthing::models {
+
+namespace {
+
+ModelConfig llama(const char* name, int64_t vocab, int64_t dim, int64_t hidden, int64_t layers,
+                  int64_t heads, int64_t kv_heads, int64_t max_seq, float eps, float theta,
+                  bool tied) {
+  ModelConfig c;
+  c.name = name;
+  c.family = ModelFamily::kLlama;
+  c.vocab_size = vocab;
+  c.dim = dim;
+  c.hidden_dim = hidden;
+  c.n_layers = layers;
+  c.n_heads = heads;
+  c.n_kv_heads = kv_heads;
+  c.max_seq_len = max_seq;
+  c.norm_eps = eps;
+  c.rope_theta = theta;
+  c.tied_embeddings = tied;
+  return c;
+}
+
+RopeScaling llama3_scaling(float factor) { return RopeScaling{factor, 1.0f, 4.0f, 8192}; }
+
+}  // namespace
+
+ModelConfig llama_stories260k() {
+  return llama("stories260K", 512, 64, 172, 5, 8, 4, 512, 1e-5f, 10000.0f, true);
+}
+ModelConfig smollm2_135m() {
+  return llama("SmolLM2-135M", 49152, 576, 1536, 30, 9, 3, 8192, 1e-5f, 100000.0f, true);
+}
+ModelConfig smollm2_360m() {
+  return llama("SmolLM2-360M", 49152, 960, 2560, 32, 15, 5, 8192, 1e-5f, 100000.0f, true);
+}
+ModelConfig smollm2_1_7b() {
+  return llama("SmolLM2-1.7B", 49152, 2048, 8192, 24, 32, 32, 8192, 1e-5f, 130000.0f, true);
+}
+ModelConfig llama3_2_1b() {
+  ModelConfig c = llama("Llama-3.2-1B", 128256, 2048, 8192, 16, 32, 8, 131072, 1e-5f, 500000.0f, true);
+  c.rope_scaling = llama3_scaling(32.0f);
+  return c;
+}
+ModelConfig llama3_2_3b() {
+  ModelConfig c = llama("Llama-3.2-3B", 128256, 3072, 8192, 28, 24, 8, 131072, 1e-5f, 500000.0f, true);
+  c.rope_scaling = llama3_scaling(32.0f);
+  return c;
+}
+ModelConfig llama3_1_8b() {
+  ModelConfig c = llama("Llama-3.1-8B", 128256, 4096, 14336, 32, 32, 8, 131072, 1e-5f, 500000.0f, false);
+  c.rope_scaling = llama3_scaling(8.0f);
+  return c;
+}
+ModelConfig llama3_1_70b() {
+  ModelConfig c = llama("Llama-3.1-70B", 128256, 8192, 28672, 80, 64, 8, 131072, 1e-5f, 500000.0f, false);
+  c.rope_scaling = llama3_scaling(8.0f);
+  return c;
+}
+ModelConfig qwen2_5_0_5b() {
+  ModelConfig c = llama("Qwen2.5-0.5B", 151936, 896, 4864, 24, 14, 2, 32768, 1e-6f, 1000000.0f, true);
+  c.qkv_bias = true;
+  return c;
+}
+ModelConfig qwen2_5_1_5b() {
+  ModelConfig c = llama("Qwen2.5-1.5B", 151936, 1536, 8960, 28, 12, 2, 131072, 1e-6f, 1000000.0f, true);
+  c.qkv_bias = true;
+  return c;
+}
+ModelConfig qwen2_5_7b() {
+  ModelConfig c = llama("Qwen2.5-7B", 152064, 3584, 18944, 28, 28, 4, 131072, 1e-6f, 1000000.0f, false);
+  c.qkv_bias = true;
+  return c;
+}
+
+TransformerSpec llama_spec(const ModelConfig& config) {
+  config.validate();
+  FARTHING_CHECK(config.family == ModelFamily::kLlama, "llama_spec called for non-Llama model '",
+                 config.name, "'");
+  TransformerSpec s;
+  s.config = config;
+  s.orientation = WeightOrientation::kOutIn;
+  FlatLayout& L = s.layout;
+  const int64_t C = config.dim, H = config.hidden_dim, D = config.head_dim();
+  const int64_t q = config.n_heads * D, kv = config.n_kv_heads * D;
+  L.begin_unit("embedding");
+  s.tok_emb = L.add("model.embed_tokens.weight", {config.vocab_size, C});
+  for (int64_t i = 0; i < config.n_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    BlockOffsets b;
+    L.begin_unit("block." + std::to_string(i));
+    b.norm1_w = L.add(p + "input_layernorm.weight", {C});
+    b.qkv_w = L.add(p + "self_attn.q_proj.weight", {q, C});
+    L.add(p + "self_attn.k_proj.weight", {kv, C}, LayoutAlign::kPacked);
+    L.add(p + "self_attn.v_proj.weight", {kv, C}, LayoutAlign::kPacked);
+    if (config.qkv_bias) {
+      b.qkv_b = L.add(p + "self_attn.q_proj.bias", {q});
+      L.add(p + "self_attn.k_proj.bias", {kv}, LayoutAlign::kPacked);
+      L.add(p + "self_attn.v_proj.bias", {kv}, LayoutAlign::kPacked);
+      s.zeros.push_back(b.qkv_b);
+    }
+    b.attn_out_w = L.add(p + "self_attn.o_proj.weight", {C, q});
+    b.norm2_w = L.add(p + "post_attention_layernorm.weight", {C});
+    b.mlp_in_w = L.add(p + "mlp.gate_proj.weight", {H, C});
+    L.add(p + "mlp.up_proj.weight", {H, C}, LayoutAlign::kPacked);
+    b.mlp_out_w = L.add(p + "mlp.down_proj.weight", {C, H});
+    s.ones.push_back(b.norm1_w);
+    s.ones.push_back(b.norm2_w);
+    s.blocks.push_back(b);
+  }
+  L.begin_unit("head");
+  s.final_norm_w = L.add("model.norm.weight", {C});
+  s.ones.push_back(s.final_norm_w);
+  s.head_w = config.tied_embeddings ? s.tok_emb : L.add("lm_head.weight", {config.vocab_size, C});
+  return s;
+}
+
+}  // namespace farthing::models

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""gen_model_goldens.py — fp32 goldens for the model tests, from PyTorch + transformers.
+
+For tiny configs of each family (Llama with GQA, untied head and llama3 RoPE scaling;
+Qwen2 with q/k/v biases and a tied head; GPT-2), writes the initial parameters, the
+inputs, the logits, the mean loss over non-ignored targets (-100) and every parameter's
+gradient, under Hugging Face names, to tests/data/models/<name>.fgld.
+
+Regenerate (CPU PyTorch is enough):
+    pip install torch --index-url https://download.pytorch.org/whl/cpu
+    pip install transformers
+    python3 tools/goldens/gen_model_goldens.py
+
+File format (.fgld, little-endian), read by tests/models/model_golden.h:
+    magic  b"FGLD0001"
+    u32    tensor count
+    per tensor: u32 name length, name (utf-8), u32 dtype (0 f32, 1 i32, 2 u8),
+                u32 rank, i64 dims[rank], raw data (row-major)
+Tensors: "config_json" (u8: the Hugging Face config.json text), "input_ids" and "targets"
+(i32, (B, T); targets are already shifted: targets[t] = input_ids[t + 1], -100 = ignored),
+"logits" (B, T, V), "loss" (1), "param/<name>" and "grad/<name>" for every parameter.
+"""
+import json
+import os
+import struct
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import transformers
+
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "models")
+
+
+def write_fgld(path, tensors):
+    with open(path, "wb") as f:
+        f.write(b"FGLD0001")
+        f.write(struct.pack("<I", len(tensors)))
+        for name, arr in tensors:
+            arr = np.ascontiguousarray(arr)
+            code = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.uint8): 2}[arr.dtype]
+            nb = name.encode()
+            f.write(struct.pack("<I", len(nb)) + nb)
+            f.write(struct.pack("<II", code, arr.ndim))
+            f.write(struct.pack("<%dq" % arr.ndim, *arr.shape))
+            f.write(arr.tobytes())
+
+
+def make_case(name, model, config, batch, seq, seed):
+    torch.manual_seed(seed)
+    model.eval()  # no dropout
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if "norm" in pname or ".ln_" in pname:
+                if pname.endswith("weight"):
+                    p.copy_(1.0 + 0.1 * torch.randn_like(p))
+                else:
+                    p.copy_(0.1 * torch.randn_like(p))
+            else:
+                p.copy_(0.1 * torch.randn_like(p))
+    vocab = config.vocab_size
+    ids = torch.randint(0, vocab, (batch, seq), dtype=torch.int64)
+    targets = torch.full((batch, seq), -100, dtype=torch.int64)
+    targets[:, :-1] = ids[:, 1:]
+    targets[0, 3] = -100  # a masked target in the middle
+    targets[1, 0] = -100
+    params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    logits = model(input_ids=ids).logits.float()
+    loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
+    loss.backward()
+    tensors = [
+        ("config_json", np.frombuffer(config.to_json_string().encode(), dtype=np.uint8)),
+        ("input_ids", ids.numpy().astype(np.int32)),
+        ("targets", targets.numpy().astype(np.int32)),
+        ("logits", logits.detach().numpy().astype(np.float32)),
+        ("loss", np.array([loss.item()], dtype=np.float32)),
+    ]
+    for n, p in model.named_parameters():
+        tensors.append(("param/" + n, params[n].numpy().astype(np.float32)))
+        tensors.append(("grad/" + n, p.grad.numpy().astype(np.float32)))
+    path = os.path.join(OUT_DIR, name + ".fgld")
+    write_fgld(path, tensors)
+    print(f"{path}: loss {loss.item():.6f}, {len(params)} parameters, {os.path.getsize(path)} bytes")
+
+
+def main():
+    torch.set_default_dtype(torch.float32)
+    os.makedirs(OUT_DIR, exist_ok=True)
+    llama_cfg = transformers.LlamaConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=44, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 32},
+        attn_implementation="eager")
+    make_case("llama_gqa_tiny", transformers.LlamaForCausalLM(llama_cfg), llama_cfg, 2, 12, 1)
+
+    qwen_cfg = transformers.Qwen2Config(
+        vocab_size=96, hidden_size=48, intermediate_size=40, num_hidden_layers=2,
+        num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=64,
+        rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+        attn_implementation="eager")
+    make_case("qwen2_tiny", transformers.Qwen2ForCausalLM(qwen_cfg), qwen_cfg, 2, 12, 2)
+
+    gpt2_cfg = transformers.GPT2Config(
+        vocab_size=96, n_positions=32, n_embd=32, n_layer=2, n_head=4,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5,
+        activation_function="gelu_new", bos_token_id=0, eos_token_id=0,
+        attn_implementation="eager")
+    make_case("gpt2_tiny", transformers.GPT2LMHeadModel(gpt2_cfg), gpt2_cfg, 2, 12, 3)
+
+
+if __name__ == "__main__":
+    main()
