@@ -12,6 +12,7 @@
 #include "kernels/numerics/adamw_update.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/dynamic_map.h"
+#include "kernels/numerics/master_remainder.h"
 
 namespace farthing::optim {
 
@@ -92,8 +93,9 @@ AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards)
       }
       shard.segments.push_back(seg);
     }
-    if (config_.master_mode == MasterMode::kF32) {
-      shard.master = Buffer(Device::cpu(), size_t(shard.spec.numel) * sizeof(float), MemoryCategory::kMaster);
+    if (config_.master_mode != MasterMode::kNone) {
+      const size_t bytes_per = config_.master_mode == MasterMode::kF32 ? sizeof(float) : sizeof(uint16_t);
+      shard.master = Buffer(Device::cpu(), size_t(shard.spec.numel) * bytes_per, MemoryCategory::kMaster);
       std::memset(shard.master.data(), 0, shard.master.bytes());
     }
     shard.m = Buffer(Device::cpu(), state_bytes, MemoryCategory::kOptimizerState);
@@ -115,15 +117,42 @@ const std::vector<ShardSpec>& AdamW::shards() const { return specs_; }
 
 void AdamW::set_reduce_hook(ReduceHook hook) { reduce_ = std::move(hook); }
 
-void AdamW::init_master(size_t s, const Tensor& values) {
+void AdamW::init_master(size_t s, const Tensor& values, const Tensor* weights) {
   FARTHING_CHECK(s < shards_.size(), "init_master: shard ", s, " does not exist (", shards_.size(), " shards)");
-  FARTHING_CHECK(config_.master_mode == MasterMode::kF32,
+  FARTHING_CHECK(config_.master_mode != MasterMode::kNone,
                  "init_master: this optimizer keeps no master (master mode 'none'); nothing to initialize");
   ShardState& shard = shards_[s];
   FARTHING_CHECK(values.device().is_cpu() && values.is_contiguous(), "init_master: values must be a contiguous "
                  "cpu tensor, got ", values.describe());
   FARTHING_CHECK(uint64_t(values.numel()) == shard.spec.numel, "init_master: shard ", s, " has ",
                  shard.spec.numel, " elements but the values hold ", values.numel());
+  if (weights) {
+    FARTHING_CHECK(weights->device().is_cpu() && weights->is_contiguous() && weights->dtype() == DType::kBF16 &&
+                       weights->numel() == values.numel(),
+                   "init_master: weights must be contiguous cpu bf16 of ", values.numel(), " elements, got ",
+                   weights->describe());
+  }
+  if (config_.master_mode == MasterMode::kRemainder16) {
+    auto* remainder = static_cast<uint16_t*>(shard.master.data());
+    if (values.dtype() == DType::kBF16) {  // the weights are the master: remainder 0
+      std::memset(remainder, 0, shard.master.bytes());
+      if (weights && weights->data() != values.data()) std::memcpy(weights->data(), values.data(), values.nbytes());
+    } else {
+      FARTHING_CHECK(values.dtype() == DType::kF32, "init_master: values must be f32 or bf16, got ", values.describe());
+      FARTHING_CHECK(weights != nullptr, "init_master: master mode 'remainder16' keeps the master's high half in the "
+                     "bf16 weights; pass the weights tensor so they can be written along with the remainders");
+      const float* src = static_cast<const float*>(values.data());
+      auto* w = static_cast<uint16_t*>(weights->data());
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < values.numel(); ++i) {
+        const numerics::MasterSplit split = numerics::master_split(src[i]);
+        w[i] = split.weight;
+        remainder[i] = split.remainder;
+      }
+    }
+    shard.master_initialized = true;
+    return;
+  }
   float* master = static_cast<float*>(shard.master.data());
   if (values.dtype() == DType::kF32) {
     std::memcpy(master, values.data(), size_t(values.numel()) * sizeof(float));
@@ -133,6 +162,11 @@ void AdamW::init_master(size_t s, const Tensor& values) {
     const uint16_t* src = static_cast<const uint16_t*>(values.data());
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < values.numel(); ++i) master[i] = numerics::bf16_to_f32(src[i]);
+  }
+  if (weights && weights->data() != values.data()) {
+    auto* w = static_cast<uint16_t*>(weights->data());
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < values.numel(); ++i) w[i] = numerics::f32_to_bf16_rne(master[i]);
   }
   shard.master_initialized = true;
 }
@@ -190,7 +224,7 @@ StepDiagnostics AdamW::step(std::span<const Tensor> weights, std::span<const Ten
                  report.grad_scale, ") must be finite and > 0; build the report with inspect_grads");
   FARTHING_CHECK(std::isfinite(lr_multiplier) && lr_multiplier >= 0.0, "step: lr_multiplier (", lr_multiplier,
                  ") must be finite and >= 0");
-  if (config_.master_mode == MasterMode::kF32) {
+  if (config_.master_mode != MasterMode::kNone) {
     for (size_t s = 0; s < shards_.size(); ++s) {
       FARTHING_CHECK(shards_[s].master_initialized, "step: shard ", s, "'s fp32 master was never initialized; "
                      "call init_master(", s, ", weights or fp32 values) before the first step");
@@ -212,6 +246,9 @@ StepDiagnostics AdamW::step(std::span<const Tensor> weights, std::span<const Ten
       args.master = config_.master_mode == MasterMode::kF32
                         ? static_cast<float*>(shard.master.data()) + seg.local_offset
                         : nullptr;
+      args.remainder = config_.master_mode == MasterMode::kRemainder16
+                           ? static_cast<uint16_t*>(shard.master.data()) + seg.local_offset
+                           : nullptr;
       args.master_mode = config_.master_mode;
       args.weight_rounding = config_.weight_rounding;
       args.m = moment_ref(shard, seg, false);
@@ -273,6 +310,9 @@ std::vector<StateSpan> AdamW::state_spans() {
       if (config_.master_mode == MasterMode::kF32) {
         auto* master = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * sizeof(float);
         spans.push_back({name + "/master", {master, size_t(seg.numel) * sizeof(float)}});
+      } else if (config_.master_mode == MasterMode::kRemainder16) {
+        auto* remainder = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * sizeof(uint16_t);
+        spans.push_back({name + "/master_remainder", {remainder, size_t(seg.numel) * sizeof(uint16_t)}});
       }
       const size_t value_bytes = size_t(seg.numel) * moment_elem_bytes(seg.format);
       const bool q8 = seg.format == StateFormat::kBlock8;
@@ -291,6 +331,12 @@ std::vector<StateSpan> AdamW::state_spans() {
 
 void AdamW::on_state_loaded() {
   for (ShardState& shard : shards_) shard.master_initialized = true;
+}
+
+const uint16_t* AdamW::master_remainder(size_t s) const {
+  FARTHING_CHECK(s < shards_.size(), "master_remainder: shard ", s, " does not exist (", shards_.size(), " shards)");
+  return config_.master_mode == MasterMode::kRemainder16 ? static_cast<const uint16_t*>(shards_[s].master.data())
+                                                          : nullptr;
 }
 
 int64_t AdamW::state_bytes() const {

@@ -1,6 +1,6 @@
 // adamw.h — AdamW over the shards of a global flat parameter space that this rank owns.
 //
-// The optimizer owns the fp32 master (MemoryCategory::kMaster) and the moments
+// The optimizer owns the master (fp32, or 16-bit remainders of it: MemoryCategory::kMaster) and the moments
 // (kOptimizerState) of its shards; the caller owns the bf16 weights (kWeights) and the
 // gradients (kGrads) and passes them to each step. A step is two calls, so that the caller
 // decides what non-finite gradients mean:
@@ -43,9 +43,11 @@ class AdamW {
   int64_t steps_taken() const { return step_; }
   void set_reduce_hook(ReduceHook hook);
 
-  // Sets shard s's fp32 master from f32 values or (exactly) from bf16 weights, shard.numel
-  // elements. Required before the first step when the master mode is f32.
-  void init_master(size_t shard, const Tensor& values);
+  // Sets shard s's master from f32 values or (exactly) from bf16 weights, shard.numel
+  // elements. Required before the first step when the optimizer keeps a master. When
+  // `weights` is given, the bf16 working weights are written to match: the round-to-nearest
+  // cast for an f32 master, the high half for remainder16 (which needs them with f32 values).
+  void init_master(size_t shard, const Tensor& values, const Tensor* weights = nullptr);
 
   // Global gradient norm and non-finite count over this rank's shards (one reduction).
   // grads[s]: f32 or bf16, shard s's numel elements.
@@ -56,9 +58,11 @@ class AdamW {
   StepDiagnostics step(std::span<const Tensor> weights, std::span<const Tensor> grads, const GradReport& report,
                        double lr_multiplier = 1.0);
 
-  // Inspection (tests, tools): shard s's master (nullptr with master mode none), and its
+  // Inspection (tests, tools): shard s's fp32 master (nullptr unless master mode f32), its
+  // 16-bit remainders (nullptr unless remainder16), and its
   // moments dequantized to fp32 (shard numel elements each; padding reads 0).
   const float* master(size_t shard) const;
+  const uint16_t* master_remainder(size_t shard) const;
   void moments_to_f32(size_t shard, float* m, float* v) const;
 
   // Every byte of state, in a fixed order: the step counter, then per shard and segment the

@@ -7,7 +7,7 @@ BytesPerParam bytes_per_param(StateFormat state, MasterMode master, DType weight
   BytesPerParam b;
   b.weights = double(dtype_size_bytes(weight_dtype));
   b.grads = double(dtype_size_bytes(grad_dtype));
-  b.master = master == MasterMode::kF32 ? 4.0 : 0.0;
+  b.master = master == MasterMode::kF32 ? 4.0 : master == MasterMode::kRemainder16 ? 2.0 : 0.0;
   switch (state) {
     case StateFormat::kF32: b.moments = 8.0; break;
     case StateFormat::kBf16: b.moments = 4.0; break;

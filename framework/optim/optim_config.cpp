@@ -23,6 +23,22 @@ StateFormat parse_state_format(std::string_view name) {
   FARTHING_FAIL("unknown optimizer state format '", name, "'; use one of: f32, bf16, 8bit");
 }
 
+std::string_view master_mode_name(MasterMode mode) {
+  switch (mode) {
+    case MasterMode::kF32: return "f32";
+    case MasterMode::kRemainder16: return "remainder16";
+    case MasterMode::kNone: return "none";
+  }
+  return "?";
+}
+
+MasterMode parse_master_mode(std::string_view name) {
+  if (name == "f32" || name == "fp32") return MasterMode::kF32;
+  if (name == "remainder16") return MasterMode::kRemainder16;
+  if (name == "none") return MasterMode::kNone;
+  FARTHING_FAIL("unknown master mode '", name, "'; use one of: f32, remainder16, none");
+}
+
 StateFormat effective_state_format(const OptimizerConfig& config, const ParamRange& range) {
   const StateFormat wanted = config.groups.at(size_t(range.group)).state_format;
   if (wanted != StateFormat::kBlock8) return wanted;
@@ -55,6 +71,10 @@ void validate_optimizer_config(const OptimizerConfig& config, const std::vector<
                  "master mode 'none' with round-to-nearest weights would drop every update smaller than half "
                  "a bf16 spacing (most of them at fine-tuning learning rates); use weight_rounding "
                  "'stochastic' with master 'none', or master 'f32'");
+  FARTHING_CHECK(!(config.master_mode == MasterMode::kRemainder16 &&
+                   config.weight_rounding == WeightRounding::kStochastic),
+                 "master mode 'remainder16' keeps the master's high half in the bf16 weight, so the weight must be "
+                 "rounded to nearest; use weight_rounding 'nearest' with it, or master 'f32' for stochastic casts");
   const uint64_t kNoEnd = 0;
   uint64_t previous_end = kNoEnd;
   for (size_t i = 0; i < config.ranges.size(); ++i) {

@@ -61,12 +61,14 @@ struct ShardSpec {
 struct OptimizerConfig {
   std::vector<ParamGroup> groups;
   std::vector<ParamRange> ranges;  // sorted by offset, disjoint
-  MasterMode master_mode = MasterMode::kF32;
+  MasterMode master_mode = MasterMode::kF32;  // kRemainder16 needs round-to-nearest weights
   WeightRounding weight_rounding = WeightRounding::kNearest;  // master -> bf16 weight cast
   uint64_t seed = 0;  // stochastic-rounding key
 };
 
 std::string_view state_format_name(StateFormat format);
+std::string_view master_mode_name(MasterMode mode);
+MasterMode parse_master_mode(std::string_view name);  // "f32", "remainder16", "none"
 StateFormat parse_state_format(std::string_view name);  // "f32", "bf16", "8bit"
 
 // The state format a range actually gets (demotions to fp32 applied).

@@ -100,7 +100,9 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
   const uint64_t lead = seg.global_offset % uint64_t(kChunk);
   const int64_t chunks = int64_t((seg.n + lead + kChunk - 1) / kChunk);
   const bool has_master = seg.master_mode == MasterMode::kF32;
-  const bool stochastic = !has_master || seg.weight_rounding == WeightRounding::kStochastic;
+  const bool has_remainder = seg.master_mode == MasterMode::kRemainder16;
+  const bool stochastic = seg.master_mode == MasterMode::kNone ||
+                          (has_master && seg.weight_rounding == WeightRounding::kStochastic);
   const nm::RandomKey key{seg.seed, seg.step,
                           has_master ? nm::RandomPurpose::kWeightCast : nm::RandomPurpose::kMasterFreeUpdate};
   const nm::AdamWScalars s = seg.scalars;
@@ -130,6 +132,10 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
       const float* master = seg.master + begin;
 #pragma omp simd
       for (int i = 0; i < count; ++i) p_old[i] = master[i];
+    } else if (has_remainder) {
+      const uint16_t* remainder = seg.remainder + begin;
+#pragma omp simd
+      for (int i = 0; i < count; ++i) p_old[i] = nm::master_combine(weight[i], remainder[i]);
     } else {
 #pragma omp simd
       for (int i = 0; i < count; ++i) p_old[i] = nm::bf16_to_f32(weight[i]);
@@ -163,7 +169,16 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
       for (int i = 0; i < count; ++i) master[i] = p[i];
     }
     int chunk_unchanged = 0;
-    if (stochastic) {
+    if (has_remainder) {
+      uint16_t* remainder = seg.remainder + begin;
+#pragma omp simd reduction(+ : chunk_unchanged)
+      for (int i = 0; i < count; ++i) {
+        const nm::MasterSplit split = nm::master_split(p[i]);
+        chunk_unchanged += split.weight == weight[i] ? 1 : 0;
+        weight[i] = split.weight;
+        remainder[i] = split.remainder;
+      }
+    } else if (stochastic) {
       fill_random_bits(key, seg.global_offset + begin, count, bits);
 #pragma omp simd reduction(+ : chunk_unchanged)
       for (int i = 0; i < count; ++i) {

@@ -2,7 +2,8 @@
 //
 // One pass per element: read the gradient (f32 or bf16) → dequantize m and v (f32, bf16 or
 // 8-bit blocks) → numerics::adamw_update_element → requantize → write the fp32 master, then
-// cast it to the bf16 working weight (round to nearest, or stochastic); or, with no master,
+// cast it to the bf16 working weight (round to nearest, or stochastic); or split the master
+// into the bf16 weight and a 16-bit remainder (Transformer Engine's lossless 2-byte master); or, with no master,
 // update the bf16 weight in fp32 and write it back stochastically rounded. Work goes in chunks
 // aligned to 256-element blocks of the global flat space, each held in stack buffers (no
 // full-size temporaries); chunks are split over OpenMP threads, and every element's result
@@ -17,12 +18,16 @@
 
 #include "kernels/cpu/block_quant_cpu.h"
 #include "kernels/numerics/adamw_update.h"
+#include "kernels/numerics/master_remainder.h"
 
 namespace farthing::kernels {
 
 enum class GradFormat : uint8_t { kF32, kBf16 };
 enum class MomentFormat : uint8_t { kF32, kBf16, kBlock8 };
-enum class MasterMode : uint8_t { kF32, kNone };
+// kF32: an fp32 master; kRemainder16: the master is the bf16 weight plus a 16-bit remainder
+// (numerics/master_remainder.h, lossless, weight rounded to nearest with ties away from zero);
+// kNone: no master, the bf16 weight is updated in fp32 and written back stochastically rounded.
+enum class MasterMode : uint8_t { kF32, kRemainder16, kNone };
 enum class WeightRounding : uint8_t { kNearest, kStochastic };
 
 // One moment (m or v) of a segment.
@@ -38,7 +43,8 @@ struct AdamWSegmentCpu {
   const void* grad = nullptr;
   GradFormat grad_format = GradFormat::kF32;
   uint16_t* weight = nullptr;  // bf16 working weight (read for diagnostics, written)
-  float* master = nullptr;     // MasterMode::kF32 only
+  float* master = nullptr;        // MasterMode::kF32 only
+  uint16_t* remainder = nullptr;  // MasterMode::kRemainder16 only
   MasterMode master_mode = MasterMode::kF32;
   WeightRounding weight_rounding = WeightRounding::kNearest;  // master -> weight cast
   MomentRef m, v;

@@ -1,5 +1,6 @@
 // test_optim_memory.cpp — bytes per parameter measured by the memory tracker for the three
-// configurations of ARCHITECTURE.md §6, against memory_plan's prediction.
+// configurations of ARCHITECTURE.md §6 (and 8-bit state with Transformer Engine's 16-bit
+// master remainders), against memory_plan's prediction.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -29,6 +30,8 @@ TEST(OptimMemory, MeasuredBytesPerParameter) {
        optim::WeightRounding::kNearest, 16.0},
       {"8-bit state + fp32 master", optim::StateFormat::kBlock8, optim::MasterMode::kF32,
        optim::WeightRounding::kNearest, 10.03125},
+      {"8-bit state + 16-bit remainders", optim::StateFormat::kBlock8, optim::MasterMode::kRemainder16,
+       optim::WeightRounding::kNearest, 8.03125},
       {"8-bit state, no master, SR", optim::StateFormat::kBlock8, optim::MasterMode::kNone,
        optim::WeightRounding::kStochastic, 6.03125},
   };

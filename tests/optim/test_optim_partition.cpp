@@ -1,6 +1,7 @@
 // test_optim_partition.cpp — the same 1M-parameter problem stepped as 1 shard or 3 shards
 // (multiples of 256, the last one ragged), with 1 or 2 OpenMP threads, gives bit-identical
-// bf16 weights, fp32 masters and optimizer state (8-bit codes and absmax included).
+// bf16 weights, masters (fp32 or 16-bit remainders) and optimizer state (8-bit codes and
+// absmax included), for each master mode.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -29,7 +30,8 @@ optim::OptimizerConfig partition_config(optim::MasterMode master) {
               {"attn", 300288, 400000, 2},      {"mlp", 700416, 299000, 0},
               {"small_q8", 999424, 500, 0}};    // < 4096 elements: fp32 state
   c.master_mode = master;
-  c.weight_rounding = optim::WeightRounding::kStochastic;
+  c.weight_rounding = master == optim::MasterMode::kRemainder16 ? optim::WeightRounding::kNearest
+                                                                : optim::WeightRounding::kStochastic;
   c.seed = 0x5EEDull;
   return c;
 }
@@ -50,7 +52,7 @@ RunResult run_problem(optim::MasterMode master, const std::vector<optim::ShardSp
     buffers.push_back(std::make_unique<ShardBuffers>(int64_t(shards[s].numel), DType::kBF16));
     ptrs.push_back(buffers.back().get());
     set_weights_rn(*buffers.back(), init.data() + shards[s].global_offset);
-    if (master == optim::MasterMode::kF32) opt.init_master(s, buffers.back()->w());
+    if (master != optim::MasterMode::kNone) opt.init_master(s, buffers.back()->w());
   }
   optim::GradOptions clip;
   clip.max_grad_norm = 0.5;  // the folded clip factor takes part too
@@ -105,8 +107,10 @@ void expect_identical(const RunResult& a, const RunResult& b, const char* what) 
 TEST(OptimPartition, ShardsAndThreadsGiveBitIdenticalResults) {
   const std::vector<optim::ShardSpec> one = {{0, uint64_t(kN)}};
   const std::vector<optim::ShardSpec> three = {{0, 333312}, {333312, 333312}, {666624, uint64_t(kN) - 666624}};
-  for (optim::MasterMode master : {optim::MasterMode::kF32, optim::MasterMode::kNone}) {
-    const char* name = master == optim::MasterMode::kF32 ? "fp32 master + SR cast" : "no master + SR";
+  for (optim::MasterMode master : {optim::MasterMode::kF32, optim::MasterMode::kRemainder16, optim::MasterMode::kNone}) {
+    const char* name = master == optim::MasterMode::kF32           ? "fp32 master + SR cast"
+                       : master == optim::MasterMode::kRemainder16 ? "16-bit remainders + RN"
+                                                                   : "no master + SR";
     const RunResult base = run_problem(master, one, 1);
     expect_identical(base, run_problem(master, three, 1), name);
     expect_identical(base, run_problem(master, one, 2), name);

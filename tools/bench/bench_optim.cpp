@@ -4,7 +4,7 @@
 // the installed torch has it on CPU) on the same number of parameters in a subprocess.
 //
 // GB/s counts the bytes each step actually reads and writes once each: gradient (bf16),
-// master (f32, read + write), moments (read + write; 8-bit: codes + absmax), the bf16 weight
+// master (f32 or 16-bit remainders, read + write), moments (read + write; 8-bit: codes + absmax), the bf16 weight
 // (read, for the unchanged-weights diagnostic, + write). Params/s compares across systems.
 #include <omp.h>
 
@@ -64,7 +64,9 @@ double bytes_moved_per_param(const Config& c) {
   const double moments = c.state == optim::StateFormat::kF32    ? 8.0
                          : c.state == optim::StateFormat::kBf16 ? 4.0
                                                                 : 2.0 + 8.0 / 256.0;
-  const double master = c.master == optim::MasterMode::kF32 ? 8.0 : 0.0;
+  const double master = c.master == optim::MasterMode::kF32           ? 8.0
+                        : c.master == optim::MasterMode::kRemainder16 ? 4.0
+                                                                      : 0.0;
   return 2.0 /* grad */ + master + 2.0 * moments /* read + write */ + 4.0 /* weight read + write */;
 }
 
@@ -142,6 +144,8 @@ int run_optim_bench(const BenchOptions& options) {
       {"8-bit state, fp32 master, RN", optim::StateFormat::kBlock8, optim::MasterMode::kF32, optim::WeightRounding::kNearest},
       {"8-bit state, fp32 master, SR", optim::StateFormat::kBlock8, optim::MasterMode::kF32,
        optim::WeightRounding::kStochastic},
+      {"8-bit state, remainder16, RN", optim::StateFormat::kBlock8, optim::MasterMode::kRemainder16,
+       optim::WeightRounding::kNearest},
       {"8-bit state, no master, SR", optim::StateFormat::kBlock8, optim::MasterMode::kNone,
        optim::WeightRounding::kStochastic},
   };
@@ -181,7 +185,7 @@ int run_optim_bench(const BenchOptions& options) {
     optim::AdamW opt(config, {{0, uint64_t(n)}});
     const Tensor w = weights.view(DType::kBF16, Shape{n});
     const Tensor g = grads.view(DType::kBF16, Shape{n});
-    if (c.master == optim::MasterMode::kF32) opt.init_master(0, w);
+    if (c.master != optim::MasterMode::kNone) opt.init_master(0, w);
     const std::vector<Tensor> ws{w}, gs{g};
     const optim::GradReport report = opt.inspect_grads(gs);
     const double s = time_best_of([&] { opt.step(ws, gs, report, 1.0); }, options.min_seconds);
