@@ -13,6 +13,9 @@ struct BenchOptions {
   double min_seconds = 0.3;    // time each measurement at least this long
   long long elements = 0;      // problem size override (0: the suite's default)
   int threads = 0;             // OpenMP threads (0: the runtime default)
+  std::string preset;          // model preset (train suite; empty: the suite's default)
+  long long seq = 0;           // tokens per sequence (train suite; 0: default)
+  long long batch = 0;         // sequences per step (train suite; 0: default)
 };
 
 struct BenchSuite {
@@ -26,5 +29,6 @@ const std::vector<BenchSuite>& bench_suites();
 
 int run_numerics_bench(const BenchOptions& options);
 int run_optim_bench(const BenchOptions& options);
+int run_train_bench(const BenchOptions& options);
 
 }  // namespace farthing::bench

@@ -9,6 +9,8 @@ const std::vector<BenchSuite>& bench_suites() {
        &run_numerics_bench},
       {"optim", "fused AdamW step per state/master/rounding configuration vs memcpy and torch.optim.AdamW",
        &run_optim_bench},
+      {"train", "a model's forward+backward step (--preset --seq --batch) vs the GEMM ceiling and PyTorch",
+       &run_train_bench},
   };
   return suites;
 }

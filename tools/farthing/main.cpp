@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "\n"
     "verbs:\n"
     "  bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n"
+    "                 [--preset NAME] [--seq T] [--batch B]   (train suite)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
     "  info           what this binary was built with and which devices it sees\n"
     "  help           this text\n";
@@ -64,6 +65,9 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--elements") options.elements = std::stoll(value());
     else if (a == "--min-seconds") options.min_seconds = std::stod(value());
     else if (a == "--threads") options.threads = std::stoi(value());
+    else if (a == "--preset") options.preset = value();
+    else if (a == "--seq") options.seq = std::stoll(value());
+    else if (a == "--batch") options.batch = std::stoll(value());
     else return usage_error("unknown bench option '" + a + "'");
   }
   if (options.threads > 0) omp_set_num_threads(options.threads);
