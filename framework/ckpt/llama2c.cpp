@@ -1,0 +1,84 @@
+// llama2c.cpp — see llama2c.h.
+#include "framework/ckpt/llama2c.h"
+
+#include <cstring>
+
+#include "framework/ckpt/mapped_file.h"
+#include "framework/ckpt/rope_permute.h"
+
+namespace farthing::ckpt {
+
+ModelFile read_llama2c(const std::filesystem::path& path) {
+  MappedFile file(path);
+  const std::string& name = file.name();
+  ByteReader r(file.data(), file.size(), name);
+  int32_t h[7];
+  for (int32_t& v : h) v = r.read<int32_t>("the llama2.c header (7 int32)");
+  const int64_t dim = h[0], hidden = h[1], layers = h[2], heads = h[3], kv_heads = h[4], seq_len = h[6];
+  const bool tied = h[5] > 0;
+  const int64_t vocab = tied ? h[5] : -int64_t(h[5]);
+  FARTHING_CHECK(dim > 0 && hidden > 0 && layers > 0 && heads > 0 && kv_heads > 0 && vocab > 0 && seq_len > 0 &&
+                     dim % heads == 0 && heads % kv_heads == 0 && (dim / heads) % 2 == 0,
+                 name, " is not a llama2.c checkpoint: header {dim ", dim, ", hidden_dim ", hidden, ", n_layers ",
+                 layers, ", n_heads ", heads, ", n_kv_heads ", kv_heads, ", vocab_size ", h[5], ", seq_len ",
+                 seq_len, "} is not a valid model");
+  const int64_t head_dim = dim / heads, kv_dim = head_dim * kv_heads;
+
+  ModelFile model;
+  model.source = name;
+  model.format = "llama2c";
+  model.config = {
+      {"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", dim},
+      {"intermediate_size", hidden}, {"num_hidden_layers", layers}, {"num_attention_heads", heads},
+      {"num_key_value_heads", kv_heads}, {"vocab_size", vocab}, {"max_position_embeddings", seq_len},
+      {"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0}, {"tie_word_embeddings", tied},
+      {"hidden_act", "silu"}, {"bos_token_id", 1}, {"eos_token_id", 2}, {"torch_dtype", "float32"}};
+
+  // Copies `count` consecutive [rows, cols] matrices into HF-named tensors.
+  auto take = [&](const char* what, int64_t count, int64_t rows, int64_t cols, auto&& hf_name, int64_t permute_heads) {
+    const int64_t elems = rows * (cols == 0 ? 1 : cols);  // cols == 0: a vector of rows
+    const uint64_t bytes = uint64_t(count * elems) * 4;
+    r.need(bytes, what);
+    const auto* src = reinterpret_cast<const float*>(file.data() + r.offset());
+    for (int64_t i = 0; i < count; ++i) {
+      ModelTensor t = make_model_tensor(cols == 0 ? Shape{rows} : Shape{rows, cols});
+      const float* s = src + i * elems;
+      if (permute_heads > 0) {
+        std::vector<float> tmp(s, s + elems);  // src may be unaligned for floats; copy first
+        rope_interleaved_to_half(tmp.data(), t.f32(), rows, cols, permute_heads);
+      } else {
+        std::memcpy(t.f32(), s, size_t(elems) * 4);
+      }
+      model.tensors.emplace(hf_name(i), std::move(t));
+    }
+    r.seek(r.offset() + bytes);
+  };
+  auto layer = [](const char* suffix) {
+    return [suffix](int64_t i) { return "model.layers." + std::to_string(i) + "." + suffix; };
+  };
+  auto fixed = [](const char* n) { return [n](int64_t) { return std::string(n); }; };
+  take("token_embedding", 1, vocab, dim, fixed("model.embed_tokens.weight"), 0);
+  take("rms_att", layers, dim, 0, layer("input_layernorm.weight"), 0);
+  take("wq", layers, dim, dim, layer("self_attn.q_proj.weight"), heads);
+  take("wk", layers, kv_dim, dim, layer("self_attn.k_proj.weight"), kv_heads);
+  take("wv", layers, kv_dim, dim, layer("self_attn.v_proj.weight"), 0);
+  take("wo", layers, dim, dim, layer("self_attn.o_proj.weight"), 0);
+  take("rms_ffn", layers, dim, 0, layer("post_attention_layernorm.weight"), 0);
+  take("w1", layers, hidden, dim, layer("mlp.gate_proj.weight"), 0);
+  take("w2", layers, dim, hidden, layer("mlp.down_proj.weight"), 0);
+  take("w3", layers, hidden, dim, layer("mlp.up_proj.weight"), 0);
+  take("rms_final", 1, dim, 0, fixed("model.norm.weight"), 0);
+  const uint64_t freq_bytes = uint64_t(seq_len * head_dim / 2) * 4 * 2;
+  if (!tied) {
+    r.need(freq_bytes, "freq_cis_real/imag");
+    r.seek(r.offset() + freq_bytes);
+    take("wcls (the untied classifier)", 1, vocab, dim, fixed("lm_head.weight"), 0);
+  } else if (r.offset() + freq_bytes <= file.size()) {
+    r.seek(r.offset() + freq_bytes);
+  }
+  FARTHING_CHECK(r.offset() == file.size(), name, " has ", file.size() - r.offset(),
+                 " bytes after the last tensor: the header does not describe this file");
+  return model;
+}
+
+}  // namespace farthing::ckpt

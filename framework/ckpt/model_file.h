@@ -1,0 +1,49 @@
+// model_file.h — what every checkpoint reader returns: the model's config (HF config.json
+// fields, whatever the file format) and its tensors as fp32 host buffers under HF names.
+//
+// Readers: safetensors.h, gguf_model.h, llama2c.h. Mapping names onto a model layout is the
+// model code's job; at()/expect() give it errors that name the file, the tensor and the shape.
+// Relies on: core/memory.h, nlohmann/json. Tested by: tests/ckpt/.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "framework/core/memory.h"
+#include "framework/core/tensor.h"
+
+namespace farthing::ckpt {
+
+struct ModelTensor {
+  Shape shape;
+  Buffer data;  // fp32, host, charged to MemoryCategory::kWeights
+
+  float* f32() const { return static_cast<float*>(data.data()); }
+  int64_t numel() const { return shape.numel(); }
+  Tensor view() const { return Tensor(data.data(), DType::kF32, shape); }
+};
+
+// An fp32 host tensor of the given shape (zero-filled).
+ModelTensor make_model_tensor(const Shape& shape);
+// Shape from a dims list; throws naming `what` when the rank exceeds kMaxRank or a dim is < 0.
+Shape shape_from_dims(const std::vector<int64_t>& dims, const std::string& what);
+
+struct ModelFile {
+  std::string source;  // the file (or directory) it was read from
+  std::string format;  // "safetensors", "gguf", "llama2c"
+  nlohmann::json config = nlohmann::json::object();  // HF config.json fields
+  std::map<std::string, ModelTensor> tensors;        // HF name -> tensor
+
+  bool has(const std::string& name) const { return tensors.count(name) != 0; }
+  // The tensor, or an Error naming the file and the missing tensor.
+  const ModelTensor& at(const std::string& name) const;
+  // The tensor, checked to have exactly `shape`.
+  const ModelTensor& expect(const std::string& name, const Shape& shape) const;
+  int64_t num_parameters() const;
+};
+
+}  // namespace farthing::ckpt
