@@ -11,6 +11,7 @@
 #include "kernels/cpu/optim_cpu.h"
 #include "kernels/numerics/adamw_update.h"
 #include "kernels/numerics/bf16.h"
+#include "kernels/numerics/block_quant4.h"
 #include "kernels/numerics/dynamic_map.h"
 #include "kernels/numerics/master_remainder.h"
 
@@ -22,22 +23,28 @@ constexpr size_t kAlignBytes = 64;
 
 size_t align_up(size_t bytes) { return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes; }
 
-size_t moment_elem_bytes(StateFormat format) {
+size_t moment_value_bytes(StateFormat format, uint64_t numel) {
   switch (format) {
-    case StateFormat::kF32: return 4;
-    case StateFormat::kBf16: return 2;
-    case StateFormat::kBlock8: return 1;
+    case StateFormat::kF32: return size_t(numel) * 4;
+    case StateFormat::kBf16: return size_t(numel) * 2;
+    case StateFormat::kBlock8: return size_t(numel);
+    case StateFormat::kBlock4: return size_t((numel + 1) / 2);
   }
   return 0;
 }
 
-size_t blocks_of(uint64_t numel) { return size_t((numel + kQuantBlockElems - 1) / kQuantBlockElems); }
+// Number of absmax values of a quantized segment.
+size_t blocks_of(StateFormat format, uint64_t numel) {
+  const uint64_t block = format == StateFormat::kBlock4 ? uint64_t(numerics::kQuant4BlockElems) : kQuantBlockElems;
+  return size_t((numel + block - 1) / block);
+}
 
 kernels::MomentFormat kernel_format(StateFormat format) {
   switch (format) {
     case StateFormat::kF32: return kernels::MomentFormat::kF32;
     case StateFormat::kBf16: return kernels::MomentFormat::kBf16;
     case StateFormat::kBlock8: return kernels::MomentFormat::kBlock8;
+    case StateFormat::kBlock4: return kernels::MomentFormat::kBlock4;
   }
   return kernels::MomentFormat::kF32;
 }
@@ -47,6 +54,12 @@ const kernels::QuantMapCpu& quant_map(numerics::MapSign sign) {
   static const kernels::QuantMapCpu signed_map = kernels::make_quant_map_cpu(numerics::MapSign::kSigned);
   static const kernels::QuantMapCpu unsigned_map = kernels::make_quant_map_cpu(numerics::MapSign::kUnsigned);
   return sign == numerics::MapSign::kSigned ? signed_map : unsigned_map;
+}
+
+const float* quant_map4(numerics::MapSign sign) {
+  static const numerics::DynamicMap4 signed_map = numerics::make_dynamic_map_4bit(numerics::MapSign::kSigned);
+  static const numerics::DynamicMap4 unsigned_map = numerics::make_dynamic_map_4bit(numerics::MapSign::kUnsigned);
+  return (sign == numerics::MapSign::kSigned ? signed_map : unsigned_map).data();
 }
 
 kernels::GradFormat grad_format_of(const Tensor& t) {
@@ -86,10 +99,10 @@ AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards)
       seg.local_offset = begin - shard_begin;
       seg.numel = end - begin;
       seg.values_offset_bytes = state_bytes;
-      state_bytes += align_up(size_t(seg.numel) * moment_elem_bytes(seg.format));
-      if (seg.format == StateFormat::kBlock8) {
+      state_bytes += align_up(moment_value_bytes(seg.format, seg.numel));
+      if (is_quantized(seg.format)) {
         seg.absmax_offset_bytes = state_bytes;
-        state_bytes += align_up(blocks_of(seg.numel) * sizeof(float));
+        state_bytes += align_up(blocks_of(seg.format, seg.numel) * sizeof(float));
       }
       shard.segments.push_back(seg);
     }
@@ -106,9 +119,12 @@ AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards)
       if (b->bytes() > 0) std::memset(b->data(), 0, b->bytes());
     }
     for (const Segment& seg : shard.segments) {
-      if (seg.format != StateFormat::kBlock8) continue;
-      std::memset(static_cast<std::byte*>(shard.m.data()) + seg.values_offset_bytes,
-                  numerics::kSignedMapZeroCode, size_t(seg.numel));
+      auto* m_codes = static_cast<uint8_t*>(shard.m.data()) + seg.values_offset_bytes;
+      if (seg.format == StateFormat::kBlock8) std::memset(m_codes, numerics::kSignedMapZeroCode, size_t(seg.numel));
+      if (seg.format == StateFormat::kBlock4) {  // code 7 is the signed 4-bit map's zero; an odd tail's high nibble is 0
+        std::memset(m_codes, 0x77, moment_value_bytes(seg.format, seg.numel));
+        if (seg.numel & 1) m_codes[seg.numel / 2] = 0x07;
+      }
     }
   }
 }
@@ -209,7 +225,7 @@ kernels::MomentRef AdamW::moment_ref(const ShardState& shard, const Segment& seg
   kernels::MomentRef ref;
   ref.format = kernel_format(seg.format);
   ref.values = base + seg.values_offset_bytes;
-  ref.absmax = seg.format == StateFormat::kBlock8 ? reinterpret_cast<float*>(base + seg.absmax_offset_bytes) : nullptr;
+  ref.absmax = is_quantized(seg.format) ? reinterpret_cast<float*>(base + seg.absmax_offset_bytes) : nullptr;
   return ref;
 }
 
@@ -259,6 +275,8 @@ StepDiagnostics AdamW::step(std::span<const Tensor> weights, std::span<const Ten
       args.step = uint32_t(t);
       args.signed_map = &quant_map(numerics::MapSign::kSigned);
       args.unsigned_map = &quant_map(numerics::MapSign::kUnsigned);
+      args.signed_map4 = quant_map4(numerics::MapSign::kSigned);
+      args.unsigned_map4 = quant_map4(numerics::MapSign::kUnsigned);
       const kernels::AdamWPartials p = kernels::adamw_step_cpu(args);
       partial[0] += double(p.elements);
       partial[1] += double(p.weights_unchanged);
@@ -293,9 +311,9 @@ void AdamW::moments_to_f32(size_t s, float* m, float* v) const {
   std::fill(v, v + shard.spec.numel, 0.0f);
   for (const Segment& seg : shard.segments) {
     kernels::moment_to_f32_cpu(moment_ref(shard, seg, false), &quant_map(numerics::MapSign::kSigned),
-                               m + seg.local_offset, size_t(seg.numel));
+                               quant_map4(numerics::MapSign::kSigned), m + seg.local_offset, size_t(seg.numel));
     kernels::moment_to_f32_cpu(moment_ref(shard, seg, true), &quant_map(numerics::MapSign::kUnsigned),
-                               v + seg.local_offset, size_t(seg.numel));
+                               quant_map4(numerics::MapSign::kUnsigned), v + seg.local_offset, size_t(seg.numel));
   }
 }
 
@@ -314,14 +332,15 @@ std::vector<StateSpan> AdamW::state_spans() {
         auto* remainder = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * sizeof(uint16_t);
         spans.push_back({name + "/master_remainder", {remainder, size_t(seg.numel) * sizeof(uint16_t)}});
       }
-      const size_t value_bytes = size_t(seg.numel) * moment_elem_bytes(seg.format);
-      const bool q8 = seg.format == StateFormat::kBlock8;
+      const size_t value_bytes = moment_value_bytes(seg.format, seg.numel);
+      const bool q8 = is_quantized(seg.format);
       for (int k = 0; k < 2; ++k) {
         std::byte* base = static_cast<std::byte*>((k == 0 ? shard.m : shard.v).data());
         const std::string moment = name + (k == 0 ? "/exp_avg" : "/exp_avg_sq");
         spans.push_back({moment + (q8 ? ".codes" : ""), {base + seg.values_offset_bytes, value_bytes}});
         if (q8) {
-          spans.push_back({moment + ".absmax", {base + seg.absmax_offset_bytes, blocks_of(seg.numel) * sizeof(float)}});
+          spans.push_back({moment + ".absmax",
+                           {base + seg.absmax_offset_bytes, blocks_of(seg.format, seg.numel) * sizeof(float)}});
         }
       }
     }

@@ -12,6 +12,7 @@ std::string_view state_format_name(StateFormat format) {
     case StateFormat::kF32: return "f32";
     case StateFormat::kBf16: return "bf16";
     case StateFormat::kBlock8: return "8bit";
+    case StateFormat::kBlock4: return "4bit";
   }
   return "?";
 }
@@ -20,7 +21,8 @@ StateFormat parse_state_format(std::string_view name) {
   if (name == "f32" || name == "fp32") return StateFormat::kF32;
   if (name == "bf16") return StateFormat::kBf16;
   if (name == "8bit" || name == "int8" || name == "block8") return StateFormat::kBlock8;
-  FARTHING_FAIL("unknown optimizer state format '", name, "'; use one of: f32, bf16, 8bit");
+  if (name == "4bit" || name == "block4") return StateFormat::kBlock4;
+  FARTHING_FAIL("unknown optimizer state format '", name, "'; use one of: f32, bf16, 8bit, 4bit");
 }
 
 std::string_view master_mode_name(MasterMode mode) {
@@ -41,7 +43,7 @@ MasterMode parse_master_mode(std::string_view name) {
 
 StateFormat effective_state_format(const OptimizerConfig& config, const ParamRange& range) {
   const StateFormat wanted = config.groups.at(size_t(range.group)).state_format;
-  if (wanted != StateFormat::kBlock8) return wanted;
+  if (!is_quantized(wanted)) return wanted;
   if (range.keep_f32_state || range.numel < kMinQuantizedElems) return StateFormat::kF32;
   return wanted;
 }
@@ -89,8 +91,9 @@ void validate_optimizer_config(const OptimizerConfig& config, const std::vector<
                      ") overlap or are out of order; ranges must be disjoint and sorted by offset");
     }
     previous_end = r.global_offset + r.numel;
-    if (effective_state_format(config, r) == StateFormat::kBlock8) {
-      FARTHING_CHECK(r.global_offset % kQuantBlockElems == 0, "param range '", r.name, "' has 8-bit state but "
+    if (is_quantized(effective_state_format(config, r))) {
+      FARTHING_CHECK(r.global_offset % kQuantBlockElems == 0, "param range '", r.name, "' has ",
+                     state_format_name(effective_state_format(config, r)), " state but "
                      "starts at global offset ", r.global_offset, ", which is not a multiple of the quantization "
                      "block (", kQuantBlockElems, "); pad the layout so 8-bit tensors start on a block boundary, "
                      "or set keep_f32_state for it");

@@ -19,8 +19,13 @@ using kernels::MasterMode;
 using kernels::WeightRounding;
 
 // How a group's Adam moments are stored. kBlock8: bitsandbytes' 8-bit blocks (256 elements
-// of the global flat space per fp32 absmax; signed map for m, unsigned for v).
-enum class StateFormat : uint8_t { kF32, kBf16, kBlock8 };
+// of the global flat space per fp32 absmax; signed map for m, unsigned for v). kBlock4:
+// torchao's 4-bit layout (128 elements per absmax, 16-entry maps; numerics/block_quant4.h).
+enum class StateFormat : uint8_t { kF32, kBf16, kBlock8, kBlock4 };
+
+constexpr bool is_quantized(StateFormat format) {
+  return format == StateFormat::kBlock8 || format == StateFormat::kBlock4;
+}
 
 // Tensors below this many elements keep fp32 moments whatever their group asks
 // (bitsandbytes' min_8bit_size): their state is negligible and small tensors quantize badly.
@@ -69,7 +74,7 @@ struct OptimizerConfig {
 std::string_view state_format_name(StateFormat format);
 std::string_view master_mode_name(MasterMode mode);
 MasterMode parse_master_mode(std::string_view name);  // "f32", "remainder16", "none"
-StateFormat parse_state_format(std::string_view name);  // "f32", "bf16", "8bit"
+StateFormat parse_state_format(std::string_view name);  // "f32", "bf16", "8bit", "4bit"
 
 // The state format a range actually gets (demotions to fp32 applied).
 StateFormat effective_state_format(const OptimizerConfig& config, const ParamRange& range);

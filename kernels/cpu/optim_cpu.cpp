@@ -45,8 +45,9 @@ void fill_random_bits(nm::RandomKey key, uint64_t global_begin, int count, uint3
   }
 }
 
-void load_moment(const MomentRef& moment, const QuantMapCpu* map, size_t begin, int count, int64_t block,
-                 float* out) {
+// begin is relative to the segment, whose element 0 starts a block for the blocked formats.
+void load_moment(const MomentRef& moment, const QuantMapCpu* map, const float* map4, size_t begin, int count,
+                 int64_t block, float* out) {
   switch (moment.format) {
     case MomentFormat::kF32: {
       const float* src = static_cast<const float*>(moment.values) + begin;
@@ -68,13 +69,23 @@ void load_moment(const MomentRef& moment, const QuantMapCpu* map, size_t begin, 
       for (int i = 0; i < count; ++i) out[i] = nm::dequantize_with_absmax(values, codes[i], absmax);
       return;
     }
+    case MomentFormat::kBlock4: {
+      const uint8_t* packed = static_cast<const uint8_t*>(moment.values);
+#pragma omp simd
+      for (int i = 0; i < count; ++i) {
+        const size_t e = begin + size_t(i);
+        const int code = (packed[e >> 1] >> ((e & 1) * 4)) & 0xF;
+        out[i] = map4[code] * moment.absmax[e / nm::kQuant4BlockElems];
+      }
+      return;
+    }
   }
 }
 
 // NOTE: bf16 moments are stored round-to-nearest-even (torchao's bf16 state does the same);
 // stochastic rounding of the moments is not needed for the weights' unbiasedness.
-void store_moment(const MomentRef& moment, const QuantMapCpu* map, size_t begin, int count, int64_t block,
-                  const float* in) {
+void store_moment(const MomentRef& moment, const QuantMapCpu* map, const float* map4, size_t begin, int count,
+                  int64_t block, const float* in) {
   switch (moment.format) {
     case MomentFormat::kF32: {
       float* dst = static_cast<float*>(moment.values) + begin;
@@ -91,6 +102,24 @@ void store_moment(const MomentRef& moment, const QuantMapCpu* map, size_t begin,
     case MomentFormat::kBlock8:
       moment.absmax[block] = block_quantize_one_cpu(*map, in, count, static_cast<uint8_t*>(moment.values) + begin);
       return;
+    case MomentFormat::kBlock4: {
+      // begin is a multiple of 256 here, so the chunk holds whole 128-blocks (the last may be
+      // short) and whole bytes (the last may hold one code, high nibble 0).
+      uint8_t* packed = static_cast<uint8_t*>(moment.values) + begin / 2;
+      alignas(64) uint8_t codes[kChunk];
+      for (int sub = 0; sub * nm::kQuant4BlockElems < count; ++sub) {
+        const int off = sub * nm::kQuant4BlockElems;
+        const int n = std::min(nm::kQuant4BlockElems, count - off);
+        const float absmax = nm::block_absmax(in + off, n);
+        moment.absmax[begin / nm::kQuant4BlockElems + size_t(sub)] = absmax;
+#pragma omp simd
+        for (int i = 0; i < n; ++i) codes[off + i] = nm::quantize4_with_absmax(map4, in[off + i], absmax);
+      }
+      if (count & 1) codes[count] = 0;
+#pragma omp simd
+      for (int j = 0; j < (count + 1) / 2; ++j) packed[j] = uint8_t(codes[2 * j] | (codes[2 * j + 1] << 4));
+      return;
+    }
   }
 }
 
@@ -140,8 +169,8 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
 #pragma omp simd
       for (int i = 0; i < count; ++i) p_old[i] = nm::bf16_to_f32(weight[i]);
     }
-    load_moment(seg.m, seg.signed_map, begin, count, c, m);
-    load_moment(seg.v, seg.unsigned_map, begin, count, c, v);
+    load_moment(seg.m, seg.signed_map, seg.signed_map4, begin, count, c, m);
+    load_moment(seg.v, seg.unsigned_map, seg.unsigned_map4, begin, count, c, v);
 
 #pragma omp simd
     for (int i = 0; i < count; ++i) {
@@ -161,8 +190,8 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
     update_ss += double(chunk_update_ss);
     weight_ss += double(chunk_weight_ss);
 
-    store_moment(seg.m, seg.signed_map, begin, count, c, m);
-    store_moment(seg.v, seg.unsigned_map, begin, count, c, v);
+    store_moment(seg.m, seg.signed_map, seg.signed_map4, begin, count, c, m);
+    store_moment(seg.v, seg.unsigned_map, seg.unsigned_map4, begin, count, c, v);
     if (has_master) {
       float* master = seg.master + begin;
 #pragma omp simd
@@ -236,12 +265,12 @@ GradPartials grad_partials_cpu(const void* grad, GradFormat format, size_t n) {
   return GradPartials{sum_squares, nonfinite};
 }
 
-void moment_to_f32_cpu(const MomentRef& moment, const QuantMapCpu* map, float* dst, size_t n) {
+void moment_to_f32_cpu(const MomentRef& moment, const QuantMapCpu* map, const float* map4, float* dst, size_t n) {
   const int64_t blocks = int64_t((n + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     const size_t begin = size_t(b) * kChunk;
-    load_moment(moment, map, begin, int(std::min<size_t>(kChunk, n - begin)), b, dst + begin);
+    load_moment(moment, map, map4, begin, int(std::min<size_t>(kChunk, n - begin)), b, dst + begin);
   }
 }
 

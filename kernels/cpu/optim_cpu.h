@@ -18,12 +18,15 @@
 
 #include "kernels/cpu/block_quant_cpu.h"
 #include "kernels/numerics/adamw_update.h"
+#include "kernels/numerics/block_quant4.h"
 #include "kernels/numerics/master_remainder.h"
 
 namespace farthing::kernels {
 
 enum class GradFormat : uint8_t { kF32, kBf16 };
-enum class MomentFormat : uint8_t { kF32, kBf16, kBlock8 };
+// kBlock8: 8-bit codes, one fp32 absmax per 256; kBlock4: two 4-bit codes per byte (element 2j
+// in the low nibble), one fp32 absmax per 128.
+enum class MomentFormat : uint8_t { kF32, kBf16, kBlock8, kBlock4 };
 // kF32: an fp32 master; kRemainder16: the master is the bf16 weight plus a 16-bit remainder
 // (numerics/master_remainder.h, lossless, weight rounded to nearest with ties away from zero);
 // kNone: no master, the bf16 weight is updated in fp32 and written back stochastically rounded.
@@ -34,7 +37,7 @@ enum class WeightRounding : uint8_t { kNearest, kStochastic };
 struct MomentRef {
   MomentFormat format = MomentFormat::kF32;
   void* values = nullptr;   // float*, uint16_t* (bf16 bits) or uint8_t* (codes), n elements
-  float* absmax = nullptr;  // kBlock8 only: one per 256-element block of the segment
+  float* absmax = nullptr;  // kBlock8 / kBlock4: one per 256- / 128-element block of the segment
 };
 
 struct AdamWSegmentCpu {
@@ -53,6 +56,8 @@ struct AdamWSegmentCpu {
   uint32_t step = 0;
   const QuantMapCpu* signed_map = nullptr;    // kBlock8: map of m
   const QuantMapCpu* unsigned_map = nullptr;  // kBlock8: map of v
+  const float* signed_map4 = nullptr;         // kBlock4: 16-entry map of m
+  const float* unsigned_map4 = nullptr;       // kBlock4: 16-entry map of v
 };
 
 // Per-segment sums for the step diagnostics (summed over segments and ranks by the caller).
@@ -74,6 +79,7 @@ struct GradPartials {
 GradPartials grad_partials_cpu(const void* grad, GradFormat format, size_t n);
 
 // m and v of a segment as fp32 values (for tests and inspection; not on the step's path).
-void moment_to_f32_cpu(const MomentRef& moment, const QuantMapCpu* map, float* dst, size_t n);
+// map: the 8-bit map (kBlock8); map4: the 16-entry map (kBlock4).
+void moment_to_f32_cpu(const MomentRef& moment, const QuantMapCpu* map, const float* map4, float* dst, size_t n);
 
 }  // namespace farthing::kernels

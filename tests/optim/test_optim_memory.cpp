@@ -34,6 +34,8 @@ TEST(OptimMemory, MeasuredBytesPerParameter) {
        optim::WeightRounding::kNearest, 8.03125},
       {"8-bit state, no master, SR", optim::StateFormat::kBlock8, optim::MasterMode::kNone,
        optim::WeightRounding::kStochastic, 6.03125},
+      {"4-bit state, no master, SR", optim::StateFormat::kBlock4, optim::MasterMode::kNone,
+       optim::WeightRounding::kStochastic, 5.0625},
   };
   const MemoryCategory categories[] = {MemoryCategory::kWeights, MemoryCategory::kGrads, MemoryCategory::kMaster,
                                        MemoryCategory::kOptimizerState};

@@ -19,15 +19,17 @@ namespace {
 constexpr int64_t kN = 1000000;
 constexpr int kSteps = 4;
 
-// Groups in three state formats; a small range (fp32 state whatever its group says), padding
+// Groups in four state formats (8-bit, fp32, bf16, 4-bit, odd lengths included); a small range (fp32 state whatever its group says), padding
 // between ranges, 8-bit ranges starting on block boundaries, a ragged end.
 optim::OptimizerConfig partition_config(optim::MasterMode master) {
   optim::OptimizerConfig c;
   c.groups = {{"q8_decay", {1e-4, 0.9, 0.999, 1e-8, 0.01}, optim::StateFormat::kBlock8},
               {"f32_no_decay", {2e-4, 0.9, 0.99, 1e-8, 0.0}, optim::StateFormat::kF32},
-              {"bf16", {1e-4, 0.85, 0.995, 1e-7, 0.05}, optim::StateFormat::kBf16}};
+              {"bf16", {1e-4, 0.85, 0.995, 1e-7, 0.05}, optim::StateFormat::kBf16},
+              {"q4", {1e-4, 0.9, 0.999, 1e-8, 0.01}, optim::StateFormat::kBlock4}};
   c.ranges = {{"embed", 0, 300000, 0},          {"norm", 300000, 100, 1},
-              {"attn", 300288, 400000, 2},      {"mlp", 700416, 299000, 0},
+              {"attn", 300288, 400000, 2},      {"mlp", 700416, 149583, 0},
+              {"mlp_q4", 850176, 149001, 3},
               {"small_q8", 999424, 500, 0}};    // < 4096 elements: fp32 state
   c.master_mode = master;
   c.weight_rounding = master == optim::MasterMode::kRemainder16 ? optim::WeightRounding::kNearest

@@ -61,9 +61,10 @@ struct Config {
 };
 
 double bytes_moved_per_param(const Config& c) {
-  const double moments = c.state == optim::StateFormat::kF32    ? 8.0
-                         : c.state == optim::StateFormat::kBf16 ? 4.0
-                                                                : 2.0 + 8.0 / 256.0;
+  const double moments = c.state == optim::StateFormat::kF32      ? 8.0
+                         : c.state == optim::StateFormat::kBf16   ? 4.0
+                         : c.state == optim::StateFormat::kBlock8 ? 2.0 + 8.0 / 256.0
+                                                                  : 1.0 + 8.0 / 128.0;
   const double master = c.master == optim::MasterMode::kF32           ? 8.0
                         : c.master == optim::MasterMode::kRemainder16 ? 4.0
                                                                       : 0.0;
@@ -147,6 +148,8 @@ int run_optim_bench(const BenchOptions& options) {
       {"8-bit state, remainder16, RN", optim::StateFormat::kBlock8, optim::MasterMode::kRemainder16,
        optim::WeightRounding::kNearest},
       {"8-bit state, no master, SR", optim::StateFormat::kBlock8, optim::MasterMode::kNone,
+       optim::WeightRounding::kStochastic},
+      {"4-bit state, no master, SR", optim::StateFormat::kBlock4, optim::MasterMode::kNone,
        optim::WeightRounding::kStochastic},
   };
   Buffer weights(Device::cpu(), size_t(n) * 2, MemoryCategory::kWeights);
