@@ -106,11 +106,12 @@ fs::path temp_file(const std::string& name) {
 }
 
 TEST(GgufModel, SyntheticLlamaLoadsWithHfNamesAndUnpermutedQk) {
-  // 2 heads, 1 KV head, head_dim 4: dim 8, kv_dim 4, ffn 6, vocab 5, 1 layer, untied.
+  // 2 heads, 1 KV head, head_dim 8 (4 would be its own inverse): dim 16, kv_dim 8, ffn 6,
+  // vocab 5, 1 layer, untied.
   test::GgufBuilder b;
   b.add_string("general.architecture", "llama");
   b.add_u32("llama.block_count", 1);
-  b.add_u32("llama.embedding_length", 8);
+  b.add_u32("llama.embedding_length", 16);
   b.add_u32("llama.feed_forward_length", 6);
   b.add_u32("llama.attention.head_count", 2);
   b.add_u32("llama.attention.head_count_kv", 1);
@@ -125,13 +126,13 @@ TEST(GgufModel, SyntheticLlamaLoadsWithHfNamesAndUnpermutedQk) {
     for (size_t i = 0; i < n; ++i) v[i] = start + float(i);
     return v;
   };
-  const std::vector<float> q = iota(64, 0.0f), k = iota(32, 100.0f);
-  b.add_tensor("token_embd.weight", {8, 5}, 0, f32_bytes(iota(40, 0.5f)));
-  b.add_tensor("output.weight", {8, 5}, 0, f32_bytes(iota(40, 1.5f)));
-  b.add_tensor("output_norm.weight", {8}, 0, f32_bytes(iota(8, 0.0f)));
-  b.add_tensor("blk.0.attn_q.weight", {8, 8}, 0, f32_bytes(q));
-  b.add_tensor("blk.0.attn_k.weight", {8, 4}, 0, f32_bytes(k));
-  b.add_tensor("blk.0.ffn_down.weight", {6, 8}, 0, f32_bytes(iota(48, 0.0f)));
+  const std::vector<float> q = iota(256, 0.0f), k = iota(128, 1000.0f);
+  b.add_tensor("token_embd.weight", {16, 5}, 0, f32_bytes(iota(80, 0.5f)));
+  b.add_tensor("output.weight", {16, 5}, 0, f32_bytes(iota(80, 1.5f)));
+  b.add_tensor("output_norm.weight", {16}, 0, f32_bytes(iota(16, 0.0f)));
+  b.add_tensor("blk.0.attn_q.weight", {16, 16}, 0, f32_bytes(q));
+  b.add_tensor("blk.0.attn_k.weight", {16, 8}, 0, f32_bytes(k));
+  b.add_tensor("blk.0.ffn_down.weight", {6, 16}, 0, f32_bytes(iota(96, 0.0f)));
   const fs::path path = temp_file("llama");
   b.write(path);
 
@@ -142,22 +143,22 @@ TEST(GgufModel, SyntheticLlamaLoadsWithHfNamesAndUnpermutedQk) {
   EXPECT_EQ(raw.metadata()["test.flag"], true);
 
   const ModelFile m = read_gguf_model(path);
-  EXPECT_EQ(m.config["hidden_size"], 8);
+  EXPECT_EQ(m.config["hidden_size"], 16);
   EXPECT_EQ(m.config["num_key_value_heads"], 1);
   EXPECT_EQ(m.config["tie_word_embeddings"], false);
   EXPECT_FLOAT_EQ(m.config["rope_theta"].get<float>(), 500000.0f);
-  m.expect("model.embed_tokens.weight", {5, 8});
-  m.expect("lm_head.weight", {5, 8});
-  m.expect("model.layers.0.mlp.down_proj.weight", {8, 6});
-  const ModelTensor& hq = m.expect("model.layers.0.self_attn.q_proj.weight", {8, 8});
-  const ModelTensor& hk = m.expect("model.layers.0.self_attn.k_proj.weight", {4, 8});
-  // HF row (h, half, i) holds GGUF row (h, i, half).
+  m.expect("model.embed_tokens.weight", {5, 16});
+  m.expect("lm_head.weight", {5, 16});
+  m.expect("model.layers.0.mlp.down_proj.weight", {16, 6});
+  const ModelTensor& hq = m.expect("model.layers.0.self_attn.q_proj.weight", {16, 16});
+  const ModelTensor& hk = m.expect("model.layers.0.self_attn.k_proj.weight", {8, 16});
+  // HF row (h, half, i) holds GGUF row (h, i, half); head_dim 8.
   for (int h = 0; h < 2; ++h) {
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 4; ++i) {
       for (int half = 0; half < 2; ++half) {
-        for (int c = 0; c < 8; ++c) {
-          EXPECT_EQ(hq.f32()[(h * 4 + half * 2 + i) * 8 + c], q[size_t((h * 4 + 2 * i + half) * 8 + c)]);
-          if (h == 0) EXPECT_EQ(hk.f32()[(half * 2 + i) * 8 + c], k[size_t((2 * i + half) * 8 + c)]);
+        for (int c = 0; c < 16; ++c) {
+          EXPECT_EQ(hq.f32()[(h * 8 + half * 4 + i) * 16 + c], q[size_t((h * 8 + 2 * i + half) * 16 + c)]);
+          if (h == 0) EXPECT_EQ(hk.f32()[(half * 4 + i) * 16 + c], k[size_t((2 * i + half) * 16 + c)]);
         }
       }
     }

@@ -17,15 +17,17 @@ using namespace farthing;
 using namespace farthing::ckpt;
 
 TEST(RopePermute, WorkedExampleAndRoundTrip) {
-  // 2 heads of head_dim 4, one column: interleaved rows (h, i, half) = h*4 + 2i + half.
-  const float interleaved[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-  float half[8], back[8];
-  rope_interleaved_to_half(interleaved, half, 8, 1, 2);
-  const float expected[8] = {0, 2, 1, 3, 4, 6, 5, 7};  // per head: pair firsts, then pair seconds
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(half[i], expected[i]) << i;
-  rope_half_to_interleaved(half, back, 8, 1, 2);
+  // 2 heads of head_dim 8, one column: interleaved row (h, i, half) = h*8 + 2i + half. (head_dim
+  // 4 would not do: its permutation is its own inverse, so it cannot tell the directions apart.)
+  float interleaved[16], half[16], back[16];
+  for (int r = 0; r < 16; ++r) interleaved[r] = float(r);
+  rope_interleaved_to_half(interleaved, half, 16, 1, 2);
+  // Per head: the first of each pair (rows 0 2 4 6), then the second (1 3 5 7).
+  const float expected[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(half[i], expected[i]) << i;
+  rope_half_to_interleaved(half, back, 16, 1, 2);
   EXPECT_EQ(std::memcmp(back, interleaved, sizeof(back)), 0);
-  EXPECT_THROW(rope_interleaved_to_half(interleaved, half, 6, 1, 2), Error);  // head_dim 3 is odd
+  EXPECT_THROW(rope_interleaved_to_half(interleaved, half, 14, 1, 2), Error);  // head_dim 7 is odd
 }
 
 TEST(Llama2c, Stories260KShapesAndParameterCount) {
