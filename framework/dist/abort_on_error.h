@@ -1,0 +1,18 @@
+// abort_on_error.h — how a tool's main() turns an error into a clean, prompt end of the job.
+//
+// Library code only throws. A tool wraps its body in run_main_or_abort(): an escaping
+// exception is printed once, naming the rank ("farthing: error on rank 1 of 3: ..."), and then,
+// when the job has more than one process, MPI_Abort(MPI_COMM_WORLD, 1) ends every rank, so no
+// peer is left waiting in a collective. With one process it returns 1 instead.
+// For tools/ (and test drivers) only: this is the one place where the library may end a job.
+// Relies on: MPI (only when initialised), framework/dist/launcher_env.h.
+// Tested by: tests/dist/test_fault.sh (FARTHING_TEST_FAULT_RANK through tests/dist/fault_driver).
+#pragma once
+
+#include <functional>
+
+namespace farthing {
+
+int run_main_or_abort(const std::function<int()>& body);
+
+}  // namespace farthing

@@ -1,0 +1,111 @@
+// communicator.h — the collectives that ZeRO and the trainer need, over Tensors, behind one
+// interface: MPI for host buffers (mpi_communicator.h), NCCL for device buffers
+// (nccl_communicator.h, CUDA builds only).
+//
+// Every collective has an async form returning a CommHandle; the blocking form is the async
+// one followed by wait(). Ops on one communicator run in the order they were issued (like a
+// CUDA stream), and every rank must issue the same collectives in the same order, as in MPI.
+// Buffers must stay alive and untouched until the handle's wait() returns.
+//
+// NOTE (numerics): floating-point sums (f32, f64) are reduced in a fixed order on every
+// implementation that can afford it: result = ((x_0 + x_1) + x_2) + ... over ranks 0..N-1,
+// identical on every rank and from run to run, whatever algorithm the MPI library picks. Max
+// and integer sums are exact, so they use the library's native reductions. Narrow floats
+// (bf16, f16, fp8) may be gathered and broadcast (as raw bits) but never reduced: gradients
+// are reduced in fp32 (ARCHITECTURE.md §2), so cast first.
+// Relies on: framework/core (Tensor, DType, Error).
+// Tested by: tests/dist/test_collectives.cpp (mpirun -np 2 and -np 3, and np=1 without mpirun).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "framework/core/tensor.h"
+
+namespace farthing {
+
+enum class ReduceOp : uint8_t { kSum, kMax };
+std::string_view reduce_op_name(ReduceOp op);
+
+// Where this process sits in the job.
+struct Topology {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;  // rank among the processes on this node
+  int local_size = 1;  // processes on this node
+  int node_count = 1;
+};
+
+// A pending collective. wait() blocks until it has finished and rethrows its error, if any;
+// it is idempotent. test() never blocks. Destroying a pending handle waits for it (buffers
+// may not be freed under a running collective); an error found then is printed, not thrown.
+class CommHandle {
+ public:
+  class Op {
+   public:
+    virtual ~Op() = default;
+    virtual bool test() = 0;  // true once finished (successfully or not)
+    virtual void wait() = 0;  // blocks; throws the op's error
+  };
+
+  CommHandle() = default;  // an already-finished handle
+  explicit CommHandle(std::shared_ptr<Op> op) : op_(std::move(op)) {}
+  CommHandle(CommHandle&&) noexcept = default;
+  CommHandle& operator=(CommHandle&& other) noexcept;
+  CommHandle(const CommHandle&) = delete;
+  CommHandle& operator=(const CommHandle&) = delete;
+  ~CommHandle();
+
+  void wait();
+  bool test();
+
+ private:
+  void wait_noexcept() noexcept;
+  std::shared_ptr<Op> op_;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual const Topology& topology() const = 0;
+  int rank() const { return topology().rank; }
+  int world_size() const { return topology().world_size; }
+  int local_rank() const { return topology().local_rank; }
+  int local_size() const { return topology().local_size; }
+  int node_count() const { return topology().node_count; }
+  // The device whose buffers this communicator moves (cpu for MPI, cuda:k for NCCL).
+  virtual Device device() const = 0;
+
+  // out (world_size * n elements) <- the inputs of all ranks (n elements each), rank-major:
+  // rank r's input lands at out[r*n, (r+1)*n). in may alias exactly that slot of out.
+  virtual CommHandle all_gather_async(const Tensor& out, const Tensor& in) = 0;
+  // out (n elements) <- op over ranks of in[rank*n, (rank+1)*n) (in has world_size * n).
+  virtual CommHandle reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op) = 0;
+  // inout <- op over ranks of inout, the same on every rank.
+  virtual CommHandle all_reduce_async(const Tensor& inout, ReduceOp op) = 0;
+  // inout <- root's inout.
+  virtual CommHandle broadcast_async(const Tensor& inout, int root) = 0;
+  virtual CommHandle barrier_async() = 0;
+
+  void all_gather(const Tensor& out, const Tensor& in) { all_gather_async(out, in).wait(); }
+  void reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
+    reduce_scatter_async(out, in, op).wait();
+  }
+  void all_reduce(const Tensor& inout, ReduceOp op) { all_reduce_async(inout, op).wait(); }
+  void broadcast(const Tensor& inout, int root) { broadcast_async(inout, root).wait(); }
+  void barrier() { barrier_async().wait(); }
+};
+
+// Shared argument checks, so every implementation rejects bad calls with the same message.
+void check_all_gather_args(const Communicator& comm, const Tensor& out, const Tensor& in);
+void check_reduce_scatter_args(const Communicator& comm, const Tensor& out, const Tensor& in,
+                               ReduceOp op);
+void check_all_reduce_args(const Communicator& comm, const Tensor& inout, ReduceOp op);
+void check_broadcast_args(const Communicator& comm, const Tensor& inout, int root);
+// Reductions accept f32, f64, i32, i64 and u8 (max only); narrow floats are refused (cast to
+// f32 first).
+void check_reducible(DType dtype, ReduceOp op, const char* collective);
+
+}  // namespace farthing

@@ -1,0 +1,356 @@
+// mpi_communicator.cpp — see mpi_communicator.h.
+#include "framework/dist/mpi_communicator.h"
+
+#include <climits>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "framework/core/memory.h"
+#include "framework/dist/mpi_check.h"
+
+namespace farthing {
+
+namespace dist_detail {
+
+void throw_mpi_error(int code, const char* expression, const char* file, int line,
+                     const char* function) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) std::snprintf(text, sizeof text, "?");
+  int error_class = code;
+  MPI_Error_class(code, &error_class);
+  throw Error(error_detail::concat("MPI error ", code, " (class ", error_class, "): ", text,
+                                   "\n  at ", file, ":", line, " in ", function,
+                                   "() [check failed: ", expression, "]"));
+}
+
+}  // namespace dist_detail
+
+namespace {
+
+struct MpiLifetime {
+  bool we_initialized = false;
+  int thread_level = MPI_THREAD_SINGLE;
+  ~MpiLifetime() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (we_initialized && !finalized) MPI_Finalize();
+  }
+};
+
+MpiLifetime& mpi_lifetime() {
+  static MpiLifetime lifetime;
+  return lifetime;
+}
+
+std::mutex& init_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+}  // namespace
+
+void mpi_ensure_initialized() {
+  std::lock_guard lock(init_mutex());
+  MpiLifetime& lifetime = mpi_lifetime();  // constructed before MPI_Init: finalizes after users
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  FARTHING_CHECK(!finalized, "MPI was already finalised: communicators must be created before "
+                             "MPI_Finalize");
+  if (initialized) {
+    MPI_Query_thread(&lifetime.thread_level);
+    return;
+  }
+  int provided = MPI_THREAD_SINGLE;
+  const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  FARTHING_CHECK(rc == MPI_SUCCESS, "MPI_Init_thread failed with code ", rc,
+                 " (is Open MPI installed and, under a launcher, started with mpirun/srun?)");
+  lifetime.we_initialized = true;
+  lifetime.thread_level = provided;
+}
+
+int mpi_thread_level() {
+  std::lock_guard lock(init_mutex());
+  return mpi_lifetime().thread_level;
+}
+
+// Runs ops one at a time in issue order on its own thread.
+class MpiCommunicator::Worker {
+ public:
+  class Task final : public CommHandle::Op {
+   public:
+    explicit Task(std::function<void()> body) : body_(std::move(body)) {}
+    void run() noexcept {
+      try {
+        body_();
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      body_ = nullptr;  // releases the op's temporaries before waiters wake
+      {
+        std::lock_guard lock(mutex_);
+        done_ = true;
+      }
+      cv_.notify_all();
+    }
+    bool test() override {
+      std::lock_guard lock(mutex_);
+      return done_;
+    }
+    void wait() override {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [this] { return done_; });
+      if (error_) std::rethrow_exception(error_);
+    }
+
+   private:
+    std::function<void()> body_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::exception_ptr error_;
+  };
+
+  Worker() : thread_([this] { loop(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();  // drains the queue first: pending ops own live buffers
+  }
+  void push(std::shared_ptr<Task> task) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::shared_ptr<Task> task;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task->run();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Task>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+namespace {
+
+// The MPI datatype of an element and how many of them one tensor element is. Narrow floats
+// travel as bytes (gathers and broadcasts only: check_reducible keeps them out of reductions).
+struct MpiElement {
+  MPI_Datatype type;
+  int64_t per_element;
+};
+
+MpiElement mpi_element(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return {MPI_FLOAT, 1};
+    case DType::kF64: return {MPI_DOUBLE, 1};
+    case DType::kI32: return {MPI_INT32_T, 1};
+    case DType::kI64: return {MPI_INT64_T, 1};
+    case DType::kU8: return {MPI_UINT8_T, 1};
+    default: return {MPI_BYTE, int64_t(dtype_size_bytes(dtype))};
+  }
+}
+
+int mpi_count(int64_t elements, DType dtype, const char* collective) {
+  const int64_t count = elements * mpi_element(dtype).per_element;
+  FARTHING_CHECK(count <= INT_MAX, collective, ": ", elements, " ", dtype_name(dtype),
+                 " elements exceed MPI's int count (", INT_MAX,
+                 "); split the buffer into pieces below 2^31 MPI elements");
+  return int(count);
+}
+
+bool is_float(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF64; }
+
+MPI_Op native_op(ReduceOp op) { return op == ReduceOp::kSum ? MPI_SUM : MPI_MAX; }
+
+// NOTE: max propagates NaN (std::fmax would drop it), so a non-finite value on any rank is
+// seen by all; sums add in rank order, one rounding per addition, no contraction.
+template <class T>
+void reduce_blocks_in_rank_order(T* out, const T* blocks, int64_t n, int world, ReduceOp op) {
+  for (int64_t i = 0; i < n; ++i) {
+    T acc = blocks[i];
+    for (int r = 1; r < world; ++r) {
+      const T x = blocks[int64_t(r) * n + i];
+      if (op == ReduceOp::kSum) {
+        acc = acc + x;
+      } else if (std::isnan(acc) || std::isnan(x)) {
+        acc = std::isnan(acc) ? acc : x;
+      } else {
+        acc = x > acc ? x : acc;
+      }
+    }
+    out[i] = acc;
+  }
+}
+
+void reduce_blocks(void* out, const void* blocks, int64_t n, int world, DType dtype, ReduceOp op) {
+  if (dtype == DType::kF32) {
+    reduce_blocks_in_rank_order(static_cast<float*>(out), static_cast<const float*>(blocks), n,
+                                world, op);
+  } else {
+    reduce_blocks_in_rank_order(static_cast<double*>(out), static_cast<const double*>(blocks), n,
+                                world, op);
+  }
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
+  mpi_ensure_initialized();
+  FARTHING_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+  FARTHING_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  FARTHING_MPI_CHECK(MPI_Comm_rank(comm_, &topology_.rank));
+  FARTHING_MPI_CHECK(MPI_Comm_size(comm_, &topology_.world_size));
+  MPI_Comm local = MPI_COMM_NULL;
+  FARTHING_MPI_CHECK(
+      MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, topology_.rank, MPI_INFO_NULL, &local));
+  FARTHING_MPI_CHECK(MPI_Comm_rank(local, &topology_.local_rank));
+  FARTHING_MPI_CHECK(MPI_Comm_size(local, &topology_.local_size));
+  FARTHING_MPI_CHECK(MPI_Comm_free(&local));
+  int node_leader = topology_.local_rank == 0 ? 1 : 0;
+  FARTHING_MPI_CHECK(
+      MPI_Allreduce(&node_leader, &topology_.node_count, 1, MPI_INT, MPI_SUM, comm_));
+  if (mpi_thread_level() == MPI_THREAD_MULTIPLE) worker_ = std::make_unique<Worker>();
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  worker_.reset();  // finishes pending ops
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+CommHandle MpiCommunicator::submit(std::function<void()> body) {
+  auto task = std::make_shared<Worker::Task>(std::move(body));
+  if (worker_) {
+    worker_->push(task);
+  } else {
+    task->run();
+  }
+  return CommHandle(task);
+}
+
+CommHandle MpiCommunicator::all_gather_async(const Tensor& out, const Tensor& in) {
+  check_all_gather_args(*this, out, in);
+  const int count = mpi_count(in.numel(), in.dtype(), "all_gather");
+  const MPI_Datatype type = mpi_element(in.dtype()).type;
+  const void* slot = static_cast<const char*>(out.data()) + size_t(rank()) * in.nbytes();
+  const void* send = in.data() == slot ? MPI_IN_PLACE : in.data();
+  MPI_Comm comm = comm_;
+  void* recv = out.data();
+  return submit([=] {
+    if (count == 0) return;
+    FARTHING_MPI_CHECK(MPI_Allgather(send, count, type, recv, count, type, comm));
+  });
+}
+
+CommHandle MpiCommunicator::reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op) {
+  check_reduce_scatter_args(*this, out, in, op);
+  const int count = mpi_count(out.numel(), out.dtype(), "reduce_scatter");
+  mpi_count(in.numel(), in.dtype(), "reduce_scatter");
+  const MPI_Datatype type = mpi_element(in.dtype()).type;
+  const DType dtype = in.dtype();
+  const int world = world_size();
+  MPI_Comm comm = comm_;
+  const void* send = in.data();
+  void* recv = out.data();
+  const int64_t n = out.numel();
+  const size_t block_bytes = out.nbytes();
+  return submit([=] {
+    if (count == 0) return;
+    if (!is_float(dtype)) {
+      FARTHING_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, count, type, native_op(op), comm));
+      return;
+    }
+    Buffer blocks(Device::cpu(), block_bytes * size_t(world), MemoryCategory::kCommBuffers);
+    FARTHING_MPI_CHECK(MPI_Alltoall(send, count, type, blocks.data(), count, type, comm));
+    reduce_blocks(recv, blocks.data(), n, world, dtype, op);
+  });
+}
+
+CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
+  check_all_reduce_args(*this, inout, op);
+  const int count = mpi_count(inout.numel(), inout.dtype(), "all_reduce");
+  const MPI_Datatype type = mpi_element(inout.dtype()).type;
+  const DType dtype = inout.dtype();
+  const int world = world_size();
+  const int me = rank();
+  MPI_Comm comm = comm_;
+  void* data = inout.data();
+  const int64_t total = inout.numel();
+  return submit([=] {
+    if (count == 0) return;
+    if (!is_float(dtype)) {
+      FARTHING_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, type, native_op(op), comm));
+      return;
+    }
+    if (world == 1) return;
+    // Rank r owns elements [r*n, (r+1)*n) of the zero-padded vector.
+    const int64_t n = (total + world - 1) / world;
+    const size_t elem = dtype_size_bytes(dtype);
+    const size_t padded_bytes = size_t(n) * size_t(world) * elem;
+    Buffer padded(Device::cpu(), padded_bytes, MemoryCategory::kCommBuffers);
+    Buffer blocks(Device::cpu(), padded_bytes, MemoryCategory::kCommBuffers);
+    std::memcpy(padded.data(), data, size_t(total) * elem);
+    std::memset(static_cast<char*>(padded.data()) + size_t(total) * elem, 0,
+                padded_bytes - size_t(total) * elem);
+    const int block_count = mpi_count(n, dtype, "all_reduce");
+    FARTHING_MPI_CHECK(
+        MPI_Alltoall(padded.data(), block_count, type, blocks.data(), block_count, type, comm));
+    void* mine = static_cast<char*>(padded.data()) + size_t(me) * size_t(n) * elem;
+    reduce_blocks(mine, blocks.data(), n, world, dtype, op);
+    FARTHING_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, block_count, type, padded.data(), block_count,
+                                     type, comm));
+    std::memcpy(data, padded.data(), size_t(total) * elem);
+  });
+}
+
+CommHandle MpiCommunicator::broadcast_async(const Tensor& inout, int root) {
+  check_broadcast_args(*this, inout, root);
+  const int count = mpi_count(inout.numel(), inout.dtype(), "broadcast");
+  const MPI_Datatype type = mpi_element(inout.dtype()).type;
+  MPI_Comm comm = comm_;
+  void* data = inout.data();
+  return submit([=] {
+    if (count == 0) return;
+    FARTHING_MPI_CHECK(MPI_Bcast(data, count, type, root, comm));
+  });
+}
+
+CommHandle MpiCommunicator::barrier_async() {
+  MPI_Comm comm = comm_;
+  return submit([=] { FARTHING_MPI_CHECK(MPI_Barrier(comm)); });
+}
+
+std::unique_ptr<MpiCommunicator> make_world_communicator() {
+  mpi_ensure_initialized();
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+}
+
+}  // namespace farthing

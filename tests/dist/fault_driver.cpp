@@ -1,0 +1,31 @@
+// fault_driver.cpp — a tiny "tool" for tests/dist/test_fault.sh: every rank runs collectives
+// in a loop inside run_main_or_abort(); the rank named by FARTHING_TEST_FAULT_RANK throws a
+// farthing::Error at iteration 3 while its peers are already waiting in the next all_reduce.
+// The job must end promptly, non-zero, with a message naming the failing rank.
+// Relies on: framework/dist (MpiCommunicator, abort_on_error).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "framework/dist/abort_on_error.h"
+#include "framework/dist/mpi_communicator.h"
+
+int main() {
+  return farthing::run_main_or_abort([] {
+    auto world = farthing::make_world_communicator();
+    const char* fault = std::getenv("FARTHING_TEST_FAULT_RANK");
+    const int fault_rank = fault != nullptr ? std::atoi(fault) : -1;
+    for (int iteration = 0; iteration < 6; ++iteration) {
+      if (world->rank() == fault_rank && iteration == 3) {
+        FARTHING_FAIL("injected fault (FARTHING_TEST_FAULT_RANK=", fault_rank, ") at iteration ",
+                      iteration);
+      }
+      double value = world->rank() + iteration;
+      world->all_reduce(farthing::Tensor(&value, farthing::DType::kF64, {1}),
+                        farthing::ReduceOp::kSum);
+    }
+    world->barrier();
+    if (world->rank() == 0) std::printf("fault_driver: %d ranks finished\n", world->world_size());
+    return 0;
+  });
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# test_fault.sh — a rank that throws must bring the whole job down, non-zero, naming the rank.
+# Usage: test_fault.sh MPIEXEC NP FAULT_DRIVER [extra mpiexec flags...]
+# Control run (no fault) must succeed; then each fault run must exit non-zero with
+# "error on rank R of NP" and the injected message on stderr. ctest's TIMEOUT bounds the whole
+# script, which is what "promptly" means here: a hang in a collective would exceed it.
+set -uo pipefail
+mpiexec=$1; np=$2; driver=$3; shift 3
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+if ! "$mpiexec" -n "$np" "$@" "$driver" >"$log" 2>&1; then
+  echo "FAIL: the control run without a fault failed:"; cat "$log"; exit 1
+fi
+grep -q "fault_driver: $np ranks finished" "$log" || { echo "FAIL: control output:"; cat "$log"; exit 1; }
+
+for fault_rank in 0 $((np - 1)); do
+  FARTHING_TEST_FAULT_RANK=$fault_rank "$mpiexec" -x FARTHING_TEST_FAULT_RANK -n "$np" "$@" "$driver" >"$log" 2>&1
+  rc=$?
+  if [[ $rc -eq 0 ]]; then
+    echo "FAIL: fault on rank $fault_rank but the job exited 0:"; cat "$log"; exit 1
+  fi
+  if ! grep -q "error on rank $fault_rank of $np: injected fault" "$log"; then
+    echo "FAIL: no message naming rank $fault_rank (exit $rc):"; cat "$log"; exit 1
+  fi
+  echo "ok: fault on rank $fault_rank of $np -> exit $rc, message names the rank"
+done
