@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/numerics/bf16.h"
+#include "kernels/numerics/minifloat.h"
 
 namespace farthing::kernels {
 
@@ -64,7 +65,7 @@ Entry& entry_for(GemmDtype dtype, const GemmShape& s, bool accumulate) {
   auto it = g_cache.find(key);
   if (it != g_cache.end()) return it->second;
   using dt = dnnl::memory::data_type;
-  const dt in = dtype == GemmDtype::kBF16 ? dt::bf16 : dt::f32;
+  const dt in = dtype == GemmDtype::kBF16 ? dt::bf16 : dtype == GemmDtype::kF16 ? dt::f16 : dt::f32;
   // Row-major (rows, cols) with row stride ld; a transposed operand swaps the strides.
   dnnl::memory::desc a_md({s.m, s.k}, in,
                           s.trans_a == Trans::kN ? dnnl::memory::dims{s.lda, 1}
@@ -87,41 +88,47 @@ Entry& entry_for(GemmDtype dtype, const GemmShape& s, bool accumulate) {
 
 // oneDNN either has no bf16 matmul for this processor (throws) or only its reference
 // kernel (orders of magnitude slower than the widening fallback).
-bool probe_bf16_native() {
+bool probe_native(GemmDtype dtype) {
   try {
-    const std::string impl = entry_for(GemmDtype::kBF16, dense(GemmShape{64, 64, 64}), false).impl;
+    const std::string impl = entry_for(dtype, dense(GemmShape{64, 64, 64}), false).impl;
     return impl.rfind("ref", 0) != 0;
   } catch (const dnnl::error&) {
     return false;
   }
 }
 
-// Widens a strided bf16 matrix (rows, cols, ld) into a dense-with-same-ld fp32 copy.
-void widen(const uint16_t* src, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& dst) {
+// Widens a strided bf16/fp16 matrix (rows, cols, ld) into an fp32 copy with the same ld.
+void widen(GemmDtype dtype, const uint16_t* src, int64_t rows, int64_t cols, int64_t ld,
+           std::vector<float>& dst) {
   dst.resize(size_t(rows * ld));
+  const bool bf16 = dtype == GemmDtype::kBF16;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) dst[size_t(r * ld + c)] = numerics::bf16_to_f32(src[r * ld + c]);
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint16_t h = src[r * ld + c];
+      dst[size_t(r * ld + c)] = bf16 ? numerics::bf16_to_f32(h) : numerics::fp16_to_f32(h);
+    }
   }
 }
 
 }  // namespace
 
-bool bf16_gemm_is_native_cpu() {
-  static const bool native = probe_bf16_native();
-  return native;
+bool gemm_is_native_cpu(GemmDtype dtype) {
+  static const bool bf16 = probe_native(GemmDtype::kBF16);
+  static const bool fp16 = probe_native(GemmDtype::kF16);
+  return dtype == GemmDtype::kF32 || (dtype == GemmDtype::kBF16 ? bf16 : fp16);
 }
 
 void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                 bool accumulate) {
   const GemmShape s = dense(shape);
   if (s.m == 0 || s.n == 0) return;
-  if (dtype == GemmDtype::kBF16 && !bf16_gemm_is_native_cpu()) {
-    // NOTE: exact widening; the fp32 GEMM then sees the same bf16 values.
+  if (!gemm_is_native_cpu(dtype)) {
+    // NOTE: exact widening; the fp32 GEMM then sees the same bf16/fp16 values.
     static thread_local std::vector<float> wa, wb;
     const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
-    widen(static_cast<const uint16_t*>(a), ta ? s.k : s.m, ta ? s.m : s.k, s.lda, wa);
-    widen(static_cast<const uint16_t*>(b), tb ? s.n : s.k, tb ? s.k : s.n, s.ldb, wb);
+    widen(dtype, static_cast<const uint16_t*>(a), ta ? s.k : s.m, ta ? s.m : s.k, s.lda, wa);
+    widen(dtype, static_cast<const uint16_t*>(b), tb ? s.n : s.k, tb ? s.k : s.n, s.ldb, wb);
     return matmul_cpu(GemmDtype::kF32, s, wa.data(), wb.data(), c, accumulate);
   }
   if (s.k == 0) {
@@ -140,8 +147,8 @@ void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
 }
 
 std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape) {
-  if (dtype == GemmDtype::kBF16 && !bf16_gemm_is_native_cpu()) {
-    return "bf16 widened to f32: " + entry_for(GemmDtype::kF32, dense(shape), false).impl;
+  if (!gemm_is_native_cpu(dtype)) {
+    return std::string(dtype == GemmDtype::kBF16 ? "bf16" : "f16") + " widened to f32: " + entry_for(GemmDtype::kF32, dense(shape), false).impl;
   }
   return entry_for(dtype, dense(shape), false).impl;
 }

@@ -2,10 +2,11 @@
 // shape, strides and dtype so that a training step never rebuilds one.
 //
 // A and B are row-major with leading dimensions lda/ldb (in elements); op(X) = X or X^T.
-// C is always fp32 (fp32 accumulation). In bf16 mode A and B hold bf16 bit patterns; where
-// the processor has no native bf16 GEMM (oneDNN would fall back to its reference kernel)
-// the operands are widened to fp32 exactly and multiplied by the fp32 GEMM: a bf16 x bf16
-// product is exact in fp32, so the result is still "bf16 inputs, fp32 accumulation".
+// C is always fp32 (fp32 accumulation). In bf16 (fp16) mode A and B hold bf16 (fp16) bit
+// patterns; where the processor has no native GEMM for that type (oneDNN would refuse or
+// fall back to its reference kernel) the operands are widened to fp32 exactly and multiplied
+// by the fp32 GEMM: a bf16 x bf16 (fp16 x fp16) product is exact in fp32, so the result is
+// still "narrow inputs, fp32 accumulation".
 // Relies on: oneDNN (DNNL::dnnl), OpenMP. Tested by: tests/models/test_matmul_cpu.cpp.
 #pragma once
 
@@ -14,7 +15,7 @@
 
 namespace farthing::kernels {
 
-enum class GemmDtype : uint8_t { kF32, kBF16 };
+enum class GemmDtype : uint8_t { kF32, kBF16, kF16 };
 enum class Trans : uint8_t { kN, kT };
 
 struct GemmShape {
@@ -27,9 +28,10 @@ struct GemmShape {
 void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                 bool accumulate);
 
-// True when oneDNN runs bf16 GEMMs natively here (AVX-512-BF16 or AMX), false when the
-// widening fallback is used.
-bool bf16_gemm_is_native_cpu();
+// True when oneDNN runs GEMMs of this dtype natively here (bf16: AVX-512-BF16 or AMX), false
+// when the widening fallback is used. Always true for kF32.
+bool gemm_is_native_cpu(GemmDtype dtype);
+inline bool bf16_gemm_is_native_cpu() { return gemm_is_native_cpu(GemmDtype::kBF16); }
 
 // oneDNN's implementation name for a GEMM of this dtype and shape (for benchmark output).
 std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape);

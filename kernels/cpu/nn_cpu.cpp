@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/numerics/bf16.h"
+#include "kernels/numerics/minifloat.h"
 
 namespace farthing::kernels {
 
@@ -302,6 +303,11 @@ double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t row
 void f32_to_bf16_cpu(uint16_t* dst, const float* src, int64_t count) {
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) dst[i] = numerics::f32_to_bf16_rne(src[i]);
+}
+
+void f32_to_f16_cpu(uint16_t* dst, const float* src, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) dst[i] = numerics::f32_to_fp16_rne(src[i]);
 }
 
 }  // namespace farthing::kernels

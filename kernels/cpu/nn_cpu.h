@@ -67,7 +67,8 @@ void accumulate_cpu(float* dst, const float* a, int64_t count);
 double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
                               float grad_scale, bool want_grad);
 
-// Widens/narrows with round-to-nearest-even (bf16 compute mode feeds GEMMs this way).
+// Narrowing with round-to-nearest-even (bf16/fp16 compute modes feed GEMMs this way).
 void f32_to_bf16_cpu(uint16_t* dst, const float* src, int64_t count);
+void f32_to_f16_cpu(uint16_t* dst, const float* src, int64_t count);
 
 }  // namespace farthing::kernels

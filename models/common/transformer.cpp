@@ -30,6 +30,12 @@ struct Carver {
   }
 };
 
+k::GemmDtype gemm_dtype_of(ComputeMode mode) {
+  return mode == ComputeMode::kBF16 ? k::GemmDtype::kBF16
+         : mode == ComputeMode::kF16 ? k::GemmDtype::kF16
+                                      : k::GemmDtype::kF32;
+}
+
 uint64_t splitmix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -55,7 +61,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   grads_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kGrads);
   std::memset(params_.data(), 0, params_.bytes());
   std::memset(grads_.data(), 0, grads_.bytes());
-  if (options.compute == ComputeMode::kBF16) {
+  if (options.compute != ComputeMode::kF32) {
     working_ = Buffer(Device::cpu(), size_t(n) * 2, MemoryCategory::kWeights);
     std::memset(working_.data(), 0, working_.bytes());
   }
@@ -106,7 +112,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   Carver scratch{static_cast<float*>(scratch_.data())};
   carve_scratch(scratch);
 
-  if (options.compute == ComputeMode::kBF16) {
+  if (options.compute != ComputeMode::kF32) {
     bf16_slot_elems_ = round16(std::max(M * std::max({C, H, F, Sq}), R * V));
     bf16_scratch_ = Buffer(Device::cpu(), size_t(2 * bf16_slot_elems_) * 2, MemoryCategory::kActivations);
     bf16_slots_[0] = static_cast<uint16_t*>(bf16_scratch_.data());
@@ -175,26 +181,28 @@ void Transformer::init_weights(uint64_t seed, float std) {
 void Transformer::zero_grads() { std::memset(grads_.data(), 0, grads_.bytes()); }
 
 void Transformer::refresh_working_weights() {
-  if (options_.compute != ComputeMode::kBF16) return;
-  k::f32_to_bf16_cpu(static_cast<uint16_t*>(working_.data()), params(), layout().total_elems());
+  auto* w = static_cast<uint16_t*>(working_.data());
+  if (options_.compute == ComputeMode::kBF16) k::f32_to_bf16_cpu(w, params(), layout().total_elems());
+  if (options_.compute == ComputeMode::kF16) k::f32_to_f16_cpu(w, params(), layout().total_elems());
 }
 
 const void* Transformer::weight_ptr(int64_t offset) const {
-  if (options_.compute == ComputeMode::kBF16) return static_cast<const uint16_t*>(working_.data()) + offset;
+  if (options_.compute != ComputeMode::kF32) return static_cast<const uint16_t*>(working_.data()) + offset;
   return params() + offset;
 }
 
 const void* Transformer::gemm_operand(const float* x, int64_t count, int slot) {
-  if (options_.compute != ComputeMode::kBF16) return x;
-  FARTHING_CHECK(count <= bf16_slot_elems_, "bf16 GEMM operand of ", count,
+  if (options_.compute == ComputeMode::kF32) return x;
+  FARTHING_CHECK(count <= bf16_slot_elems_, "16-bit GEMM operand of ", count,
                  " elements exceeds the scratch slot of ", bf16_slot_elems_);
-  k::f32_to_bf16_cpu(bf16_slots_[slot], x, count);
+  if (options_.compute == ComputeMode::kBF16) k::f32_to_bf16_cpu(bf16_slots_[slot], x, count);
+  else k::f32_to_f16_cpu(bf16_slots_[slot], x, count);
   return bf16_slots_[slot];
 }
 
 void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bias, int64_t m,
                                  int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
-  const auto dt = options_.compute == ComputeMode::kBF16 ? k::GemmDtype::kBF16 : k::GemmDtype::kF32;
+  const k::GemmDtype dt = gemm_dtype_of(options_.compute);
   k::GemmShape s{m, n, kdim};
   s.trans_b = orient == WeightOrientation::kOutIn ? k::Trans::kT : k::Trans::kN;  // W (N,K) or (K,N)
   k::matmul_cpu(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y, accumulate);
@@ -204,7 +212,7 @@ void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bi
 void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy,
                                   const float* x, int64_t m, int64_t kdim, int64_t n,
                                   WeightOrientation orient) {
-  const auto dt = options_.compute == ComputeMode::kBF16 ? k::GemmDtype::kBF16 : k::GemmDtype::kF32;
+  const k::GemmDtype dt = gemm_dtype_of(options_.compute);
   const void* dy_op = gemm_operand(dy, m * n, 0);
   const void* x_op = gemm_operand(x, m * kdim, 1);
   // dx (M, K) = dy (M, N) . W

@@ -21,7 +21,10 @@
 
 namespace farthing::models {
 
-enum class ComputeMode : uint8_t { kF32, kBF16 };
+// NOTE: kF16 rounds GEMM operands to fp16 (range 6e-5..65504): activations and weights
+// fit, but small gradients underflow without loss scaling (NUMERICS.md §5), which belongs to
+// the trainer (scale the loss's gradient by passing targets through a scaled loss) — not done yet.
+enum class ComputeMode : uint8_t { kF32, kBF16, kF16 };
 enum class Checkpointing : uint8_t { kNone, kPerBlock };
 
 struct ModelOptions {

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/numerics/bf16.h"
+#include "kernels/numerics/minifloat.h"
 #include "tests/support/test_support.h"
 
 namespace farthing::kernels {
@@ -25,14 +26,18 @@ void check(GemmDtype dtype, const Case& c) {
   for (auto& v : b) v = rng.uniform() * 2 - 1;
   for (auto& v : cm) v = rng.uniform();
   std::vector<uint16_t> a16(a.size()), b16(b.size());
-  if (dtype == GemmDtype::kBF16) {
-    for (size_t i = 0; i < a.size(); ++i) { a16[i] = numerics::f32_to_bf16_rne(a[i]); a[i] = numerics::bf16_to_f32(a16[i]); }
-    for (size_t i = 0; i < b.size(); ++i) { b16[i] = numerics::f32_to_bf16_rne(b[i]); b[i] = numerics::bf16_to_f32(b16[i]); }
+  auto narrow = [&](float& v, uint16_t& h) {
+    h = dtype == GemmDtype::kBF16 ? numerics::f32_to_bf16_rne(v) : numerics::f32_to_fp16_rne(v);
+    v = dtype == GemmDtype::kBF16 ? numerics::bf16_to_f32(h) : numerics::fp16_to_f32(h);
+  };
+  if (dtype != GemmDtype::kF32) {
+    for (size_t i = 0; i < a.size(); ++i) narrow(a[i], a16[i]);
+    for (size_t i = 0; i < b.size(); ++i) narrow(b[i], b16[i]);
   }
   const std::vector<float> c0 = cm;
   GemmShape s{c.m, c.n, c.k, lda, ldb, ldc, c.ta, c.tb};
-  const void* ap = dtype == GemmDtype::kBF16 ? static_cast<const void*>(a16.data()) : a.data();
-  const void* bp = dtype == GemmDtype::kBF16 ? static_cast<const void*>(b16.data()) : b.data();
+  const void* ap = dtype != GemmDtype::kF32 ? static_cast<const void*>(a16.data()) : a.data();
+  const void* bp = dtype != GemmDtype::kF32 ? static_cast<const void*>(b16.data()) : b.data();
   matmul_cpu(dtype, s, ap, bp, cm.data(), c.acc);
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
@@ -52,7 +57,7 @@ void check(GemmDtype dtype, const Case& c) {
 }
 
 TEST(MatmulCpu, AllTransposesStridesTailsAndAccumulation) {
-  for (GemmDtype dt : {GemmDtype::kF32, GemmDtype::kBF16}) {
+  for (GemmDtype dt : {GemmDtype::kF32, GemmDtype::kBF16, GemmDtype::kF16}) {
     for (Trans ta : {Trans::kN, Trans::kT}) {
       for (Trans tb : {Trans::kN, Trans::kT}) {
         for (bool acc : {false, true}) {
