@@ -120,6 +120,20 @@ Tokenizer::Tokenizer(TokenizerSpec spec) : spec_(std::move(spec)) {
     }
   }
 
+  if (!byte_level && !spec_.space_piece.empty()) {
+    const std::string& sp = spec_.space_piece;
+    split_words_at_spaces_ = true;
+    for (int32_t id = 0; id < n && split_words_at_spaces_; ++id) {
+      const std::string& piece = pieces[size_t(id)];
+      for (size_t pos = piece.find(sp, 1); pos != std::string::npos; pos = piece.find(sp, pos + 1)) {
+        if (pos < sp.size() || piece.compare(pos - sp.size(), sp.size(), sp) != 0) {
+          split_words_at_spaces_ = false;  // "x▁" inside a piece: a merge may cross a word start
+          break;
+        }
+      }
+    }
+  }
+
   added_by_first_byte_.assign(256, {});
   for (size_t i = 0; i < spec_.added_tokens.size(); ++i) {
     added_by_first_byte_[uint8_t(spec_.added_tokens[i].content[0])].push_back(int32_t(i));
@@ -132,7 +146,7 @@ Tokenizer::Tokenizer(TokenizerSpec spec) : spec_(std::move(spec)) {
 }
 
 int32_t Tokenizer::piece_id(std::string_view piece) const {
-  auto it = piece_to_id_.find(std::string(piece));
+  auto it = piece_to_id_.find(piece);
   return it == piece_to_id_.end() ? -1 : it->second;
 }
 
@@ -181,21 +195,27 @@ void Tokenizer::encode_segment(std::string_view text, std::vector<int32_t>& out)
   for (std::string_view word : words) encode_byte_level_word(word, out);
 }
 
+bool Tokenizer::cache_lookup(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.size() > kMaxCachedWordBytes) return false;
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  auto it = word_cache_.find(word);
+  if (it == word_cache_.end()) return false;
+  out.insert(out.end(), it->second.begin(), it->second.end());
+  return true;
+}
+
+void Tokenizer::cache_store(std::string_view word, const std::vector<int32_t>& ids) const {
+  if (word.size() > kMaxCachedWordBytes) return;
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (word_cache_.size() >= kMaxCacheEntries) word_cache_.clear();
+  word_cache_.emplace(std::string(word), ids);
+}
+
 void Tokenizer::encode_byte_level_word(std::string_view word, std::vector<int32_t>& out) const {
-  const bool cacheable = word.size() <= kMaxCachedWordBytes;
-  std::string key;
-  if (cacheable) {
-    key.assign(word);
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = word_cache_.find(key);
-    if (it != word_cache_.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
-      return;
-    }
-  }
+  if (cache_lookup(word, out)) return;
   std::vector<int32_t> ids;
   if (spec_.ignore_merges) {
-    auto it = bytes_to_id_.find(std::string(word));
+    auto it = bytes_to_id_.find(word);
     if (it != bytes_to_id_.end()) ids.push_back(it->second);
   }
   if (ids.empty()) {
@@ -211,46 +231,73 @@ void Tokenizer::encode_byte_level_word(std::string_view word, std::vector<int32_
     }
   }
   out.insert(out.end(), ids.begin(), ids.end());
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (word_cache_.size() >= kMaxCacheEntries) word_cache_.clear();
-    word_cache_.emplace(std::move(key), std::move(ids));
-  }
+  cache_store(word, ids);
 }
 
 void Tokenizer::encode_sentencepiece(std::string_view text, std::vector<int32_t>& out) const {
+  const std::string& sp = spec_.space_piece;
   std::string normalized;
   normalized.reserve(text.size() + 8);
-  if (spec_.add_dummy_prefix) normalized += spec_.space_piece;
+  if (spec_.add_dummy_prefix) normalized += sp;
   for (char c : text) {
-    if (c == ' ') normalized += spec_.space_piece;
+    if (c == ' ') normalized += sp;
     else normalized += c;
   }
+  if (!split_words_at_spaces_) {
+    encode_sentencepiece_word(normalized, out);
+    return;
+  }
+  // Words start at a space piece that follows something else: "a▁▁b▁c" -> "a", "▁▁b", "▁c".
+  const std::string_view all(normalized);
+  size_t word_begin = 0, pos = 0;
+  bool in_space_run = false;
+  while (pos < all.size()) {
+    if (all.compare(pos, sp.size(), sp) == 0) {
+      if (!in_space_run && pos > word_begin) {
+        encode_sentencepiece_word(all.substr(word_begin, pos - word_begin), out);
+        word_begin = pos;
+      }
+      in_space_run = true;
+      pos += sp.size();
+    } else {
+      in_space_run = false;
+      ++pos;
+    }
+  }
+  if (word_begin < all.size()) encode_sentencepiece_word(all.substr(word_begin), out);
+}
+
+void Tokenizer::encode_sentencepiece_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (cache_lookup(word, out)) return;
   std::vector<BpeSymbol> symbols;
-  symbols.reserve(normalized.size());
-  for (size_t pos = 0; pos < normalized.size();) {
-    const size_t len = utf8_char_len(normalized, pos);
-    symbols.push_back({piece_id(std::string_view(normalized).substr(pos, len)), uint32_t(pos), uint32_t(len)});
+  symbols.reserve(word.size());
+  for (size_t pos = 0; pos < word.size();) {
+    const size_t len = utf8_char_len(word, pos);
+    symbols.push_back({piece_id(word.substr(pos, len)), uint32_t(pos), uint32_t(len)});
     pos += len;
   }
   bpe_merge(symbols, merges_);
+  std::vector<int32_t> ids;
+  ids.reserve(symbols.size());
   for (const BpeSymbol& s : symbols) {
     if (s.id >= 0) {
-      out.push_back(s.id);
+      ids.push_back(s.id);
       continue;
     }
     bool all_bytes = spec_.byte_fallback;
     for (uint32_t i = 0; all_bytes && i < s.len; ++i) {
-      all_bytes = byte_ids_[uint8_t(normalized[s.begin + i])] >= 0;
+      all_bytes = byte_ids_[uint8_t(word[s.begin + i])] >= 0;
     }
     if (all_bytes) {
-      for (uint32_t i = 0; i < s.len; ++i) out.push_back(byte_ids_[uint8_t(normalized[s.begin + i])]);
+      for (uint32_t i = 0; i < s.len; ++i) ids.push_back(byte_ids_[uint8_t(word[s.begin + i])]);
     } else {
       FARTHING_CHECK(spec_.unk_id >= 0, "tokenizer ", spec_.source,
                      " cannot encode a character: no byte fallback and no <unk> token");
-      out.push_back(spec_.unk_id);
+      ids.push_back(spec_.unk_id);
     }
   }
+  out.insert(out.end(), ids.begin(), ids.end());
+  cache_store(word, ids);
 }
 
 std::string Tokenizer::token_bytes(int32_t id) const {

@@ -3,8 +3,9 @@
 //  - kByteLevel (GPT-2, Llama-3, Qwen2.5, SmolLM2): split with the family's regexes, map each
 //    byte to its byte-level token, merge by rank (HF merges / GGUF tokenizer.ggml.merges).
 //  - kSentencePiece (Llama-2 tokenizer.json, llama.cpp "llama" GGUF vocab, llama2.c tok512.bin):
-//    prepend a space, spaces become the space piece ("▁", or " " in tok512.bin), the whole
-//    segment is one word of UTF-8 characters, merged by rank (HF merges) or, without merges, by
+//    prepend a space, spaces become the space piece ("▁", or " " in tok512.bin), the segment is
+//    one word of UTF-8 characters (split at word starts when no piece could merge across one,
+//    which holds for every vocabulary we ship tests for), merged by rank (HF merges) or, without merges, by
 //    best score of the merged piece (SentencePiece/llama.cpp/llama2.c); characters left without
 //    a token fall back to <0xNN> byte tokens (or <unk>).
 // Special/added tokens are split out of the text before either (longest match first).
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -30,6 +32,14 @@
 namespace farthing::data {
 
 enum class TokenizerKind : uint8_t { kByteLevel, kSentencePiece };
+
+// Hash for heterogeneous lookup: maps keyed by std::string are searched with string_views.
+struct StringViewHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringViewHash, std::equal_to<>>;
 
 struct AddedToken {
   std::string content;  // matched verbatim in the raw text
@@ -79,18 +89,24 @@ class Tokenizer {
   void encode_segment(std::string_view text, std::vector<int32_t>& out) const;
   void encode_byte_level_word(std::string_view word, std::vector<int32_t>& out) const;
   void encode_sentencepiece(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_sentencepiece_word(std::string_view word, std::vector<int32_t>& out) const;
+  bool cache_lookup(std::string_view word, std::vector<int32_t>& out) const;
+  void cache_store(std::string_view word, const std::vector<int32_t>& ids) const;
 
   TokenizerSpec spec_;
-  std::unordered_map<std::string, int32_t> piece_to_id_;
+  StringMap<int32_t> piece_to_id_;
   std::vector<std::string> token_bytes_;      // id -> raw bytes it decodes to
-  std::unordered_map<std::string, int32_t> bytes_to_id_;  // byte-level: raw bytes -> id
+  StringMap<int32_t> bytes_to_id_;            // byte-level: raw bytes -> id
   std::vector<int32_t> byte_ids_;             // byte-level: byte -> id; SentencePiece: <0xNN>
   std::vector<uint8_t> is_byte_token_;
   MergeTable merges_;
   RegexSplitter splitter_;
   std::vector<std::vector<int32_t>> added_by_first_byte_;  // indices into added_tokens
-  // Per-word cache for byte-level BPE (words repeat: "the", " of").
-  mutable std::unordered_map<std::string, std::vector<int32_t>> word_cache_;
+  // SentencePiece: no piece holds a space piece after another character, so merges never
+  // cross the start of a "▁word" and each such word can be merged (and cached) on its own.
+  bool split_words_at_spaces_ = false;
+  // Per-word cache (words repeat: "the", " of").
+  mutable StringMap<std::vector<int32_t>> word_cache_;
   mutable std::mutex cache_mutex_;
 };
 
