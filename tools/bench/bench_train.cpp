@@ -56,15 +56,17 @@ struct StepResult {
 };
 
 StepResult run_farthing(const models::ModelConfig& config, int64_t batch, int64_t seq,
-                        models::ComputeMode mode, double min_seconds) {
+                        models::ComputeMode mode, double min_seconds,
+                        models::Checkpointing ckpt = models::Checkpointing::kNone) {
   StepResult r;
   r.mode = mode == models::ComputeMode::kBF16 ? "farthing bf16" : "farthing fp32";
+  if (ckpt == models::Checkpointing::kPerBlock) r.mode += " ckpt";
   MemoryTracker& tracker = memory_tracker(Device::cpu());
   tracker.reset_peaks();
   const int64_t base = tracker.snapshot().total_current_bytes;
   const int64_t rss0 = proc_status_bytes("VmRSS:");
   models::Transformer model(models::make_spec(config), batch, seq,
-                            models::ModelOptions{mode, models::Checkpointing::kNone, 256});
+                            models::ModelOptions{mode, ckpt, 256});
   model.init_weights(1, 0.02f);
   std::vector<int32_t> tokens(size_t(batch * seq)), targets(size_t(batch * seq));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 2654435761u) % uint64_t(config.vocab_size));
@@ -129,7 +131,8 @@ double gemm_rate(k::GemmDtype dtype, const std::vector<k::GemmShape>& shapes, do
   return best_rate;
 }
 
-// transformers model from the preset's config, bf16 autocast, forward + loss + backward.
+// transformers model from the preset's config, bf16 autocast (argv[6] == "bf16") or fp32,
+// forward + loss + backward; each mode in its own process so peak RSS is its own.
 // Prints "version V", "step_s S", "rss_growth_bytes B", or "no-torch".
 const char* kTorchScript = R"PY(
 import json, sys, time
@@ -142,6 +145,7 @@ def rss(field):
         if line.startswith(field): return int(line.split()[1]) * 1024
     return 0
 cfg, batch, seq, threads, min_s = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+amp = sys.argv[6] == "bf16"
 torch.set_num_threads(threads)
 print("version", torch.__version__)
 rss0 = rss("VmRSS:")
@@ -159,12 +163,12 @@ else:
 m.train()
 ids = torch.randint(0, cfg["vocab"], (batch, seq))
 def step():
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
         loss = m(input_ids=ids, labels=ids).loss
     loss.backward()
 step()
 best, total, reps = 1e30, 0.0, 0
-while total < min_s or reps < 2:
+while total < min_s or reps < 1:
     m.zero_grad(set_to_none=False)
     t0 = time.perf_counter(); step(); s = time.perf_counter() - t0
     best = min(best, s); total += s; reps += 1
@@ -180,7 +184,7 @@ struct TorchResult {
 };
 
 TorchResult run_torch(const models::ModelConfig& c, int64_t batch, int64_t seq, int threads,
-                      double min_seconds) {
+                      double min_seconds, const char* mode) {
   TorchResult r;
   nlohmann::json cfg = {{"family", c.family == models::ModelFamily::kGpt2 ? "gpt2" : "llama"},
                         {"vocab", c.vocab_size}, {"dim", c.dim}, {"hidden", c.hidden_dim},
@@ -195,7 +199,8 @@ TorchResult run_torch(const models::ModelConfig& c, int64_t batch, int64_t seq, 
   if (written > 0) {
     const std::string cmd = "python3 " + std::string(path) + " '" + cfg.dump() + "' " +
                             std::to_string(batch) + " " + std::to_string(seq) + " " +
-                            std::to_string(threads) + " " + std::to_string(min_seconds) + " 2>/dev/null";
+                            std::to_string(threads) + " " + std::to_string(min_seconds) + " " + mode +
+                            " 2>/dev/null";
     if (FILE* pipe = popen(cmd.c_str(), "r")) {
       char line[512];
       while (std::fgets(line, sizeof line, pipe)) {
@@ -227,6 +232,7 @@ int run_train_bench(const BenchOptions& options) {
   std::vector<StepResult> rows;
   rows.push_back(run_farthing(config, batch, seq, models::ComputeMode::kF32, min_s));
   rows.push_back(run_farthing(config, batch, seq, models::ComputeMode::kBF16, min_s));
+  rows.push_back(run_farthing(config, batch, seq, models::ComputeMode::kF32, min_s, models::Checkpointing::kPerBlock));
 
   const int64_t M = batch * seq, C = config.dim, H = config.hidden_dim;
   const std::vector<k::GemmShape> shapes = {k::GemmShape{M, H, C}, k::GemmShape{M, C, H},
@@ -235,7 +241,8 @@ int run_train_bench(const BenchOptions& options) {
   const double f32_rate = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &f32_shape);
   const double bf16_rate = gemm_rate(k::GemmDtype::kBF16, shapes, min_s, &bf16_shape);
   const double ceiling = std::max(f32_rate, bf16_rate);
-  const TorchResult torch = run_torch(config, batch, seq, threads, min_s);
+  const TorchResult torch = run_torch(config, batch, seq, threads, min_s, "bf16");
+  const TorchResult torch32 = run_torch(config, batch, seq, threads, min_s, "fp32");
 
   if (options.json) {
     nlohmann::json out = {{"suite", "train"}, {"preset", preset}, {"batch", batch}, {"seq", seq},
@@ -247,11 +254,16 @@ int run_train_bench(const BenchOptions& options) {
                              {"model_flops_per_s", r.flops_per_s}, {"gemm_ceiling_fraction", r.flops_per_s / ceiling},
                              {"tracked_peak_bytes", r.tracked_peak_bytes}, {"rss_growth_bytes", r.rss_growth_bytes},
                              {"loss", r.loss},
-                             {"torch_speed_ratio", torch.ok ? torch.seconds / r.seconds : 0.0}});
+                             {"torch_speed_ratio", torch.ok ? torch.seconds / r.seconds : 0.0},
+                             {"torch_fp32_speed_ratio", torch32.ok ? torch32.seconds / r.seconds : 0.0}});
     }
     if (torch.ok) {
       out["torch"] = {{"version", torch.version}, {"step_s", torch.seconds},
                       {"tokens_per_s", double(M) / torch.seconds}, {"rss_growth_bytes", torch.rss_growth_bytes}};
+    }
+    if (torch32.ok) {
+      out["torch_fp32"] = {{"step_s", torch32.seconds}, {"tokens_per_s", double(M) / torch32.seconds},
+                           {"rss_growth_bytes", torch32.rss_growth_bytes}};
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -262,18 +274,28 @@ int run_train_bench(const BenchOptions& options) {
   std::printf("GEMM ceiling (oneDNN, same run): fp32 %.1f GFLOP/s (%s), bf16 %.1f GFLOP/s (%s)%s\n\n",
               f32_rate / 1e9, f32_shape.c_str(), bf16_rate / 1e9, bf16_shape.c_str(),
               k::bf16_gemm_is_native_cpu() ? "" : " [no native bf16 GEMM here: widened to fp32]");
-  std::printf("%-16s %10s %10s %12s %10s %14s %14s %10s\n", "run", "step s", "tokens/s", "GFLOP/s",
-              "of GEMM", "tracked peak", "RSS growth", "vs torch");
+  auto ratio = [](const TorchResult& t, double seconds) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2fx", t.seconds / seconds);
+    return t.ok ? std::string(buf) : std::string("-");
+  };
+  std::printf("%-19s %9s %10s %9s %8s %14s %14s %9s %9s\n", "run", "step s", "tokens/s", "GFLOP/s",
+              "of GEMM", "tracked peak", "RSS growth", "vs amp", "vs fp32");
   for (const StepResult& r : rows) {
-    std::printf("%-16s %10.3f %10.1f %12.1f %9.1f%% %11.1f MiB %11.1f MiB %9s\n", r.mode.c_str(),
+    std::printf("%-19s %9.3f %10.1f %9.1f %7.1f%% %10.1f MiB %10.1f MiB %9s %9s\n", r.mode.c_str(),
                 r.seconds, r.tokens_per_s, r.flops_per_s / 1e9, 100.0 * r.flops_per_s / ceiling,
                 double(r.tracked_peak_bytes) / 1048576.0, double(r.rss_growth_bytes) / 1048576.0,
-                torch.ok ? (std::to_string(torch.seconds / r.seconds).substr(0, 4) + "x").c_str() : "-");
+                ratio(torch, r.seconds).c_str(), ratio(torch32, r.seconds).c_str());
+  }
+  for (const auto* t : {&torch, &torch32}) {
+    if (!t->ok) continue;
+    std::printf("%-19s %9.3f %10.1f %9s %8s %14s %10.1f MiB\n", t == &torch ? "torch bf16 autocast" : "torch fp32",
+                t->seconds, double(M) / t->seconds, "", "", "", double(t->rss_growth_bytes) / 1048576.0);
   }
   if (torch.ok) {
-    std::printf("%-16s %10.3f %10.1f %12s %10s %14s %11.1f MiB %9s\n", "torch bf16 amp", torch.seconds,
-                double(M) / torch.seconds, "", "", "", double(torch.rss_growth_bytes) / 1048576.0, "1.00x");
-    std::printf("\ntorch %s (transformers model, bf16 autocast, %d threads). 'vs torch' is the tokens/s ratio.\n",
+    std::printf("\ntorch %s, transformers model, %d threads. 'vs amp' / 'vs fp32': farthing tokens/s over\n"
+                "torch's with bf16 autocast / in fp32. Tracked peak: farthing's memory tracker (weights,\n"
+                "grads, activations); RSS growth: the process's peak resident growth during the run.\n",
                 torch.version.c_str(), threads);
   } else {
     std::printf("\ntorch: not measured (%s)\n", torch.note.empty() ? "python3 failed" : torch.note.c_str());
