@@ -1,4 +1,7 @@
-// attention_cpu.cpp — see attention_cpu.h.
+// attention_cpu.cpp — see attention_cpu.h. Blocked by kQueryBlock query rows: the scores
+// of a block against its causal prefix of keys are one small fp32 GEMM (oneDNN, run
+// single-threaded inside the OpenMP task), softmax is exact per row, and the products with
+// V (and, in backward, dQ, dK, dV) are GEMMs again.
 #include "kernels/cpu/attention_cpu.h"
 
 #include <algorithm>
@@ -6,9 +9,13 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/matmul_cpu.h"
+
 namespace farthing::kernels {
 
 namespace {
+
+constexpr int64_t kQueryBlock = 64;
 
 inline float dot(const float* a, const float* b, int64_t n) {
   float acc = 0.0f;
@@ -17,43 +24,53 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return acc;
 }
 
+// C (m, n; ldc) (+)= op(A) op(B), fp32.
+void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, Trans ta, const float* b,
+          int64_t ldb, Trans tb, float* c, int64_t ldc, bool accumulate) {
+  matmul_cpu(GemmDtype::kF32, GemmShape{m, n, k, lda, ldb, ldc, ta, tb}, a, b, c, accumulate);
+}
+
 }  // namespace
 
 void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, const float* qkv) {
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, S = s.qkv_stride();
-  const int64_t group = Hq / s.kv_heads;
+  const int64_t group = Hq / s.kv_heads, blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const float scale = 1.0f / std::sqrt(float(D));
 #pragma omp parallel
   {
-    std::vector<float> p(static_cast<size_t>(T));
-#pragma omp for collapse(3) schedule(dynamic, 8)
+    std::vector<float> p(static_cast<size_t>(kQueryBlock * T));
+#pragma omp for collapse(3) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
-        for (int64_t t = 0; t < T; ++t) {
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+          const int64_t q0 = blk * kQueryBlock, rows = std::min(kQueryBlock, T - q0), kend = q0 + rows;
           const float* base = qkv + b * T * S;
-          const float* q = base + t * S + h * D;
+          const float* q = base + q0 * S + h * D;
           const float* k0 = base + Hq * D + (h / group) * D;
           const float* v0 = k0 + s.kv_heads * D;
-          float m = -INFINITY;
-          for (int64_t j = 0; j <= t; ++j) {
-            p[size_t(j)] = dot(q, k0 + j * S, D) * scale;
-            m = std::max(m, p[size_t(j)]);
+          // p (rows, kend) = q k^T
+          gemm(rows, kend, D, q, S, Trans::kN, k0, S, Trans::kT, p.data(), kend, false);
+          for (int64_t r = 0; r < rows; ++r) {
+            float* pr = p.data() + r * kend;
+            const int64_t valid = q0 + r + 1;
+            float m = -INFINITY;
+            for (int64_t j = 0; j < valid; ++j) {
+              pr[j] *= scale;
+              m = std::max(m, pr[j]);
+            }
+            float sum = 0.0f;
+            for (int64_t j = 0; j < valid; ++j) {
+              pr[j] = std::exp(pr[j] - m);
+              sum += pr[j];
+            }
+            const float inv = 1.0f / sum;
+            for (int64_t j = 0; j < valid; ++j) pr[j] *= inv;
+            for (int64_t j = valid; j < kend; ++j) pr[j] = 0.0f;
+            lse[(b * Hq + h) * T + q0 + r] = m + std::log(sum);
           }
-          float sum = 0.0f;
-          for (int64_t j = 0; j <= t; ++j) {
-            p[size_t(j)] = std::exp(p[size_t(j)] - m);
-            sum += p[size_t(j)];
-          }
-          float* o = out + (b * T + t) * Hq * D + h * D;
-          std::memset(o, 0, size_t(D) * 4);
-          const float inv = 1.0f / sum;
-          for (int64_t j = 0; j <= t; ++j) {
-            const float w = p[size_t(j)] * inv;
-            const float* v = v0 + j * S;
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) o[d] += w * v[d];
-          }
-          lse[(b * Hq + h) * T + t] = m + std::log(sum);
+          // out (rows, D) = p v
+          gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, S, Trans::kN,
+               out + (b * T + q0) * Hq * D + h * D, Hq * D, false);
         }
       }
     }
@@ -63,13 +80,13 @@ void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, cons
 void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                             const float* out, const float* lse, const float* qkv) {
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, Hkv = s.kv_heads, S = s.qkv_stride();
-  const int64_t group = Hq / Hkv;
+  const int64_t group = Hq / Hkv, blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const float scale = 1.0f / std::sqrt(float(D));
-  float* dk_all = scratch;                       // (B, Hq, T, D)
+  float* dk_all = scratch;                         // (B, Hq, T, D)
   float* dv_all = scratch + s.batch * Hq * T * D;  // (B, Hq, T, D)
 #pragma omp parallel
   {
-    std::vector<float> p(static_cast<size_t>(T));
+    std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), dp(static_cast<size_t>(kQueryBlock * T));
 #pragma omp for collapse(2) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
@@ -80,28 +97,31 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
         float* dv = dv_all + (b * Hq + h) * T * D;
         std::memset(dk, 0, size_t(T * D) * 4);
         std::memset(dv, 0, size_t(T * D) * 4);
-        for (int64_t i = 0; i < T; ++i) {
-          const float* q = base + i * S + h * D;
-          const float* go = dout + (b * T + i) * Hq * D + h * D;
-          const float* o = out + (b * T + i) * Hq * D + h * D;
-          float* dq = dqkv + (b * T + i) * S + h * D;
-          const float l = lse[(b * Hq + h) * T + i];
-          const float di = dot(go, o, D);
-          std::memset(dq, 0, size_t(D) * 4);
-          for (int64_t j = 0; j <= i; ++j) {
-            const float pj = std::exp(dot(q, k0 + j * S, D) * scale - l);
-            const float dp = dot(go, v0 + j * S, D);
-            const float ds = pj * (dp - di) * scale;
-            const float* k = k0 + j * S;
-            float* dkj = dk + j * D;
-            float* dvj = dv + j * D;
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) {
-              dq[d] += ds * k[d];
-              dkj[d] += ds * q[d];
-              dvj[d] += pj * go[d];
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+          const int64_t q0 = blk * kQueryBlock, rows = std::min(kQueryBlock, T - q0), kend = q0 + rows;
+          const float* q = base + q0 * S + h * D;
+          const float* go = dout + (b * T + q0) * Hq * D + h * D;
+          const float* o = out + (b * T + q0) * Hq * D + h * D;
+          // p = softmax(q k^T * scale) recomputed from the saved log-sum-exp; dp = dO v^T
+          gemm(rows, kend, D, q, S, Trans::kN, k0, S, Trans::kT, p.data(), kend, false);
+          gemm(rows, kend, D, go, Hq * D, Trans::kN, v0, S, Trans::kT, dp.data(), kend, false);
+          for (int64_t r = 0; r < rows; ++r) {
+            float* pr = p.data() + r * kend;
+            float* dr = dp.data() + r * kend;
+            const int64_t valid = q0 + r + 1;
+            const float l = lse[(b * Hq + h) * T + q0 + r];
+            const float di = dot(go + r * Hq * D, o + r * Hq * D, D);
+            for (int64_t j = 0; j < valid; ++j) {
+              pr[j] = std::exp(pr[j] * scale - l);
+              dr[j] = pr[j] * (dr[j] - di) * scale;  // ds
             }
+            for (int64_t j = valid; j < kend; ++j) pr[j] = dr[j] = 0.0f;
           }
+          // dq = ds k; dk += ds^T q; dv += p^T dO
+          gemm(rows, D, kend, dp.data(), kend, Trans::kN, k0, S, Trans::kN,
+               dqkv + (b * T + q0) * S + h * D, S, false);
+          gemm(kend, D, rows, dp.data(), kend, Trans::kT, q, S, Trans::kN, dk, D, true);
+          gemm(kend, D, rows, p.data(), kend, Trans::kT, go, Hq * D, Trans::kN, dv, D, true);
         }
       }
     }
@@ -111,16 +131,16 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
       for (int64_t t = 0; t < T; ++t) {
         float* row = dqkv + (b * T + t) * S;
         for (int64_t kh = 0; kh < Hkv; ++kh) {
-          float* dk = row + Hq * D + kh * D;
-          float* dv = row + (Hq + Hkv) * D + kh * D;
+          float* dkr = row + Hq * D + kh * D;
+          float* dvr = row + (Hq + Hkv) * D + kh * D;
           for (int64_t g = 0; g < group; ++g) {
             const int64_t h = kh * group + g;
             const float* sk = dk_all + ((b * Hq + h) * T + t) * D;
             const float* sv = dv_all + ((b * Hq + h) * T + t) * D;
 #pragma omp simd
             for (int64_t d = 0; d < D; ++d) {
-              dk[d] = g == 0 ? sk[d] : dk[d] + sk[d];
-              dv[d] = g == 0 ? sv[d] : dv[d] + sv[d];
+              dkr[d] = g == 0 ? sk[d] : dkr[d] + sk[d];
+              dvr[d] = g == 0 ? sv[d] : dvr[d] + sv[d];
             }
           }
         }

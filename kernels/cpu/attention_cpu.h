@@ -2,9 +2,11 @@
 //
 // Input is the packed projection qkv (B*T rows of [q: Hq*D | k: Hkv*D | v: Hkv*D]); query
 // head h reads kv head h / (Hq / Hkv). Forward keeps only the output and the per-row
-// log-sum-exp; each row's scores live in a T-float per-thread scratch, never a T x T matrix.
+// log-sum-exp; scores exist for one block of 64 query rows per thread (64 x T floats),
+// never as a T x T matrix; products are small fp32 oneDNN GEMMs run inside each task.
 // Backward recomputes the probabilities from q, k and the log-sum-exp (as FlashAttention).
-// Relies on: OpenMP. Tested by: tests/models/test_attention_cpu.cpp and the model goldens.
+// Relies on: matmul_cpu.h, OpenMP. Tested by: tests/models/test_model_goldens.cpp (GQA and
+// plain heads against PyTorch), test_gradcheck.cpp, test_model_modes.cpp.
 #pragma once
 
 #include <cstdint>
