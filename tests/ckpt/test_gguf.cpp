@@ -15,6 +15,7 @@
 #include "framework/ckpt/gguf.h"
 #include "framework/ckpt/gguf_model.h"
 #include "framework/ckpt/gguf_quant.h"
+#include "framework/ckpt/read_model.h"
 #include "framework/ckpt/rope_permute.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/minifloat.h"
@@ -142,7 +143,8 @@ TEST(GgufModel, SyntheticLlamaLoadsWithHfNamesAndUnpermutedQk) {
   EXPECT_EQ(raw.metadata()["test.ints"], nlohmann::json({-1, 2, 3}));
   EXPECT_EQ(raw.metadata()["test.flag"], true);
 
-  const ModelFile m = read_gguf_model(path);
+  const ModelFile m = read_model_file(path);
+  EXPECT_EQ(m.format, "gguf");
   EXPECT_EQ(m.config["hidden_size"], 16);
   EXPECT_EQ(m.config["num_key_value_heads"], 1);
   EXPECT_EQ(m.config["tie_word_embeddings"], false);

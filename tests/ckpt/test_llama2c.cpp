@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "framework/ckpt/llama2c.h"
+#include "framework/ckpt/read_model.h"
 #include "framework/ckpt/rope_permute.h"
 #include "tests/support/test_support.h"
 
@@ -32,7 +33,7 @@ TEST(RopePermute, WorkedExampleAndRoundTrip) {
 
 TEST(Llama2c, Stories260KShapesAndParameterCount) {
   FARTHING_REQUIRE_SHARED(shared);
-  const ModelFile m = read_llama2c(shared / "models/stories260K/stories260K.bin");
+  const ModelFile m = read_model_file(shared / "models/stories260K/stories260K.bin");
   EXPECT_EQ(m.format, "llama2c");
   EXPECT_EQ(m.num_parameters(), 260032);
   EXPECT_EQ(m.config["hidden_size"], 64);
