@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
-          libyaml-cpp-dev libgtest-dev libdnnl-dev nlohmann-json3-dev libpcre2-dev)
+          libyaml-cpp-dev libgtest-dev libdnnl-dev nlohmann-json3-dev libpcre2-dev hdf5-tools)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
