@@ -229,17 +229,24 @@ int run_train_bench(const BenchOptions& options) {
   const int threads = omp_get_max_threads();
   const double min_s = options.min_seconds;
 
+  const int64_t M = batch * seq, C = config.dim, H = config.hidden_dim;
+  const std::vector<k::GemmShape> shapes = {k::GemmShape{M, H, C}, k::GemmShape{M, C, H},
+                                            k::GemmShape{2048, 2048, 2048}};
+  // NOTE: the ceiling is measured before and after the model runs and the best is kept, so
+  // a machine shared with other work is less likely to understate it.
+  std::string f32_shape, bf16_shape, shape_tmp;
+  double f32_rate = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &f32_shape);
+  double bf16_rate = gemm_rate(k::GemmDtype::kBF16, shapes, min_s, &bf16_shape);
+
   std::vector<StepResult> rows;
   rows.push_back(run_farthing(config, batch, seq, models::ComputeMode::kF32, min_s));
   rows.push_back(run_farthing(config, batch, seq, models::ComputeMode::kBF16, min_s));
   rows.push_back(run_farthing(config, batch, seq, models::ComputeMode::kF32, min_s, models::Checkpointing::kPerBlock));
 
-  const int64_t M = batch * seq, C = config.dim, H = config.hidden_dim;
-  const std::vector<k::GemmShape> shapes = {k::GemmShape{M, H, C}, k::GemmShape{M, C, H},
-                                            k::GemmShape{2048, 2048, 2048}};
-  std::string f32_shape, bf16_shape;
-  const double f32_rate = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &f32_shape);
-  const double bf16_rate = gemm_rate(k::GemmDtype::kBF16, shapes, min_s, &bf16_shape);
+  const double f32_after = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &shape_tmp);
+  if (f32_after > f32_rate) { f32_rate = f32_after; f32_shape = shape_tmp; }
+  const double bf16_after = gemm_rate(k::GemmDtype::kBF16, shapes, min_s, &shape_tmp);
+  if (bf16_after > bf16_rate) { bf16_rate = bf16_after; bf16_shape = shape_tmp; }
   const double ceiling = std::max(f32_rate, bf16_rate);
   const TorchResult torch = run_torch(config, batch, seq, threads, min_s, "bf16");
   const TorchResult torch32 = run_torch(config, batch, seq, threads, min_s, "fp32");
