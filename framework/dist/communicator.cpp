@@ -22,7 +22,16 @@ CommHandle& CommHandle::operator=(CommHandle&& other) noexcept {
   return *this;
 }
 
-CommHandle::~CommHandle() { wait_noexcept(); }
+CommHandle::~CommHandle() {
+  if (op_ && std::uncaught_exceptions() > 0 && !op_->test()) {
+    // An error is unwinding past a collective still in flight. A peer may never join it (it
+    // waits for this rank elsewhere), so waiting could hang the job before the tool reports
+    // the error and aborts it (abort_on_error.h); the op is left to its communicator.
+    op_.reset();
+    return;
+  }
+  wait_noexcept();
+}
 
 void CommHandle::wait() {
   if (!op_) return;

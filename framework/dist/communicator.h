@@ -40,6 +40,8 @@ struct Topology {
 // A pending collective. wait() blocks until it has finished and rethrows its error, if any;
 // it is idempotent. test() never blocks. Destroying a pending handle waits for it (buffers
 // may not be freed under a running collective); an error found then is printed, not thrown.
+// Exception: while an exception unwinds, an unfinished handle is dropped without waiting, since
+// a peer may never join the collective; the job is then expected to end (abort_on_error.h).
 class CommHandle {
  public:
   class Op {

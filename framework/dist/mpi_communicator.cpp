@@ -134,6 +134,21 @@ class MpiCommunicator::Worker {
     }
     cv_.notify_all();
   }
+  bool busy() {
+    std::lock_guard lock(mutex_);
+    return running_ || !queue_.empty();
+  }
+  // Leaves the thread running its current op (it may never finish) and drops the queued ones;
+  // the Worker must then be leaked, since the thread still uses it.
+  void abandon() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      queue_.clear();
+    }
+    cv_.notify_all();
+    thread_.detach();
+  }
 
  private:
   void loop() {
@@ -145,8 +160,11 @@ class MpiCommunicator::Worker {
         if (queue_.empty()) return;
         task = std::move(queue_.front());
         queue_.pop_front();
+        running_ = true;
       }
       task->run();
+      std::lock_guard lock(mutex_);
+      running_ = false;
     }
   }
 
@@ -154,6 +172,7 @@ class MpiCommunicator::Worker {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Task>> queue_;
   bool stopping_ = false;
+  bool running_ = false;
   std::thread thread_;
 };
 
@@ -240,10 +259,20 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
 }
 
 MpiCommunicator::~MpiCommunicator() {
+  const bool unwinding = std::uncaught_exceptions() > 0;
+  if (unwinding && worker_ && worker_->busy()) {
+    // An error is unwinding past collectives still in flight; a peer may never join them
+    // (it waits for this rank elsewhere), so waiting here could hang the job before the tool
+    // reports the error and aborts (abort_on_error.h). Leave the worker behind instead.
+    worker_.release()->abandon();
+    return;
+  }
   worker_.reset();  // finishes pending ops
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  // MPI_Comm_free is collective; while an error unwinds on this rank alone, skip it (a leak on
+  // the way to MPI_Abort) rather than risk waiting for peers.
+  if (!finalized && !unwinding && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 CommHandle MpiCommunicator::submit(std::function<void()> body) {

@@ -2,10 +2,14 @@
 // in a loop inside run_main_or_abort(); the rank named by FARTHING_TEST_FAULT_RANK throws a
 // farthing::Error at iteration 3 while its peers are already waiting in the next all_reduce.
 // The job must end promptly, non-zero, with a message naming the failing rank.
+// FARTHING_TEST_FAULT_PENDING=1 also leaves a collective in flight on the failing rank while
+// its peers sleep before joining it.
 // Relies on: framework/dist (MpiCommunicator, abort_on_error).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "framework/dist/abort_on_error.h"
 #include "framework/dist/mpi_communicator.h"
@@ -15,10 +19,22 @@ int main() {
     auto world = farthing::make_world_communicator();
     const char* fault = std::getenv("FARTHING_TEST_FAULT_RANK");
     const int fault_rank = fault != nullptr ? std::atoi(fault) : -1;
+    // FARTHING_TEST_FAULT_PENDING=1: the failing rank has a collective in flight that its peers
+    // have not reached; its unwinding must not wait for it.
+    const bool pending_mode = std::getenv("FARTHING_TEST_FAULT_PENDING") != nullptr;
     for (int iteration = 0; iteration < 6; ++iteration) {
       if (world->rank() == fault_rank && iteration == 3) {
+        farthing::CommHandle pending;
+        double token = 1.0;
+        if (pending_mode) {  // a collective the peers will not join for a long time
+          pending = world->all_reduce_async(farthing::Tensor(&token, farthing::DType::kF64, {1}),
+                                            farthing::ReduceOp::kSum);
+        }
         FARTHING_FAIL("injected fault (FARTHING_TEST_FAULT_RANK=", fault_rank, ") at iteration ",
                       iteration);
+      }
+      if (pending_mode && world->rank() != fault_rank && iteration == 3) {
+        std::this_thread::sleep_for(std::chrono::seconds(600));  // "computing"; killed by the abort
       }
       double value = world->rank() + iteration;
       world->all_reduce(farthing::Tensor(&value, farthing::DType::kF64, {1}),
