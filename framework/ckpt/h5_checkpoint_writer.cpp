@@ -121,10 +121,13 @@ H5CheckpointWriter::H5CheckpointWriter(fs::path final_path, MpiCommunicator& com
   if (comm_.rank() == 0) {
     const fs::path dir = final_path_.parent_path().empty() ? fs::path(".") : final_path_.parent_path();
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) {
+    const bool is_dir = fs::is_directory(dir, ec);
+    const bool absent = !ec || ec == std::errc::no_such_file_or_directory ||
+                        ec == std::errc::not_a_directory;
+    if (!is_dir) {
       error = error_detail::concat("cannot save checkpoint ", final_path_, ": directory ", dir,
-                                   ec ? " cannot be examined: " + ec.message()
-                                      : std::string(" does not exist or is not a directory"),
+                                   absent ? std::string(" does not exist or is not a directory")
+                                          : " cannot be examined: " + ec.message(),
                                    " (create it first, or pick a writable output folder)");
     } else if (fs::is_directory(final_path_, ec)) {
       error = error_detail::concat("cannot save checkpoint ", final_path_,
