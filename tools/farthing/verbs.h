@@ -8,3 +8,6 @@
 
 // farthing tokenize (verb_tokenize.cpp).
 int run_tokenize(const std::vector<std::string>& args);
+
+// farthing export (verb_export.cpp).
+int run_export(const std::vector<std::string>& args);
