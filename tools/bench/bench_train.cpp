@@ -64,6 +64,7 @@ StepResult run_farthing(const models::ModelConfig& config, int64_t batch, int64_
   MemoryTracker& tracker = memory_tracker(Device::cpu());
   tracker.reset_peaks();
   const int64_t base = tracker.snapshot().total_current_bytes;
+  { std::ofstream("/proc/self/clear_refs") << "5"; }  // resets VmHWM to the current RSS
   const int64_t rss0 = proc_status_bytes("VmRSS:");
   models::Transformer model(models::make_spec(config), batch, seq,
                             models::ModelOptions{mode, ckpt, 256});
