@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/dist/abort_on_error.h"
 #include "framework/dist/launcher_env.h"
 #include "framework/dist/mpi_check.h"
 #include "framework/dist/mpi_communicator.h"
@@ -324,6 +325,17 @@ TEST(Collectives, MpiCheckKeepsTheFailingExpression) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("MPI error"), std::string::npos) << e.what();
   }
+}
+
+TEST(AbortOnError, OneProcessReturnsOneAndNamesTheRank) {
+  // At world size > 1 the helper ends the job (tests/dist/test_fault.sh covers that).
+  if (world().world_size() > 1) GTEST_SKIP() << "aborts at world size > 1: see test_fault.sh";
+  ::testing::internal::CaptureStderr();
+  const int rc = run_main_or_abort([]() -> int { FARTHING_FAIL("boom ", 42); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.find("farthing: error on rank 0 of 1: boom 42"), std::string::npos) << err;
+  EXPECT_EQ(run_main_or_abort([] { return 3; }), 3);
 }
 
 TEST(Topology, MatchesTheLauncher) {
