@@ -78,7 +78,8 @@ GgufFile::GgufFile(const std::filesystem::path& path) : file_(path) {
       FARTHING_CHECK(dim > 0 && dim < (uint64_t(1) << 40), "tensor '", info.name, "' in ", file,
                      " has dimension ", dim);
       info.dims.push_back(int64_t(dim));
-      info.n_elems *= dim;
+      FARTHING_CHECK(!__builtin_mul_overflow(info.n_elems, dim, &info.n_elems) && info.n_elems < (uint64_t(1) << 48),
+                     "tensor '", info.name, "' in ", file, " has an impossible element count");
     }
     info.type = r.read<uint32_t>("a tensor type");
     info.offset = r.read<uint64_t>("a tensor offset");
@@ -89,6 +90,9 @@ GgufFile::GgufFile(const std::filesystem::path& path) : file_(path) {
     FARTHING_CHECK(info.offset % alignment_ == 0, "tensor '", info.name, "' in ", file, " starts at offset ",
                    info.offset, ", not a multiple of the alignment ", alignment_);
     if (!ggml_type_supported(info.type)) continue;  // reported when (if) the tensor is read
+    FARTHING_CHECK(info.n_elems % ggml_block_elems(info.type) == 0, "tensor '", info.name, "' in ", file, " has ",
+                   info.n_elems, " elements, not a whole number of ", ggml_type_name(info.type), " blocks of ",
+                   ggml_block_elems(info.type));
     const uint64_t bytes = ggml_type_bytes(info.type, info.n_elems);
     const uint64_t end = data_offset_ + info.offset + bytes;
     FARTHING_CHECK(end >= data_offset_ && end <= file_.size(), "file ", file, " is truncated: tensor '",

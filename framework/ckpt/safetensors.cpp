@@ -53,36 +53,40 @@ void read_file_into(const fs::path& path, ModelFile& model) {
   for (const auto& [tensor, entry] : header.items()) {
     if (tensor == "__metadata__") continue;
     const std::string where = "tensor '" + tensor + "' in " + name;
-    FARTHING_CHECK(entry.is_object() && entry.contains("dtype") && entry.contains("shape") &&
-                       entry.contains("data_offsets"),
-                   where, " lacks dtype, shape or data_offsets");
-    const std::string dtype = entry["dtype"].get<std::string>();
-    const size_t elem_bytes = dtype_bytes_of(dtype);
-    FARTHING_CHECK(elem_bytes > 0, where, " has dtype ", dtype, "; expected F32, F16 or BF16");
-    const std::vector<int64_t> dims = entry["shape"].get<std::vector<int64_t>>();
-    const Shape shape = shape_from_dims(dims, where);
-    const auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
-    FARTHING_CHECK(offsets.size() == 2 && offsets[0] <= offsets[1], where, " has bad data_offsets");
-    FARTHING_CHECK(offsets[1] <= data_bytes, "file ", name, " is truncated: ", where, " needs data bytes [",
-                   offsets[0], ", ", offsets[1], ") but the data section has ", data_bytes, " bytes");
-    const uint64_t expected = uint64_t(shape.numel()) * elem_bytes;
-    FARTHING_CHECK(offsets[1] - offsets[0] == expected, where, " has shape ", shape.str(), " of ", dtype,
-                   ", which needs ", expected, " bytes, but its data_offsets span ", offsets[1] - offsets[0]);
-    FARTHING_CHECK(!model.has(tensor), where, " appears twice in the checkpoint");
-    ModelTensor t = make_model_tensor(shape);
-    const uint8_t* src = file.data() + data_begin + offsets[0];
-    float* dst = t.f32();
-    const int64_t n = shape.numel();
-    if (dtype == "F32") {
-      std::memcpy(dst, src, size_t(n) * 4);
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, src + 2 * i, 2);
-        dst[i] = dtype == "BF16" ? numerics::bf16_to_f32(bits) : numerics::fp16_to_f32(bits);
+    try {
+      FARTHING_CHECK(entry.is_object() && entry.contains("dtype") && entry.contains("shape") &&
+                         entry.contains("data_offsets"),
+                     where, " lacks dtype, shape or data_offsets");
+      const std::string dtype = entry["dtype"].get<std::string>();
+      const size_t elem_bytes = dtype_bytes_of(dtype);
+      FARTHING_CHECK(elem_bytes > 0, where, " has dtype ", dtype, "; expected F32, F16 or BF16");
+      const std::vector<int64_t> dims = entry["shape"].get<std::vector<int64_t>>();
+      const Shape shape = shape_from_dims(dims, where);
+      const auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
+      FARTHING_CHECK(offsets.size() == 2 && offsets[0] <= offsets[1], where, " has bad data_offsets");
+      FARTHING_CHECK(offsets[1] <= data_bytes, "file ", name, " is truncated: ", where, " needs data bytes [",
+                     offsets[0], ", ", offsets[1], ") but the data section has ", data_bytes, " bytes");
+      const uint64_t expected = uint64_t(shape.numel()) * elem_bytes;
+      FARTHING_CHECK(offsets[1] - offsets[0] == expected, where, " has shape ", shape.str(), " of ", dtype,
+                     ", which needs ", expected, " bytes, but its data_offsets span ", offsets[1] - offsets[0]);
+      FARTHING_CHECK(!model.has(tensor), where, " appears twice in the checkpoint");
+      ModelTensor t = make_model_tensor(shape);
+      const uint8_t* src = file.data() + data_begin + offsets[0];
+      float* dst = t.f32();
+      const int64_t n = shape.numel();
+      if (dtype == "F32") {
+        std::memcpy(dst, src, size_t(n) * 4);
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          uint16_t bits;
+          std::memcpy(&bits, src + 2 * i, 2);
+          dst[i] = dtype == "BF16" ? numerics::bf16_to_f32(bits) : numerics::fp16_to_f32(bits);
+        }
       }
+      model.tensors.emplace(tensor, std::move(t));
+    } catch (const json::exception& e) {
+      FARTHING_FAIL(where, " has a malformed header entry (", e.what(), "): ", entry.dump());
     }
-    model.tensors.emplace(tensor, std::move(t));
   }
 }
 
