@@ -95,6 +95,9 @@ TEST(BadFiles, SafetensorsUnsupportedDtypeAndBadMagic) {
   expect_error([&] { read_safetensors(file); }, {file.string(), "'ids'", "I64", "expected F32, F16 or BF16"});
   const nlohmann::json negative = {{"w", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {-8, 8}}}}};
   write_bytes(file, safetensors_bytes(negative, std::string(8, '\0')));
+  expect_error([&] { read_safetensors(file); }, {file.string(), "'w'", "bad data_offsets"});
+  const nlohmann::json wrong_type = {{"w", {{"dtype", "F32"}, {"shape", "two"}, {"data_offsets", {0, 8}}}}};
+  write_bytes(file, safetensors_bytes(wrong_type, std::string(8, '\0')));
   expect_error([&] { read_safetensors(file); }, {file.string(), "'w'", "malformed"});
   write_bytes(file, std::string("\x10\0\0\0\0\0\0\0not json at all!", 24));
   expect_error([&] { read_safetensors(file); }, {file.string(), "not a safetensors file"});
