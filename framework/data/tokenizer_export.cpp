@@ -55,13 +55,38 @@ void write_json(const fs::path& path, const json& j) {
   FARTHING_CHECK(out.good(), "writing ", path.string(), " failed");
 }
 
+// llama2.c's tok512.bin writes spaces as " "; HF's SentencePiece-style files use "▁".
+TokenizerSpec with_metaspace(const TokenizerSpec& in) {
+  TokenizerSpec spec = in;
+  if (spec.kind == TokenizerKind::kByteLevel || spec.space_piece == kSpacePiece) return spec;
+  auto convert = [&](std::string& piece) {
+    FARTHING_CHECK(piece.find(kSpacePiece) == std::string::npos, "tokenizer ", spec.source, ": piece '", piece,
+                   "' already holds '▁', so its spaces cannot be rewritten as '▁' for tokenizer.json");
+    std::string out;
+    for (size_t pos = 0; pos < piece.size();) {
+      if (piece.compare(pos, in.space_piece.size(), in.space_piece) == 0) {
+        out += kSpacePiece;
+        pos += in.space_piece.size();
+      } else {
+        out += piece[pos++];
+      }
+    }
+    piece = out;
+  };
+  for (std::string& p : spec.pieces) convert(p);
+  for (auto& [l, r] : spec.merges) {
+    convert(l);
+    convert(r);
+  }
+  spec.space_piece = kSpacePiece;
+  return spec;
+}
+
 }  // namespace
 
 void write_hf_tokenizer_files(const Tokenizer& tokenizer, const fs::path& dir, const std::string& chat_template) {
-  const TokenizerSpec& spec = tokenizer.spec();
+  const TokenizerSpec spec = with_metaspace(tokenizer.spec());
   const bool byte_level = spec.kind == TokenizerKind::kByteLevel;
-  FARTHING_CHECK(byte_level || spec.space_piece == kSpacePiece, "tokenizer ", spec.source, " uses '", spec.space_piece,
-                 "' for spaces; HF tokenizer.json export needs '▁'");
   fs::create_directories(dir);
   json added = json::array();
   for (const AddedToken& t : spec.added_tokens) {

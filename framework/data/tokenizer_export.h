@@ -5,7 +5,8 @@
 // Byte-level: every pre-tokenizer regex becomes a Split (Isolated) in a Sequence ending with
 // ByteLevel(use_regex=false) — exactly the splitting farthing does. SentencePiece-style: the
 // Prepend/Replace "▁" normaliser and byte fallback; score-ordered vocabularies get merges listed
-// by descending score of the merged piece (as HF's SentencePiece converter does).
+// by descending score of the merged piece (as HF's SentencePiece converter does); tok512.bin's
+// " " space pieces are written as "▁".
 // Relies on: tokenizer.h, nlohmann/json. Tested by: tests/tokenizers/test_tokenizer_export.cpp.
 #pragma once
 
