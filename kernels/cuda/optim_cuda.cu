@@ -1,0 +1,389 @@
+// optim_cuda.cu — see optim_cuda.h.
+//
+// adamw_step_kernel: grid-stride over the CPU's chunks (chunk c covers the segment's part of
+// global [c*256 - lead, (c+1)*256 - lead)); one CUDA block of 256 threads per chunk, thread t
+// owning element t of it. The thread reads its gradient, weight/master and moments, calls
+// numerics::adamw_update_element, and writes everything back; blocked moments first reduce
+// the updated values' absmax over the block (8-bit) or half-block (4-bit) as integer bit
+// patterns, exactly numerics::block_absmax_bits, then requantize with the numerics scalars
+// against shared-memory maps. Stochastic-rounding words are generated once per Philox group
+// into shared memory, as kernels/cpu's fill_random_bits does per chunk.
+// Diagnostics: per-thread sums, a fixed-order reduction per CUDA block into a scratch array
+// of per-block partials, summed on the host in block order.
+#include "kernels/cuda/optim_cuda.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/numerics/bf16.h"
+#include "kernels/numerics/block_quant.h"
+#include "kernels/numerics/block_quant4.h"
+#include "kernels/numerics/master_remainder.h"
+#include "kernels/numerics/stochastic_round.h"
+
+namespace farthing::kernels {
+
+namespace nm = farthing::numerics;
+
+namespace {
+
+constexpr unsigned kThreads = nm::kQuantBlockElems;  // 256: one thread per element of a chunk
+constexpr unsigned kWarps = kThreads / 32;
+constexpr unsigned kWarpsPerBlock4 = nm::kQuant4BlockElems / 32;
+constexpr unsigned kMapEntries = 256;
+constexpr unsigned kMap4Entries = 16;
+// A chunk of up to 256 elements at any global offset touches at most 65 Philox groups of 4.
+constexpr unsigned kMaxGroupsPerChunk = kThreads / 4 + 1;
+static_assert(kThreads == kMapEntries && kThreads % 32 == 0,
+              "each thread stages one map entry and owns one element of a chunk");
+static_assert(kThreads % nm::kQuant4BlockElems == 0 && nm::kQuant4BlockElems % 32 == 0,
+              "a chunk holds whole 4-bit blocks, each made of whole warps");
+// NOTE: every element's result depends only on its own inputs, its block's (a pure function
+// of that block's inputs) and its global index, so the grid size can never change a bit of
+// the state. It does fix the summation order of the diagnostics' double sums; it is a
+// function of n alone, so those are deterministic too.
+constexpr uint64_t kMaxBlocks = 1u << 15;
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+unsigned grid_for(uint64_t work_blocks) { return unsigned(std::min<uint64_t>(work_blocks, kMaxBlocks)); }
+
+struct StepBlockPartial {
+  unsigned long long unchanged;
+  double update_ss;
+  double weight_ss;
+};
+
+struct GradBlockPartial {
+  unsigned long long nonfinite;
+  double sum_squares;
+};
+
+// The segment plus what the host derives from it once, exactly as adamw_step_cpu does.
+struct StepArgs {
+  AdamWSegmentCuda seg;
+  uint64_t lead;    // global_offset % 256: how far chunk 0 starts into its 256-block
+  uint64_t chunks;  // chunks of the segment
+  nm::RandomKey key;
+  bool stochastic;  // the weight is written stochastically rounded
+};
+
+// Stream-ordered device scratch, freed on every path out of the host function.
+class DeviceScratch {
+ public:
+  DeviceScratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
+    FARTHING_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream));
+  }
+  ~DeviceScratch() { static_cast<void>(cudaFreeAsync(ptr_, stream_)); }
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  template <class T>
+  T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  cudaStream_t stream_;
+};
+
+__host__ __device__ bool is_blocked(MomentFormat format) {
+  return format == MomentFormat::kBlock8 || format == MomentFormat::kBlock4;
+}
+
+__device__ float load_grad(const void* grad, GradFormat format, size_t i) {
+  return format == GradFormat::kF32 ? static_cast<const float*>(grad)[i]
+                                    : nm::bf16_to_f32(static_cast<const uint16_t*>(grad)[i]);
+}
+
+// What kernels/cpu's load_moment gives for segment element i (map: the shared copy).
+__device__ float load_moment(const MomentRef& moment, const float* map, size_t i) {
+  switch (moment.format) {
+    case MomentFormat::kF32:
+      return static_cast<const float*>(moment.values)[i];
+    case MomentFormat::kBf16:
+      return nm::bf16_to_f32(static_cast<const uint16_t*>(moment.values)[i]);
+    case MomentFormat::kBlock8:
+      return nm::dequantize_with_absmax(map, static_cast<const uint8_t*>(moment.values)[i],
+                                        moment.absmax[i / nm::kQuantBlockElems]);
+    case MomentFormat::kBlock4: {
+      const unsigned code = (static_cast<const uint8_t*>(moment.values)[i >> 1] >> ((i & 1) * 4)) & 0xFu;
+      return map[code] * moment.absmax[i / nm::kQuant4BlockElems];
+    }
+  }
+  return 0.0f;
+}
+
+// NOTE: numerics::block_absmax_bits as a warp reduction: an unsigned max of |x| bit patterns
+// is exact and order-free, and a NaN wins with its payload, as on the CPU. Inactive lanes
+// pass 0, the scalar's starting value.
+__device__ uint32_t warp_max_bits(uint32_t bits) {
+  for (int offset = 16; offset > 0; offset >>= 1) bits = max(bits, __shfl_xor_sync(kFullMask, bits, offset));
+  return bits;
+}
+
+// Writes segment element i (thread t of the chunk) of a moment, as kernels/cpu's store_moment.
+// Called by every thread of the block (the 4-bit path shuffles); warp_max holds the warps'
+// absmax bits of this moment when it is blocked.
+__device__ void store_moment(const MomentRef& moment, const float* map, bool signed_map,
+                             const uint32_t* warp_max, float x, size_t i, unsigned t, bool active) {
+  switch (moment.format) {
+    case MomentFormat::kF32:
+      if (active) static_cast<float*>(moment.values)[i] = x;
+      return;
+    case MomentFormat::kBf16:
+      // NOTE: round-to-nearest-even, as the CPU stores bf16 moments.
+      if (active) static_cast<uint16_t*>(moment.values)[i] = nm::f32_to_bf16_rne(x);
+      return;
+    case MomentFormat::kBlock8: {
+      uint32_t bits = 0;
+#pragma unroll
+      for (unsigned w = 0; w < kWarps; ++w) bits = max(bits, warp_max[w]);
+      const float absmax = nm::bits_to_f32(bits);
+      // Thread 0 is always active and i / 256 is the chunk's block (global_offset % 256 == 0).
+      if (t == 0) moment.absmax[i / nm::kQuantBlockElems] = absmax;
+      if (active) static_cast<uint8_t*>(moment.values)[i] = nm::quantize_with_absmax(map, signed_map, x, absmax);
+      return;
+    }
+    case MomentFormat::kBlock4: {
+      // Threads 0-127 form one 4-bit block, 128-255 the next (absent when the chunk is short).
+      const unsigned first_warp = (t / nm::kQuant4BlockElems) * kWarpsPerBlock4;
+      uint32_t bits = 0;
+#pragma unroll
+      for (unsigned w = 0; w < kWarpsPerBlock4; ++w) bits = max(bits, warp_max[first_warp + w]);
+      const float absmax = nm::bits_to_f32(bits);
+      if (active && t % nm::kQuant4BlockElems == 0) moment.absmax[i / nm::kQuant4BlockElems] = absmax;
+      // An inactive lane's code is 0: the high nibble of an odd tail's last byte, as on the CPU.
+      const unsigned code = active ? unsigned(nm::quantize4_with_absmax(map, x, absmax)) : 0u;
+      const unsigned high = __shfl_down_sync(kFullMask, code, 1);  // element i + 1 (t even: same warp)
+      if (active && t % 2 == 0) static_cast<uint8_t*>(moment.values)[i >> 1] = uint8_t(code | (high << 4));
+      return;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    adamw_step_kernel(const StepArgs args, StepBlockPartial* __restrict__ partials) {
+  __shared__ float map_m[kMapEntries], map_v[kMapEntries];
+  __shared__ uint32_t warp_max[2][kWarps];
+  __shared__ uint32_t words[4 * kMaxGroupsPerChunk];
+  __shared__ StepBlockPartial warp_partials[kWarps];
+
+  const AdamWSegmentCuda& seg = args.seg;
+  const unsigned t = threadIdx.x;
+  const unsigned lane = t % 32, warp = t / 32;
+  if (seg.m.format == MomentFormat::kBlock8) map_m[t] = seg.signed_map[t];
+  if (seg.m.format == MomentFormat::kBlock4 && t < kMap4Entries) map_m[t] = seg.signed_map4[t];
+  if (seg.v.format == MomentFormat::kBlock8) map_v[t] = seg.unsigned_map[t];
+  if (seg.v.format == MomentFormat::kBlock4 && t < kMap4Entries) map_v[t] = seg.unsigned_map4[t];
+  __syncthreads();
+
+  const bool reduce_absmax = is_blocked(seg.m.format) || is_blocked(seg.v.format);
+  unsigned long long unchanged = 0;
+  double update_ss = 0.0, weight_ss = 0.0;
+  for (uint64_t c = blockIdx.x; c < args.chunks; c += gridDim.x) {
+    const uint64_t begin = c == 0 ? 0 : c * kThreads - args.lead;
+    const uint64_t chunk_end = (c + 1) * kThreads - args.lead;
+    const uint64_t end = chunk_end < seg.n ? chunk_end : uint64_t(seg.n);
+    const uint64_t count = end - begin;  // >= 1
+    const size_t i = size_t(begin + t);
+    const bool active = t < count;
+
+    float g = 0.0f, p_old = 0.0f, m = 0.0f, v = 0.0f;
+    uint16_t w_old = 0;
+    if (active) {
+      g = load_grad(seg.grad, seg.grad_format, i);
+      w_old = seg.weight[i];
+      if (seg.master_mode == MasterMode::kF32) {
+        p_old = seg.master[i];
+      } else if (seg.master_mode == MasterMode::kRemainder16) {
+        p_old = nm::master_combine(w_old, seg.remainder[i]);
+      } else {
+        p_old = nm::bf16_to_f32(w_old);
+      }
+      m = load_moment(seg.m, map_m, i);
+      v = load_moment(seg.v, map_v, i);
+    }
+    float p = p_old;
+    if (active) {
+      nm::adamw_update_element(seg.scalars, g, p, m, v);
+      // NOTE: the same fp32 squares as the CPU; summed in double here (see optim_cuda.h).
+      const float du = p - p_old;
+      update_ss += double(du * du);
+      weight_ss += double(p_old * p_old);
+    }
+
+    if (reduce_absmax) {
+      const uint32_t m_bits = warp_max_bits(active ? nm::f32_to_bits(m) & 0x7FFFFFFFu : 0u);
+      const uint32_t v_bits = warp_max_bits(active ? nm::f32_to_bits(v) & 0x7FFFFFFFu : 0u);
+      if (lane == 0) {
+        warp_max[0][warp] = m_bits;
+        warp_max[1][warp] = v_bits;
+      }
+    }
+    if (args.stochastic) {
+      // The words of every Philox group the chunk touches; element k of the chunk takes word
+      // (global index - 4 * first group), i.e. random_bits_for_element(key, global index).
+      const uint64_t global_begin = seg.global_offset + begin;
+      const uint64_t first_group = global_begin >> 2;
+      const uint64_t groups = ((global_begin + count - 1) >> 2) - first_group + 1;
+      if (t < groups) {
+        const nm::Philox4x32 w = nm::random_words_for_group(args.key, first_group + t);
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) words[4 * t + k] = w.v[k];
+      }
+    }
+    __syncthreads();  // warp_max and words are complete
+
+    store_moment(seg.m, map_m, true, warp_max[0], m, i, t, active);
+    store_moment(seg.v, map_v, false, warp_max[1], v, i, t, active);
+    if (active) {
+      uint16_t w_new;
+      if (seg.master_mode == MasterMode::kRemainder16) {
+        const nm::MasterSplit split = nm::master_split(p);
+        w_new = split.weight;
+        seg.remainder[i] = split.remainder;
+      } else if (args.stochastic) {
+        const uint64_t global_begin = seg.global_offset + begin;
+        w_new = nm::f32_to_bf16_sr(p, words[global_begin + t - 4 * (global_begin >> 2)]);
+      } else {
+        w_new = nm::f32_to_bf16_rne(p);
+      }
+      if (seg.master_mode == MasterMode::kF32) seg.master[i] = p;
+      unchanged += w_new == w_old ? 1u : 0u;
+      seg.weight[i] = w_new;
+    }
+    __syncthreads();  // warp_max and words are rewritten by the next chunk
+  }
+
+  // Fixed-order reduction: a shuffle tree per warp, then the warps in order.
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    unchanged += __shfl_down_sync(kFullMask, unchanged, offset);
+    update_ss += __shfl_down_sync(kFullMask, update_ss, offset);
+    weight_ss += __shfl_down_sync(kFullMask, weight_ss, offset);
+  }
+  if (lane == 0) warp_partials[warp] = StepBlockPartial{unchanged, update_ss, weight_ss};
+  __syncthreads();
+  if (t == 0) {
+    StepBlockPartial sum = warp_partials[0];
+    for (unsigned w = 1; w < kWarps; ++w) {
+      sum.unchanged += warp_partials[w].unchanged;
+      sum.update_ss += warp_partials[w].update_ss;
+      sum.weight_ss += warp_partials[w].weight_ss;
+    }
+    partials[blockIdx.x] = sum;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    grad_partials_kernel(const void* __restrict__ grad, GradFormat format, size_t n,
+                         GradBlockPartial* __restrict__ partials) {
+  __shared__ GradBlockPartial warp_partials[kWarps];
+  unsigned long long nonfinite = 0;
+  double sum_squares = 0.0;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float g = load_grad(grad, format, i);
+    const double x = double(g);
+    sum_squares += x * x;  // exact: a float's square fits a double
+    nonfinite += (nm::f32_to_bits(g) & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    nonfinite += __shfl_down_sync(kFullMask, nonfinite, offset);
+    sum_squares += __shfl_down_sync(kFullMask, sum_squares, offset);
+  }
+  if (threadIdx.x % 32 == 0) warp_partials[threadIdx.x / 32] = GradBlockPartial{nonfinite, sum_squares};
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    GradBlockPartial sum = warp_partials[0];
+    for (unsigned w = 1; w < kWarps; ++w) {
+      sum.nonfinite += warp_partials[w].nonfinite;
+      sum.sum_squares += warp_partials[w].sum_squares;
+    }
+    partials[blockIdx.x] = sum;
+  }
+}
+
+[[noreturn]] void fail(const std::string& message) { throw Error("adamw_step_cuda: " + message); }
+
+void check_moment(const MomentRef& moment, const char* name, uint64_t global_offset, const float* map,
+                  const float* map4) {
+  if (moment.values == nullptr) fail(error_detail::concat(name, ".values is null"));
+  if (!is_blocked(moment.format)) return;
+  if (moment.absmax == nullptr) fail(error_detail::concat(name, ".absmax is null for a blocked format"));
+  if (global_offset % nm::kQuantBlockElems != 0) {
+    fail(error_detail::concat(name, " is block-quantized but the segment starts at global offset ", global_offset,
+                              ", not a multiple of ", nm::kQuantBlockElems));
+  }
+  if (moment.format == MomentFormat::kBlock8 && map == nullptr) fail(error_detail::concat(name, "'s 8-bit map is null"));
+  if (moment.format == MomentFormat::kBlock4 && map4 == nullptr) fail(error_detail::concat(name, "'s 4-bit map is null"));
+}
+
+// The blocks' partials, copied back and summed in block order.
+template <class Partial>
+std::vector<Partial> download_partials(const DeviceScratch& scratch, unsigned blocks, cudaStream_t stream) {
+  std::vector<Partial> host(blocks);
+  FARTHING_CUDA_CHECK(cudaMemcpyAsync(host.data(), scratch.as<Partial>(), sizeof(Partial) * blocks,
+                                      cudaMemcpyDeviceToHost, stream));
+  FARTHING_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host;
+}
+
+}  // namespace
+
+AdamWPartials adamw_step_cuda(const AdamWSegmentCuda& seg, cudaStream_t stream) {
+  AdamWPartials out;
+  out.elements = int64_t(seg.n);
+  if (seg.n == 0) return out;
+  if (seg.grad == nullptr || seg.weight == nullptr) fail("grad and weight must be device pointers, got null");
+  if (seg.master_mode == MasterMode::kF32 && seg.master == nullptr) fail("master_mode kF32 needs master");
+  if (seg.master_mode == MasterMode::kRemainder16 && seg.remainder == nullptr) {
+    fail("master_mode kRemainder16 needs remainder");
+  }
+  check_moment(seg.m, "m", seg.global_offset, seg.signed_map, seg.signed_map4);
+  check_moment(seg.v, "v", seg.global_offset, seg.unsigned_map, seg.unsigned_map4);
+
+  // Derived exactly as in adamw_step_cpu.
+  StepArgs args;
+  args.seg = seg;
+  args.lead = seg.global_offset % kThreads;
+  args.chunks = (uint64_t(seg.n) + args.lead + kThreads - 1) / kThreads;
+  const bool has_master = seg.master_mode == MasterMode::kF32;
+  args.stochastic = seg.master_mode == MasterMode::kNone ||
+                    (has_master && seg.weight_rounding == WeightRounding::kStochastic);
+  args.key = nm::RandomKey{seg.seed, seg.step,
+                           has_master ? nm::RandomPurpose::kWeightCast : nm::RandomPurpose::kMasterFreeUpdate};
+
+  const unsigned blocks = grid_for(args.chunks);
+  DeviceScratch scratch(sizeof(StepBlockPartial) * blocks, stream);
+  adamw_step_kernel<<<blocks, kThreads, 0, stream>>>(args, scratch.as<StepBlockPartial>());
+  FARTHING_CUDA_CHECK(cudaGetLastError());
+  const std::vector<StepBlockPartial> partials = download_partials<StepBlockPartial>(scratch, blocks, stream);
+  unsigned long long unchanged = 0;
+  for (const StepBlockPartial& p : partials) {
+    unchanged += p.unchanged;
+    out.update_sum_squares += p.update_ss;
+    out.weight_sum_squares += p.weight_ss;
+  }
+  out.weights_unchanged = int64_t(unchanged);
+  return out;
+}
+
+GradPartials grad_partials_cuda(const void* grad, GradFormat format, size_t n, cudaStream_t stream) {
+  GradPartials out;
+  if (n == 0) return out;
+  if (grad == nullptr) throw Error("grad_partials_cuda: grad is null");
+  const unsigned blocks = grid_for((uint64_t(n) + kThreads - 1) / kThreads);
+  DeviceScratch scratch(sizeof(GradBlockPartial) * blocks, stream);
+  grad_partials_kernel<<<blocks, kThreads, 0, stream>>>(grad, format, n, scratch.as<GradBlockPartial>());
+  FARTHING_CUDA_CHECK(cudaGetLastError());
+  const std::vector<GradBlockPartial> partials = download_partials<GradBlockPartial>(scratch, blocks, stream);
+  unsigned long long nonfinite = 0;
+  for (const GradBlockPartial& p : partials) {
+    nonfinite += p.nonfinite;
+    out.sum_squares += p.sum_squares;
+  }
+  out.nonfinite = int64_t(nonfinite);
+  return out;
+}
+
+}  // namespace farthing::kernels

@@ -1,0 +1,65 @@
+// optim_cuda.h — the fused AdamW step over one segment of a shard, on a CUDA device.
+//
+// The same operation as kernels/cpu/optim_cpu.h's adamw_step_cpu, on device pointers: one pass
+// per element (gradient → dequantize m and v → numerics::adamw_update_element → requantize →
+// master → weight cast), one 256-thread CUDA block per 256-element chunk of the global flat
+// space (the CPU's chunks, so an 8-bit block is one CUDA block, a 4-bit block half of one).
+// Every element is computed by the numerics/ scalar functions the CPU loops over, and the
+// stochastic-rounding bits are keyed exactly as there: (seed, step, purpose, global index),
+// purpose kWeightCast with an fp32 master and kMasterFreeUpdate without one. So weights,
+// masters, remainders, moment values or codes and absmax are bitwise the CPU's.
+// The formats, the partials and the moment reference are optim_cpu.h's types (one definition
+// of each); only the map pointers differ: here they point to device copies of the tables.
+// Relies on: numerics/{adamw_update,block_quant,block_quant4,bf16,master_remainder,
+// stochastic_round}.h, the CUDA runtime. Tested by: tests/kernels/test_cuda_optim_parity.cpp
+// (bitwise against adamw_step_cpu for every format combination, three consecutive steps).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/optim_cpu.h"
+
+namespace farthing::kernels {
+
+// Every pointer is device memory. Preconditions as adamw_step_cpu's: for kBlock8 and kBlock4
+// moments global_offset is a multiple of 256 (checked); values hold n codes (kBlock8) or
+// (n + 1) / 2 bytes (kBlock4, element 2j in the low nibble; an odd tail's high nibble is
+// written 0), absmax one float per 256 (kBlock8) or 128 (kBlock4) elements of the segment.
+struct AdamWSegmentCuda {
+  size_t n = 0;
+  uint64_t global_offset = 0;  // global flat index of element 0 (a multiple of 256 for blocked moments)
+  const void* grad = nullptr;
+  GradFormat grad_format = GradFormat::kF32;
+  uint16_t* weight = nullptr;     // bf16 working weight (read for diagnostics, written)
+  float* master = nullptr;        // MasterMode::kF32 only
+  uint16_t* remainder = nullptr;  // MasterMode::kRemainder16 only
+  MasterMode master_mode = MasterMode::kF32;
+  WeightRounding weight_rounding = WeightRounding::kNearest;  // master -> weight cast (kF32 only)
+  MomentRef m, v;                 // device values and absmax
+  numerics::AdamWScalars scalars{};
+  uint64_t seed = 0;  // stochastic rounding key: (seed, step, purpose, global index)
+  uint32_t step = 0;
+  const float* signed_map = nullptr;     // kBlock8: the 256-entry map of m (numerics::make_dynamic_map)
+  const float* unsigned_map = nullptr;   // kBlock8: the 256-entry map of v
+  const float* signed_map4 = nullptr;    // kBlock4: the 16-entry map of m (numerics::make_dynamic_map_4bit)
+  const float* unsigned_map4 = nullptr;  // kBlock4: the 16-entry map of v
+};
+
+// Queues the step on `stream`, then waits for it (the diagnostics come back to the host).
+// NOTE: weights_unchanged and elements equal the CPU's exactly. The two sums of squares are
+// per-element fp32 squares summed in double in a fixed order (per thread, a fixed tree per
+// CUDA block, then the blocks in index order on the host), so they are deterministic for a
+// given n, but not the CPU's order (its per-chunk fp32 sums are vectorized by the compiler):
+// they differ from adamw_step_cpu's within the CPU's fp32 rounding over a 256-element chunk
+// (< 256 * 2^-24 = 1.5e-5 relative, typically ~1e-7).
+AdamWPartials adamw_step_cuda(const AdamWSegmentCuda& segment, cudaStream_t stream);
+
+// Sum of squares and count of non-finite values of a device gradient array; waits for the
+// result. nonfinite equals grad_partials_cpu's exactly; sum_squares sums the same exact double
+// squares in another fixed order, so it may differ from the CPU's in the last bits.
+GradPartials grad_partials_cuda(const void* grad, GradFormat format, size_t n, cudaStream_t stream);
+
+}  // namespace farthing::kernels
