@@ -11,7 +11,9 @@
 
 #include "framework/backend/backend.h"
 #include "framework/core/error.h"
+#include "framework/dist/abort_on_error.h"
 #include "tools/bench/bench.h"
+#include "tools/farthing/verbs.h"
 
 namespace {
 
@@ -25,6 +27,10 @@ constexpr const char* kUsage =
     "  bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n"
     "                 [--preset NAME] [--seq T] [--batch B]   (train suite)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
+    "  tokenize --tokenizer PATH (--ids TEXT | INPUT -o OUT.bin)\n"
+    "                 text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)\n"
+    "  export --from MODEL --out DIR\n"
+    "                 write a model file (safetensors, GGUF, llama2.c) as HF safetensors + config.json\n"
     "  info           what this binary was built with and which devices it sees\n"
     "  help           this text\n";
 
@@ -85,19 +91,17 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage_error("no verb given");
   const std::string verb = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  try {
-    if (verb == "help" || verb == "--help" || verb == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    }
+  if (verb == "help" || verb == "--help" || verb == "-h") {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  // run_main_or_abort prints an escaping error once, naming the rank, and ends every rank of
+  // a multi-process job so that no peer waits forever in a collective.
+  return farthing::run_main_or_abort([&]() -> int {
     if (verb == "bench") return run_bench(args);
+    if (verb == "tokenize") return run_tokenize(args);
+    if (verb == "export") return run_export(args);
     if (verb == "info") return run_info();
     return usage_error("unknown verb '" + verb + "'");
-  } catch (const farthing::Error& e) {
-    std::fprintf(stderr, "farthing %s: error: %s\n", verb.c_str(), e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "farthing %s: error: %s\n", verb.c_str(), e.what());
-    return 1;
-  }
+  });
 }
