@@ -5,8 +5,10 @@
 // lookup table built from that same function (see QuantMapCpu), because the binary search's
 // seven data-dependent branches cost ~40 ns an element on a CPU and the table costs ~1.
 // src[0] sits on a block boundary; the last block may be short.
-// Tested by: tests/numerics/test_block_quant.cpp (table == search on every bucket edge and
-// threshold, and on random values; shard invariance; bounds).
+// Blocks with a finite non-zero absmax read a packed copy of the table for |y| <= 1 only
+// (QuantMapCpu::unit, 128 KiB, one word an element).
+// Tested by: tests/numerics/test_block_quant.cpp (table == search and packed table == search
+// on every bucket edge and threshold, and on random values; shard invariance; bounds).
 #pragma once
 
 #include <cstddef>
@@ -27,12 +29,27 @@ struct QuantMapCpu {
   std::vector<int32_t> base;        // 65536 entries (int32: what a vector gather loads)
   std::vector<float> threshold;     // 65536 entries; +inf where the code never changes
   std::vector<uint8_t> use_search;  // 65536 flags: 1 where the table cannot answer
+  // The same table for the 2 x 16384 buckets of |y| <= 1 only (what block quantization needs,
+  // 128 KiB: stays in L2), one packed word per bucket: bits 0-7 base, bits 8-23 the
+  // threshold's low 16 bits t (the threshold lies inside its bucket) in "key" order, where
+  // key(y) = low16(y), bit-flipped for a negative bucket, so y > threshold iff key(y) > t;
+  // t = 0xFFFF where the code never changes. Index: quant_map_unit_index. Built from base and
+  // threshold; unit_valid is false (and the fast path unused) if a bucket in range needs the
+  // search or has a threshold outside its bucket.
+  std::vector<uint32_t> unit;  // 32768 entries
+  bool unit_valid = false;
 };
+
+inline uint32_t quant_map_unit_index(uint32_t y_bits) {
+  return ((y_bits >> 17) & 0x4000u) | ((y_bits >> 16) & 0x3FFFu);
+}
 
 QuantMapCpu make_quant_map_cpu(numerics::MapSign sign);
 
 // The code numerics::dynamic_map_nearest would give for y, read from the table.
 uint8_t quant_map_lookup(const QuantMapCpu& map, float y);
+// The same code through the packed |y| <= 1 table (requires map.unit_valid and |y| <= 1).
+uint8_t quant_map_lookup_unit(const QuantMapCpu& map, float y);
 
 void block_quantize_cpu(const QuantMapCpu& map, const float* src, uint8_t* codes, float* absmax, size_t n);
 // One block of count <= 256 values (no threading): writes count codes, returns the absmax.

@@ -239,6 +239,57 @@ TEST(BlockQuant, IdenticalForAnySplitIntoWholeBlockShards) {
 // inputs the array loop sends it). Within a bucket the answer is monotone and the table knows
 // its single switch point, so checking both ends of every bucket and both sides of every switch
 // covers all the places it could be wrong; random values check the rest.
+// The packed |y| <= 1 table (QuantMapCpu::unit) that block_quantize_one_cpu reads: within a
+// bucket both it and the search are monotone in y with at most one switch, so agreeing at the
+// bucket's ends and on either side of its threshold is agreeing on every float of the bucket.
+TEST(BlockQuant, CpuUnitTableEqualsTheSearch) {
+  for (nm::MapSign sign : {nm::MapSign::kSigned, nm::MapSign::kUnsigned}) {
+    const QuantMapCpu& map = quant_map(sign);
+    ASSERT_TRUE(map.unit_valid);
+    ASSERT_EQ(map.unit.size(), size_t(1) << 15);
+    int mismatches = 0, checked = 0;
+    auto check = [&](float y) {
+      if (!(std::fabs(y) <= 1.0f)) return;
+      ++checked;
+      const uint8_t want = nm::dynamic_map_nearest(map.values.data(), y);
+      const uint8_t got = farthing::kernels::quant_map_lookup_unit(map, y);
+      if (want != got && mismatches++ < 5) {
+        ADD_FAILURE() << "y=" << y << " (0x" << std::hex << nm::f32_to_bits(y) << std::dec << "): unit table "
+                      << int(got) << ", search " << int(want);
+      }
+    };
+    for (uint32_t bucket = 0; bucket < (1u << 16); ++bucket) {
+      if ((bucket & 0x7FFFu) > 0x3F80u) continue;  // no float of the bucket has |y| <= 1
+      for (uint32_t k : {0u, 1u, 0x7FFFu, 0x8000u, 0xFFFEu, 0xFFFFu}) check(nm::bits_to_f32((bucket << 16) | k));
+      // The switch (if any), found from the search itself, not from the table under test:
+      // the search is monotone in k within a bucket, so bisect between its two answers.
+      auto at = [&](uint32_t k) { return nm::bits_to_f32((bucket << 16) | k); };
+      auto code_at = [&](uint32_t k) { return nm::dynamic_map_nearest(map.values.data(), at(k)); };
+      uint32_t lo = 0, hi = 0xFFFFu;
+      const uint8_t low_code = code_at(lo);
+      if (low_code != code_at(hi)) {
+        while (hi - lo > 1) {
+          const uint32_t mid = (lo + hi) / 2;
+          (code_at(mid) == low_code ? lo : hi) = mid;
+        }
+        for (uint32_t k : {lo, hi}) {
+          check(at(k));
+          if (k > 0) check(at(k - 1));
+          if (k < 0xFFFFu) check(at(k + 1));
+        }
+      }
+    }
+    SplitMix64 rng(91);
+    for (int i = 0; i < 1000000; ++i) {
+      check(nm::bits_to_f32(uint32_t(rng.next()) & (sign == nm::MapSign::kSigned ? 0xBFFFFFFFu : 0x3FFFFFFFu)));
+    }
+    check(1.0f);
+    check(-1.0f);
+    EXPECT_EQ(mismatches, 0);
+    EXPECT_GT(checked, 1000000);
+  }
+}
+
 TEST(BlockQuant, CpuLookupTableEqualsTheSearch) {
   for (nm::MapSign sign : {nm::MapSign::kSigned, nm::MapSign::kUnsigned}) {
     const QuantMapCpu& map = quant_map(sign);
