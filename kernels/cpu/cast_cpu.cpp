@@ -1,5 +1,6 @@
 // cast_cpu.cpp — see cast_cpu.h.
 #include "kernels/cpu/cast_cpu.h"
+#include "kernels/cpu/random_bits_cpu.h"
 
 #include <algorithm>
 
@@ -23,53 +24,23 @@ void widen_elements(const In* src, float* dst, size_t n, Fn fn) {
   for (size_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
 }
 
-// Stochastic rounding walks the global index space in Philox groups of four elements, so one
-// generator call serves four elements. The partial groups at either end are done one element
-// at a time with random_bits_for_element, which gives the same bits; the whole groups in
-// between form a branch-free loop that vectorizes.
+// Stochastic rounding in runs of kRandomBitsChunk elements: the run's random bits first
+// (fill_random_bits_cpu gives exactly random_bits_for_element's bits), then a vectorized
+// rounding loop. Runs are split over threads; no element's result depends on the split.
 template <class Out, class Fn>
 void map_elements_sr(const float* src, Out* dst, size_t n, nm::RandomKey key,
                      uint64_t global_offset, Fn fn) {
-  const size_t head = std::min<size_t>(n, size_t((4 - (global_offset & 3)) & 3));
-  for (size_t i = 0; i < head; ++i) {
-    dst[i] = fn(src[i], nm::random_bits_for_element(key, global_offset + i));
-  }
-  const int64_t groups = int64_t((n - head) / 4);
-  const uint64_t first_group = (global_offset + head) >> 2;
-  const float* group_src = src + head;
-  Out* group_dst = dst + head;
-  // Chunks of groups: generate the words of a chunk in one vectorized pass (structure of
-  // arrays), interleave them into per-element order, then round the chunk's elements.
-  constexpr int64_t kChunkGroups = 256;
-  const int64_t chunks = (groups + kChunkGroups - 1) / kChunkGroups;
+  const int64_t runs = int64_t((n + kRandomBitsChunk - 1) / kRandomBitsChunk);
 #pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    alignas(64) uint32_t w0[kChunkGroups], w1[kChunkGroups], w2[kChunkGroups], w3[kChunkGroups];
-    alignas(64) uint32_t bits[4 * kChunkGroups];
-    const int64_t g0 = c * kChunkGroups;
-    const int count = int(std::min(kChunkGroups, groups - g0));
+  for (int64_t r = 0; r < runs; ++r) {
+    const size_t begin = size_t(r) * kRandomBitsChunk;
+    const int count = int(std::min<size_t>(kRandomBitsChunk, n - begin));
+    alignas(64) uint32_t bits[kRandomBitsChunk];
+    fill_random_bits_cpu(key, global_offset + begin, count, bits);
+    const float* run_src = src + begin;
+    Out* run_dst = dst + begin;
 #pragma omp simd
-    for (int j = 0; j < count; ++j) {
-      const nm::Philox4x32 w = nm::random_words_for_group(key, first_group + uint64_t(g0 + j));
-      w0[j] = w.v[0];
-      w1[j] = w.v[1];
-      w2[j] = w.v[2];
-      w3[j] = w.v[3];
-    }
-#pragma omp simd
-    for (int j = 0; j < count; ++j) {
-      bits[4 * j + 0] = w0[j];
-      bits[4 * j + 1] = w1[j];
-      bits[4 * j + 2] = w2[j];
-      bits[4 * j + 3] = w3[j];
-    }
-    const float* chunk_src = group_src + size_t(g0) * 4;
-    Out* chunk_dst = group_dst + size_t(g0) * 4;
-#pragma omp simd
-    for (int i = 0; i < 4 * count; ++i) chunk_dst[i] = fn(chunk_src[i], bits[i]);
-  }
-  for (size_t i = head + size_t(groups) * 4; i < n; ++i) {
-    dst[i] = fn(src[i], nm::random_bits_for_element(key, global_offset + i));
+    for (int i = 0; i < count; ++i) run_dst[i] = fn(run_src[i], bits[i]);
   }
 }
 

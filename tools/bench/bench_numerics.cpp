@@ -20,6 +20,7 @@
 
 #include "framework/backend/backend.h"
 #include "framework/core/memory.h"
+#include "kernels/cpu/random_bits_cpu.h"
 #include "tools/bench/bench.h"
 
 namespace farthing::bench {
@@ -119,18 +120,17 @@ int run_numerics_bench(const BenchOptions& options) {
     measure(std::string("cast ") + f.name + "->f32", narrow_bytes + 4, [&] { cpu.cast(f32_out, narrow, {}); });
   }
   // What bounds the stochastic-rounding casts: the random bits alone (Philox4x32-10, one call
-  // per four elements), written as 4 bytes per element so the row compares with the casts.
+  // per four elements, the same routine the casts use), written as 4 bytes per element.
   {
     auto* words = static_cast<uint32_t*>(out_buf.data());
     const nm::RandomKey key{1234, 1, nm::RandomPurpose::kWeightCast};
     measure("philox bits only (4 B out)", 4, [&] {
-#pragma omp parallel for simd schedule(static)
-      for (int64_t g = 0; g < n / 4; ++g) {
-        const nm::Philox4x32 w = nm::random_words_for_group(key, uint64_t(g));
-        words[4 * g + 0] = w.v[0];
-        words[4 * g + 1] = w.v[1];
-        words[4 * g + 2] = w.v[2];
-        words[4 * g + 3] = w.v[3];
+      const int64_t runs = (n + kernels::kRandomBitsChunk - 1) / kernels::kRandomBitsChunk;
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < runs; ++r) {
+        const int64_t begin = r * kernels::kRandomBitsChunk;
+        const int count = int(std::min<int64_t>(kernels::kRandomBitsChunk, n - begin));
+        kernels::fill_random_bits_cpu(key, uint64_t(begin), count, words + begin);
       }
     });
   }
