@@ -14,43 +14,19 @@
 #include <vector>
 
 #include "kernels/numerics/bf16.h"
+#include "tests/numerics/numerics_goldens.h"
 #include "tests/support/test_support.h"
 
 namespace farthing::numerics {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "goldens are little-endian");
+constexpr size_t kRandomCount = test::kNumericsRandomCount;
 
-constexpr uint64_t kSeed = 0x6E756D6572696373ull;  // same as the golden script
-constexpr size_t kRandomCount = size_t(1) << 20;
-
-// The golden script's random fp32 patterns: first half any pattern, second half a biased
-// exponent in [100, 150] with random sign and mantissa.
-std::vector<uint32_t> random_inputs() {
-  test::SplitMix64 rng(kSeed);
-  std::vector<uint32_t> bits(kRandomCount);
-  for (size_t i = 0; i < kRandomCount; ++i) {
-    const uint64_t r = rng.next();
-    if (i < kRandomCount / 2) {
-      bits[i] = uint32_t(r >> 32);
-    } else {
-      const uint32_t mantissa = uint32_t(r & 0x7FFFFFu);
-      const uint32_t sign = uint32_t((r >> 23) & 1u);
-      const uint32_t exponent = 100u + uint32_t((r >> 32) % 51u);
-      bits[i] = (sign << 31) | (exponent << 23) | mantissa;
-    }
-  }
-  return bits;
-}
+std::vector<uint32_t> random_inputs() { return test::numerics_random_inputs(); }
 
 template <class T>
 std::vector<T> load_golden(const char* name, size_t count) {
-  const std::vector<uint8_t> bytes =
-      test::read_file_bytes(test::test_data_dir() / "numerics" / name);
-  EXPECT_EQ(bytes.size(), count * sizeof(T)) << name;
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
-  return out;
+  return test::load_numerics_golden<T>(name, count);
 }
 
 struct EdgeCase {

@@ -18,48 +18,21 @@
 #include <vector>
 
 #include "kernels/numerics/minifloat.h"
+#include "tests/numerics/numerics_goldens.h"
 #include "tests/support/test_support.h"
 
 namespace farthing::numerics {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "goldens are little-endian");
+constexpr size_t kRandomCount = test::kNumericsRandomCount;
 
-constexpr uint64_t kSeed = 0x6E756D6572696373ull;  // same as the golden script
-constexpr size_t kRandomCount = size_t(1) << 20;
-
-// The golden script's random fp32 patterns: first half any pattern, second half a biased
-// exponent in [100, 150] with random sign and mantissa.
-std::vector<uint32_t> random_inputs() {
-  test::SplitMix64 rng(kSeed);
-  std::vector<uint32_t> bits(kRandomCount);
-  for (size_t i = 0; i < kRandomCount; ++i) {
-    const uint64_t r = rng.next();
-    if (i < kRandomCount / 2) {
-      bits[i] = uint32_t(r >> 32);
-    } else {
-      const uint32_t mantissa = uint32_t(r & 0x7FFFFFu);
-      const uint32_t sign = uint32_t((r >> 23) & 1u);
-      const uint32_t exponent = 100u + uint32_t((r >> 32) % 51u);
-      bits[i] = (sign << 31) | (exponent << 23) | mantissa;
-    }
-  }
-  return bits;
-}
+std::vector<uint32_t> random_inputs() { return test::numerics_random_inputs(); }
 
 // Golden file of `count` little-endian codes of T, widened to uint32.
 template <class T>
 std::vector<uint32_t> load_golden(const std::string& name, size_t count) {
-  const std::vector<uint8_t> bytes =
-      test::read_file_bytes(test::test_data_dir() / "numerics" / name);
-  EXPECT_EQ(bytes.size(), count * sizeof(T)) << name;
-  std::vector<uint32_t> out(bytes.size() / sizeof(T));
-  for (size_t i = 0; i < out.size(); ++i) {
-    T v;
-    std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
-    out[i] = v;
-  }
-  return out;
+  const std::vector<T> codes = test::load_numerics_golden<T>(name, count);
+  return std::vector<uint32_t>(codes.begin(), codes.end());
 }
 
 // One edge input with the expected code of each format (edge_cases.bin).

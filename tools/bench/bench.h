@@ -3,6 +3,7 @@
 // Benchmarks are never unit tests: timings live here, not in ctest.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct BenchSuite {
   const char* summary;
   int (*run)(const BenchOptions& options);  // returns a process exit code
 };
+
+// memcpy split evenly over the OpenMP threads: the copy ceiling the suites compare against.
+void parallel_memcpy(void* dst, const void* src, size_t bytes);
 
 // All suites, in the order `farthing bench --help` lists them.
 const std::vector<BenchSuite>& bench_suites();

@@ -29,16 +29,6 @@ namespace {
 
 namespace nm = farthing::numerics;
 
-void parallel_memcpy(void* dst, const void* src, size_t bytes) {
-  const int threads = omp_get_max_threads();
-  const size_t chunk = (bytes / size_t(threads) + 63) / 64 * 64;
-#pragma omp parallel for schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const size_t begin = std::min(bytes, size_t(t) * chunk);
-    const size_t end = std::min(bytes, begin + chunk);
-    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
-  }
-}
 
 void parallel_fill(void* data, size_t bytes, unsigned char value) {
 #pragma omp parallel for schedule(static)

@@ -42,16 +42,6 @@ double time_best_of(const std::function<void()>& fn, double min_seconds) {
   return best;
 }
 
-void parallel_copy(void* dst, const void* src, size_t bytes) {
-  const int threads = omp_get_max_threads();
-  const size_t chunk = (bytes / size_t(threads) + 63) / 64 * 64;
-#pragma omp parallel for schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const size_t begin = std::min(bytes, size_t(t) * chunk);
-    const size_t end = std::min(bytes, begin + chunk);
-    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
-  }
-}
 
 struct Config {
   const char* name;
@@ -170,7 +160,7 @@ int run_optim_bench(const BenchOptions& options) {
   std::memset(weights.data(), 0, copy_bytes);
   const double memcpy_seconds =
       std::min(time_best_of([&] { std::memcpy(weights.data(), grads.data(), copy_bytes); }, options.min_seconds),
-               time_best_of([&] { parallel_copy(weights.data(), grads.data(), copy_bytes); }, options.min_seconds));
+               time_best_of([&] { parallel_memcpy(weights.data(), grads.data(), copy_bytes); }, options.min_seconds));
   const double memcpy_gbps = 2.0 * double(copy_bytes) / memcpy_seconds / 1e9;
 
   std::vector<Row> rows;

@@ -1,0 +1,51 @@
+// numerics_goldens.h — what the cast tests share with tools/goldens/gen_numerics_goldens.py:
+// the random-input recipe (so the goldens need not store inputs) and the file reader.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/test_support.h"
+
+namespace farthing::test {
+
+static_assert(std::endian::native == std::endian::little, "goldens are little-endian");
+
+inline constexpr uint64_t kNumericsGoldenSeed = 0x6E756D6572696373ull;  // as the golden script
+inline constexpr size_t kNumericsRandomCount = size_t(1) << 20;
+
+// The golden script's random fp32 patterns: first half any pattern, second half a biased
+// exponent in [100, 150] with random sign and mantissa.
+inline std::vector<uint32_t> numerics_random_inputs() {
+  SplitMix64 rng(kNumericsGoldenSeed);
+  std::vector<uint32_t> bits(kNumericsRandomCount);
+  for (size_t i = 0; i < kNumericsRandomCount; ++i) {
+    const uint64_t r = rng.next();
+    if (i < kNumericsRandomCount / 2) {
+      bits[i] = uint32_t(r >> 32);
+    } else {
+      const uint32_t mantissa = uint32_t(r & 0x7FFFFFu);
+      const uint32_t sign = uint32_t((r >> 23) & 1u);
+      const uint32_t exponent = 100u + uint32_t((r >> 32) % 51u);
+      bits[i] = (sign << 31) | (exponent << 23) | mantissa;
+    }
+  }
+  return bits;
+}
+
+// Golden file tests/data/numerics/<name> of `count` little-endian values of T.
+template <class T>
+std::vector<T> load_numerics_golden(const std::string& name, size_t count) {
+  const std::vector<uint8_t> bytes = read_file_bytes(test_data_dir() / "numerics" / name);
+  EXPECT_EQ(bytes.size(), count * sizeof(T)) << name;
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+}  // namespace farthing::test
