@@ -366,13 +366,7 @@ float Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* 
 float Transformer::forward_backward(const int32_t* tokens, const int32_t* targets) {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, MC = M * c.dim;
-  refresh_working_weights();
-  embed(tokens);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    BlockActs a = acts_for(l);
-    block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
-  }
-  final_norm();
+  forward_trunk(tokens);
   const float loss = loss_and_head(targets, true, nullptr);
   std::memset(dres_, 0, size_t(MC) * 4);
   norm_backward(dres_, dn_, resid_ + c.n_layers * MC, spec_.final_norm_w, spec_.final_norm_b,
@@ -390,7 +384,8 @@ float Transformer::forward_backward(const int32_t* tokens, const int32_t* target
   return loss;
 }
 
-float Transformer::forward_loss(const int32_t* tokens, const int32_t* targets) {
+// Embedding, every block and the final norm: the forward every pass shares.
+void Transformer::forward_trunk(const int32_t* tokens) {
   const ModelConfig& c = config();
   const int64_t MC = batch_ * seq_ * c.dim;
   refresh_working_weights();
@@ -400,19 +395,15 @@ float Transformer::forward_loss(const int32_t* tokens, const int32_t* targets) {
     block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
   }
   final_norm();
+}
+
+float Transformer::forward_loss(const int32_t* tokens, const int32_t* targets) {
+  forward_trunk(tokens);
   return loss_and_head(targets, false, nullptr);
 }
 
 void Transformer::forward_logits(const int32_t* tokens, float* logits) {
-  const ModelConfig& c = config();
-  const int64_t MC = batch_ * seq_ * c.dim;
-  refresh_working_weights();
-  embed(tokens);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    BlockActs a = acts_for(l);
-    block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
-  }
-  final_norm();
+  forward_trunk(tokens);
   loss_and_head(nullptr, false, logits);
 }
 

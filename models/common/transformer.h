@@ -73,6 +73,7 @@ class Transformer {
   void block_forward(int64_t layer, BlockActs& a, const float* x, float* y);
   void block_backward(int64_t layer, BlockActs& a, const float* x);
   void final_norm();
+  void forward_trunk(const int32_t* tokens);  // embed, blocks, final norm (no grad)
   void norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w, int64_t b);
   void norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
                      const float* mean, const float* rstd);

@@ -29,36 +29,9 @@ std::vector<T> load_golden(const char* name, size_t count) {
   return test::load_numerics_golden<T>(name, count);
 }
 
-struct EdgeCase {
-  uint32_t input;
-  uint16_t bf16;
-};
+using EdgeCase = test::NumericsEdgeCase;
 
-// edge_cases.bin: "FNEDGE01", u32 count, u32 record size (12), then records of u32 input,
-// u16 bf16, u16 fp16, u8 e4m3fn, u8 e5m2, u16 reserved.
-std::vector<EdgeCase> load_edge_cases() {
-  const std::vector<uint8_t> bytes =
-      test::read_file_bytes(test::test_data_dir() / "numerics" / "edge_cases.bin");
-  uint32_t count = 0, record_bytes = 0;
-  if (bytes.size() < 16 || std::memcmp(bytes.data(), "FNEDGE01", 8) != 0) {
-    ADD_FAILURE() << "edge_cases.bin: bad header";
-    return {};
-  }
-  std::memcpy(&count, bytes.data() + 8, 4);
-  std::memcpy(&record_bytes, bytes.data() + 12, 4);
-  if (record_bytes != 12 || bytes.size() != 16 + size_t(count) * record_bytes) {
-    ADD_FAILURE() << "edge_cases.bin: size " << bytes.size() << " does not match " << count
-                  << " records of " << record_bytes << " bytes";
-    return {};
-  }
-  std::vector<EdgeCase> cases(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint8_t* rec = bytes.data() + 16 + size_t(i) * record_bytes;
-    std::memcpy(&cases[i].input, rec, 4);
-    std::memcpy(&cases[i].bf16, rec + 4, 2);
-  }
-  return cases;
-}
+std::vector<EdgeCase> load_edge_cases() { return test::load_numerics_edge_cases(); }
 
 bool bf16_is_nan(uint16_t h) { return (h & 0x7FFFu) > 0x7F80u; }
 

@@ -36,37 +36,16 @@ std::vector<uint32_t> load_golden(const std::string& name, size_t count) {
 }
 
 // One edge input with the expected code of each format (edge_cases.bin).
+// An edge input and its expected codes, widened to uint32 for the format-generic checks.
 struct EdgeCase {
   uint32_t input;
   uint32_t fp16, e4m3, e5m2;
 };
 
-// edge_cases.bin: "FNEDGE01", u32 count, u32 record size (12), then records of u32 input,
-// u16 bf16, u16 fp16, u8 e4m3fn, u8 e5m2, u16 reserved.
 std::vector<EdgeCase> load_edge_cases() {
-  const std::vector<uint8_t> bytes =
-      test::read_file_bytes(test::test_data_dir() / "numerics" / "edge_cases.bin");
-  uint32_t count = 0, record_bytes = 0;
-  if (bytes.size() < 16 || std::memcmp(bytes.data(), "FNEDGE01", 8) != 0) {
-    ADD_FAILURE() << "edge_cases.bin: bad header";
-    return {};
-  }
-  std::memcpy(&count, bytes.data() + 8, 4);
-  std::memcpy(&record_bytes, bytes.data() + 12, 4);
-  if (record_bytes != 12 || bytes.size() != 16 + size_t(count) * record_bytes) {
-    ADD_FAILURE() << "edge_cases.bin: size " << bytes.size() << " does not match " << count
-                  << " records of " << record_bytes << " bytes";
-    return {};
-  }
-  std::vector<EdgeCase> cases(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint8_t* rec = bytes.data() + 16 + size_t(i) * record_bytes;
-    uint16_t fp16;
-    std::memcpy(&cases[i].input, rec, 4);
-    std::memcpy(&fp16, rec + 6, 2);
-    cases[i].fp16 = fp16;
-    cases[i].e4m3 = rec[8];
-    cases[i].e5m2 = rec[9];
+  std::vector<EdgeCase> cases;
+  for (const test::NumericsEdgeCase& c : test::load_numerics_edge_cases()) {
+    cases.push_back({c.input, c.fp16, c.e4m3, c.e5m2});
   }
   return cases;
 }
