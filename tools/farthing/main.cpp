@@ -34,8 +34,16 @@ constexpr const char* kUsage =
     "  info           what this binary was built with and which devices it sees\n"
     "  help           this text\n";
 
+// Verbs that register themselves (verbs.h), after the built-in ones above.
+void print_registered_verbs(FILE* out) {
+  for (const VerbInfo& v : registered_verbs()) {
+    std::fprintf(out, "  %s %s\n                 %s\n", v.name.c_str(), v.synopsis.c_str(), v.summary.c_str());
+  }
+}
+
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "farthing: %s\n\n%s", message.c_str(), kUsage);
+  print_registered_verbs(stderr);
   return 2;
 }
 
@@ -93,6 +101,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (verb == "help" || verb == "--help" || verb == "-h") {
     std::printf("%s", kUsage);
+    print_registered_verbs(stdout);
     return 0;
   }
   // run_main_or_abort prints an escaping error once, naming the rank, and ends every rank of
@@ -102,6 +111,9 @@ int main(int argc, char** argv) {
     if (verb == "tokenize") return run_tokenize(args);
     if (verb == "export") return run_export(args);
     if (verb == "info") return run_info();
+    for (const VerbInfo& v : registered_verbs()) {
+      if (verb == v.name) return v.run(args);
+    }
     return usage_error("unknown verb '" + verb + "'");
   });
 }
