@@ -348,6 +348,32 @@ std::vector<StateSpan> AdamW::state_spans() {
   return spans;
 }
 
+std::vector<AdamW::SegmentView> AdamW::segment_views() {
+  std::vector<SegmentView> views;
+  for (ShardState& shard : shards_) {
+    for (const Segment& seg : shard.segments) {
+      SegmentView v;
+      v.range = &config_.ranges[seg.range];
+      v.global_offset = seg.global_offset;
+      v.numel = seg.numel;
+      v.format = seg.format;
+      if (config_.master_mode != MasterMode::kNone) {
+        const size_t bytes_per = config_.master_mode == MasterMode::kF32 ? sizeof(float) : sizeof(uint16_t);
+        v.master = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * bytes_per;
+      }
+      v.value_bytes = moment_value_bytes(seg.format, seg.numel);
+      for (int k = 0; k < 2; ++k) {
+        std::byte* base = static_cast<std::byte*>((k == 0 ? shard.m : shard.v).data());
+        v.values[k] = base + seg.values_offset_bytes;
+        if (is_quantized(seg.format)) v.absmax[k] = reinterpret_cast<float*>(base + seg.absmax_offset_bytes);
+      }
+      if (is_quantized(seg.format)) v.absmax_count = blocks_of(seg.format, seg.numel);
+      views.push_back(v);
+    }
+  }
+  return views;
+}
+
 void AdamW::on_state_loaded() {
   for (ShardState& shard : shards_) shard.master_initialized = true;
 }

@@ -70,6 +70,26 @@ class AdamW {
   std::vector<StateSpan> state_spans();
   // Called by load_optimizer_state after it wrote the spans: the master counts as initialized.
   void on_state_loaded();
+
+  // Each segment (ParamRange ∩ shard) and where its state lives, so that a checkpoint can
+  // store the state under the range's name at global positions, whatever the sharding.
+  // Element e of the segment is element (global_offset - range.global_offset + e) of its range;
+  // for quantized formats, its absmax block is that offset / block size (segments start on
+  // block boundaries of the range: ranges and shards both start on 256 multiples).
+  struct SegmentView {
+    const ParamRange* range = nullptr;
+    uint64_t global_offset = 0;
+    uint64_t numel = 0;
+    StateFormat format = StateFormat::kF32;
+    std::byte* master = nullptr;  // f32 (master f32) or uint16 remainders; nullptr with no master
+    std::byte* values[2] = {nullptr, nullptr};  // m, v: f32, bf16 bits, 8-bit codes or 4-bit pairs
+    size_t value_bytes = 0;
+    float* absmax[2] = {nullptr, nullptr};  // quantized formats only
+    size_t absmax_count = 0;
+  };
+  std::vector<SegmentView> segment_views();
+  // Restores the step counter (the bias corrections and stochastic-rounding keys depend on it).
+  void set_steps_taken(int64_t steps) { step_ = steps; }
   // Bytes of master + moments this optimizer allocated.
   int64_t state_bytes() const;
 

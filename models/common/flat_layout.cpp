@@ -24,7 +24,9 @@ int64_t FlatLayout::add(const std::string& name, Shape shape, LayoutAlign align)
   FARTHING_CHECK(!contains(name), "tensor '", name, "' added twice to the layout");
   FARTHING_CHECK(align == LayoutAlign::kAligned || !entries_.empty(), "tensor '", name,
                  "' is packed but follows no tensor");
-  if (align == LayoutAlign::kAligned) cursor_ = round_up(cursor_, kTensorAlignElems);
+  if (align == LayoutAlign::kAligned) {
+    cursor_ = round_up(cursor_, shape.numel() >= kBlockAlignMinElems ? kUnitAlignElems : kTensorAlignElems);
+  }
   const int64_t offset = cursor_;
   entries_.push_back(ParamEntry{name, shape, offset, int(units_.size()) - 1});
   index_[name] = entries_.size() - 1;

@@ -23,6 +23,10 @@ namespace farthing::models {
 
 inline constexpr int64_t kTensorAlignElems = 32;  // 64 bytes at bf16, 128 at fp32
 inline constexpr int64_t kUnitAlignElems = 256;   // one 8-bit quantization block
+// NOTE: an aligned tensor of at least this many elements starts on a kUnitAlignElems boundary,
+// so its 8-bit optimizer blocks are its own (smaller tensors keep fp32 optimizer state anyway:
+// optim::kMinQuantizedElems, bitsandbytes' min_8bit_size).
+inline constexpr int64_t kBlockAlignMinElems = 4096;
 
 struct ParamEntry {
   std::string name;       // Hugging Face name, e.g. "model.layers.3.mlp.up_proj.weight"

@@ -96,3 +96,47 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
 }
 
 }  // namespace farthing::models
+
+namespace farthing::models {
+
+std::string config_to_hf_json(const ModelConfig& c) {
+  nlohmann::json j;
+  if (c.family == ModelFamily::kGpt2) {
+    j["model_type"] = "gpt2";
+    j["architectures"] = {"GPT2LMHeadModel"};
+    j["vocab_size"] = c.vocab_size;
+    j["n_embd"] = c.dim;
+    j["n_layer"] = c.n_layers;
+    j["n_head"] = c.n_heads;
+    j["n_inner"] = c.hidden_dim;
+    j["n_positions"] = c.max_seq_len;
+    j["n_ctx"] = c.max_seq_len;
+    j["layer_norm_epsilon"] = c.norm_eps;
+    j["activation_function"] = "gelu_new";
+  } else {
+    j["model_type"] = c.qkv_bias ? "qwen2" : "llama";
+    j["architectures"] = {c.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+    j["vocab_size"] = c.vocab_size;
+    j["hidden_size"] = c.dim;
+    j["intermediate_size"] = c.hidden_dim;
+    j["num_hidden_layers"] = c.n_layers;
+    j["num_attention_heads"] = c.n_heads;
+    j["num_key_value_heads"] = c.n_kv_heads;
+    j["max_position_embeddings"] = c.max_seq_len;
+    j["rms_norm_eps"] = c.norm_eps;
+    j["tie_word_embeddings"] = c.tied_embeddings;
+    j["rope_theta"] = c.rope_theta;
+    j["hidden_act"] = "silu";
+    if (c.rope_scaling.factor > 0.0f) {
+      j["rope_scaling"] = {{"rope_type", "llama3"},
+                           {"factor", c.rope_scaling.factor},
+                           {"low_freq_factor", c.rope_scaling.low_freq_factor},
+                           {"high_freq_factor", c.rope_scaling.high_freq_factor},
+                           {"original_max_position_embeddings", c.rope_scaling.original_max_position}};
+    }
+  }
+  j["torch_dtype"] = "float32";
+  return j.dump(2);
+}
+
+}  // namespace farthing::models

@@ -46,5 +46,8 @@ struct ModelConfig {
 
 // From the text of a Hugging Face config.json (model_type llama, qwen2 or gpt2).
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& name = "");
+// The inverse: a config.json transformers loads (model_type llama, qwen2 when it has qkv
+// biases, gpt2); config_from_hf_json(config_to_hf_json(c)) == c up to the name.
+std::string config_to_hf_json(const ModelConfig& config);
 
 }  // namespace farthing::models

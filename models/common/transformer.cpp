@@ -333,7 +333,8 @@ void Transformer::final_norm() {
                spec_.final_norm_b);
 }
 
-float Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* logits_out) {
+Transformer::LossSum Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* logits_out,
+                                               float loss_grad_scale) {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, C = c.dim, V = c.vocab_size;
   const int64_t R = std::min(options_.loss_chunk_rows, M);
@@ -346,7 +347,8 @@ float Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* 
     }
   }
   // NOTE: mean over counted targets; with none counted the loss is 0 and so is its gradient.
-  const float grad_scale = counted > 0 ? float(1.0 / double(counted)) : 0.0f;
+  const float grad_scale =
+      loss_grad_scale >= 0.0f ? loss_grad_scale : (counted > 0 ? float(1.0 / double(counted)) : 0.0f);
   double total = 0.0;
   for (int64_t r0 = 0; r0 < M; r0 += R) {
     const int64_t rows = std::min(R, M - r0);
@@ -360,14 +362,38 @@ float Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* 
                       WeightOrientation::kOutIn);
     }
   }
-  return counted > 0 ? float(total / double(counted)) : 0.0f;
+  return LossSum{total, counted};
 }
 
+namespace {
+float mean_of(const Transformer::LossSum& s) { return s.counted > 0 ? float(s.sum / double(s.counted)) : 0.0f; }
+}  // namespace
+
 float Transformer::forward_backward(const int32_t* tokens, const int32_t* targets) {
+  forward_trunk(tokens);
+  const float loss = mean_of(loss_and_head(targets, true, nullptr));
+  backward_from_head(tokens);
+  return loss;
+}
+
+Transformer::LossSum Transformer::forward_backward_sum(const int32_t* tokens, const int32_t* targets,
+                                                       float loss_grad_scale) {
+  FARTHING_CHECK(loss_grad_scale >= 0.0f, "loss_grad_scale must be >= 0, got ", loss_grad_scale);
+  forward_trunk(tokens);
+  const LossSum loss = loss_and_head(targets, true, nullptr, loss_grad_scale);
+  backward_from_head(tokens);
+  return loss;
+}
+
+Transformer::LossSum Transformer::forward_loss_sum(const int32_t* tokens, const int32_t* targets) {
+  forward_trunk(tokens);
+  return loss_and_head(targets, false, nullptr);
+}
+
+// Final norm, blocks in reverse, embeddings: after loss_and_head left d(final norm out) in dn_.
+void Transformer::backward_from_head(const int32_t* tokens) {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, MC = M * c.dim;
-  forward_trunk(tokens);
-  const float loss = loss_and_head(targets, true, nullptr);
   std::memset(dres_, 0, size_t(MC) * 4);
   norm_backward(dres_, dn_, resid_ + c.n_layers * MC, spec_.final_norm_w, spec_.final_norm_b,
                 nf_mean_, nf_rstd_);
@@ -381,7 +407,6 @@ float Transformer::forward_backward(const int32_t* tokens, const int32_t* target
   }
   k::embedding_backward_cpu(grads() + spec_.tok_emb, spec_.pos_emb >= 0 ? grads() + spec_.pos_emb : nullptr,
                             dres_, tokens, M, seq_, c.dim);
-  return loss;
 }
 
 // Embedding, every block and the final norm: the forward every pass shares.
@@ -399,7 +424,7 @@ void Transformer::forward_trunk(const int32_t* tokens) {
 
 float Transformer::forward_loss(const int32_t* tokens, const int32_t* targets) {
   forward_trunk(tokens);
-  return loss_and_head(targets, false, nullptr);
+  return mean_of(loss_and_head(targets, false, nullptr));
 }
 
 void Transformer::forward_logits(const int32_t* tokens, float* logits) {

@@ -57,6 +57,17 @@ class Transformer {
   float forward_backward(const int32_t* tokens, const int32_t* targets);
   // The same loss, no gradient.
   float forward_loss(const int32_t* tokens, const int32_t* targets);
+
+  // The trainer's form: the sum of the token losses and how many targets counted, adding the
+  // gradient of (sum * loss_grad_scale) to grads(). With loss_grad_scale = 1 / (counted targets
+  // of the whole global batch) every micro-batch and rank contributes to one global mean, so
+  // the result does not depend on how the batch is split; fp16 loss scaling multiplies it in.
+  struct LossSum {
+    double sum = 0.0;
+    int64_t counted = 0;
+  };
+  LossSum forward_backward_sum(const int32_t* tokens, const int32_t* targets, float loss_grad_scale);
+  LossSum forward_loss_sum(const int32_t* tokens, const int32_t* targets);
   // Full logits (batch, seq, vocab) for small shapes (tests, scoring).
   void forward_logits(const int32_t* tokens, float* logits);
 
@@ -84,7 +95,10 @@ class Transformer {
   void linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, const float* x,
                        int64_t m, int64_t k, int64_t n, WeightOrientation orient);
   const void* gemm_operand(const float* x, int64_t count, int slot);
-  float loss_and_head(const int32_t* targets, bool want_grad, float* logits_out);
+  // Sum of the token losses over the counted targets; with want_grad, each counted row's
+  // logit gradient is scaled by loss_grad_scale (< 0: 1 / counted, the local mean).
+  LossSum loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, float loss_grad_scale = -1.0f);
+  void backward_from_head(const int32_t* tokens);
   BlockActs acts_for(int64_t layer);
 
   TransformerSpec spec_;

@@ -120,5 +120,23 @@ TEST(ModelConfig, ParsesHuggingFaceConfigJson) {
   EXPECT_THROW(config_from_hf_json(R"({"model_type": "mamba"})"), Error);
 }
 
+// 8-bit optimizer blocks (256 elements of the global space) must belong to one tensor: every
+// aligned tensor that could take 8-bit state starts on a block boundary.
+TEST(FlatLayout, QuantizableTensorsStartOnBlockBoundaries) {
+  for (const std::string& name : preset_names()) {
+    const TransformerSpec s = make_spec(preset_config(name));
+    const std::vector<ParamEntry>& entries = s.layout.entries();
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const ParamEntry& e = entries[i];
+      // Packed after another large tensor (k after q, up after gate): part of one fused matrix.
+      const bool packed = i > 0 && entries[i - 1].numel() >= kBlockAlignMinElems &&
+                          entries[i - 1].offset_elems + entries[i - 1].numel() == e.offset_elems;
+      if (e.numel() >= kBlockAlignMinElems && !packed) {
+        EXPECT_EQ(e.offset_elems % kUnitAlignElems, 0) << name << ": " << e.name;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace farthing::models
