@@ -1,0 +1,181 @@
+// zero_collectives.cpp — ZeroCollectives: per-unit collectives, in place where the padded
+// storage fits the unit, through the staging buffer where it does not.
+#include "framework/dist/zero_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "framework/core/error.h"
+
+namespace farthing::dist {
+namespace {
+
+// The staged unit whose collective is in flight, and the copy that finishes it once the
+// collective is done. Staged units share the one staging buffer, so at most one is pending:
+// starting the next waits for this one (while in-place units keep communicating meanwhile).
+class StagedCollective {
+ public:
+  void start(CommHandle handle, std::function<void()> copy_out) {
+    finish();
+    handle_ = std::move(handle);
+    copy_out_ = std::move(copy_out);
+  }
+  void finish() {
+    if (!copy_out_) return;
+    handle_.wait();
+    std::function<void()> copy_out = std::move(copy_out_);
+    copy_out_ = nullptr;
+    copy_out();
+  }
+
+ private:
+  CommHandle handle_;
+  std::function<void()> copy_out_;
+};
+
+void wait_all(std::vector<CommHandle>& handles) {
+  for (CommHandle& handle : handles) handle.wait();
+  handles.clear();
+}
+
+char* element_ptr(void* base, int64_t index, size_t elem_bytes) {
+  return static_cast<char*>(base) + size_t(index) * elem_bytes;
+}
+
+}  // namespace
+
+ZeroCollectives::ZeroCollectives(const ZeroLayout& layout, Communicator& comm)
+    : layout_(layout), comm_(comm) {
+  FARTHING_CHECK(layout.world_size() == comm.world_size() && layout.rank() == comm.rank(),
+                 "ZeroCollectives: the layout is for rank ", layout.rank(), " of world_size ",
+                 layout.world_size(), " but the communicator is rank ", comm.rank(),
+                 " of world_size ", comm.world_size(), "; build the layout from the communicator");
+  FARTHING_CHECK(comm.device().is_cpu(), "ZeroCollectives: the communicator moves ",
+                 comm.device().name(), " buffers, but ZeRO's staging copies are host copies; "
+                 "use an MPI (host) communicator");
+  int64_t staging_elems = 0;
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    if (layout_.needs_staging(u)) staging_elems = std::max(staging_elems, layout_.padded_elems(u));
+  }
+  // NOTE: f32 staging also fits every narrower dtype gather_owned accepts.
+  if (staging_elems > 0) {
+    staging_ = Buffer(Device::cpu(), size_t(staging_elems) * sizeof(float),
+                      MemoryCategory::kCommBuffers);
+  }
+}
+
+void ZeroCollectives::reduce_gradients(float* grads, int stage) {
+  FARTHING_CHECK(stage >= 1 && stage <= 3, "reduce_gradients: ZeRO stage ", stage,
+                 " does not exist; stages are 1 (all-reduce), 2 and 3 (reduce-scatter)");
+  FARTHING_CHECK(grads != nullptr || layout_.global_elems() == 0,
+                 "reduce_gradients: grads is null but the layout spans ", layout_.global_elems(),
+                 " elements");
+  if (layout_.world_size() == 1) return;  // the sum over one rank is its own gradients
+  if (stage == 1) {
+    all_reduce_units(grads);
+  } else {
+    reduce_scatter_units(grads);
+  }
+}
+
+void ZeroCollectives::all_reduce_units(float* grads) {
+  const int64_t world = layout_.world_size();
+  std::vector<CommHandle> in_flight;
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    const int64_t begin = layout_.units()[u].begin;
+    const int64_t span = layout_.aligned_end(u) - begin;
+    if (span == 0) continue;
+    in_flight.push_back(
+        comm_.all_reduce_async(Tensor(grads + begin, DType::kF32, {span}), ReduceOp::kSum));
+    bytes_communicated_ += 2 * (world - 1) * ((span + world - 1) / world) * int64_t(sizeof(float));
+  }
+  wait_all(in_flight);
+}
+
+void ZeroCollectives::reduce_scatter_units(float* grads) {
+  const int rank = layout_.rank();
+  const int64_t world = layout_.world_size();
+  float* staging = static_cast<float*>(staging_.data());
+  std::vector<CommHandle> in_flight;
+  StagedCollective staged;
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    const int64_t begin = layout_.units()[u].begin;
+    const int64_t span = layout_.aligned_end(u) - begin;
+    const int64_t padded = layout_.padded_elems(u);
+    const int64_t shard = layout_.shard_elems(u);
+    if (padded == 0) continue;
+    bytes_communicated_ += (world - 1) * shard * int64_t(sizeof(float));
+    if (!layout_.needs_staging(u)) {
+      // NOTE: out is this rank's slot of in (in-place reduce-scatter, as NCCL defines it); the
+      // MPI communicator reads all of in before it writes out.
+      in_flight.push_back(comm_.reduce_scatter_async(
+          Tensor(grads + begin + rank * shard, DType::kF32, {shard}),
+          Tensor(grads + begin, DType::kF32, {padded}), ReduceOp::kSum));
+      continue;
+    }
+    staged.finish();  // the staging buffer is free from here
+    std::memcpy(staging, grads + begin, size_t(span) * sizeof(float));
+    // NOTE: the padding is summed too (and dropped): zeros keep it finite and deterministic.
+    std::fill(staging + span, staging + padded, 0.0f);
+    const UnitRange mine = layout_.owned(u, rank);
+    staged.start(comm_.reduce_scatter_async(Tensor(staging + rank * shard, DType::kF32, {shard}),
+                                            Tensor(staging, DType::kF32, {padded}),
+                                            ReduceOp::kSum),
+                 [=] {
+                   std::memcpy(grads + mine.begin, staging + (mine.begin - begin),
+                               size_t(mine.size()) * sizeof(float));
+                 });
+  }
+  staged.finish();
+  wait_all(in_flight);
+}
+
+void ZeroCollectives::gather_owned(void* values, DType dtype) {
+  const size_t elem_bytes = dtype_size_bytes(dtype);
+  FARTHING_CHECK(elem_bytes <= sizeof(float), "gather_owned: ", dtype_name(dtype), " has ",
+                 elem_bytes, "-byte elements but the staging buffer holds ", sizeof(float),
+                 "-byte ones; gather bf16 weights or f32 master values");
+  FARTHING_CHECK(values != nullptr || layout_.global_elems() == 0,
+                 "gather_owned: values is null but the layout spans ", layout_.global_elems(),
+                 " elements");
+  if (layout_.world_size() == 1) return;  // the only rank owns every element already
+  const int rank = layout_.rank();
+  const int64_t world = layout_.world_size();
+  char* staging = static_cast<char*>(staging_.data());
+  std::vector<CommHandle> in_flight;
+  StagedCollective staged;
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    const int64_t begin = layout_.units()[u].begin;
+    const int64_t span = layout_.aligned_end(u) - begin;
+    const int64_t padded = layout_.padded_elems(u);
+    const int64_t shard = layout_.shard_elems(u);
+    if (padded == 0) continue;
+    bytes_communicated_ += (world - 1) * shard * int64_t(elem_bytes);
+    if (!layout_.needs_staging(u)) {
+      in_flight.push_back(
+          comm_.all_gather_async(Tensor(element_ptr(values, begin, elem_bytes), dtype, {padded}),
+                                 Tensor(element_ptr(values, begin + rank * shard, elem_bytes),
+                                        dtype, {shard})));
+      continue;
+    }
+    staged.finish();  // the staging buffer is free from here
+    const UnitRange mine = layout_.owned(u, rank);
+    char* slot = staging + size_t(rank * shard) * elem_bytes;
+    std::memcpy(slot, element_ptr(values, mine.begin, elem_bytes), size_t(mine.size()) * elem_bytes);
+    // The slot's tail past the span is padding the peers drop; zeros keep it deterministic.
+    std::memset(slot + size_t(mine.size()) * elem_bytes, 0, size_t(shard - mine.size()) * elem_bytes);
+    staged.start(comm_.all_gather_async(Tensor(staging, dtype, {padded}),
+                                        Tensor(slot, dtype, {shard})),
+                 [=] {
+                   std::memcpy(element_ptr(values, begin, elem_bytes), staging,
+                               size_t(span) * elem_bytes);
+                 });
+  }
+  staged.finish();
+  wait_all(in_flight);
+}
+
+}  // namespace farthing::dist
