@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace farthing::recipe {
 
-// model: which architecture and which weights.
+// model: which architecture and which weights. Give exactly one of `preset` (architecture from
+// code, random init) or `path` (weights whose own config gives the architecture).
 struct ModelSection {
   std::string preset;           // a models/ preset ("stories260k", "smollm2-135m"...), or "" with `path`
   std::string path;             // weights to start from: HF dir / .safetensors / .gguf / llama2.c .bin
@@ -23,6 +25,8 @@ struct ModelSection {
   std::string activation_checkpointing = "none";  // "none" | "per_block"
   int64_t loss_chunk_rows = 64;  // rows of logits alive at once in the fused cross-entropy
   double init_std = 0.02;        // random init only
+
+  bool operator==(const ModelSection&) const = default;
 };
 
 // data: where tokens come from and how they become sequences.
@@ -35,6 +39,8 @@ struct DataSection {
   bool shuffle = true;          // deterministic per-epoch shuffle keyed by train.seed
   bool add_bos = true;          // BOS before each document when the tokenizer has one
   bool add_eos = true;          // EOS after each document when the tokenizer has one
+
+  bool operator==(const DataSection&) const = default;
 };
 
 // optimizer: AdamW and how its state is stored (NUMERICS.md §4, §6, §7).
@@ -49,6 +55,8 @@ struct OptimizerSection {
   std::string master = "f32";   // "f32" | "remainder16" | "none"
   std::string weight_rounding = "stochastic";  // master -> bf16 weight: "nearest" | "stochastic"
   bool embedding_f32_state = true;  // keep fp32 moments for embeddings and the output head
+
+  bool operator==(const OptimizerSection&) const = default;
 };
 
 // schedule: the learning-rate multiplier (framework/optim/lr_schedule.h).
@@ -56,6 +64,8 @@ struct ScheduleSection {
   std::string kind = "cosine";  // "constant" | "linear_warmup" | "cosine" | "linear"
   int64_t warmup_steps = 0;
   double min_ratio = 0.1;       // final lr as a fraction of optimizer.lr
+
+  bool operator==(const ScheduleSection&) const = default;
 };
 
 // loss_scale: fp16 dynamic loss scaling (NUMERICS.md §5); ignored for fp32 and bf16.
@@ -64,6 +74,8 @@ struct LossScaleSection {
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;  // finite steps before the scale grows
+
+  bool operator==(const LossScaleSection&) const = default;
 };
 
 // train: the loop.
@@ -79,6 +91,8 @@ struct TrainSection {
   int64_t eval_batches = 4;          // micro-batches per evaluation (0: the whole eval set)
   int64_t log_every = 1;             // progress line every N steps (metrics.jsonl gets every step)
   std::string nonfinite = "skip";    // non-finite gradients: "skip" the step (counted) | "fail"
+
+  bool operator==(const TrainSection&) const = default;
 };
 
 // checkpoint: where the run lives and how often it saves.
@@ -86,11 +100,15 @@ struct CheckpointSection {
   std::string run_dir = "runs/default";  // recipe.yaml, metrics.jsonl, checkpoints/
   int64_t save_every = 0;                // 0: only at the end
   int keep_last = 2;                     // keep the newest K checkpoints (0: all)
+
+  bool operator==(const CheckpointSection&) const = default;
 };
 
 // distributed: ZeRO over the ranks of mpirun (world size 1 is the same code).
 struct DistributedSection {
   int zero_stage = 1;  // 1: optimizer state + master sharded; 2: + gradients; 3: + parameters
+
+  bool operator==(const DistributedSection&) const = default;
 };
 
 struct RunConfig {
@@ -103,6 +121,10 @@ struct RunConfig {
   TrainSection train;
   CheckpointSection checkpoint;
   DistributedSection distributed;
+  // Where each key was set, for error messages: "optimizer.lr" -> "recipe.yaml:7:7" (the value
+  // in the YAML file, 1-based line:column) or "--set optimizer.lr=3e-4" (an override). Keys left
+  // at their defaults, and configs built in code, have no entry.
+  std::map<std::string, std::string> key_locations;
 };
 
 }  // namespace farthing::recipe
