@@ -1,0 +1,151 @@
+// dataset.cpp — see dataset.h.
+#include "framework/data/dataset.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <utility>
+
+#include "framework/core/error.h"
+#include "framework/data/dataset_jsonl.h"
+#include "framework/data/token_file.h"
+
+namespace farthing::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+bool starts_with_token_magic(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::string_view(magic, 4) == "FTOK";
+}
+
+const char* format_name(DatasetFormat format) {
+  switch (format) {
+    case DatasetFormat::kText: return "text";
+    case DatasetFormat::kJsonl: return "JSONL";
+    case DatasetFormat::kTokens: return "token";
+  }
+  return "?";
+}
+
+void read_text_document(const fs::path& path, const Tokenizer& tokenizer, const DatasetOptions& options,
+                        int64_t vocab_size, TokenStream& stream) {
+  std::ifstream in(path, std::ios::binary);
+  FARTHING_CHECK(in.good(), "cannot open text file ", path.string());
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::vector<int32_t> ids = tokenizer.encode(buffer.str(), /*parse_special=*/false);
+  check_token_ids(ids, vocab_size, path.string());
+  const DocumentEnds ends{options.add_bos ? tokenizer.bos_id() : -1, true, options.add_eos ? tokenizer.eos_id() : -1,
+                          true};
+  if (ends.bos_id >= 0) check_token_ids({&ends.bos_id, 1}, vocab_size, path.string() + " (BOS)");
+  if (ends.eos_id >= 0) check_token_ids({&ends.eos_id, 1}, vocab_size, path.string() + " (EOS)");
+  append_document(stream, ids, {}, ends);
+}
+
+void read_token_document(const fs::path& path, int64_t vocab_size, TokenStream& stream) {
+  const TokenFile file = read_token_file(path);
+  for (size_t i = 0; i < file.ids.size(); ++i) {
+    if (int64_t(file.ids[i]) >= vocab_size) [[unlikely]] {
+      FARTHING_FAIL(path.string(), ": token ", i, " has id ", file.ids[i], ", not below the model's vocab_size ",
+                    vocab_size, " (the file was written for a vocabulary of ", file.vocab_size,
+                    "; was it tokenized with another model's tokenizer?)");
+    }
+  }
+  stream.tokens.assign(file.ids.begin(), file.ids.end());
+  stream.loss_mask.assign(file.ids.size(), uint8_t(1));
+}
+
+// Thrown when a file packs into no sequence at all.
+[[noreturn]] void fail_too_short(const fs::path& path, const char* role, int64_t n_tokens, int64_t seq_len) {
+  FARTHING_FAIL(role, " file ", path.string(), " has ", n_tokens, " tokens, fewer than the seq_len + 1 = ",
+                seq_len + 1, " that one packed sequence needs; use a shorter seq_len or more data");
+}
+
+}  // namespace
+
+DatasetFormat dataset_format(const fs::path& path, const std::string& format) {
+  if (format == "text") return DatasetFormat::kText;
+  if (format == "jsonl") return DatasetFormat::kJsonl;
+  if (format == "tokens") return DatasetFormat::kTokens;
+  FARTHING_CHECK(format == "auto", "dataset format '", format, "' for ", path.string(),
+                 "; expected auto, text, jsonl or tokens");
+  if (starts_with_token_magic(path)) return DatasetFormat::kTokens;
+  const std::string ext = lowercase(path.extension().string());
+  if (ext == ".jsonl") return DatasetFormat::kJsonl;
+  FARTHING_CHECK(ext != ".bin" && ext != ".tok", path.string(),
+                 " is named like a token file but does not start with the FTOK magic (llm.c or other binary "
+                 "formats are not read); write it with `farthing tokenize`, or set the format to text");
+  return DatasetFormat::kText;
+}
+
+TokenStream load_token_stream(const fs::path& path, const DatasetOptions& options, const Tokenizer* tokenizer,
+                              int64_t vocab_size) {
+  FARTHING_CHECK(!path.empty(), "no dataset file given");
+  FARTHING_CHECK(fs::is_regular_file(path), "dataset file ", path.string(), " does not exist or is not a file");
+  FARTHING_CHECK(std::ifstream(path, std::ios::binary).good(), "dataset file ", path.string(), " cannot be read");
+  FARTHING_CHECK(vocab_size > 0, "vocab_size is ", vocab_size, " for ", path.string(), "; expected the model's (> 0)");
+  const DatasetFormat format = dataset_format(path, options.format);
+  FARTHING_CHECK(tokenizer != nullptr || format == DatasetFormat::kTokens, path.string(), " is a ", format_name(format),
+                 " file and needs a tokenizer; none was given (only token files are read without one)");
+  TokenStream stream;
+  switch (format) {
+    case DatasetFormat::kText: read_text_document(path, *tokenizer, options, vocab_size, stream); break;
+    case DatasetFormat::kJsonl: read_jsonl_documents(path, *tokenizer, options, vocab_size, stream); break;
+    case DatasetFormat::kTokens: read_token_document(path, vocab_size, stream); break;
+  }
+  return stream;
+}
+
+SplitData load_split_data(const fs::path& train, const fs::path& eval, const DatasetOptions& options,
+                          const Tokenizer* tokenizer, int64_t vocab_size) {
+  const int64_t seq_len = options.seq_len;
+  FARTHING_CHECK(seq_len > 0, "seq_len is ", seq_len, "; expected a positive number of tokens");
+  FARTHING_CHECK(options.eval_fraction >= 0.0 && options.eval_fraction < 1.0, "eval_fraction is ",
+                 options.eval_fraction, "; expected a share in [0, 1) (0: no held-out eval set)");
+
+  auto train_stream = std::make_shared<const TokenStream>(load_token_stream(train, options, tokenizer, vocab_size));
+  const int64_t n = packed_sequence_count(train_stream->size(), seq_len);
+  if (n == 0) fail_too_short(train, "train", train_stream->size(), seq_len);
+
+  SplitData split;
+  if (eval.empty()) {
+    int64_t n_eval = 0;
+    if (options.eval_fraction > 0.0) {
+      n_eval = std::max<int64_t>(1, std::llround(double(n) * options.eval_fraction));
+      FARTHING_CHECK(n_eval < n, "train file ", train.string(), " (", train_stream->size(), " tokens) packs into ", n,
+                     " sequence(s) of seq_len ", seq_len, "; eval_fraction ", options.eval_fraction, " holds out ",
+                     n_eval, ", leaving none to train on; use a shorter seq_len, more data, a smaller "
+                     "eval_fraction, or an eval file");
+    }
+    split.train = PackedDataset(train_stream, train.string(), seq_len, 0, n - n_eval);
+    if (n_eval > 0) split.eval = PackedDataset(train_stream, train.string(), seq_len, n - n_eval, n_eval);
+  } else {
+    split.train = PackedDataset(train_stream, train.string(), seq_len, 0, n);
+    auto eval_stream = std::make_shared<const TokenStream>(load_token_stream(eval, options, tokenizer, vocab_size));
+    const int64_t n_eval = packed_sequence_count(eval_stream->size(), seq_len);
+    if (n_eval == 0) fail_too_short(eval, "eval", eval_stream->size(), seq_len);
+    split.eval = PackedDataset(eval_stream, eval.string(), seq_len, 0, n_eval);
+  }
+
+  FARTHING_CHECK(split.train.loss_tokens() > 0, "train file ", train.string(),
+                 ": no target carries loss in the training sequences (no assistant messages or responses?)");
+  FARTHING_CHECK(split.eval.size() == 0 || split.eval.loss_tokens() > 0, "eval data from ", split.eval.source(),
+                 ": no target carries loss in the ", split.eval.size(),
+                 " eval sequence(s) (no assistant messages or responses?); give more eval data or another eval file");
+  return split;
+}
+
+}  // namespace farthing::data

@@ -1,0 +1,26 @@
+// dataset_options.h — how a training or eval file becomes packed sequences (the trainer maps its
+// RunConfig onto this; framework/ knows nothing of recipes).
+// Relies on: nothing. Tested by: tests/datasets/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace farthing::data {
+
+struct DatasetOptions {
+  // "auto": a file starting with the FTOK magic -> "tokens"; *.jsonl -> "jsonl"; *.bin/*.tok
+  // without the magic is refused (it is not text); anything else -> "text".
+  // "text" | "jsonl" | "tokens" force the reader.
+  std::string format = "auto";
+  int64_t seq_len = 256;
+  bool add_bos = true;          // BOS before each document when the tokenizer has one (bos_id >= 0)
+  bool add_eos = true;          // EOS after each document when the tokenizer has one
+  double eval_fraction = 0.05;  // share of packed sequences held out when no eval file is given
+  // Chat template for JSONL "messages" lines: "auto" (the chat_template of tokenizer_config.json
+  // beside tokenizer.json, or of the GGUF the tokenizer came from), a format name (llama3,
+  // llama3_instruct, qwen2_5, smollm2, chatml), or a path to a tokenizer_config.json or a Jinja file.
+  std::string chat_template = "auto";
+};
+
+}  // namespace farthing::data

@@ -1,0 +1,196 @@
+// test_dataset_chat.cpp — "messages" lines: the rendered conversation is cut so that exactly
+// each assistant message's content and its end-of-turn token are trained, for every built-in
+// chat format (Llama-3's trim, Qwen's default system prompt and tool turns, an end-of-turn
+// marker typed inside content), through a byte tokenizer with exact ids and through the real
+// Qwen2.5 and Llama-3 tokenizers with their tokenizer_config.json templates (../shared); how the
+// template is found (name, Jinja file, tokenizer_config.json, "auto"), and the errors when it
+// cannot be. Tests: data/dataset_chat, data/dataset_jsonl.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "framework/data/dataset.h"
+#include "framework/data/dataset_chat.h"
+#include "framework/data/tokenizer_loaders.h"
+#include "tests/datasets/dataset_test_support.h"
+#include "tests/support/test_support.h"
+
+namespace {
+
+using namespace farthing::data;
+using namespace farthing::test;
+using Ids = std::vector<int32_t>;
+
+const std::vector<ChatMessage> kConversation = {
+    {"system", "Be brief."}, {"user", "hi"}, {"assistant", " yo "}, {"user", "ok?"}, {"assistant", "no<|im_end|>x"}};
+
+std::string jsonl_line(const std::vector<ChatMessage>& messages) {
+  nlohmann::json row;
+  row["messages"] = nlohmann::json::array();
+  for (const ChatMessage& m : messages) row["messages"].push_back({{"role", m.role}, {"content", m.content}});
+  return row.dump() + "\n";
+}
+
+// Runs of consecutive trained tokens.
+std::vector<Ids> trained_runs(const TokenStream& s) {
+  std::vector<Ids> runs;
+  for (size_t i = 0; i < s.tokens.size(); ++i) {
+    if (!s.loss_mask[i]) continue;
+    if (i == 0 || !s.loss_mask[i - 1]) runs.emplace_back();
+    runs.back().push_back(s.tokens[i]);
+  }
+  return runs;
+}
+
+std::string text_of(const std::vector<ChatPiece>& pieces, bool trained) {
+  std::string out;
+  for (const ChatPiece& p : pieces) {
+    if (p.trained == trained) out += p.text + "|";
+  }
+  return out;
+}
+
+TEST(DatasetChat, AssistantSpansInEveryFormat) {
+  struct Case {
+    ChatFormat format;
+    std::string trained;
+  };
+  const std::vector<Case> cases = {
+      {ChatFormat::kChatML, " yo <|im_end|>|no<|im_end|>x<|im_end|>|"},
+      {ChatFormat::kQwen2_5, " yo <|im_end|>|no<|im_end|>x<|im_end|>|"},
+      {ChatFormat::kSmolLM2, " yo <|im_end|>|no<|im_end|>x<|im_end|>|"},
+      {ChatFormat::kLlama3, "yo<|eot_id|>|no<|im_end|>x<|eot_id|>|"},  // Llama-3 trims content
+      {ChatFormat::kLlama3Instruct, "yo<|eot_id|>|no<|im_end|>x<|eot_id|>|"},
+  };
+  for (const Case& c : cases) {
+    const std::vector<ChatPiece> pieces = chat_training_pieces(c.format, kConversation, "<|begin_of_text|>");
+    std::string all;
+    for (const ChatPiece& p : pieces) all += p.text;
+    EXPECT_EQ(all, render_chat(c.format, kConversation, false)) << int(c.format);
+    EXPECT_EQ(text_of(pieces, true), c.trained) << int(c.format);
+  }
+  // The untrained rest, for ChatML: headers, the other turns, and the "\n" after each marker.
+  EXPECT_EQ(text_of(chat_training_pieces(ChatFormat::kChatML, kConversation, ""), false),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n|"
+            "\n<|im_start|>user\nok?<|im_end|>\n<|im_start|>assistant\n|\n|");
+  // Llama-3 base always ends with an assistant header: untrained.
+  const auto llama = chat_training_pieces(ChatFormat::kLlama3, kConversation, "<|begin_of_text|>");
+  EXPECT_FALSE(llama.back().trained);
+  EXPECT_EQ(llama.back().text, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST(DatasetChat, AssistantFirstAndToolTurns) {
+  const std::vector<ChatMessage> opening = {{"assistant", "Hello!"}, {"user", "hi"}};
+  for (ChatFormat f : {ChatFormat::kChatML, ChatFormat::kQwen2_5, ChatFormat::kSmolLM2, ChatFormat::kLlama3}) {
+    const std::string eot(chat_end_of_turn(f));
+    EXPECT_EQ(text_of(chat_training_pieces(f, opening, "<|begin_of_text|>"), true), "Hello!" + eot + "|") << int(f);
+  }
+  const std::vector<ChatMessage> tools = {
+      {"user", "weather?"}, {"assistant", "call"}, {"tool", "sunny"}, {"tool", "warm"}, {"assistant", "Sunny."}};
+  const auto pieces = chat_training_pieces(ChatFormat::kQwen2_5, tools, "");
+  EXPECT_EQ(text_of(pieces, true), "call<|im_end|>|Sunny.<|im_end|>|");
+  EXPECT_NE(text_of(pieces, false).find("<tool_response>\nwarm\n</tool_response>"), std::string::npos);
+}
+
+TEST(DatasetChat, ByteTokenizerMasksExactly) {
+  const TempDir dir("farthing-chat");
+  const Tokenizer tok(byte_tokenizer_spec());
+  // "messages" wins over "prompt"/"response" on the same row (UltraChat rows carry both).
+  nlohmann::json row = nlohmann::json::parse(jsonl_line({{"user", "hi"}, {"assistant", "yo"}}));
+  row["prompt"] = "hi";
+  row["response"] = "ignored";
+  const auto path = write_file(dir / "chat.jsonl", row.dump() + "\n" + jsonl_line(kConversation));
+  DatasetOptions o;
+  o.chat_template = "chatml";
+  const TokenStream s = load_token_stream(path, o, &tok, 260);
+  const std::vector<Ids> expected_runs = {
+      {'y', 'o', kByteImEnd}, {' ', 'y', 'o', ' ', kByteImEnd}, {'n', 'o', kByteImEnd, 'x', kByteImEnd}};
+  EXPECT_EQ(trained_runs(s), expected_runs);
+  // BOS + the rendered text (its markers as special tokens) + EOS, per line; neither end trained.
+  Ids first = {kByteBos};
+  for (int32_t id : tok.encode(render_chat(ChatFormat::kChatML, std::vector<ChatMessage>{{"user", "hi"}, {"assistant", "yo"}}, false)))
+    first.push_back(id);
+  first.push_back(kByteEos);
+  ASSERT_GT(s.tokens.size(), first.size());
+  EXPECT_EQ(Ids(s.tokens.begin(), s.tokens.begin() + first.size()), first);
+  EXPECT_EQ(s.loss_mask.front(), 0);
+  EXPECT_EQ(s.loss_mask.back(), 0);
+  EXPECT_EQ(s.tokens.back(), kByteEos);
+}
+
+TEST(DatasetChat, TemplateFromNameJinjaFileConfigAndAuto) {
+  const TempDir dir("farthing-chat");
+  const Tokenizer tok(byte_tokenizer_spec());
+  const std::string chatml_jinja =
+      "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+      "'<|im_end|>' + '\\n'}}{% endfor %}";
+  EXPECT_EQ(resolve_chat_format("chatml", tok), ChatFormat::kChatML);
+  EXPECT_EQ(resolve_chat_format(write_file(dir / "t.jinja", chatml_jinja).string(), tok), ChatFormat::kChatML);
+  nlohmann::json config;
+  config["chat_template"] = nlohmann::json::array(
+      {{{"name", "tool_use"}, {"template", "{{ tools }}"}}, {{"name", "default"}, {"template", chatml_jinja}}});
+  write_file(dir / "tokenizer_config.json", config.dump());
+  EXPECT_EQ(resolve_chat_format((dir / "tokenizer_config.json").string(), tok), ChatFormat::kChatML);
+  // "auto": tokenizer_config.json beside the tokenizer.json the tokenizer came from.
+  write_file(dir / "tokenizer.json", "{}");
+  const Tokenizer beside(byte_tokenizer_spec((dir / "tokenizer.json").string()));
+  EXPECT_EQ(resolve_chat_format("auto", beside), ChatFormat::kChatML);
+}
+
+TEST(DatasetChat, Errors) {
+  const TempDir dir("farthing-chat");
+  const Tokenizer tok(byte_tokenizer_spec());
+  const auto path = write_file(dir / "chat.jsonl", "{\"text\": \"a\"}\n" + jsonl_line({{"user", "hi"}, {"assistant", "yo"}}));
+  DatasetOptions o;  // chat_template "auto", but the byte tokenizer has no files
+  expect_error([&] { load_token_stream(path, o, &tok, 260); },
+               {"chat.jsonl:2:", "chat template", "tokenizer_config.json", "chatml"});
+  o.chat_template = "vicuna";
+  expect_error([&] { load_token_stream(path, o, &tok, 260); }, {"chat.jsonl:2:", "'vicuna'", "llama3, llama3_instruct"});
+  o.chat_template = "llama3";  // the byte tokenizer has no <|eot_id|>
+  expect_error([&] { load_token_stream(path, o, &tok, 260); }, {"chat.jsonl:2:", "<|eot_id|>", "no such token"});
+  o.chat_template = "chatml";
+  const auto bad_role = write_file(dir / "role.jsonl", jsonl_line({{"user", "hi"}, {"bot", "yo"}}));
+  expect_error([&] { load_token_stream(bad_role, o, &tok, 260); }, {"role.jsonl:1:", "role 'bot'", "assistant"});
+  const auto empty = write_file(dir / "empty.jsonl", "{\"messages\": []}\n");
+  expect_error([&] { load_token_stream(empty, o, &tok, 260); }, {"empty.jsonl:1:", "\"messages\" is empty"});
+  expect_error([] { detect_chat_format("{{ messages }}"); }, {"unknown chat template"});
+  // A chat set without one assistant message has nothing to train on.
+  const auto user_only = write_file(dir / "users.jsonl", jsonl_line({{"user", "a long question to fill a sequence"}}));
+  o.seq_len = 8;
+  expect_error([&] { load_split_data(user_only, "", o, &tok, 260); }, {"users.jsonl", "no target carries loss"});
+}
+
+// The real thing: Qwen2.5's and Llama-3's tokenizer.json with the chat_template of their
+// tokenizer_config.json, found by "auto".
+void check_real_tokenizer(const std::filesystem::path& tokenizer_dir, const std::string& eot, bool template_has_bos) {
+  const Tokenizer tok = load_tokenizer(tokenizer_dir / "tokenizer.json");
+  const TempDir dir("farthing-chat");
+  const auto path = write_file(dir / "chat.jsonl", jsonl_line(kConversation));
+  const TokenStream s = load_token_stream(path, DatasetOptions{}, &tok, tok.vocab_size());
+  const std::vector<Ids> runs = trained_runs(s);
+  ASSERT_EQ(runs.size(), 2u);
+  const bool trims = eot == "<|eot_id|>";
+  EXPECT_EQ(tok.decode(runs[0]), (trims ? "yo" : " yo ") + eot);
+  EXPECT_EQ(tok.decode(runs[1]), "no<|im_end|>x" + eot);
+  EXPECT_EQ(runs[1].back(), tok.encode(eot).front());
+  if (template_has_bos) {  // the template's own BOS, not a second one
+    ASSERT_GE(tok.bos_id(), 0);
+    EXPECT_EQ(s.tokens[0], tok.bos_id());
+    EXPECT_NE(s.tokens[1], tok.bos_id());
+  }
+  if (tok.eos_id() >= 0) {
+    EXPECT_EQ(s.tokens.back(), tok.eos_id());
+  }
+}
+
+TEST(DatasetChat, Qwen2_5TokenizerWithItsTemplate) {
+  FARTHING_REQUIRE_SHARED(shared);
+  check_real_tokenizer(shared / "tokenizers/qwen2_5", "<|im_end|>", false);
+}
+
+TEST(DatasetChat, Llama3TokenizerWithItsTemplate) {
+  FARTHING_REQUIRE_SHARED(shared);
+  check_real_tokenizer(shared / "tokenizers/llama3", "<|eot_id|>", true);
+}
+
+}  // namespace
