@@ -1,0 +1,236 @@
+// kv_cache_decoder.cpp — see kv_cache_decoder.h. Shapes in comments use R = rows of the
+// current chunk, C = dim, H = hidden, F = H (GPT-2) or 2H (Llama gate|up),
+// Sq = (Hq + 2 Hkv) * D, V = vocab.
+#include "models/common/kv_cache_decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "framework/core/error.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/cpu/nn_cpu.h"
+
+namespace farthing::models {
+
+namespace k = farthing::kernels;
+
+namespace {
+
+// Prompt tokens run through the model this many at a time: scratch stays small for long
+// prompts, and every chunk attends to the cache, so chunking does not change the maths.
+constexpr int64_t kPrefillChunkRows = 64;
+
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+// NOTE: the inverse frequencies and angles exactly as Transformer's constructor computes them
+// (Hugging Face's formula, with "llama3" scaling when configured, in double, rounded to fp32;
+// angle = fp32 position * inv_freq), so cached keys equal the training forward's.
+void rope_tables(const ModelConfig& c, int64_t positions, std::vector<float>& cos_out,
+                 std::vector<float>& sin_out) {
+  const int64_t D = c.head_dim(), half = D / 2;
+  std::vector<float> inv(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    double f = 1.0 / std::pow(double(c.rope_theta), double(2 * i) / double(D));
+    const RopeScaling& rs = c.rope_scaling;
+    if (rs.factor > 0.0f) {
+      const double pi = 3.14159265358979323846;
+      const double wavelen = 2.0 * pi / f;
+      const double low_wl = double(rs.original_max_position) / rs.low_freq_factor;
+      const double high_wl = double(rs.original_max_position) / rs.high_freq_factor;
+      if (wavelen > low_wl) {
+        f = f / rs.factor;
+      } else if (wavelen >= high_wl) {
+        const double smooth = (double(rs.original_max_position) / wavelen - rs.low_freq_factor) /
+                              (rs.high_freq_factor - rs.low_freq_factor);
+        f = (1.0 - smooth) * f / rs.factor + smooth * f;
+      }
+    }
+    inv[size_t(i)] = float(f);
+  }
+  cos_out.resize(size_t(positions * half));
+  sin_out.resize(size_t(positions * half));
+  for (int64_t t = 0; t < positions; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = float(t) * inv[size_t(i)];
+      cos_out[size_t(t * half + i)] = float(std::cos(double(angle)));
+      sin_out[size_t(t * half + i)] = float(std::sin(double(angle)));
+    }
+  }
+}
+
+}  // namespace
+
+KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params, int64_t max_seq)
+    : spec_(spec), params_(params) {
+  const ModelConfig& c = spec_.config;
+  c.validate();
+  FARTHING_CHECK(params != nullptr, "model '", c.name, "': KvCacheDecoder needs a parameter buffer");
+  max_seq_ = max_seq == 0 ? c.max_seq_len : max_seq;
+  FARTHING_CHECK(max_seq_ > 0 && max_seq_ <= c.max_seq_len, "model '", c.name, "': KV cache max_seq(",
+                 max_seq_, ") must be in [1, max_seq_len(", c.max_seq_len, ")]");
+  const int64_t C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim(), V = c.vocab_size;
+  const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
+  const int64_t kv_elems = c.n_layers * max_seq_ * c.n_kv_heads * c.head_dim();
+  cache_ = Buffer(Device::cpu(), size_t(2 * kv_elems) * 4, MemoryCategory::kActivations);
+
+  chunk_rows_ = std::min(kPrefillChunkRows, max_seq_);
+  const int64_t R = chunk_rows_;
+  const int64_t sizes[] = {R * C, R * C, R, R, R * Sq, R * C, R * F, R * H, V};
+  int64_t total = 0;
+  for (int64_t s : sizes) total += round16(s);
+  scratch_ = Buffer(Device::cpu(), size_t(total) * 4, MemoryCategory::kActivations);
+  float* cursor = static_cast<float*>(scratch_.data());
+  float** slots[] = {&x_, &n_, &mean_, &rstd_, &qkv_, &att_, &fc_, &act_, &logits_};
+  for (size_t i = 0; i < std::size(slots); ++i) {
+    *slots[i] = cursor;
+    cursor += round16(sizes[i]);
+  }
+  if (c.family == ModelFamily::kLlama) rope_tables(c, max_seq_, rope_cos_, rope_sin_);
+}
+
+float* KvCacheDecoder::key_cache(int64_t layer, int64_t pos) const {
+  const ModelConfig& c = spec_.config;
+  const int64_t row = c.n_kv_heads * c.head_dim();
+  return static_cast<float*>(cache_.data()) + (layer * max_seq_ + pos) * row;
+}
+
+float* KvCacheDecoder::value_cache(int64_t layer, int64_t pos) const {
+  const ModelConfig& c = spec_.config;
+  return key_cache(layer, pos) + c.n_layers * max_seq_ * c.n_kv_heads * c.head_dim();
+}
+
+std::span<const float> KvCacheDecoder::prefill(std::span<const int32_t> tokens) {
+  FARTHING_CHECK(!tokens.empty(), "model '", config().name, "': prefill needs at least one token");
+  position_ = 0;
+  for (size_t done = 0; done < tokens.size();) {
+    const int64_t rows = std::min<int64_t>(chunk_rows_, int64_t(tokens.size() - done));
+    forward_rows(tokens.data() + done, rows);
+    done += size_t(rows);
+  }
+  return {logits_, size_t(config().vocab_size)};
+}
+
+std::span<const float> KvCacheDecoder::step(int32_t token) {
+  forward_rows(&token, 1);
+  return {logits_, size_t(config().vocab_size)};
+}
+
+void KvCacheDecoder::forward_rows(const int32_t* tokens, int64_t rows) {
+  const ModelConfig& c = spec_.config;
+  const int64_t C = c.dim, V = c.vocab_size;
+  FARTHING_CHECK(position_ + rows <= max_seq_, "model '", c.name, "': KV cache is full: position(",
+                 position_, ") + tokens(", rows, ") > max_seq(", max_seq_,
+                 "); make the decoder with a larger max_seq (the model allows ", c.max_seq_len, ")");
+  for (int64_t r = 0; r < rows; ++r) {
+    FARTHING_CHECK(tokens[r] >= 0 && tokens[r] < V, "token ", tokens[r], " at position ",
+                   position_ + r, " is outside the vocabulary [0, ", V, ")");
+  }
+  // x (R, C) = wte[tokens] (+ wpe[positions]); the kernel's position is r % seq, so the
+  // position table starts at this chunk's first position.
+  const float* wpe = spec_.pos_emb >= 0 ? params_ + spec_.pos_emb + position_ * C : nullptr;
+  k::embedding_forward_cpu(x_, tokens, params_ + spec_.tok_emb, wpe, rows, rows, C);
+  for (int64_t l = 0; l < c.n_layers; ++l) block(l, rows);
+  // Only the last row's logits are wanted: final norm and head on that row alone.
+  const float* last = x_ + (rows - 1) * C;
+  norm(n_, last, spec_.final_norm_w, spec_.final_norm_b, 1);
+  linear(logits_, n_, spec_.head_w, -1, 1, C, V, WeightOrientation::kOutIn, false);
+  position_ += rows;
+}
+
+void KvCacheDecoder::block(int64_t layer, int64_t rows) {
+  const ModelConfig& c = spec_.config;
+  const BlockOffsets& w = spec_.blocks[size_t(layer)];
+  const int64_t C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim(), D = c.head_dim();
+  const bool llama = c.family == ModelFamily::kLlama;
+  const WeightOrientation o = spec_.orientation;
+  // n = norm(x); qkv = n Wqkv^T + b; rope(q, k) at the rows' positions
+  norm(n_, x_, w.norm1_w, w.norm1_b, rows);
+  linear(qkv_, n_, w.qkv_w, w.qkv_b, rows, C, Sq, o, false);
+  if (llama) {
+    const int64_t half = D / 2;
+    k::rope_apply_cpu(qkv_, rows, rows, c.n_heads + c.n_kv_heads, D, Sq, rope_cos_.data() + position_ * half,
+                      rope_sin_.data() + position_ * half, false);
+  }
+  // Cache this chunk's keys and values: rows of [k: Hkv*D | v: Hkv*D] after the queries.
+  const int64_t kv_row = c.n_kv_heads * D;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = qkv_ + r * Sq + c.n_heads * D;
+    std::memcpy(key_cache(layer, position_ + r), src, size_t(kv_row) * 4);
+    std::memcpy(value_cache(layer, position_ + r), src + kv_row, size_t(kv_row) * 4);
+  }
+  attend(layer, rows);
+  // x += att Wo^T + bo
+  linear(x_, att_, w.attn_out_w, w.attn_out_b, rows, C, C, o, true);
+  // n = norm(x); act = silu(n Wg^T) * (n Wu^T)  |  gelu(n Wfc + bfc); x += act Wout^T + bout
+  norm(n_, x_, w.norm2_w, w.norm2_b, rows);
+  const int64_t F = llama ? 2 * H : H;
+  linear(fc_, n_, w.mlp_in_w, w.mlp_in_b, rows, C, F, o, false);
+  if (llama) {
+    k::swiglu_forward_cpu(act_, fc_, rows, H);
+  } else {
+    k::gelu_forward_cpu(act_, fc_, rows * H);
+  }
+  linear(x_, act_, w.mlp_out_w, w.mlp_out_b, rows, H, C, o, true);
+}
+
+void KvCacheDecoder::attend(int64_t layer, int64_t rows) {
+  const ModelConfig& c = spec_.config;
+  const int64_t D = c.head_dim(), Hq = c.n_heads, Sq = c.qkv_dim();
+  const int64_t group = Hq / c.n_kv_heads;
+  // NOTE: the training kernel's order: score = (q . k) * scale, exact max-subtracted softmax
+  // in fp32, out = sum_j p_j v_j.
+  const float scale = 1.0f / std::sqrt(float(D));
+#pragma omp parallel
+  {
+    std::vector<float> p(static_cast<size_t>(position_ + rows));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t h = 0; h < Hq; ++h) {
+        const int64_t valid = position_ + r + 1;  // causal: keys at positions 0..position_ + r
+        const float* q = qkv_ + r * Sq + h * D;
+        const int64_t kv_head = h / group;
+        float m = -INFINITY;
+        for (int64_t j = 0; j < valid; ++j) {
+          const float* kj = key_cache(layer, j) + kv_head * D;
+          float dot = 0.0f;
+          for (int64_t d = 0; d < D; ++d) dot += q[d] * kj[d];
+          p[size_t(j)] = dot * scale;
+          m = std::max(m, p[size_t(j)]);
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < valid; ++j) {
+          p[size_t(j)] = std::exp(p[size_t(j)] - m);
+          sum += p[size_t(j)];
+        }
+        const float inv = 1.0f / sum;
+        float* out = att_ + r * Hq * D + h * D;
+        std::fill(out, out + D, 0.0f);
+        for (int64_t j = 0; j < valid; ++j) {
+          const float pj = p[size_t(j)] * inv;
+          const float* vj = value_cache(layer, j) + kv_head * D;
+          for (int64_t d = 0; d < D; ++d) out[d] += pj * vj[d];
+        }
+      }
+    }
+  }
+}
+
+void KvCacheDecoder::norm(float* out, const float* x, int64_t w, int64_t b, int64_t rows) {
+  const ModelConfig& c = spec_.config;
+  if (c.family == ModelFamily::kGpt2) {
+    k::layernorm_forward_cpu(out, mean_, rstd_, x, params_ + w, params_ + b, rows, c.dim, c.norm_eps);
+  } else {
+    k::rmsnorm_forward_cpu(out, rstd_, x, params_ + w, rows, c.dim, c.norm_eps);
+  }
+}
+
+void KvCacheDecoder::linear(float* y, const float* x, int64_t w, int64_t bias, int64_t rows,
+                            int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
+  k::GemmShape s{rows, n, kdim};
+  s.trans_b = orient == WeightOrientation::kOutIn ? k::Trans::kT : k::Trans::kN;  // W (N,K) or (K,N)
+  k::matmul_cpu(k::GemmDtype::kF32, s, x, params_ + w, y, accumulate);
+  if (bias >= 0) k::bias_add_cpu(y, params_ + bias, rows, n, n);
+}
+
+}  // namespace farthing::models

@@ -1,0 +1,66 @@
+// kv_cache_decoder.h — incremental decoding for generation: the same fp32 maths as
+// Transformer's forward (models/common/transformer.h), but keys and values of past positions
+// are kept in a cache, so each new token costs one row through the model instead of the whole
+// prefix. Both families: Llama (RMSNorm, RoPE with optional llama3 scaling, GQA, SwiGLU,
+// optional qkv bias) and GPT-2 (LayerNorm, learned positions, GELU-tanh, Conv1D weights).
+//
+// The decoder reads weights from a flat fp32 parameter buffer in the spec's layout, which it
+// does not own (a Transformer's params(), or a buffer filled by copy_weights_from_file); the
+// buffer must outlive the decoder and not change during a sequence.
+// KV cache: keys and values each (layers, max_seq, kv_heads, head_dim) fp32, one
+// MemoryCategory::kActivations Buffer; rotary embedding is applied to keys before caching.
+// Relies on: kernels/cpu (matmul_cpu, nn_cpu), framework/core/memory.h.
+// Tested by: tests/models/test_kv_cache_decoder.cpp (logits vs Transformer::forward_logits),
+// tests/models/test_stories260k_greedy.cpp, tests/models/test_smollm2_logits.cpp.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "framework/core/memory.h"
+#include "models/common/transformer_spec.h"
+
+namespace farthing::models {
+
+class KvCacheDecoder {
+ public:
+  // max_seq: positions the cache holds (0: the model's max_seq_len); must be <= max_seq_len.
+  KvCacheDecoder(const TransformerSpec& spec, const float* params, int64_t max_seq = 0);
+
+  // Starts a new sequence: runs `tokens` (at least one) from position 0 and returns the
+  // logits (vocab) of the last one. The span stays valid until the next prefill/step.
+  std::span<const float> prefill(std::span<const int32_t> tokens);
+  // Appends one token at position() and returns the logits (vocab) of that position.
+  std::span<const float> step(int32_t token);
+
+  // Tokens in the cache (the position the next step() writes).
+  int64_t position() const { return position_; }
+  int64_t max_seq() const { return max_seq_; }
+  const ModelConfig& config() const { return spec_.config; }
+  const TransformerSpec& spec() const { return spec_; }
+
+ private:
+  // Runs rows tokens at positions position_.. position_ + rows - 1 (rows <= chunk_rows_).
+  void forward_rows(const int32_t* tokens, int64_t rows);
+  void block(int64_t layer, int64_t rows);
+  // Causal attention of rows query rows (at positions position_ + r) over the cached keys.
+  void attend(int64_t layer, int64_t rows);
+  void norm(float* out, const float* x, int64_t w, int64_t b, int64_t rows);
+  // y(rows, N) (+)= x(rows, K) W^T + bias, W stored per `orient`.
+  void linear(float* y, const float* x, int64_t w, int64_t bias, int64_t rows, int64_t k,
+              int64_t n, WeightOrientation orient, bool accumulate);
+  float* key_cache(int64_t layer, int64_t pos) const;
+  float* value_cache(int64_t layer, int64_t pos) const;
+
+  TransformerSpec spec_;
+  const float* params_;
+  int64_t max_seq_ = 0, chunk_rows_ = 0, position_ = 0;
+  Buffer cache_;    // keys then values, each (layers, max_seq, kv_heads, head_dim)
+  Buffer scratch_;  // activations of one chunk of rows, and the last row's logits
+  float *x_ = nullptr, *n_ = nullptr, *mean_ = nullptr, *rstd_ = nullptr, *qkv_ = nullptr,
+        *att_ = nullptr, *fc_ = nullptr, *act_ = nullptr, *logits_ = nullptr;
+  std::vector<float> rope_cos_, rope_sin_;  // (max_seq, head_dim / 2), Llama only
+};
+
+}  // namespace farthing::models
