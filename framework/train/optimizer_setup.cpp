@@ -1,0 +1,60 @@
+// optimizer_setup.cpp — see optimizer_setup.h.
+#include "framework/train/optimizer_setup.h"
+
+#include "framework/core/error.h"
+#include "framework/optim/param_groups.h"
+
+namespace farthing::train {
+
+namespace {
+
+bool is_embedding_or_head(const std::string& name) {
+  return name.find("embed_tokens") != std::string::npos || name.find("lm_head") != std::string::npos ||
+         name.find("wte") != std::string::npos || name.find("wpe") != std::string::npos;
+}
+
+}  // namespace
+
+OptimizerSetup make_optimizer_setup(const models::FlatLayout& layout, const recipe::OptimizerSection& section,
+                                    uint64_t seed) {
+  FARTHING_CHECK(section.name == "adamw", "optimizer.name '", section.name, "' is not available; use adamw");
+  OptimizerSetup setup;
+  optim::OptimizerConfig& c = setup.config;
+  optim::AdamWHyper hyper;
+  hyper.lr = section.lr;
+  hyper.beta1 = section.beta1;
+  hyper.beta2 = section.beta2;
+  hyper.eps = section.eps;
+  hyper.weight_decay = section.weight_decay;
+  c.groups = optim::default_param_groups(hyper, optim::parse_state_format(section.state));
+  c.master_mode = optim::parse_master_mode(section.master);
+  FARTHING_CHECK(section.weight_rounding == "nearest" || section.weight_rounding == "stochastic",
+                 "optimizer.weight_rounding '", section.weight_rounding, "': use nearest or stochastic");
+  c.weight_rounding = section.weight_rounding == "stochastic" ? optim::WeightRounding::kStochastic
+                                                              : optim::WeightRounding::kNearest;
+  c.seed = seed;
+
+  for (const models::ParamEntry& e : layout.entries()) {
+    const int group = optim::default_group_of(e.name, e.shape.rank);
+    const bool keep_f32 = section.embedding_f32_state && is_embedding_or_head(e.name);
+    if (!c.ranges.empty()) {
+      optim::ParamRange& last = c.ranges.back();
+      const bool packed_after = last.global_offset + last.numel == uint64_t(e.offset_elems);
+      if (packed_after && last.group == group && last.keep_f32_state == keep_f32) {
+        last.name += "+" + e.name;
+        last.numel += uint64_t(e.numel());
+        continue;
+      }
+    }
+    c.ranges.push_back(optim::ParamRange{e.name, uint64_t(e.offset_elems), uint64_t(e.numel()), group, keep_f32});
+  }
+  for (optim::ParamRange& r : c.ranges) {
+    if (optim::is_quantized(optim::effective_state_format(c, r)) && r.global_offset % optim::kQuantBlockElems != 0) {
+      r.keep_f32_state = true;
+      ++setup.demoted;
+    }
+  }
+  return setup;
+}
+
+}  // namespace farthing::train

@@ -1,0 +1,420 @@
+// trainer.cpp — see trainer.h.
+#include "framework/train/trainer.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "framework/ckpt/h5_checkpoint_dir.h"
+#include "framework/core/error.h"
+#include "framework/optim/grad_clip.h"
+#include "framework/recipe/recipe.h"
+#include "framework/train/optimizer_setup.h"
+#include "kernels/cpu/cast_cpu.h"
+#include "models/common/presets.h"
+#include "models/common/weights_from_file.h"
+
+namespace farthing::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_token_file(const recipe::DataSection& data) {
+  return data.format == "tokens" || (data.format == "auto" && fs::path(data.train).extension() == ".tok");
+}
+
+ModelSource open_source(const recipe::RunConfig& config) {
+  return open_model_source(config.model, /*need_tokenizer=*/!is_token_file(config.data));
+}
+
+data::SplitData open_data(const recipe::RunConfig& config, const ModelSource& source) {
+  data::DatasetOptions options;
+  options.format = config.data.format;
+  options.seq_len = config.data.seq_len;
+  options.add_bos = config.data.add_bos;
+  options.add_eos = config.data.add_eos;
+  options.eval_fraction = config.data.eval_fraction;
+  FARTHING_CHECK(config.data.seq_len <= source.config.max_seq_len, "data.seq_len (", config.data.seq_len,
+                 ") exceeds the model's max_position_embeddings (", source.config.max_seq_len, ")");
+  return data::load_split_data(config.data.train, config.data.eval, options, source.tokenizer.get(),
+                               source.config.vocab_size);
+}
+
+models::ModelOptions model_options(const recipe::RunConfig& config) {
+  models::ModelOptions o;
+  const std::string& p = config.train.precision;
+  o.compute = p == "fp32" ? models::ComputeMode::kF32 : p == "fp16" ? models::ComputeMode::kF16 : models::ComputeMode::kBF16;
+  o.checkpointing = config.model.activation_checkpointing == "per_block" ? models::Checkpointing::kPerBlock
+                                                                         : models::Checkpointing::kNone;
+  o.loss_chunk_rows = config.model.loss_chunk_rows;
+  return o;
+}
+
+std::vector<dist::UnitRange> unit_ranges(const models::FlatLayout& layout) {
+  std::vector<dist::UnitRange> units;
+  for (const models::ParamUnit& u : layout.units()) units.push_back({u.begin_elems, u.end_elems});
+  return units;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int64_t host_peak_bytes() { return memory_tracker(Device::cpu()).snapshot().total_peak_bytes; }
+
+// Writes text to path atomically (temporary name, then rename), naming the path on failure.
+void write_text_file(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    FARTHING_CHECK(out.good(), "cannot write ", tmp.string(), " (directory not writable, or disk full?)");
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput output)
+    : config_((recipe::validate_run_config(config), std::move(config))),
+      comm_(comm),
+      output_(output),
+      source_(open_source(config_)),
+      data_(open_data(config_, source_)) {
+  const recipe::TrainSection& t = config_.train;
+  FARTHING_CHECK(config_.distributed.zero_stage != 3,
+                 "distributed.zero_stage 3 is not available yet: the model computes from full fp32 parameters, "
+                 "so sharding them needs per-unit parameter buffers in models/ (planned); use stage 1 or 2");
+  sampler_ = std::make_unique<data::EpochSampler>(data_.train.size(), t.seed, config_.data.shuffle);
+  model_ = std::make_unique<models::Transformer>(models::make_spec(source_.config), t.micro_batch,
+                                                 config_.data.seq_len, model_options(config_));
+  const models::FlatLayout& layout = model_->layout();
+  if (source_.file) {
+    models::copy_weights_from_file(*source_.file, layout, model_->params());
+    source_.file.reset();  // the fp32 copy of the file is no longer needed
+  } else {
+    model_->init_weights(t.seed, float(config_.model.init_std));
+  }
+
+  zero_ = std::make_unique<dist::ZeroLayout>(unit_ranges(layout), comm_.world_size(), comm_.rank());
+  collectives_ = std::make_unique<dist::ZeroCollectives>(*zero_, comm_);
+  OptimizerSetup setup = make_optimizer_setup(layout, config_.optimizer, t.seed);
+  demoted_ = setup.demoted;
+  optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards());
+  optimizer_->set_reduce_hook([this](std::span<double> values) {
+    comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
+  });
+
+  schedule_.kind = optim::parse_lr_schedule_kind(config_.schedule.kind);
+  schedule_.warmup_steps = config_.schedule.warmup_steps;
+  schedule_.total_steps = t.steps;
+  schedule_.min_ratio = config_.schedule.min_ratio;
+  optim::validate_lr_schedule(schedule_);
+  optim::LossScalerOptions scaler;
+  scaler.initial_scale = config_.loss_scale.initial;
+  scaler.growth_factor = config_.loss_scale.growth_factor;
+  scaler.backoff_factor = config_.loss_scale.backoff_factor;
+  scaler.growth_interval = config_.loss_scale.growth_interval;
+  scaler_ = std::make_unique<optim::LossScaler>(scaler, t.precision == "fp16");
+
+  // The bf16 working weights start as the round-to-nearest cast of the first weights; the
+  // master (when kept) starts as the exact fp32 values.
+  const int64_t total = layout.total_elems();
+  weights_ = Buffer(Device::cpu(), size_t(total) * 2, MemoryCategory::kWeights);
+  auto* weights = static_cast<uint16_t*>(weights_.data());
+  kernels::cast_f32_to_narrow_cpu(kernels::NarrowFormat::kBf16, model_->params(), weights, size_t(total),
+                                  numerics::Overflow::kToInfOrNan);
+  params_from_master_ = t.precision == "fp32" && optimizer_->config().master_mode == optim::MasterMode::kF32;
+  if (optimizer_->config().master_mode != optim::MasterMode::kNone) {
+    const auto& shards = optimizer_->shards();
+    for (size_t s = 0; s < shards.size(); ++s) {
+      const int64_t off = int64_t(shards[s].global_offset), n = int64_t(shards[s].numel);
+      const Tensor values(model_->params() + off, DType::kF32, Shape{n});
+      const Tensor shard_weights(weights + off, DType::kBF16, Shape{n});
+      optimizer_->init_master(s, values, &shard_weights);
+    }
+  }
+  if (!params_from_master_) sync_model_params();
+  if (t.grad_accum > 1) grad_sum_ = Buffer(Device::cpu(), size_t(total) * 4, MemoryCategory::kGrads);
+
+  recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
+  model_config_json_ = models::config_to_hf_json(source_.config);
+  progress_.seed = t.seed;
+  progress_.loss_scale = scaler_->scale();
+  progress_line_ = std::make_unique<ProgressLine>(output_.progress && comm_.rank() == 0);
+}
+
+Trainer::~Trainer() = default;
+
+fs::path Trainer::checkpoint_dir() const { return fs::path(config_.checkpoint.run_dir) / "checkpoints"; }
+
+fs::path Trainer::resolve_checkpoint(const std::string& which) const {
+  if (which != "latest") {
+    FARTHING_CHECK(fs::exists(which), "checkpoint '", which, "' does not exist");
+    return which;
+  }
+  const std::optional<fs::path> latest = resolve_latest(checkpoint_dir());
+  FARTHING_CHECK(latest.has_value(), "--resume latest: no checkpoint in ", checkpoint_dir().string(),
+                 " (no 'latest' pointer); train without --resume first, or pass a checkpoint path");
+  return *latest;
+}
+
+void Trainer::sync_model_params() {
+  float* params = model_->params();
+  if (params_from_master_) {
+    const auto& shards = optimizer_->shards();
+    for (size_t s = 0; s < shards.size(); ++s) {
+      std::memcpy(params + shards[s].global_offset, optimizer_->master(s), size_t(shards[s].numel) * sizeof(float));
+    }
+    collectives_->gather_owned(params, DType::kF32);
+  } else {
+    kernels::cast_narrow_to_f32_cpu(kernels::NarrowFormat::kBf16, weights_.data(), params,
+                                    size_t(model_->layout().total_elems()));
+  }
+}
+
+void Trainer::load_checkpoint(const fs::path& path) {
+  progress_ = load_train_checkpoint(path, comm_, model_->layout(), *zero_, static_cast<uint16_t*>(weights_.data()),
+                                    *optimizer_, model_config_json_);
+  FARTHING_CHECK(progress_.seed == config_.train.seed, "checkpoint ", path.string(), " was trained with train.seed ",
+                 progress_.seed, " but this recipe has ", config_.train.seed,
+                 "; the seed keys the data order and stochastic rounding, so resuming needs the same seed");
+  collectives_->gather_owned(weights_.data(), DType::kBF16);
+  scaler_->restore(progress_.loss_scale, progress_.loss_scale_clean_steps);
+  sync_model_params();
+}
+
+void Trainer::fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets) {
+  const int64_t mb = config_.train.micro_batch, T = config_.data.seq_len;
+  tokens.resize(size_t(mb * T));
+  targets.resize(size_t(mb * T));
+  for (int64_t b = 0; b < mb; ++b) {
+    data_.train.sequence(sampler_->at(first_draw + b), tokens.data() + b * T, targets.data() + b * T);
+  }
+}
+
+Trainer::StepOutcome Trainer::train_step() {
+  const recipe::TrainSection& t = config_.train;
+  const int64_t A = t.grad_accum, mb = t.micro_batch, T = config_.data.seq_len;
+  const int64_t W = comm_.world_size(), r = comm_.rank();
+  const int64_t total = model_->layout().total_elems();
+
+  // This rank's micro-batches of the global batch, and the global count of loss targets.
+  std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(A)), targets(static_cast<size_t>(A));
+  int64_t counted = 0;
+  for (int64_t a = 0; a < A; ++a) {
+    fill_micro_batch(progress_.data_position + (r * A + a) * mb, tokens[size_t(a)], targets[size_t(a)]);
+    for (int32_t y : targets[size_t(a)]) counted += y >= 0;
+  }
+  comm_.all_reduce(Tensor(&counted, DType::kI64, Shape{1}), ReduceOp::kSum);
+  const double loss_scale = scaler_->scale();
+  const float loss_grad_scale = counted > 0 ? float(loss_scale / double(counted)) : 0.0f;
+
+  // Forward and backward; micro-batch gradients summed in order (see trainer.h).
+  std::vector<double> loss_sums(size_t(W * A), 0.0);
+  float* grads = model_->grads();
+  float* grad_sum = A > 1 ? static_cast<float*>(grad_sum_.data()) : grads;
+  for (int64_t a = 0; a < A; ++a) {
+    model_->zero_grads();
+    const models::Transformer::LossSum ls =
+        model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale);
+    loss_sums[size_t(r * A + a)] = ls.sum;
+    if (A == 1) continue;
+    if (a == 0) {
+      std::memcpy(grad_sum, grads, size_t(total) * sizeof(float));
+    } else {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < total; ++i) grad_sum[i] += grads[i];
+    }
+  }
+  // Every micro-batch's loss sum in global order, added in that order on every rank.
+  comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
+  double loss_total = 0.0;
+  for (double s : loss_sums) loss_total += s;
+
+  collectives_->reduce_gradients(grad_sum, config_.distributed.zero_stage);
+  auto* weights = static_cast<uint16_t*>(weights_.data());
+  std::vector<Tensor> grad_views, weight_views;
+  for (const optim::ShardSpec& s : optimizer_->shards()) {
+    grad_views.emplace_back(grad_sum + s.global_offset, DType::kF32, Shape{int64_t(s.numel)});
+    weight_views.emplace_back(weights + s.global_offset, DType::kBF16, Shape{int64_t(s.numel)});
+  }
+  optim::GradOptions grad_options;
+  grad_options.max_grad_norm = t.max_grad_norm;
+  grad_options.loss_scale = loss_scale;
+  const optim::GradReport report = optimizer_->inspect_grads(grad_views, grad_options);
+
+  StepOutcome out;
+  out.loss = counted > 0 ? loss_total / double(counted) : 0.0;
+  out.grad_norm = report.grad_norm;
+  out.tokens = W * A * mb * T;
+  if (report.nonfinite > 0) {
+    FARTHING_CHECK(t.nonfinite != "fail", "step ", progress_.step + 1, ": ", report.nonfinite,
+                   " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'. Lower the "
+                   "learning rate, or use precision bf16, or train.nonfinite: skip");
+    out.skipped = true;
+    ++progress_.skipped_steps;
+    scaler_->update(true);
+  } else {
+    optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1));
+    scaler_->update(false);
+    collectives_->gather_owned(weights, DType::kBF16);
+    sync_model_params();
+  }
+  progress_.data_position += W * A * mb;
+  progress_.tokens_seen += out.tokens;
+  progress_.loss_scale = scaler_->scale();
+  progress_.loss_scale_clean_steps = scaler_->clean_steps();
+  ++progress_.step;
+  return out;
+}
+
+EvalResult Trainer::evaluate(int64_t max_batches) {
+  const int64_t mb = config_.train.micro_batch, T = config_.data.seq_len;
+  const int64_t W = comm_.world_size(), r = comm_.rank();
+  const int64_t n = data_.eval.size();
+  int64_t batches = (n + mb - 1) / mb;
+  if (max_batches > 0) batches = std::min(batches, max_batches);
+  std::vector<double> sums(size_t(batches), 0.0);
+  std::vector<int64_t> counts(size_t(batches), 0);
+  std::vector<int32_t> tokens(static_cast<size_t>(mb * T)), targets(static_cast<size_t>(mb * T));
+  for (int64_t e = r; e < batches; e += W) {
+    for (int64_t b = 0; b < mb; ++b) {
+      const int64_t index = e * mb + b;
+      if (index < n) {
+        data_.eval.sequence(index, tokens.data() + b * T, targets.data() + b * T);
+      } else {  // a short last batch: padding rows count for nothing
+        std::fill(tokens.begin() + b * T, tokens.begin() + (b + 1) * T, 0);
+        std::fill(targets.begin() + b * T, targets.begin() + (b + 1) * T, -100);
+      }
+    }
+    const models::Transformer::LossSum ls = model_->forward_loss_sum(tokens.data(), targets.data());
+    sums[size_t(e)] = ls.sum;
+    counts[size_t(e)] = ls.counted;
+  }
+  if (batches > 0) {
+    comm_.all_reduce(Tensor(sums.data(), DType::kF64, Shape{batches}), ReduceOp::kSum);
+    comm_.all_reduce(Tensor(counts.data(), DType::kI64, Shape{batches}), ReduceOp::kSum);
+  }
+  EvalResult result;
+  double total = 0.0;
+  for (int64_t e = 0; e < batches; ++e) {
+    total += sums[size_t(e)];
+    result.tokens += counts[size_t(e)];
+  }
+  result.batches = batches;
+  result.loss = result.tokens > 0 ? total / double(result.tokens) : 0.0;
+  return result;
+}
+
+void Trainer::log_eval(const EvalResult& r, const char* when) {
+  char text[160];
+  std::snprintf(text, sizeof text, "eval %s step %lld: loss %.4f over %lld tokens (%lld batches)", when,
+                (long long)progress_.step, r.loss, (long long)r.tokens, (long long)r.batches);
+  progress_line_->note(text);
+  metrics_->append({{"step", progress_.step}, {"eval_loss", r.loss}, {"eval_tokens", r.tokens}});
+}
+
+fs::path Trainer::save(bool final_save) {
+  CheckpointCommitOptions commit;
+  commit.update_latest = true;
+  commit.keep_last = config_.checkpoint.keep_last;
+  const fs::path path =
+      save_train_checkpoint(checkpoint_dir(), comm_, model_->layout(), *zero_, weights(), *optimizer_, progress_,
+                            CheckpointIdentity{recipe_yaml_, model_config_json_}, commit);
+  progress_line_->note(std::string(final_save ? "saved final checkpoint " : "saved checkpoint ") + path.string());
+  return path;
+}
+
+TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const recipe::TrainSection& t = config_.train;
+  const fs::path run_dir = config_.checkpoint.run_dir;
+  if (comm_.rank() == 0) {
+    std::error_code ec;
+    fs::create_directories(checkpoint_dir(), ec);
+    FARTHING_CHECK(!ec, "cannot create the run directory ", checkpoint_dir().string(), ": ", ec.message(),
+                   "; set checkpoint.run_dir to a writable place");
+  }
+  comm_.barrier();
+  if (resume.empty()) {
+    const std::optional<fs::path> latest = resolve_latest(checkpoint_dir());
+    FARTHING_CHECK(!latest.has_value(), "run_dir ", run_dir.string(), " already holds checkpoints (latest: ",
+                   latest ? latest->string() : "", "); pass --resume latest to continue that run, or set "
+                   "checkpoint.run_dir to a new directory (nothing was overwritten)");
+  } else {
+    load_checkpoint(resolve_checkpoint(resume));
+  }
+  if (comm_.rank() == 0) write_text_file(run_dir / "recipe.yaml", recipe_yaml_);
+  metrics_ = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl", resume.empty() ? -1 : progress_.step,
+                                          comm_.rank() == 0);
+
+  TrainResult result;
+  const int64_t eval_batches = t.eval_batches;
+  if (progress_.step == 0 && data_.eval.size() > 0) {
+    result.eval_before = evaluate(eval_batches);
+    log_eval(*result.eval_before, "before training,");
+  }
+  const int64_t first_step = progress_.step;
+  const int64_t last_step = stop_at > 0 ? std::min(stop_at, t.steps) : t.steps;
+  const auto loop_start = std::chrono::steady_clock::now();
+  while (progress_.step < last_step) {
+    memory_tracker(Device::cpu()).reset_peaks();
+    const auto s0 = std::chrono::steady_clock::now();
+    const StepOutcome out = train_step();
+    const double step_seconds = seconds_since(s0);
+    const double lr = config_.optimizer.lr * optim::lr_multiplier(schedule_, progress_.step);
+    const int64_t peak = host_peak_bytes();
+    nlohmann::json record = {{"step", progress_.step},          {"loss", out.loss},
+                             {"lr", lr},                        {"grad_norm", out.grad_norm},
+                             {"tokens", out.tokens},            {"tokens_seen", progress_.tokens_seen},
+                             {"tokens_per_s", double(out.tokens) / step_seconds},
+                             {"step_seconds", step_seconds},    {"peak_mem_bytes", peak},
+                             {"skipped", out.skipped}};
+    if (scaler_->enabled()) record["loss_scale"] = scaler_->scale();
+    metrics_->append(record);
+    result.last_loss = out.loss;
+    if (t.log_every > 0 && (progress_.step % t.log_every == 0 || progress_.step == t.steps)) {
+      const double elapsed = seconds_since(loop_start);
+      const int64_t done = progress_.step - first_step;
+      ProgressUpdate u;
+      u.step = progress_.step;
+      u.total_steps = t.steps;
+      u.loss = out.loss;
+      u.lr = lr;
+      u.grad_norm = out.grad_norm;
+      u.tokens_per_s = double(out.tokens) / step_seconds;
+      u.eta_seconds = elapsed / double(done) * double(t.steps - progress_.step);
+      u.peak_mem_bytes = peak;
+      u.skipped = out.skipped;
+      progress_line_->update(u);
+    }
+    if (t.eval_every > 0 && progress_.step % t.eval_every == 0 && progress_.step < t.steps && data_.eval.size() > 0) {
+      log_eval(evaluate(eval_batches), "at");
+    }
+    if (config_.checkpoint.save_every > 0 && progress_.step % config_.checkpoint.save_every == 0 &&
+        progress_.step < t.steps) {
+      result.last_checkpoint = save(false);
+    }
+  }
+  if (data_.eval.size() > 0 && progress_.step == t.steps) {
+    result.eval_after = evaluate(eval_batches);
+    log_eval(*result.eval_after, "after training,");
+  }
+  // A run that stepped saves; so does an explicit --stop-at at a step with no checkpoint yet
+  // in this run_dir (resuming elsewhere at another world size and saving re-shards a checkpoint).
+  if (progress_.step > first_step ||
+      (stop_at > 0 && !fs::exists(checkpoint_path_for_step(checkpoint_dir(), progress_.step)))) {
+    result.last_checkpoint = save(true);
+  }
+  result.final_step = progress_.step;
+  result.seconds = seconds_since(t0);
+  return result;
+}
+
+}  // namespace farthing::train

@@ -1,0 +1,134 @@
+// trainer.h — the training loop: a recipe's RunConfig in, a fine-tuned model and a run
+// directory out (ARCHITECTURE.md §2 and §5). One process is world size 1 of the same code.
+//
+// Per optimizer step, on every rank:
+//   1. draw this rank's grad_accum micro-batches from the global batch (world · grad_accum ·
+//      micro_batch sequences; rank r takes micro-batches r·grad_accum ...; data position k);
+//   2. count the global batch's loss targets (one integer all-reduce) so every micro-batch's
+//      gradient is that of the global mean (× the fp16 loss scale), whatever the split;
+//   3. forward + backward per micro-batch; with grad_accum > 1 each micro-batch's gradient is
+//      computed alone and added in order, ((g0 + g1) + g2)..., the same association as the
+//      ranks' fixed-order reduction — so np=1 with 2 micro-batches equals np=2 with 1, bit for bit;
+//   4. ZeRO: reduce the fp32 gradients (stage 1 all-reduce, stage 2 reduce-scatter to owners);
+//   5. global grad norm and non-finite count (one reduction): skip the step on inf/NaN (fp16
+//      loss scaler backs off) or fail, per the recipe; else one fused AdamW pass over each
+//      rank's shards (clip and unscale folded in), bf16 weights cast RN or SR;
+//   6. all-gather the new shards; the model computes with the bf16 weights (widened exactly to
+//      its fp32 buffer), or with the fp32 master under precision fp32 + master f32.
+// Evaluation, metrics.jsonl, the progress line and checkpoints (train_checkpoint.h) around it.
+// Resume restores everything that determines the future, so N straight steps equal K steps +
+// save + resume to N bit for bit, at any world size that keeps the global batch.
+// NOTE: ZeRO stage 3 (parameters sharded, gathered per unit) needs the model to compute from
+// per-unit buffers; the model holds full fp32 parameters today, so stage 3 is refused.
+// Relies on: models/, framework/{optim,data,ckpt,dist,recipe}. Tested by: tests/train/, tests/cli/.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "framework/core/memory.h"
+#include "framework/data/dataset.h"
+#include "framework/data/sampler.h"
+#include "framework/dist/mpi_communicator.h"
+#include "framework/dist/zero_collectives.h"
+#include "framework/dist/zero_layout.h"
+#include "framework/optim/adamw.h"
+#include "framework/optim/loss_scaler.h"
+#include "framework/optim/lr_schedule.h"
+#include "framework/recipe/run_config.h"
+#include "framework/train/metrics_log.h"
+#include "framework/train/model_source.h"
+#include "framework/train/progress.h"
+#include "framework/train/train_checkpoint.h"
+#include "models/common/transformer.h"
+
+namespace farthing::train {
+
+struct EvalResult {
+  double loss = 0.0;       // mean over counted targets
+  int64_t tokens = 0;      // counted targets
+  int64_t batches = 0;
+};
+
+struct TrainResult {
+  int64_t final_step = 0;
+  double last_loss = 0.0;
+  std::optional<EvalResult> eval_before, eval_after;
+  std::filesystem::path last_checkpoint;
+  double seconds = 0.0;
+};
+
+// What the trainer prints: rank 0 only, and tests can silence it.
+struct TrainerOutput {
+  bool progress = true;
+};
+
+class Trainer {
+ public:
+  // Opens the model, tokenizer and data, builds the model, optimizer and ZeRO layout. Nothing
+  // is written to the run directory yet.
+  Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput output = {});
+  ~Trainer();
+
+  // Trains to train.steps. resume: "" (a fresh run; refuses a run_dir that already holds
+  // checkpoints), "latest", or a checkpoint path. stop_at > 0 ends the run after that step
+  // with a checkpoint, as a job's time limit would (the schedule still spans train.steps).
+  TrainResult train(const std::string& resume = "", int64_t stop_at = 0);
+  // Mean loss over the eval set (max_batches micro-batches, 0: all), split over ranks.
+  EvalResult evaluate(int64_t max_batches);
+  // Loads a training checkpoint's weights and optimizer state (eval and generate use it).
+  void load_checkpoint(const std::filesystem::path& path);
+  // "latest" or a path, resolved against this run's checkpoint directory.
+  std::filesystem::path resolve_checkpoint(const std::string& which) const;
+
+  const recipe::RunConfig& config() const { return config_; }
+  models::Transformer& model() { return *model_; }
+  const data::Tokenizer* tokenizer() const { return source_.tokenizer.get(); }
+  const data::SplitData& data() const { return data_; }
+  const optim::AdamW& optimizer() const { return *optimizer_; }
+  const uint16_t* weights() const { return static_cast<const uint16_t*>(weights_.data()); }
+  const TrainProgressState& progress() const { return progress_; }
+  std::filesystem::path checkpoint_dir() const;
+  // Optimizer ranges that could not take 8-bit state (off a block boundary).
+  int64_t demoted_ranges() const { return demoted_; }
+
+ private:
+  struct StepOutcome {
+    double loss = 0.0;
+    double grad_norm = 0.0;
+    bool skipped = false;
+    int64_t tokens = 0;
+  };
+  StepOutcome train_step();
+  void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
+  void sync_model_params();  // after the weights (or master) changed: the model's fp32 view
+  std::filesystem::path save(bool final_save);
+  void log_eval(const EvalResult& r, const char* when);
+
+  recipe::RunConfig config_;
+  MpiCommunicator& comm_;
+  TrainerOutput output_;
+  ModelSource source_;
+  data::SplitData data_;
+  std::unique_ptr<data::EpochSampler> sampler_;
+  std::unique_ptr<models::Transformer> model_;
+  std::unique_ptr<dist::ZeroLayout> zero_;
+  std::unique_ptr<dist::ZeroCollectives> collectives_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  optim::LrSchedule schedule_;
+  std::unique_ptr<optim::LossScaler> scaler_;
+  Buffer weights_;    // bf16 working weights, the full flat space (kWeights)
+  Buffer grad_sum_;   // fp32 sum of micro-batch gradients when grad_accum > 1 (kGrads)
+  std::string recipe_yaml_, model_config_json_;
+  bool params_from_master_ = false;  // precision fp32 with an fp32 master
+  int64_t demoted_ = 0;
+  TrainProgressState progress_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<ProgressLine> progress_line_;
+};
+
+}  // namespace farthing::train
