@@ -15,6 +15,8 @@
 // The pieces are encoded separately (dataset_jsonl.cpp): the cut before the content is exactly
 // where generation starts at inference (the prompt ends with the assistant header), and the cut
 // after the marker is at a special token, where the tokenizer splits anyway.
+// NOTE: a SentencePiece tokenizer with a dummy prefix would put "▁" before each piece; every
+// built-in format belongs to a byte-level family (Llama-3, Qwen2.5, SmolLM2), where it cannot.
 // Relies on: chat_template.h, tokenizer.h, ckpt/gguf.h. Tested by: tests/datasets/test_dataset_chat.cpp.
 #pragma once
 
