@@ -199,7 +199,8 @@ class Checker {
                    ", expected a whole number >= 0 (0: evaluate only before the first and after the last step)");
     FARTHING_CHECK(t.eval_batches >= 0, at("train.eval_batches"), " is ", t.eval_batches,
                    ", expected a whole number >= 0 (0: the whole eval set)");
-    FARTHING_CHECK(t.log_every >= 1, at("train.log_every"), " is ", t.log_every, ", expected a whole number >= 1");
+    FARTHING_CHECK(t.log_every >= 0, at("train.log_every"), " is ", t.log_every,
+                   ", expected a whole number >= 0 (0: no progress lines)");
     if (!t.optimizer_in_backward) return;
     // Each unit is stepped as soon as its gradients are ready, so nothing may need the whole
     // step's gradients first.

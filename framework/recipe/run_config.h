@@ -89,7 +89,7 @@ struct TrainSection {
   uint64_t seed = 1234;              // init, shuffle and stochastic-rounding key
   int64_t eval_every = 0;            // 0: only before the first and after the last step
   int64_t eval_batches = 4;          // micro-batches per evaluation (0: the whole eval set)
-  int64_t log_every = 1;             // progress line every N steps (metrics.jsonl gets every step)
+  int64_t log_every = 1;             // progress line every N steps (metrics.jsonl gets every step; 0: none)
   std::string nonfinite = "skip";    // non-finite gradients: "skip" the step (counted) | "fail"
 
   bool operator==(const TrainSection&) const = default;
@@ -122,8 +122,9 @@ struct RunConfig {
   CheckpointSection checkpoint;
   DistributedSection distributed;
   // Where each key was set, for error messages: "optimizer.lr" -> "recipe.yaml:7:7" (the value
-  // in the YAML file, 1-based line:column) or "--set optimizer.lr=3e-4" (an override). Keys left
-  // at their defaults, and configs built in code, have no entry.
+  // in the YAML file, 1-based line:column) or "--set optimizer.lr=3e-4" (an override); and each
+  // section present in the file, "data" -> "recipe.yaml:5:1". Keys left at their defaults, and
+  // configs built in code, have no entry. Not part of the run's identity (resolved YAML omits it).
   std::map<std::string, std::string> key_locations;
 };
 

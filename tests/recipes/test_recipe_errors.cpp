@@ -150,7 +150,7 @@ TEST(RecipeErrors, RangesNameTheKeyValueAndBound) {
                         Case{"train", "grad_accum", "0", "expected a whole number >= 1"},
                         Case{"train", "steps", "0", "expected a whole number >= 1"},
                         Case{"train", "max_grad_norm", "-1", "expected a number >= 0"},
-                        Case{"train", "log_every", "0", "expected a whole number >= 1"},
+                        Case{"train", "log_every", "-1", "expected a whole number >= 0"},
                         Case{"train", "eval_every", "-1", "expected a whole number >= 0"},
                         Case{"train", "eval_batches", "-1", "expected a whole number >= 0"},
                         Case{"distributed", "zero_stage", "0", "expected 1, 2 or 3"},

@@ -75,7 +75,9 @@ TEST(RecipeFiles, EveryRecipeParsesValidatesAndRoundTrips) {
     }
     const RunConfig back = parse_recipe_text(resolved_recipe_yaml(c), "resolved.yaml");
     EXPECT_EQ(body_of(resolved_recipe_yaml(back)), body_of(resolved_recipe_yaml(c)));
-    EXPECT_TRUE(c.optimizer == back.optimizer && c.train == back.train && c.model == back.model);
+    EXPECT_TRUE(c.model == back.model && c.data == back.data && c.optimizer == back.optimizer &&
+                c.schedule == back.schedule && c.loss_scale == back.loss_scale && c.train == back.train &&
+                c.checkpoint == back.checkpoint && c.distributed == back.distributed);
   }
 }
 
