@@ -3,7 +3,11 @@
 // The recipe is validated before anything is allocated; every rank of an mpirun job runs the
 // same command. Relies on: framework/recipe/recipe.h, framework/train/trainer.h.
 // Tested by: tests/cli/test_train_cli.sh.
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -69,6 +73,14 @@ CommonArgs parse_args(const std::vector<std::string>& args, const char* verb, bo
   return c;
 }
 
+// Several ranks on one node share its cores: unless OMP_NUM_THREADS says otherwise, each rank
+// gets cores / ranks-on-this-node threads (as torchrun does), since oversubscribed OpenMP
+// threads spin against each other and run many times slower.
+void share_cores_between_local_ranks(const farthing::Communicator& comm) {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr || comm.local_size() <= 1) return;
+  omp_set_num_threads(std::max(1, omp_get_num_procs() / comm.local_size()));
+}
+
 int run_train(const std::vector<std::string>& args) {
   const CommonArgs a = parse_args(args, "train", true);
   if (a.help) {
@@ -77,6 +89,7 @@ int run_train(const std::vector<std::string>& args) {
   }
   farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
   auto comm = farthing::make_world_communicator();
+  share_cores_between_local_ranks(*comm);
   farthing::train::TrainerOutput output;
   output.progress = !a.quiet;
   farthing::train::Trainer trainer(std::move(config), *comm, output);
@@ -98,6 +111,7 @@ int run_eval(const std::vector<std::string>& args) {
   }
   farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
   auto comm = farthing::make_world_communicator();
+  share_cores_between_local_ranks(*comm);
   farthing::train::TrainerOutput output;
   output.progress = false;
   farthing::train::Trainer trainer(std::move(config), *comm, output);
