@@ -33,7 +33,7 @@ struct Entry {
   std::string location;  // "recipe.yaml:7:7" or "--set optimizer.lr=3e-4"
 };
 
-// NOTE: yaml-cpp counts lines and columns from 0; editors and compilers count from 1.
+// yaml-cpp counts lines and columns from 0; editors and compilers count from 1.
 std::string mark_text(const std::string& source, const YAML::Mark& mark) {
   if (mark.is_null()) return source;
   return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
@@ -56,7 +56,7 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    FARTHING_FAIL(mark_text(source, e.mark), ": malformed YAML in recipe ", source, ": ", e.msg,
+    FARTHING_FAIL(mark_text(source, e.mark), ": malformed YAML: ", e.msg,
                   " (check the indentation and the `key: value` syntax at that line)");
   }
 }

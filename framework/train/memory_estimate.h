@@ -1,0 +1,103 @@
+// memory_estimate.h — what a training run will hold on each rank, computed from its recipe and
+// its model's config before anything is allocated: the arithmetic behind `farthing plan`
+// (ARCHITECTURE.md §6).
+//
+// Every byte count repeats one allocation the trainer makes (framework/train/trainer.cpp):
+// the model's buffers (models/common/transformer.cpp's constructor), the trainer's bf16 weights
+// and grad_accum sum, AdamW's master and moments over the rank's ZeRO shards
+// (framework/optim/adamw.cpp's constructor), ZeroCollectives' staging buffer and the MPI
+// communicator's temporaries. So the prediction is of what the memory tracker
+// (framework/core/memory.h) counts, and a real run's tracked peak checks it; the dataset, the
+// tokenizer and the kernels' per-thread scratch are not tracked, and not predicted.
+// Relies on: models/common (spec, layout), framework/dist/zero_layout.h,
+// framework/train/optimizer_setup.h, framework/optim/memory_plan.h.
+// Tested by: tests/train/test_memory_estimate.cpp (real Trainer runs; budget refusal).
+#pragma once
+
+#include "framework/train/progress.h"  // format_bytes
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/core/memory.h"
+#include "framework/optim/memory_plan.h"
+#include "framework/optim/optim_config.h"
+#include "framework/recipe/run_config.h"
+#include "models/common/model_config.h"
+#include "models/common/transformer.h"
+
+namespace farthing::train {
+
+// The buffers models::Transformer allocates (its constructor), in bytes.
+struct TransformerBufferBytes {
+  int64_t params = 0;          // fp32 parameters (kWeights)
+  int64_t grads = 0;           // fp32 gradients (kGrads)
+  int64_t working = 0;         // bf16/fp16 copy the GEMMs read; 0 at fp32 (kWeights)
+  int64_t activations = 0;     // residual stream and each stored block's activations (kActivations)
+  int64_t scratch = 0;         // backward scratch, attention scratch, one logits chunk (kActivations)
+  int64_t narrow_scratch = 0;  // two bf16/fp16 GEMM operand slots; 0 at fp32 (kActivations)
+  int64_t activation_total() const { return activations + scratch + narrow_scratch; }
+};
+
+TransformerBufferBytes transformer_buffer_bytes(const models::TransformerSpec& spec, int64_t batch, int64_t seq,
+                                                const models::ModelOptions& options);
+
+// What AdamW allocates over a set of shards (its constructor), in bytes.
+struct AdamWStateBytes {
+  int64_t owned_elems = 0;
+  int64_t master = 0;         // f32 (4 B/elem) or remainder16 (2 B/elem) of the owned elements (kMaster)
+  int64_t moment_values = 0;  // m and v values or codes, each segment aligned to 64 B (kOptimizerState)
+  int64_t absmax = 0;         // m and v block scales of quantized segments, aligned (kOptimizerState)
+  int64_t state() const { return moment_values + absmax; }
+};
+
+AdamWStateBytes adamw_state_bytes(const optim::OptimizerConfig& config, const std::vector<optim::ShardSpec>& shards);
+
+// One rank's memory during training.
+struct MemoryEstimate {
+  models::ModelConfig model;
+  int64_t param_count = 0;  // parameters (a tied head counted once)
+  int64_t flat_elems = 0;   // the flat parameter space, alignment gaps included
+  int world_size = 1;
+  int zero_stage = 1;
+  int peak_rank = 0;        // the rank with the largest peak (ranks own unequal shards)
+  int64_t quantized_state_elems = 0;  // owned elements of peak_rank whose moments are 8/4-bit
+
+  TransformerBufferBytes model_buffers;
+  int64_t trainer_weights = 0;  // the trainer's bf16 working weights (kWeights)
+  int64_t grad_sum = 0;         // the fp32 sum of micro-batch gradients when grad_accum > 1 (kGrads)
+  AdamWStateBytes optimizer;    // peak_rank's shards
+  int64_t comm_staging = 0;     // ZeroCollectives' staging buffer, held for the run (kCommBuffers)
+  int64_t comm_transient = 0;   // the largest collective's MPI temporaries, held during it (kCommBuffers)
+
+  // peak_rank's bytes by category at the peak of a training step (everything above held at once).
+  std::array<int64_t, kNumMemoryCategories> step_bytes{};
+  int64_t step_peak_bytes = 0;
+  // While a model.path model is built: the file's fp32 tensors beside the model's buffers
+  // (the trainer releases the file before allocating the optimizer). 0 for a preset.
+  int64_t load_peak_bytes = 0;
+  int64_t peak_bytes = 0;  // the larger of the two: what a rank must have
+
+  // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings, unsharded.
+  optim::BytesPerParam nominal;
+
+  int64_t bytes(MemoryCategory c) const { return step_bytes[size_t(c)]; }
+  double bytes_per_param(MemoryCategory c) const { return double(bytes(c)) / double(param_count); }
+};
+
+// The per-rank estimate for `config` training `model` over world_size ranks. Throws naming the
+// recipe key when the run could not be built (ZeRO stage 3, seq_len past the model's positions).
+MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size);
+
+// Whether the predicted peak fits budget_bytes; the message says by how much it does or does
+// not, and what would shrink it.
+struct BudgetCheck {
+  bool fits = true;
+  std::string message;
+};
+BudgetCheck check_budget(const MemoryEstimate& estimate, int64_t budget_bytes);
+
+
+}  // namespace farthing::train
