@@ -4,6 +4,7 @@
 #include "framework/ckpt/gguf_model.h"
 #include "framework/ckpt/llama2c.h"
 #include "framework/ckpt/safetensors.h"
+#include "framework/ckpt/train_checkpoint_model.h"
 #include "framework/core/error.h"
 
 namespace farthing::ckpt {
@@ -15,6 +16,7 @@ ModelFile read_model_file(const std::filesystem::path& path) {
     return read_safetensors(path);
   }
   if (name.ends_with(".gguf")) return read_gguf_model(path);
+  if (is_training_checkpoint(path)) return read_training_checkpoint_model(path);
   return read_llama2c(path);
 }
 

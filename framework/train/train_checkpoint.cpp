@@ -97,13 +97,33 @@ std::string range_dataset(const optim::ParamRange& r, const std::string& suffix)
   return "optim/" + r.name + "/" + suffix;
 }
 
+fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const models::FlatLayout& layout,
+                                const dist::ZeroLayout& zero, const uint16_t* weights, optim::AdamW& optimizer,
+                                const TrainProgressState& progress, const CheckpointIdentity& identity,
+                                const CheckpointCommitOptions& commit);
+
 }  // namespace
 
 fs::path save_train_checkpoint(const fs::path& checkpoint_dir, MpiCommunicator& comm, const models::FlatLayout& layout,
                                const dist::ZeroLayout& zero, const uint16_t* weights, optim::AdamW& optimizer,
                                const TrainProgressState& progress, const CheckpointIdentity& identity,
                                const CheckpointCommitOptions& commit) {
-  H5CheckpointWriter writer(checkpoint_path_for_step(checkpoint_dir, progress.step), comm);
+  const fs::path final_path = checkpoint_path_for_step(checkpoint_dir, progress.step);
+  try {
+    return write_train_checkpoint(final_path, comm, layout, zero, weights, optimizer, progress, identity, commit);
+  } catch (const std::exception& e) {
+    FARTHING_FAIL("saving checkpoint ", final_path.string(), " failed (disk full or unwritable?); the previous "
+                  "checkpoint and `latest` are untouched. Cause: ", e.what());
+  }
+}
+
+namespace {
+
+fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const models::FlatLayout& layout,
+                                const dist::ZeroLayout& zero, const uint16_t* weights, optim::AdamW& optimizer,
+                                const TrainProgressState& progress, const CheckpointIdentity& identity,
+                                const CheckpointCommitOptions& commit) {
+  H5CheckpointWriter writer(final_path, comm);
   static uint64_t nothing = 0;  // a non-null pointer for ranks that write no elements
   for (const models::ParamEntry& e : layout.entries()) {
     const Slice s = owned_part(zero, e.unit, e.offset_elems, e.numel());
@@ -131,6 +151,8 @@ fs::path save_train_checkpoint(const fs::path& checkpoint_dir, MpiCommunicator& 
   writer.write_string("model_config", identity.model_config_json);
   return writer.commit(commit);
 }
+
+}  // namespace
 
 TrainProgressState load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, const models::FlatLayout& layout,
                                          const dist::ZeroLayout& zero, uint16_t* weights, optim::AdamW& optimizer,

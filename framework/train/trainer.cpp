@@ -23,8 +23,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Token files need no tokenizer (the data loader tells them by their FTOK magic).
 bool is_token_file(const recipe::DataSection& data) {
-  return data.format == "tokens" || (data.format == "auto" && fs::path(data.train).extension() == ".tok");
+  if (data.format == "tokens") return true;
+  if (data.format != "auto" || !fs::exists(data.train)) return false;
+  return data::dataset_format(data.train, data.format) == data::DatasetFormat::kTokens;
 }
 
 ModelSource open_source(const recipe::RunConfig& config) {

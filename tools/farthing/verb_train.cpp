@@ -61,7 +61,7 @@ CommonArgs parse_args(const std::vector<std::string>& args, const char* verb, bo
     if (a == "--help" || a == "-h") c.help = true;
     else if (a == "--set") c.overrides.push_back(value());
     else if (train && a == "--resume") c.resume = value();
-    else if (train && a == "--quiet") c.quiet = true;
+    else if (a == "--quiet") c.quiet = true;
     else if (train && a == "--stop-at") c.stop_at = std::stoll(value());
     else if (!train && a == "--checkpoint") c.checkpoint = value();
     else if (!train && a == "--batches") c.batches = std::stoll(value());
@@ -119,7 +119,7 @@ int run_eval(const std::vector<std::string>& args) {
   const int64_t batches = a.batches >= 0 ? a.batches : trainer.config().train.eval_batches;
   const farthing::train::EvalResult r = trainer.evaluate(batches);
   if (comm->rank() == 0) {
-    std::printf("eval_loss %.6f tokens %lld batches %lld step %lld\n", r.loss, (long long)r.tokens,
+    std::printf("eval_loss %.10f tokens %lld batches %lld step %lld\n", r.loss, (long long)r.tokens,
                 (long long)r.batches, (long long)trainer.progress().step);
   }
   return 0;
