@@ -26,9 +26,20 @@ SMALL=(--set "model.path=$SHARED/models/stories260K/stories260K.bin"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # The "loss" values of every training record of a metrics.jsonl, one per line.
 losses() { grep -o '"loss":[^,}]*' "$1"; }
-# Two checkpoints hold the same state: every dataset and attribute equal (h5diff exits 0),
-# the stored recipe aside (it names the run directory).
-same_checkpoint() { h5diff --exclude-path /recipe "$1" "$2" >/dev/null || fail "checkpoints differ: $1 $2 ($(h5diff --exclude-path /recipe "$1" "$2" | head -5))"; }
+# Two checkpoints hold the same state: every dataset (and its checksum attribute) equal, and
+# every root attribute that describes the state — the stored recipe (it names the run
+# directory) and the writer's world size (informational) aside.
+root_attribute() { h5dump -a "/$2" "$1" | awk '/DATA/ { getline; print; exit }'; }
+same_checkpoint() {
+  h5diff --exclude-path /recipe --exclude-attribute / "$1" "$2" >/dev/null \
+    || fail "checkpoints differ: $1 $2 ($(h5diff --exclude-path /recipe --exclude-attribute / "$1" "$2" | head -5))"
+  local a
+  for a in farthing_format_version step optimizer_steps data_position tokens_seen skipped_steps loss_scale \
+           loss_scale_clean_steps seed; do
+    [ "$(root_attribute "$1" $a)" = "$(root_attribute "$2" $a)" ] || fail "checkpoint attribute $a differs: $1 $2"
+    [ -n "$(root_attribute "$1" $a)" ] || fail "checkpoint attribute $a missing in $1"
+  done
+}
 # Runs a command that must fail: non-zero exit and stderr containing every given text.
 expect_error() {
   local what="$1"; shift
