@@ -88,6 +88,27 @@ int64_t comm_transient_bytes(const dist::ZeroLayout& zero, int stage, int64_t gr
   return largest;
 }
 
+// The recipe changes that shrink a category, for the budget message.
+std::string shrink_advice(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::kActivations:
+      return "model.activation_checkpointing per_block, a smaller train.micro_batch (more train.grad_accum keeps "
+             "the batch) or data.seq_len, fewer model.loss_chunk_rows";
+    case MemoryCategory::kOptimizerState:
+      return "optimizer.state 8bit or 4bit, optimizer.embedding_f32_state false, more ranks (--world-size)";
+    case MemoryCategory::kMaster:
+      return "optimizer.master remainder16 or none, more ranks (--world-size)";
+    case MemoryCategory::kWeights:
+    case MemoryCategory::kGrads:
+      return "a smaller model: weights and gradients are whole on every rank (ZeRO stage 3 is not available yet); "
+             "train.grad_accum 1 drops the gradient sum";
+    case MemoryCategory::kCommBuffers:
+    case MemoryCategory::kOther:
+      return "fewer ranks or ZeRO stage 1";
+  }
+  return "";
+}
+
 }  // namespace
 
 TransformerBufferBytes transformer_buffer_bytes(const models::TransformerSpec& spec, int64_t batch, int64_t seq,
@@ -238,6 +259,10 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.nominal = optim::bytes_per_param(optim::parse_state_format(config.optimizer.state),
                                      optim::parse_master_mode(config.optimizer.master),
                                      compute_f32 ? DType::kF32 : DType::kBF16, compute_f32 ? DType::kF32 : DType::kBF16);
+  // §6's ZeRO row: stage 1 divides the master and moments over the ranks, stage 2 the gradients too.
+  e.nominal.master /= double(world_size);
+  e.nominal.moments /= double(world_size);
+  if (e.zero_stage >= 2) e.nominal.grads /= double(world_size);
   return e;
 }
 
@@ -258,9 +283,8 @@ BudgetCheck check_budget(const MemoryEstimate& e, int64_t budget_bytes) {
                   std::to_string(e.peak_rank) + " of " + std::to_string(e.world_size) + ") exceeds the " +
                   format_bytes(budget_bytes) + " budget by " + format_bytes(e.peak_bytes - budget_bytes) +
                   "; the largest part is " + std::string(memory_category_name(MemoryCategory(largest))) + " (" +
-                  format_bytes(e.step_bytes[size_t(largest)]) +
-                  "). To shrink it: more ranks (--world-size), optimizer.state 8bit, optimizer.master none, "
-                  "model.activation_checkpointing per_block, a smaller train.micro_batch or data.seq_len";
+                  format_bytes(e.step_bytes[size_t(largest)]) + "). To shrink it: " +
+                  shrink_advice(MemoryCategory(largest));
   return check;
 }
 

@@ -80,7 +80,8 @@ struct MemoryEstimate {
   int64_t load_peak_bytes = 0;
   int64_t peak_bytes = 0;  // the larger of the two: what a rank must have
 
-  // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings, unsharded.
+  // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings on one rank (the master
+  // and moments divided over the ranks, and the gradients too at ZeRO stage 2).
   optim::BytesPerParam nominal;
 
   int64_t bytes(MemoryCategory c) const { return step_bytes[size_t(c)]; }

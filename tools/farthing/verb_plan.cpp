@@ -1,0 +1,311 @@
+// verb_plan.cpp — `farthing plan RECIPE [--set k=v]... [--world-size N] [--budget-gb X] [--json]`:
+// what a run will hold per rank, before anything is allocated — bytes per parameter by
+// category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget.
+// The model's architecture comes from its preset, or from the config of model.path (only
+// config.json for a safetensors model, the stored model_config of a training checkpoint; GGUF
+// and llama2.c files are read whole, which costs their size in fp32 for a moment).
+// Relies on: framework/recipe/recipe.h, framework/train/memory_estimate.h, framework/ckpt.
+// Tested by: tests/train/test_memory_estimate.cpp (the arithmetic and the budget check).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "framework/ckpt/h5_checkpoint_reader.h"
+#include "framework/ckpt/read_model.h"
+#include "framework/core/error.h"
+#include "framework/recipe/recipe.h"
+#include "framework/train/memory_estimate.h"
+#include "models/common/presets.h"
+#include "models/common/weights_from_file.h"
+#include "tools/farthing/verbs.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace train = farthing::train;
+using farthing::MemoryCategory;
+
+constexpr const char* kPlanUsage =
+    "usage: farthing plan RECIPE [--set key=value]... [--world-size N] [--budget-gb X] [--json]\n"
+    "\n"
+    "  Memory per rank of training RECIPE, before anything is allocated: bytes per parameter by\n"
+    "  category (weights, grads, master, optimizer state; ARCHITECTURE.md section 6), activations,\n"
+    "  communication buffers, and the predicted peak (what the trainer's memory tracker will report\n"
+    "  as peak_mem_bytes in metrics.jsonl).\n"
+    "\n"
+    "  --set key=value     override a recipe key, as for farthing train\n"
+    "  --world-size N      ranks to plan for (ZeRO shards the master and optimizer state); default 1\n"
+    "  --budget-gb X       exit 1 with a message when the predicted peak exceeds X GiB (2^30 bytes)\n"
+    "  --json              one JSON object instead of the table\n";
+
+struct PlanArgs {
+  std::string recipe;
+  std::vector<std::string> overrides;
+  int world_size = 1;
+  double budget_gb = -1.0;
+  bool json = false;
+  bool help = false;
+};
+
+PlanArgs parse_plan_args(const std::vector<std::string>& args) {
+  PlanArgs p;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      FARTHING_CHECK(i + 1 < args.size(), "farthing plan: option ", a, " needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") p.help = true;
+    else if (a == "--set") p.overrides.push_back(value());
+    else if (a == "--json") p.json = true;
+    else if (a == "--world-size") {
+      const std::string v = value();
+      size_t used = 0;
+      int n = 0;
+      try { n = std::stoi(v, &used); } catch (const std::exception&) { used = 0; }
+      FARTHING_CHECK(used == v.size() && n >= 1, "farthing plan: --world-size '", v, "' must be a whole number >= 1");
+      p.world_size = n;
+    } else if (a == "--budget-gb") {
+      const std::string v = value();
+      size_t used = 0;
+      double x = 0.0;
+      try { x = std::stod(v, &used); } catch (const std::exception&) { used = 0; }
+      FARTHING_CHECK(used == v.size() && x > 0.0, "farthing plan: --budget-gb '", v, "' must be a positive number of GiB");
+      p.budget_gb = x;
+    } else if (!a.empty() && a[0] == '-') {
+      FARTHING_FAIL("farthing plan: unknown option '", a, "' (see --help)");
+    } else if (p.recipe.empty()) {
+      p.recipe = a;
+    } else {
+      FARTHING_FAIL("farthing plan: unexpected argument '", a, "'; give one RECIPE (see --help)");
+    }
+  }
+  FARTHING_CHECK(p.help || !p.recipe.empty(), "farthing plan: no RECIPE given (see --help)");
+  return p;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  FARTHING_CHECK(in.good(), "cannot read ", path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The architecture of the recipe's model, and where it came from (said in the output).
+struct PlannedModel {
+  farthing::models::ModelConfig config;
+  std::string source;
+};
+
+PlannedModel planned_model(const farthing::recipe::ModelSection& model) {
+  if (model.path.empty()) return {farthing::models::preset_config(model.preset), "preset " + model.preset};
+  const fs::path path = model.path;
+  FARTHING_CHECK(fs::exists(path), "model.path '", model.path,
+                 "' does not exist; point it at an HF model directory, a .safetensors, .gguf or llama2.c .bin file");
+  // A safetensors model's architecture is its config.json: no tensor needs reading.
+  const fs::path dir = fs::is_directory(path) ? path : path.parent_path();
+  const bool safetensors = fs::is_directory(path) || path.extension() == ".safetensors" ||
+                           path.filename().string().ends_with(".index.json");
+  if (safetensors && fs::exists(dir / "config.json")) {
+    return {farthing::models::config_from_hf_json(read_text(dir / "config.json"), path.filename().string()),
+            (dir / "config.json").string()};
+  }
+  // A farthing training checkpoint stores its model's config.json as a string.
+  if (path.extension() == ".h5") {
+    const farthing::H5CheckpointReader reader(path);
+    return {farthing::models::config_from_hf_json(reader.read_string("model_config"), path.filename().string()),
+            model.path + " (its model_config)"};
+  }
+  // GGUF metadata and llama2.c headers become a config inside their readers, which read the tensors too.
+  const farthing::ckpt::ModelFile file = farthing::ckpt::read_model_file(path);
+  return {farthing::models::model_config_from_file(file), model.path + " (read whole for its config)"};
+}
+
+std::string category_label(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::kWeights: return "weights";
+    case MemoryCategory::kGrads: return "grads";
+    case MemoryCategory::kMaster: return "master";
+    case MemoryCategory::kOptimizerState: return "optimizer state";
+    case MemoryCategory::kActivations: return "activations";
+    case MemoryCategory::kCommBuffers: return "comm buffers";
+    case MemoryCategory::kOther: return "other";
+  }
+  return "";
+}
+
+// What each category holds in this run, in words.
+std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, const farthing::recipe::RunConfig& r) {
+  const train::TransformerBufferBytes& m = e.model_buffers;
+  switch (c) {
+    case MemoryCategory::kWeights:
+      return std::string("model fp32 params") + (m.working > 0 ? " + " + r.train.precision + " GEMM copy" : "") +
+             " + trainer bf16 weights";
+    case MemoryCategory::kGrads:
+      return e.grad_sum > 0 ? "model fp32 grads + fp32 sum over grad_accum " + std::to_string(r.train.grad_accum)
+                            : "model fp32 grads (full on every rank)";
+    case MemoryCategory::kMaster:
+      return r.optimizer.master == "none" ? "none (bf16 weights are the only copy)"
+                                          : r.optimizer.master + " of this rank's ZeRO shards";
+    case MemoryCategory::kOptimizerState: {
+      const double quantized = double(e.quantized_state_elems) / double(std::max<int64_t>(1, e.optimizer.owned_elems));
+      char text[160];
+      std::snprintf(text, sizeof text, "m, v: %s on %.0f%% of elements, f32 elsewhere (absmax %s)",
+                    r.optimizer.state.c_str(), 100.0 * quantized, train::format_bytes(e.optimizer.absmax).c_str());
+      if (r.optimizer.state == "f32" || r.optimizer.state == "bf16") return "m, v: " + r.optimizer.state;
+      return text;
+    }
+    case MemoryCategory::kActivations:
+      return "batch " + std::to_string(r.train.micro_batch) + " x seq " + std::to_string(r.data.seq_len) +
+             (r.model.activation_checkpointing == "per_block" ? ", per-block checkpointing" : ", every block stored") +
+             ", logits " + std::to_string(r.model.loss_chunk_rows) + " rows";
+    case MemoryCategory::kCommBuffers:
+      return e.world_size == 1 ? "none at world size 1"
+                               : "ZeRO staging " + train::format_bytes(e.comm_staging) + " + largest MPI collective " +
+                                     train::format_bytes(e.comm_transient);
+    case MemoryCategory::kOther: return "";
+  }
+  return "";
+}
+
+double nominal_of(MemoryCategory c, const train::MemoryEstimate& e) {
+  switch (c) {
+    case MemoryCategory::kWeights: return e.nominal.weights;
+    case MemoryCategory::kGrads: return e.nominal.grads;
+    case MemoryCategory::kMaster: return e.nominal.master;
+    case MemoryCategory::kOptimizerState: return e.nominal.moments;
+    default: return -1.0;
+  }
+}
+
+constexpr MemoryCategory kModelState[] = {MemoryCategory::kWeights, MemoryCategory::kGrads, MemoryCategory::kMaster,
+                                          MemoryCategory::kOptimizerState};
+constexpr MemoryCategory kWorkspace[] = {MemoryCategory::kActivations, MemoryCategory::kCommBuffers};
+
+void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const PlannedModel& pm,
+                 const train::MemoryEstimate& e) {
+  const farthing::models::ModelConfig& c = e.model;
+  std::printf("plan      %s, world size %d, ZeRO stage %d\n", a.recipe.c_str(), e.world_size, e.zero_stage);
+  std::printf("model     %s (%s): %lld params, dim %lld, hidden %lld, %lld layers, %lld heads (%lld kv), vocab %lld\n",
+              c.name.c_str(), c.family == farthing::models::ModelFamily::kLlama ? "llama" : "gpt2",
+              (long long)e.param_count, (long long)c.dim, (long long)c.hidden_dim, (long long)c.n_layers,
+              (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.vocab_size);
+  std::printf("          from %s\n", pm.source.c_str());
+  std::printf("train     micro_batch %lld x seq_len %lld, grad_accum %lld, precision %s; adamw state %s%s, master %s\n",
+              (long long)r.train.micro_batch, (long long)r.data.seq_len, (long long)r.train.grad_accum,
+              r.train.precision.c_str(), r.optimizer.state.c_str(),
+              r.optimizer.embedding_f32_state && r.optimizer.state != "f32" ? " (embeddings/head f32)" : "",
+              r.optimizer.master.c_str());
+  if (e.world_size > 1) std::printf("          rank %d holds the most (ranks own unequal shards)\n", e.peak_rank);
+  std::printf("\n%-16s %8s %8s %12s  %s\n", "category", "B/param", "sec. 6", "per rank", "what");
+  int64_t model_state = 0;
+  double model_state_nominal = 0.0;
+  for (MemoryCategory cat : kModelState) {
+    model_state += e.bytes(cat);
+    model_state_nominal += nominal_of(cat, e);
+    std::printf("%-16s %8.2f %8.2f %12s  %s\n", category_label(cat).c_str(), e.bytes_per_param(cat), nominal_of(cat, e),
+                train::format_bytes(e.bytes(cat)).c_str(), category_detail(cat, e, r).c_str());
+  }
+  std::printf("%-16s %8.2f %8.2f %12s  %s\n", "model state", double(model_state) / double(e.param_count),
+              model_state_nominal, train::format_bytes(model_state).c_str(), "per parameter, this rank");
+  for (MemoryCategory cat : kWorkspace) {
+    std::printf("%-16s %8s %8s %12s  %s\n", category_label(cat).c_str(), "-", "-",
+                train::format_bytes(e.bytes(cat)).c_str(), category_detail(cat, e, r).c_str());
+  }
+  std::printf("%-16s %8s %8s %12s  %s\n", "peak per rank", "", "", train::format_bytes(e.peak_bytes).c_str(),
+              e.load_peak_bytes > e.step_peak_bytes ? "while loading model.path (above the training step)"
+                                                    : "during a training step (all of the above at once)");
+  if (e.load_peak_bytes > 0 && e.load_peak_bytes <= e.step_peak_bytes) {
+    std::printf("%-16s %8s %8s %12s  %s\n", "  while loading", "", "", train::format_bytes(e.load_peak_bytes).c_str(),
+                "the file's fp32 tensors beside the model's buffers");
+  }
+  // Why weights and grads exceed section 6's figures, so that the gap is not a surprise.
+  std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings. The trainer also holds the model's\n"
+              "fp32 parameters (and a GEMM copy at bf16/fp16) beside its bf16 weights, computes fp32 gradients,\n"
+              "and aligns tensors in the flat space (%lld elements for %lld parameters).\n",
+              (long long)e.flat_elems, (long long)e.param_count);
+}
+
+nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, const PlannedModel& pm,
+                       const train::MemoryEstimate& e) {
+  nlohmann::json categories = nlohmann::json::object();
+  for (MemoryCategory cat : kModelState) {
+    categories[category_label(cat)] = {{"bytes", e.bytes(cat)},
+                                       {"bytes_per_param", e.bytes_per_param(cat)},
+                                       {"nominal_bytes_per_param", nominal_of(cat, e)}};
+  }
+  for (MemoryCategory cat : kWorkspace) categories[category_label(cat)] = {{"bytes", e.bytes(cat)}};
+  const farthing::models::ModelConfig& c = e.model;
+  return {{"recipe", a.recipe},
+          {"world_size", e.world_size},
+          {"zero_stage", e.zero_stage},
+          {"peak_rank", e.peak_rank},
+          {"model",
+           {{"name", c.name},
+            {"family", c.family == farthing::models::ModelFamily::kLlama ? "llama" : "gpt2"},
+            {"source", pm.source},
+            {"params", e.param_count},
+            {"flat_elems", e.flat_elems},
+            {"dim", c.dim},
+            {"hidden_dim", c.hidden_dim},
+            {"n_layers", c.n_layers},
+            {"n_heads", c.n_heads},
+            {"n_kv_heads", c.n_kv_heads},
+            {"vocab_size", c.vocab_size}}},
+          {"train",
+           {{"micro_batch", r.train.micro_batch},
+            {"seq_len", r.data.seq_len},
+            {"grad_accum", r.train.grad_accum},
+            {"precision", r.train.precision},
+            {"activation_checkpointing", r.model.activation_checkpointing},
+            {"optimizer_state", r.optimizer.state},
+            {"master", r.optimizer.master}}},
+          {"categories", categories},
+          {"comm_staging_bytes", e.comm_staging},
+          {"comm_transient_bytes", e.comm_transient},
+          {"step_peak_bytes", e.step_peak_bytes},
+          {"load_peak_bytes", e.load_peak_bytes},
+          {"peak_bytes_per_rank", e.peak_bytes}};
+}
+
+int run_plan(const std::vector<std::string>& args) {
+  const PlanArgs a = parse_plan_args(args);
+  if (a.help) {
+    std::printf("%s", kPlanUsage);
+    return 0;
+  }
+  const farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
+  const PlannedModel model = planned_model(config.model);
+  const train::MemoryEstimate estimate = train::estimate_memory(config, model.config, a.world_size);
+  std::optional<train::BudgetCheck> budget;
+  if (a.budget_gb > 0.0) budget = train::check_budget(estimate, int64_t(a.budget_gb * double(int64_t(1) << 30)));
+
+  if (a.json) {
+    nlohmann::json j = to_json(a, config, model, estimate);
+    if (budget) j["budget"] = {{"bytes", int64_t(a.budget_gb * double(int64_t(1) << 30))}, {"fits", budget->fits},
+                               {"message", budget->message}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_table(a, config, model, estimate);
+  }
+  if (!budget) return 0;
+  if (!budget->fits) {
+    std::fprintf(stderr, "farthing plan: %s\n", budget->message.c_str());
+    return 1;
+  }
+  if (!a.json) std::printf("\n%s\n", budget->message.c_str());  // JSON output stays one object
+  return 0;
+}
+
+const VerbRegistration kPlan{"plan", "RECIPE [--set key=value]... [--world-size N] [--budget-gb X] [--json]",
+                             "memory per rank of a recipe, before allocating (farthing plan --help)", run_plan};
+
+}  // namespace
