@@ -93,6 +93,9 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   FARTHING_CHECK(config_.distributed.zero_stage != 3,
                  "distributed.zero_stage 3 is not available yet: the model computes from full fp32 parameters, "
                  "so sharding them needs per-unit parameter buffers in models/ (planned); use stage 1 or 2");
+  FARTHING_CHECK(!t.optimizer_in_backward,
+                 "train.optimizer_in_backward is not available yet: the CPU model keeps one full fp32 gradient "
+                 "buffer, so stepping units during backward would save no memory; set it to false");
   sampler_ = std::make_unique<data::EpochSampler>(data_.train.size(), t.seed, config_.data.shuffle);
   model_ = std::make_unique<models::Transformer>(models::make_spec(source_.config), t.micro_batch,
                                                  config_.data.seq_len, model_options(config_));

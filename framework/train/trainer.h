@@ -19,7 +19,8 @@
 // Resume restores everything that determines the future, so N straight steps equal K steps +
 // save + resume to N bit for bit, at any world size that keeps the global batch.
 // NOTE: ZeRO stage 3 (parameters sharded, gathered per unit) needs the model to compute from
-// per-unit buffers; the model holds full fp32 parameters today, so stage 3 is refused.
+// per-unit buffers; the model holds full fp32 parameters today, so stage 3 is refused. For the
+// same reason (one full fp32 gradient buffer) the optimizer step fused into backward is refused.
 // Relies on: models/, framework/{optim,data,ckpt,dist,recipe}. Tested by: tests/train/, tests/cli/.
 #pragma once
 
@@ -78,6 +79,18 @@ class Trainer {
   // checkpoints), "latest", or a checkpoint path. stop_at > 0 ends the run after that step
   // with a checkpoint, as a job's time limit would (the schedule still spans train.steps).
   TrainResult train(const std::string& resume = "", int64_t stop_at = 0);
+  // One optimizer step (steps 1-6 of the header), no logging or saving: train()'s inner loop,
+  // public for `farthing bench dist`.
+  struct StepOutcome {
+    double loss = 0.0;
+    double grad_norm = 0.0;
+    bool skipped = false;
+    int64_t tokens = 0;
+  };
+  StepOutcome train_step();
+  // Bytes this rank sent in ZeRO's gradient and weight collectives so far.
+  int64_t bytes_communicated() const { return collectives_->bytes_communicated(); }
+
   // Mean loss over the eval set (max_batches micro-batches, 0: all), split over ranks.
   EvalResult evaluate(int64_t max_batches);
   // Loads a training checkpoint's weights and optimizer state (eval and generate use it).
@@ -97,13 +110,6 @@ class Trainer {
   int64_t demoted_ranges() const { return demoted_; }
 
  private:
-  struct StepOutcome {
-    double loss = 0.0;
-    double grad_norm = 0.0;
-    bool skipped = false;
-    int64_t tokens = 0;
-  };
-  StepOutcome train_step();
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
   void sync_model_params();  // after the weights (or master) changed: the model's fp32 view
   std::filesystem::path save(bool final_save);

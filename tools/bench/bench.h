@@ -34,5 +34,6 @@ const std::vector<BenchSuite>& bench_suites();
 int run_numerics_bench(const BenchOptions& options);
 int run_optim_bench(const BenchOptions& options);
 int run_train_bench(const BenchOptions& options);
+int run_dist_bench(const BenchOptions& options);
 
 }  // namespace farthing::bench
