@@ -89,7 +89,7 @@ int64_t comm_transient_bytes(const dist::ZeroLayout& zero, int stage, int64_t gr
 }
 
 // The recipe changes that shrink a category, for the budget message.
-std::string shrink_advice(MemoryCategory c) {
+std::string shrink_advice(MemoryCategory c, const MemoryEstimate& e) {
   switch (c) {
     case MemoryCategory::kActivations:
       return "model.activation_checkpointing per_block, a smaller train.micro_batch (more train.grad_accum keeps "
@@ -100,8 +100,8 @@ std::string shrink_advice(MemoryCategory c) {
       return "optimizer.master remainder16 or none, more ranks (--world-size)";
     case MemoryCategory::kWeights:
     case MemoryCategory::kGrads:
-      return "a smaller model: weights and gradients are whole on every rank (ZeRO stage 3 is not available yet); "
-             "train.grad_accum 1 drops the gradient sum";
+      return std::string("a smaller model: weights and gradients are whole on every rank (ZeRO stage 3 is not "
+                         "available yet)") + (e.grad_sum > 0 ? "; train.grad_accum 1 drops the gradient sum" : "");
     case MemoryCategory::kCommBuffers:
     case MemoryCategory::kOther:
       return "fewer ranks or ZeRO stage 1";
@@ -279,12 +279,13 @@ BudgetCheck check_budget(const MemoryEstimate& e, int64_t budget_bytes) {
   for (int c = 1; c < kNumMemoryCategories; ++c) {
     if (e.step_bytes[size_t(c)] > e.step_bytes[size_t(largest)]) largest = c;
   }
+  const char* when = e.load_peak_bytes > e.step_peak_bytes ? ", while loading model.path" : "";
   check.message = "over budget: predicted peak " + format_bytes(e.peak_bytes) + " per rank (rank " +
-                  std::to_string(e.peak_rank) + " of " + std::to_string(e.world_size) + ") exceeds the " +
+                  std::to_string(e.peak_rank) + " of " + std::to_string(e.world_size) + when + ") exceeds the " +
                   format_bytes(budget_bytes) + " budget by " + format_bytes(e.peak_bytes - budget_bytes) +
                   "; the largest part is " + std::string(memory_category_name(MemoryCategory(largest))) + " (" +
                   format_bytes(e.step_bytes[size_t(largest)]) + "). To shrink it: " +
-                  shrink_advice(MemoryCategory(largest));
+                  shrink_advice(MemoryCategory(largest), e);
   return check;
 }
 

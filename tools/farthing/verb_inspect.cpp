@@ -6,7 +6,8 @@
 // bring (HF safetensors dir or file, .gguf, llama2.c .bin) get their format, config and tensors;
 // they carry no checksums.
 // Relies on: framework/ckpt (H5CheckpointReader, read_model_file), models/common/model_config.h.
-// Tested by: tests/cli/ (by hand so far: see the commit message).
+// Tested by: nothing automated yet; checked by hand on a trained checkpoint, a bit-flipped copy
+// (exit 1 naming the dataset), --json, --recipe, llama2.c and safetensors files.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>

@@ -1,4 +1,5 @@
-// verb_plan.cpp — `farthing plan RECIPE [--set k=v]... [--world-size N] [--budget-gb X] [--json]`:
+// verb_plan.cpp — `farthing plan RECIPE [--set k=v]... [--world-size N] [--preset NAME] [--budget-gb X]
+// [--json]`:
 // what a run will hold per rank, before anything is allocated — bytes per parameter by
 // category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget.
 // The model's architecture comes from its preset, or from the config of model.path (only
@@ -33,7 +34,7 @@ namespace train = farthing::train;
 using farthing::MemoryCategory;
 
 constexpr const char* kPlanUsage =
-    "usage: farthing plan RECIPE [--set key=value]... [--world-size N] [--budget-gb X] [--json]\n"
+    "usage: farthing plan RECIPE [--set key=value]... [--world-size N] [--preset NAME] [--budget-gb X] [--json]\n"
     "\n"
     "  Memory per rank of training RECIPE, before anything is allocated: bytes per parameter by\n"
     "  category (weights, grads, master, optimizer state; ARCHITECTURE.md section 6), activations,\n"
@@ -42,6 +43,8 @@ constexpr const char* kPlanUsage =
     "\n"
     "  --set key=value     override a recipe key, as for farthing train\n"
     "  --world-size N      ranks to plan for (ZeRO shards the master and optimizer state); default 1\n"
+    "  --preset NAME       take the architecture from preset NAME instead of model.path's config, to plan\n"
+    "                      before downloading the weights (e.g. --preset llama3.1-8b)\n"
     "  --budget-gb X       exit 1 with a message when the predicted peak exceeds X GiB (2^30 bytes)\n"
     "  --json              one JSON object instead of the table\n";
 
@@ -49,6 +52,7 @@ struct PlanArgs {
   std::string recipe;
   std::vector<std::string> overrides;
   int world_size = 1;
+  std::string preset;  // architecture override: plan without model.path's files
   double budget_gb = -1.0;
   bool json = false;
   bool help = false;
@@ -65,6 +69,7 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
     if (a == "--help" || a == "-h") p.help = true;
     else if (a == "--set") p.overrides.push_back(value());
     else if (a == "--json") p.json = true;
+    else if (a == "--preset") p.preset = value();
     else if (a == "--world-size") {
       const std::string v = value();
       size_t used = 0;
@@ -105,11 +110,15 @@ struct PlannedModel {
   std::string source;
 };
 
-PlannedModel planned_model(const farthing::recipe::ModelSection& model) {
+PlannedModel planned_model(const farthing::recipe::ModelSection& model, const std::string& preset_override) {
+  if (!preset_override.empty()) {
+    return {farthing::models::preset_config(preset_override), "preset " + preset_override + " (--preset)"};
+  }
   if (model.path.empty()) return {farthing::models::preset_config(model.preset), "preset " + model.preset};
   const fs::path path = model.path;
   FARTHING_CHECK(fs::exists(path), "model.path '", model.path,
-                 "' does not exist; point it at an HF model directory, a .safetensors, .gguf or llama2.c .bin file");
+                 "' does not exist; point it at an HF model directory, a .safetensors, .gguf or llama2.c .bin "
+                 "file, or plan with a preset's architecture: farthing plan RECIPE --preset NAME");
   // A safetensors model's architecture is its config.json: no tensor needs reading.
   const fs::path dir = fs::is_directory(path) ? path : path.parent_path();
   const bool safetensors = fs::is_directory(path) || path.extension() == ".safetensors" ||
@@ -156,11 +165,12 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
       return r.optimizer.master == "none" ? "none (bf16 weights are the only copy)"
                                           : r.optimizer.master + " of this rank's ZeRO shards";
     case MemoryCategory::kOptimizerState: {
+      if (r.optimizer.state == "f32" || r.optimizer.state == "bf16") return "m, v: " + r.optimizer.state;
+      // Small tensors, embeddings (embedding_f32_state) and off-block ranges keep f32 moments.
       const double quantized = double(e.quantized_state_elems) / double(std::max<int64_t>(1, e.optimizer.owned_elems));
       char text[160];
       std::snprintf(text, sizeof text, "m, v: %s on %.0f%% of elements, f32 elsewhere (absmax %s)",
                     r.optimizer.state.c_str(), 100.0 * quantized, train::format_bytes(e.optimizer.absmax).c_str());
-      if (r.optimizer.state == "f32" || r.optimizer.state == "bf16") return "m, v: " + r.optimizer.state;
       return text;
     }
     case MemoryCategory::kActivations:
@@ -186,6 +196,15 @@ double nominal_of(MemoryCategory c, const train::MemoryEstimate& e) {
   }
 }
 
+// "260032" or "8.03 B": exact for small models, readable for large ones.
+std::string human_count(int64_t n) {
+  char text[32];
+  if (n >= 1'000'000'000) std::snprintf(text, sizeof text, "%.2f B", double(n) / 1e9);
+  else if (n >= 1'000'000) std::snprintf(text, sizeof text, "%.1f M", double(n) / 1e6);
+  else std::snprintf(text, sizeof text, "%lld", (long long)n);
+  return text;
+}
+
 constexpr MemoryCategory kModelState[] = {MemoryCategory::kWeights, MemoryCategory::kGrads, MemoryCategory::kMaster,
                                           MemoryCategory::kOptimizerState};
 constexpr MemoryCategory kWorkspace[] = {MemoryCategory::kActivations, MemoryCategory::kCommBuffers};
@@ -194,9 +213,9 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
                  const train::MemoryEstimate& e) {
   const farthing::models::ModelConfig& c = e.model;
   std::printf("plan      %s, world size %d, ZeRO stage %d\n", a.recipe.c_str(), e.world_size, e.zero_stage);
-  std::printf("model     %s (%s): %lld params, dim %lld, hidden %lld, %lld layers, %lld heads (%lld kv), vocab %lld\n",
+  std::printf("model     %s (%s): %s params, dim %lld, hidden %lld, %lld layers, %lld heads (%lld kv), vocab %lld\n",
               c.name.c_str(), c.family == farthing::models::ModelFamily::kLlama ? "llama" : "gpt2",
-              (long long)e.param_count, (long long)c.dim, (long long)c.hidden_dim, (long long)c.n_layers,
+              human_count(e.param_count).c_str(), (long long)c.dim, (long long)c.hidden_dim, (long long)c.n_layers,
               (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.vocab_size);
   std::printf("          from %s\n", pm.source.c_str());
   std::printf("train     micro_batch %lld x seq_len %lld, grad_accum %lld, precision %s; adamw state %s%s, master %s\n",
@@ -221,11 +240,12 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
                 train::format_bytes(e.bytes(cat)).c_str(), category_detail(cat, e, r).c_str());
   }
   std::printf("%-16s %8s %8s %12s  %s\n", "peak per rank", "", "", train::format_bytes(e.peak_bytes).c_str(),
-              e.load_peak_bytes > e.step_peak_bytes ? "while loading model.path (above the training step)"
-                                                    : "during a training step (all of the above at once)");
-  if (e.load_peak_bytes > 0 && e.load_peak_bytes <= e.step_peak_bytes) {
+              e.load_peak_bytes > e.step_peak_bytes ? "while loading model.path" : "during a training step");
+  if (e.load_peak_bytes > 0) {
+    std::printf("%-16s %8s %8s %12s  %s\n", "  training step", "", "", train::format_bytes(e.step_peak_bytes).c_str(),
+                "all of the above at once");
     std::printf("%-16s %8s %8s %12s  %s\n", "  while loading", "", "", train::format_bytes(e.load_peak_bytes).c_str(),
-                "the file's fp32 tensors beside the model's buffers");
+                "the file's tensors as fp32 beside the model's buffers, before the optimizer exists");
   }
   // Why weights and grads exceed section 6's figures, so that the gap is not a surprise.
   std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings. The trainer also holds the model's\n"
@@ -283,7 +303,7 @@ int run_plan(const std::vector<std::string>& args) {
     return 0;
   }
   const farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
-  const PlannedModel model = planned_model(config.model);
+  const PlannedModel model = planned_model(config.model, a.preset);
   const train::MemoryEstimate estimate = train::estimate_memory(config, model.config, a.world_size);
   std::optional<train::BudgetCheck> budget;
   if (a.budget_gb > 0.0) budget = train::check_budget(estimate, int64_t(a.budget_gb * double(int64_t(1) << 30)));
