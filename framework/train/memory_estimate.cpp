@@ -186,9 +186,12 @@ AdamWStateBytes adamw_state_bytes(const optim::OptimizerConfig& config, const st
 MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size) {
   const recipe::TrainSection& t = config.train;
   FARTHING_CHECK(world_size >= 1, "world size ", world_size, " must be at least 1");
-  FARTHING_CHECK(config.distributed.zero_stage != 3,
-                 "distributed.zero_stage 3 is not available yet (the trainer refuses it: the model computes from "
-                 "full fp32 parameters); plan stage 1 or 2");
+  // The trainer's unit mode (parameters and gradients gathered and released unit by unit) has
+  // other allocations; until it is estimated, say so rather than predict the whole-buffer layout.
+  FARTHING_CHECK(config.distributed.zero_stage != 3 && !config.train.optimizer_in_backward,
+                 "farthing plan does not estimate distributed.zero_stage 3 or train.optimizer_in_backward yet "
+                 "(zero_stage ", config.distributed.zero_stage, ", optimizer_in_backward ",
+                 config.train.optimizer_in_backward ? "true" : "false", "); plan stage 1 or 2 without it");
   FARTHING_CHECK(config.data.seq_len <= model.max_seq_len, "data.seq_len (", config.data.seq_len,
                  ") exceeds the model's max_position_embeddings (", model.max_seq_len, ")");
 

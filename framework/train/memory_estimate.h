@@ -89,7 +89,8 @@ struct MemoryEstimate {
 };
 
 // The per-rank estimate for `config` training `model` over world_size ranks. Throws naming the
-// recipe key when the run could not be built (ZeRO stage 3, seq_len past the model's positions).
+// recipe key when the run could not be built (seq_len past the model's positions, a rank with no
+// shard) or is not estimated (ZeRO stage 3, optimizer_in_backward: the trainer's unit mode).
 MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size);
 
 // Whether the predicted peak fits budget_bytes; the message says by how much it does or does

@@ -220,12 +220,15 @@ TEST(MemoryEstimate, BudgetRefusesAnOverBudgetPlan) {
   EXPECT_FALSE(check_budget(big, int64_t(1) << 30).fits);
 }
 
-TEST(MemoryEstimate, RefusesWhatTheTrainerRefuses) {
+TEST(MemoryEstimate, RefusesWhatItCannotEstimate) {
   TempDir dir("refuse");
   recipe::RunConfig c = base_config(dir.path);
   c.distributed.zero_stage = 3;
   EXPECT_THROW(estimate_memory(c, models::preset_config("stories260k"), 2), Error);
   c.distributed.zero_stage = 1;
+  c.train.optimizer_in_backward = true;
+  EXPECT_THROW(estimate_memory(c, models::preset_config("stories260k"), 1), Error);
+  c.train.optimizer_in_backward = false;
   c.data.seq_len = 4096;
   EXPECT_THROW(estimate_memory(c, models::preset_config("stories260k"), 1), Error);
 }

@@ -23,6 +23,7 @@
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/core/error.h"
+#include "framework/recipe/recipe.h"
 #include "framework/train/memory_estimate.h"
 #include "models/common/model_config.h"
 #include "models/common/weights_from_file.h"
@@ -187,6 +188,16 @@ std::string range_state_format(const farthing::H5CheckpointReader& r, const std:
   return "unknown";
 }
 
+// config.json carries no name; the stored recipe says which preset or weights the run started from.
+std::string model_name_from_recipe(const farthing::H5CheckpointReader& reader) {
+  try {
+    const farthing::recipe::RunConfig run = farthing::recipe::parse_recipe_text(reader.read_string("recipe"), "recipe");
+    return run.model.path.empty() ? run.model.preset : fs::path(run.model.path).filename().string();
+  } catch (const farthing::Error&) {
+    return "";  // an unreadable recipe only costs the name
+  }
+}
+
 int inspect_checkpoint(const fs::path& path, const InspectArgs& a) {
   const farthing::H5CheckpointReader reader(path);
   if (a.recipe) {
@@ -212,7 +223,7 @@ int inspect_checkpoint(const fs::path& path, const InspectArgs& a) {
   const bool has_config = std::find(reader.strings().begin(), reader.strings().end(), "model_config") != reader.strings().end();
   if (has_config) {
     try {
-      config = farthing::models::config_from_hf_json(reader.read_string("model_config"));
+      config = farthing::models::config_from_hf_json(reader.read_string("model_config"), model_name_from_recipe(reader));
     } catch (const farthing::Error& e) {
       config_error = e.what();
     }
