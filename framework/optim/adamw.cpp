@@ -205,21 +205,6 @@ void AdamW::check_shard_tensors(std::span<const Tensor> tensors, const char* wha
   }
 }
 
-GradReport AdamW::inspect_grads(std::span<const Tensor> grads, const GradOptions& options) const {
-  check_shard_tensors(grads, "inspect_grads: grads", false);
-  double partial[2] = {0.0, 0.0};  // sum of squares, non-finite count
-  for (size_t s = 0; s < shards_.size(); ++s) {
-    for (const Segment& seg : shards_[s].segments) {
-      const kernels::GradPartials p =
-          kernels::grad_partials_cpu(byte_ptr(grads[s], seg.local_offset), grad_format_of(grads[s]), size_t(seg.numel));
-      partial[0] += p.sum_squares;
-      partial[1] += double(p.nonfinite);
-    }
-  }
-  if (reduce_) reduce_(std::span<double>(partial, 2));
-  return make_grad_report(partial[0], int64_t(partial[1]), options);
-}
-
 kernels::MomentRef AdamW::moment_ref(const ShardState& shard, const Segment& seg, bool second) const {
   std::byte* base = static_cast<std::byte*>(second ? shard.v.data() : shard.m.data());
   kernels::MomentRef ref;
@@ -229,10 +214,51 @@ kernels::MomentRef AdamW::moment_ref(const ShardState& shard, const Segment& seg
   return ref;
 }
 
+GradReport AdamW::inspect_grads(std::span<const Tensor> grads, const GradOptions& options) const {
+  check_shard_tensors(grads, "inspect_grads: grads", false);
+  return inspect_shard_grads(all_shard_ids(), grads, options);
+}
+
+std::vector<size_t> AdamW::all_shard_ids() const {
+  std::vector<size_t> ids(shards_.size());
+  for (size_t s = 0; s < ids.size(); ++s) ids[s] = s;
+  return ids;
+}
+
+GradReport AdamW::inspect_shard_grads(std::span<const size_t> shard_ids, std::span<const Tensor> grads,
+                                      const GradOptions& options) const {
+  FARTHING_CHECK(shard_ids.size() == grads.size(), "inspect_shard_grads: ", shard_ids.size(), " shard ids but ",
+                 grads.size(), " gradient tensors");
+  double partial[2] = {0.0, 0.0};  // sum of squares, non-finite count
+  for (size_t i = 0; i < shard_ids.size(); ++i) {
+    const size_t s = shard_ids[i];
+    FARTHING_CHECK(s < shards_.size() && uint64_t(grads[i].numel()) == shards_[s].spec.numel,
+                   "inspect_shard_grads: shard ", s, " does not exist or its gradient has ", grads[i].numel(),
+                   " elements");
+    for (const Segment& seg : shards_[s].segments) {
+      const kernels::GradPartials p =
+          kernels::grad_partials_cpu(byte_ptr(grads[i], seg.local_offset), grad_format_of(grads[i]), size_t(seg.numel));
+      partial[0] += p.sum_squares;
+      partial[1] += double(p.nonfinite);
+    }
+  }
+  if (reduce_) reduce_(std::span<double>(partial, 2));
+  return make_grad_report(partial[0], int64_t(partial[1]), options);
+}
+
 StepDiagnostics AdamW::step(std::span<const Tensor> weights, std::span<const Tensor> grads, const GradReport& report,
                             double lr_multiplier) {
   check_shard_tensors(weights, "step: weights", true);
   check_shard_tensors(grads, "step: grads", false);
+  StepDiagnostics d = step_shards(all_shard_ids(), weights, grads, report, lr_multiplier);
+  finish_step();
+  return d;
+}
+
+StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights,
+                                   std::span<const Tensor> grads, const GradReport& report, double lr_multiplier) {
+  FARTHING_CHECK(shard_ids.size() == weights.size() && shard_ids.size() == grads.size(), "step_shards: ",
+                 shard_ids.size(), " shard ids, ", weights.size(), " weight and ", grads.size(), " gradient tensors");
   FARTHING_CHECK(report.nonfinite == 0, "step: the gradients hold ", report.nonfinite,
                  " non-finite values; the optimizer will not step on them (it would poison the moments). "
                  "Skip this step (and lower the loss scale) or stop: that policy is the caller's");
@@ -240,25 +266,28 @@ StepDiagnostics AdamW::step(std::span<const Tensor> weights, std::span<const Ten
                  report.grad_scale, ") must be finite and > 0; build the report with inspect_grads");
   FARTHING_CHECK(std::isfinite(lr_multiplier) && lr_multiplier >= 0.0, "step: lr_multiplier (", lr_multiplier,
                  ") must be finite and >= 0");
-  if (config_.master_mode != MasterMode::kNone) {
-    for (size_t s = 0; s < shards_.size(); ++s) {
-      FARTHING_CHECK(shards_[s].master_initialized, "step: shard ", s, "'s fp32 master was never initialized; "
-                     "call init_master(", s, ", weights or fp32 values) before the first step");
-    }
-  }
   const int64_t t = step_ + 1;
   double partial[4] = {0.0, 0.0, 0.0, 0.0};  // elements, unchanged, update ss, weight ss
-  for (size_t s = 0; s < shards_.size(); ++s) {
+  for (size_t i = 0; i < shard_ids.size(); ++i) {
+    const size_t s = shard_ids[i];
+    FARTHING_CHECK(s < shards_.size(), "step_shards: shard ", s, " does not exist (", shards_.size(), " shards)");
     ShardState& shard = shards_[s];
+    FARTHING_CHECK(uint64_t(weights[i].numel()) == shard.spec.numel && uint64_t(grads[i].numel()) == shard.spec.numel &&
+                       weights[i].dtype() == DType::kBF16,
+                   "step_shards: shard ", s, " has ", shard.spec.numel, " elements; got weights ",
+                   weights[i].describe(), " and grads ", grads[i].describe());
+    FARTHING_CHECK(config_.master_mode == MasterMode::kNone || shard.master_initialized, "step: shard ", s,
+                   "'s fp32 master was never initialized; call init_master(", s,
+                   ", weights or fp32 values) before the first step");
     for (const Segment& seg : shard.segments) {
       const ParamGroup& group = config_.groups[size_t(config_.ranges[seg.range].group)];
       const AdamWHyper& h = group.hyper;
       kernels::AdamWSegmentCpu args;
       args.n = size_t(seg.numel);
       args.global_offset = seg.global_offset;
-      args.grad = byte_ptr(grads[s], seg.local_offset);
-      args.grad_format = grad_format_of(grads[s]);
-      args.weight = static_cast<uint16_t*>(weights[s].data()) + seg.local_offset;
+      args.grad = byte_ptr(grads[i], seg.local_offset);
+      args.grad_format = grad_format_of(grads[i]);
+      args.weight = static_cast<uint16_t*>(weights[i].data()) + seg.local_offset;
       args.master = config_.master_mode == MasterMode::kF32
                         ? static_cast<float*>(shard.master.data()) + seg.local_offset
                         : nullptr;
@@ -284,7 +313,6 @@ StepDiagnostics AdamW::step(std::span<const Tensor> weights, std::span<const Ten
       partial[3] += p.weight_sum_squares;
     }
   }
-  step_ = t;
   if (reduce_) reduce_(std::span<double>(partial, 4));
   StepDiagnostics d;
   d.step = t;

@@ -58,6 +58,17 @@ class AdamW {
   StepDiagnostics step(std::span<const Tensor> weights, std::span<const Tensor> grads, const GradReport& report,
                        double lr_multiplier = 1.0);
 
+  // The same two calls for some shards only, for the optimizer step fused into backward: each
+  // unit's shard is stepped as soon as its gradients are complete, then finish_step() once per
+  // training step advances the step counter (bias corrections, stochastic-rounding keys).
+  // Both reduce over ranks through the hook: every rank calls them for the same units, in the
+  // same order, possibly with no shard of its own.
+  GradReport inspect_shard_grads(std::span<const size_t> shard_ids, std::span<const Tensor> grads,
+                                 const GradOptions& options = {}) const;
+  StepDiagnostics step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights,
+                              std::span<const Tensor> grads, const GradReport& report, double lr_multiplier = 1.0);
+  void finish_step() { ++step_; }
+
   // Inspection (tests, tools): shard s's fp32 master (nullptr unless master mode f32), its
   // 16-bit remainders (nullptr unless remainder16), and its
   // moments dequantized to fp32 (shard numel elements each; padding reads 0).
@@ -111,6 +122,7 @@ class AdamW {
     bool master_initialized = false;
   };
   kernels::MomentRef moment_ref(const ShardState& shard, const Segment& seg, bool second) const;
+  std::vector<size_t> all_shard_ids() const;
   void check_shard_tensors(std::span<const Tensor> tensors, const char* what, bool weights) const;
 
   OptimizerConfig config_;

@@ -98,14 +98,14 @@ std::string range_dataset(const optim::ParamRange& r, const std::string& suffix)
 }
 
 fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const models::FlatLayout& layout,
-                                const dist::ZeroLayout& zero, const uint16_t* weights, optim::AdamW& optimizer,
+                                const dist::ZeroLayout& zero, const WeightLocator& weights, optim::AdamW& optimizer,
                                 const TrainProgressState& progress, const CheckpointIdentity& identity,
                                 const CheckpointCommitOptions& commit);
 
 }  // namespace
 
 fs::path save_train_checkpoint(const fs::path& checkpoint_dir, MpiCommunicator& comm, const models::FlatLayout& layout,
-                               const dist::ZeroLayout& zero, const uint16_t* weights, optim::AdamW& optimizer,
+                               const dist::ZeroLayout& zero, const WeightLocator& weights, optim::AdamW& optimizer,
                                const TrainProgressState& progress, const CheckpointIdentity& identity,
                                const CheckpointCommitOptions& commit) {
   const fs::path final_path = checkpoint_path_for_step(checkpoint_dir, progress.step);
@@ -120,14 +120,14 @@ fs::path save_train_checkpoint(const fs::path& checkpoint_dir, MpiCommunicator& 
 namespace {
 
 fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const models::FlatLayout& layout,
-                                const dist::ZeroLayout& zero, const uint16_t* weights, optim::AdamW& optimizer,
+                                const dist::ZeroLayout& zero, const WeightLocator& weights, optim::AdamW& optimizer,
                                 const TrainProgressState& progress, const CheckpointIdentity& identity,
                                 const CheckpointCommitOptions& commit) {
   H5CheckpointWriter writer(final_path, comm);
   static uint64_t nothing = 0;  // a non-null pointer for ranks that write no elements
   for (const models::ParamEntry& e : layout.entries()) {
     const Slice s = owned_part(zero, e.unit, e.offset_elems, e.numel());
-    void* data = s.count() > 0 ? const_cast<uint16_t*>(weights + s.begin) : static_cast<void*>(&nothing);
+    void* data = s.count() > 0 ? weights(s.begin) : static_cast<void*>(&nothing);
     writer.write_tensor("model/" + e.name, DType::kBF16, e.shape, s.count() > 0 ? s.begin - e.offset_elems : 0,
                         Tensor(data, DType::kBF16, Shape{s.count()}));
   }
@@ -155,7 +155,7 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
 }  // namespace
 
 TrainProgressState load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, const models::FlatLayout& layout,
-                                         const dist::ZeroLayout& zero, uint16_t* weights, optim::AdamW& optimizer,
+                                         const dist::ZeroLayout& zero, const WeightLocator& weights, optim::AdamW& optimizer,
                                          const std::string& model_config_json) {
   H5CheckpointReader reader(path);
   reader.verify_distributed(comm);
@@ -179,7 +179,7 @@ TrainProgressState load_train_checkpoint(const fs::path& path, MpiCommunicator& 
                    "' is ", dtype_name(info.dtype), info.shape.str(), ", expected bf16", e.shape.str());
     const Slice s = owned_part(zero, e.unit, e.offset_elems, e.numel());
     if (s.count() > 0) {
-      reader.read_slice(name, s.begin - e.offset_elems, Tensor(weights + s.begin, DType::kBF16, Shape{s.count()}));
+      reader.read_slice(name, s.begin - e.offset_elems, Tensor(weights(s.begin), DType::kBF16, Shape{s.count()}));
     }
   }
   const std::vector<optim::AdamW::SegmentView> views = optimizer.segment_views();

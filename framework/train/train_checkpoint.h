@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "framework/ckpt/h5_checkpoint_writer.h"
@@ -28,6 +29,10 @@
 #include "models/common/flat_layout.h"
 
 namespace farthing::train {
+
+// The bf16 weight at a global flat offset this rank owns (the weights may be stored whole, or
+// only the owned shards, compactly, at ZeRO-3); a run of owned elements is contiguous.
+using WeightLocator = std::function<uint16_t*(int64_t global_offset)>;
 
 struct TrainProgressState {
   int64_t step = 0;             // optimizer steps taken (including skipped ones)
@@ -45,19 +50,19 @@ struct CheckpointIdentity {
   std::string model_config_json;
 };
 
-// Collective. weights: the full bf16 flat buffer (each rank writes its owned ranges).
+// Collective. Each rank writes the owned ranges of the weights.
 std::filesystem::path save_train_checkpoint(const std::filesystem::path& checkpoint_dir, MpiCommunicator& comm,
                                             const models::FlatLayout& layout, const dist::ZeroLayout& zero,
-                                            const uint16_t* weights, optim::AdamW& optimizer,
+                                            const WeightLocator& weights, optim::AdamW& optimizer,
                                             const TrainProgressState& progress, const CheckpointIdentity& identity,
                                             const CheckpointCommitOptions& commit);
 
 // Verifies the file (checksums, completion mark), checks that it holds this model, then reads
-// this rank's owned ranges of the weights (into `weights`; the caller gathers the rest) and its
-// optimizer state. Throws naming the file and the dataset or field that does not fit.
+// this rank's owned ranges of the weights (the caller gathers the rest when it keeps them
+// whole) and its optimizer state. Throws naming the file and the dataset or field that does not fit.
 TrainProgressState load_train_checkpoint(const std::filesystem::path& path, MpiCommunicator& comm,
                                          const models::FlatLayout& layout, const dist::ZeroLayout& zero,
-                                         uint16_t* weights, optim::AdamW& optimizer,
+                                         const WeightLocator& weights, optim::AdamW& optimizer,
                                          const std::string& model_config_json);
 
 }  // namespace farthing::train

@@ -90,35 +90,105 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
       source_(open_source(config_)),
       data_(open_data(config_, source_)) {
   const recipe::TrainSection& t = config_.train;
-  FARTHING_CHECK(config_.distributed.zero_stage != 3,
-                 "distributed.zero_stage 3 is not available yet: the model computes from full fp32 parameters, "
-                 "so sharding them needs per-unit parameter buffers in models/ (planned); use stage 1 or 2");
-  FARTHING_CHECK(!t.optimizer_in_backward,
-                 "train.optimizer_in_backward is not available yet: the CPU model keeps one full fp32 gradient "
-                 "buffer, so stepping units during backward would save no memory; set it to false");
+  unit_mode_ = config_.distributed.zero_stage == 3 || t.optimizer_in_backward;
   sampler_ = std::make_unique<data::EpochSampler>(data_.train.size(), t.seed, config_.data.shuffle);
-  model_ = std::make_unique<models::Transformer>(models::make_spec(source_.config), t.micro_batch,
-                                                 config_.data.seq_len, model_options(config_));
-  const models::FlatLayout& layout = model_->layout();
-  if (source_.file) {
-    models::copy_weights_from_file(*source_.file, layout, model_->params());
-    source_.file.reset();  // the fp32 copy of the file is no longer needed
-  } else {
-    model_->init_weights(t.seed, float(config_.model.init_std));
-  }
+  models::TransformerSpec spec = models::make_spec(source_.config);
 
-  zero_ = std::make_unique<dist::ZeroLayout>(unit_ranges(layout), comm_.world_size(), comm_.rank());
-  collectives_ = std::make_unique<dist::ZeroCollectives>(*zero_, comm_);
-  OptimizerSetup setup = make_optimizer_setup(layout, config_.optimizer, t.seed);
+  zero_ = std::make_unique<dist::ZeroLayout>(unit_ranges(spec.layout), comm_.world_size(), comm_.rank());
+  if (!unit_mode_) collectives_ = std::make_unique<dist::ZeroCollectives>(*zero_, comm_);
+  OptimizerSetup setup = make_optimizer_setup(spec.layout, config_.optimizer, t.seed);
   demoted_ = setup.demoted;
   optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards());
   optimizer_->set_reduce_hook([this](std::span<double> values) {
     comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
   });
+  // Which shard holds each unit's owned part (a rank owns one contiguous part per unit), and
+  // where it sits in the compact per-rank buffers of unit mode.
+  const auto& shards = optimizer_->shards();
+  shard_of_unit_.assign(zero_->units().size(), -1);
+  compact_offset_.assign(shards.size(), 0);
+  int64_t owned_total = 0;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    shard_of_unit_[size_t(unit_index(int64_t(shards[s].global_offset)))] = int(s);
+    compact_offset_[s] = owned_total;
+    owned_total += int64_t(shards[s].numel);
+  }
+  params_from_master_ = t.precision == "fp32" && optimizer_->config().master_mode == optim::MasterMode::kF32;
+  if (unit_mode_) {
+    ZeroUnitStorage::Sources sources;
+    sources.params_dtype = params_from_master_ ? DType::kF32 : DType::kBF16;
+    sources.owned_params = [this](int unit) -> const void* {
+      const int s = shard_of_unit_[size_t(unit)];
+      if (s < 0) return nullptr;
+      if (params_from_master_) return optimizer_->master(size_t(s));
+      return static_cast<const uint16_t*>(weights_.data()) + compact_offset_[size_t(s)];
+    };
+    sources.on_unit_grads = [this](int unit, const float* grads) { on_unit_grads(unit, grads); };
+    storage_ = std::make_unique<ZeroUnitStorage>(*zero_, comm_, std::move(sources));
+  }
+  models::ModelOptions options = model_options(config_);
+  options.unit_storage = storage_.get();
+  model_ = std::make_unique<models::Transformer>(std::move(spec), t.micro_batch, config_.data.seq_len, options);
+  const models::FlatLayout& layout = model_->layout();
+  const int64_t total = layout.total_elems();
 
+  // The first weights in fp32: in the model's buffer, or in unit mode (where the model has none)
+  // in a temporary whole one, of which each rank keeps its owned parts.
+  Buffer initial;
+  float* first = model_->params();
+  if (unit_mode_) {
+    initial = Buffer(Device::cpu(), size_t(total) * sizeof(float), MemoryCategory::kOther);
+    first = static_cast<float*>(initial.data());
+  }
+  if (source_.file) {
+    models::copy_weights_from_file(*source_.file, layout, first);
+    source_.file.reset();  // the fp32 copy of the file is no longer needed
+  } else {
+    models::Transformer::init_weights(model_->spec(), first, t.seed, float(config_.model.init_std));
+  }
+
+  // The bf16 working weights start as the round-to-nearest cast of the first weights; the
+  // master (when kept) starts as the exact fp32 values.
+  weights_ = Buffer(Device::cpu(), size_t(unit_mode_ ? owned_total : total) * 2, MemoryCategory::kWeights);
+  if (unit_mode_) {
+    for (const optim::ShardSpec& shard : shards) {
+      kernels::cast_f32_to_narrow_cpu(kernels::NarrowFormat::kBf16, first + shard.global_offset,
+                                      weight_at(int64_t(shard.global_offset)), size_t(shard.numel),
+                                      numerics::Overflow::kToInfOrNan);
+    }
+  } else {
+    kernels::cast_f32_to_narrow_cpu(kernels::NarrowFormat::kBf16, first, weights_.data(), size_t(total),
+                                    numerics::Overflow::kToInfOrNan);
+  }
+  if (optimizer_->config().master_mode != optim::MasterMode::kNone) {
+    for (size_t s = 0; s < shards.size(); ++s) {
+      const int64_t off = int64_t(shards[s].global_offset), n = int64_t(shards[s].numel);
+      const Tensor values(first + off, DType::kF32, Shape{n});
+      const Tensor shard_weights(weight_at(off), DType::kBF16, Shape{n});
+      optimizer_->init_master(s, values, &shard_weights);
+    }
+  }
+  initial = Buffer();
+  if (!unit_mode_ && !params_from_master_) sync_model_params();
+  if (!unit_mode_ && t.grad_accum > 1) {
+    grad_sum_ = Buffer(Device::cpu(), size_t(total) * 4, MemoryCategory::kGrads);
+  }
+  if (unit_mode_ && !t.optimizer_in_backward) {
+    grad_sum_ = Buffer(Device::cpu(), size_t(owned_total) * 4, MemoryCategory::kGrads);  // owned parts only
+  }
+
+  recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
+  model_config_json_ = models::config_to_hf_json(source_.config);
+  progress_.seed = t.seed;
+  progress_.loss_scale = scaler_options_and_schedule();
+  progress_line_ = std::make_unique<ProgressLine>(output_.progress && comm_.rank() == 0);
+}
+
+// The lr schedule and the fp16 loss scaler from the recipe; returns the initial loss scale.
+double Trainer::scaler_options_and_schedule() {
   schedule_.kind = optim::parse_lr_schedule_kind(config_.schedule.kind);
   schedule_.warmup_steps = config_.schedule.warmup_steps;
-  schedule_.total_steps = t.steps;
+  schedule_.total_steps = config_.train.steps;
   schedule_.min_ratio = config_.schedule.min_ratio;
   optim::validate_lr_schedule(schedule_);
   optim::LossScalerOptions scaler;
@@ -126,33 +196,62 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   scaler.growth_factor = config_.loss_scale.growth_factor;
   scaler.backoff_factor = config_.loss_scale.backoff_factor;
   scaler.growth_interval = config_.loss_scale.growth_interval;
-  scaler_ = std::make_unique<optim::LossScaler>(scaler, t.precision == "fp16");
+  scaler_ = std::make_unique<optim::LossScaler>(scaler, config_.train.precision == "fp16");
+  return scaler_->scale();
+}
 
-  // The bf16 working weights start as the round-to-nearest cast of the first weights; the
-  // master (when kept) starts as the exact fp32 values.
-  const int64_t total = layout.total_elems();
-  weights_ = Buffer(Device::cpu(), size_t(total) * 2, MemoryCategory::kWeights);
-  auto* weights = static_cast<uint16_t*>(weights_.data());
-  kernels::cast_f32_to_narrow_cpu(kernels::NarrowFormat::kBf16, model_->params(), weights, size_t(total),
-                                  numerics::Overflow::kToInfOrNan);
-  params_from_master_ = t.precision == "fp32" && optimizer_->config().master_mode == optim::MasterMode::kF32;
-  if (optimizer_->config().master_mode != optim::MasterMode::kNone) {
-    const auto& shards = optimizer_->shards();
-    for (size_t s = 0; s < shards.size(); ++s) {
-      const int64_t off = int64_t(shards[s].global_offset), n = int64_t(shards[s].numel);
-      const Tensor values(model_->params() + off, DType::kF32, Shape{n});
-      const Tensor shard_weights(weights + off, DType::kBF16, Shape{n});
-      optimizer_->init_master(s, values, &shard_weights);
-    }
+int Trainer::unit_index(int64_t global_offset) const {
+  const auto& units = zero_->units();
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (global_offset >= units[u].begin && global_offset < zero_->aligned_end(u)) return int(u);
   }
-  if (!params_from_master_) sync_model_params();
-  if (t.grad_accum > 1) grad_sum_ = Buffer(Device::cpu(), size_t(total) * 4, MemoryCategory::kGrads);
+  FARTHING_FAIL("global offset ", global_offset, " lies in no unit");
+}
 
-  recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
-  model_config_json_ = models::config_to_hf_json(source_.config);
-  progress_.seed = t.seed;
-  progress_.loss_scale = scaler_->scale();
-  progress_line_ = std::make_unique<ProgressLine>(output_.progress && comm_.rank() == 0);
+uint16_t* Trainer::weight_at(int64_t global_offset) const {
+  auto* base = static_cast<uint16_t*>(weights_.data());
+  if (!unit_mode_) return base + global_offset;
+  const int s = shard_of_unit_[size_t(unit_index(global_offset))];
+  FARTHING_CHECK(s >= 0, "weight_at: global element ", global_offset, " is not owned by rank ", comm_.rank());
+  return base + compact_offset_[size_t(s)] + (global_offset - int64_t(optimizer_->shards()[size_t(s)].global_offset));
+}
+
+float* Trainer::owned_grads(size_t shard) const {
+  return static_cast<float*>(grad_sum_.data()) + compact_offset_[shard];
+}
+
+// Unit mode: a unit's summed gradients (this rank's owned part) arrive during backward.
+void Trainer::on_unit_grads(int unit, const float* grads) {
+  const int s = shard_of_unit_[size_t(unit)];
+  if (!config_.train.optimizer_in_backward) {  // ZeRO-3: keep them, summed over micro-batches
+    if (s < 0) return;
+    const int64_t n = int64_t(optimizer_->shards()[size_t(s)].numel);
+    float* dst = owned_grads(size_t(s));
+    if (micro_batch_ == 0) {
+      std::memcpy(dst, grads, size_t(n) * sizeof(float));
+    } else {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < n; ++i) dst[i] += grads[i];
+    }
+    return;
+  }
+  // The optimizer step fused into backward: step this unit now (the recipe rules out clipping,
+  // accumulation and loss scaling, which would need every gradient first).
+  std::vector<size_t> ids;
+  std::vector<Tensor> g, w;
+  if (s >= 0) {
+    const optim::ShardSpec& shard = optimizer_->shards()[size_t(s)];
+    ids.push_back(size_t(s));
+    g.emplace_back(const_cast<float*>(grads), DType::kF32, Shape{int64_t(shard.numel)});
+    w.emplace_back(weight_at(int64_t(shard.global_offset)), DType::kBF16, Shape{int64_t(shard.numel)});
+  }
+  const optim::GradReport report = optimizer_->inspect_shard_grads(ids, g);
+  FARTHING_CHECK(report.nonfinite == 0, "step ", progress_.step + 1, ": unit ", unit, " has ", report.nonfinite,
+                 " inf/NaN gradient values; with the optimizer step fused into backward the earlier units have "
+                 "already stepped, so the step cannot be skipped. Lower the learning rate, or set "
+                 "train.optimizer_in_backward: false");
+  fused_grad_norm_sq_ += report.grad_norm * report.grad_norm;
+  optimizer_->step_shards(ids, w, g, report, optim::lr_multiplier(schedule_, progress_.step + 1));
 }
 
 Trainer::~Trainer() = default;
@@ -185,13 +284,14 @@ void Trainer::sync_model_params() {
 }
 
 void Trainer::load_checkpoint(const fs::path& path) {
-  progress_ = load_train_checkpoint(path, comm_, model_->layout(), *zero_, static_cast<uint16_t*>(weights_.data()),
-                                    *optimizer_, model_config_json_);
+  progress_ = load_train_checkpoint(path, comm_, model_->layout(), *zero_,
+                                    [this](int64_t g) { return weight_at(g); }, *optimizer_, model_config_json_);
   FARTHING_CHECK(progress_.seed == config_.train.seed, "checkpoint ", path.string(), " was trained with train.seed ",
                  progress_.seed, " but this recipe has ", config_.train.seed,
                  "; the seed keys the data order and stochastic rounding, so resuming needs the same seed");
-  collectives_->gather_owned(weights_.data(), DType::kBF16);
   scaler_->restore(progress_.loss_scale, progress_.loss_scale_clean_steps);
+  if (unit_mode_) return;  // units are gathered from the owned parts when used
+  collectives_->gather_owned(weights_.data(), DType::kBF16);
   sync_model_params();
 }
 
@@ -223,6 +323,7 @@ Trainer::StepOutcome Trainer::train_step() {
 
   // Forward and backward; micro-batch gradients summed in order (see trainer.h).
   std::vector<double> loss_sums(size_t(W * A), 0.0);
+  if (unit_mode_) return unit_mode_step(tokens, targets, loss_sums, counted, loss_grad_scale);
   float* grads = model_->grads();
   float* grad_sum = A > 1 ? static_cast<float*>(grad_sum_.data()) : grads;
   for (int64_t a = 0; a < A; ++a) {
@@ -280,6 +381,62 @@ Trainer::StepOutcome Trainer::train_step() {
   return out;
 }
 
+// ZeRO-3 / optimizer-in-backward: the model fetches units through the storage, which hands each
+// unit's summed gradients to on_unit_grads during backward.
+Trainer::StepOutcome Trainer::unit_mode_step(const std::vector<std::vector<int32_t>>& tokens,
+                                             const std::vector<std::vector<int32_t>>& targets,
+                                             std::vector<double>& loss_sums, int64_t counted, float loss_grad_scale) {
+  const recipe::TrainSection& t = config_.train;
+  const int64_t A = t.grad_accum, mb = t.micro_batch, T = config_.data.seq_len;
+  const int64_t W = comm_.world_size(), r = comm_.rank();
+  const double loss_scale = scaler_->scale();
+  fused_grad_norm_sq_ = 0.0;
+  for (int64_t a = 0; a < A; ++a) {
+    micro_batch_ = a;
+    const models::Transformer::LossSum ls =
+        model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale);
+    loss_sums[size_t(r * A + a)] = ls.sum;
+  }
+  comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
+  double loss_total = 0.0;
+  for (double s : loss_sums) loss_total += s;
+  StepOutcome out;
+  out.loss = counted > 0 ? loss_total / double(counted) : 0.0;
+  out.tokens = W * A * mb * T;
+  if (t.optimizer_in_backward) {  // every unit stepped during backward
+    optimizer_->finish_step();
+    out.grad_norm = std::sqrt(fused_grad_norm_sq_);
+  } else {
+    std::vector<Tensor> grad_views, weight_views;
+    const auto& shards = optimizer_->shards();
+    for (size_t s = 0; s < shards.size(); ++s) {
+      grad_views.emplace_back(owned_grads(s), DType::kF32, Shape{int64_t(shards[s].numel)});
+      weight_views.emplace_back(weight_at(int64_t(shards[s].global_offset)), DType::kBF16, Shape{int64_t(shards[s].numel)});
+    }
+    optim::GradOptions grad_options;
+    grad_options.max_grad_norm = t.max_grad_norm;
+    grad_options.loss_scale = loss_scale;
+    const optim::GradReport report = optimizer_->inspect_grads(grad_views, grad_options);
+    out.grad_norm = report.grad_norm;
+    if (report.nonfinite > 0) {
+      FARTHING_CHECK(t.nonfinite != "fail", "step ", progress_.step + 1, ": ", report.nonfinite,
+                     " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'");
+      out.skipped = true;
+      ++progress_.skipped_steps;
+      scaler_->update(true);
+    } else {
+      optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1));
+      scaler_->update(false);
+    }
+  }
+  progress_.data_position += W * A * mb;
+  progress_.tokens_seen += out.tokens;
+  progress_.loss_scale = scaler_->scale();
+  progress_.loss_scale_clean_steps = scaler_->clean_steps();
+  ++progress_.step;
+  return out;
+}
+
 EvalResult Trainer::evaluate(int64_t max_batches) {
   const int64_t mb = config_.train.micro_batch, T = config_.data.seq_len;
   const int64_t W = comm_.world_size(), r = comm_.rank();
@@ -289,10 +446,15 @@ EvalResult Trainer::evaluate(int64_t max_batches) {
   std::vector<double> sums(size_t(batches), 0.0);
   std::vector<int64_t> counts(size_t(batches), 0);
   std::vector<int32_t> tokens(static_cast<size_t>(mb * T)), targets(static_cast<size_t>(mb * T));
-  for (int64_t e = r; e < batches; e += W) {
+  // Batch e runs on rank e % W. In unit mode a forward pass gathers units (collectives), so every
+  // rank runs the same number of passes: a rank out of batches runs one whose targets count for nothing.
+  const int64_t rounds = (batches + W - 1) / W;
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t e = round * W + r;
+    if (e >= batches && !unit_mode_) break;
     for (int64_t b = 0; b < mb; ++b) {
       const int64_t index = e * mb + b;
-      if (index < n) {
+      if (e < batches && index < n) {
         data_.eval.sequence(index, tokens.data() + b * T, targets.data() + b * T);
       } else {  // a short last batch: padding rows count for nothing
         std::fill(tokens.begin() + b * T, tokens.begin() + (b + 1) * T, 0);
@@ -300,6 +462,7 @@ EvalResult Trainer::evaluate(int64_t max_batches) {
       }
     }
     const models::Transformer::LossSum ls = model_->forward_loss_sum(tokens.data(), targets.data());
+    if (e >= batches) continue;  // the padding pass
     sums[size_t(e)] = ls.sum;
     counts[size_t(e)] = ls.counted;
   }
@@ -331,9 +494,10 @@ fs::path Trainer::save(bool final_save) {
   commit.update_latest = true;
   commit.keep_last = config_.checkpoint.keep_last;
   const fs::path path =
-      save_train_checkpoint(checkpoint_dir(), comm_, model_->layout(), *zero_, weights(), *optimizer_, progress_,
+      save_train_checkpoint(checkpoint_dir(), comm_, model_->layout(), *zero_,
+                            [this](int64_t g) { return weight_at(g); }, *optimizer_, progress_,
                             CheckpointIdentity{recipe_yaml_, model_config_json_}, commit);
-  progress_line_->note(std::string(final_save ? "saved final checkpoint " : "saved checkpoint ") + path.string());
+  progress_line_->note(std::string(final_save ? "saved the final checkpoint " : "saved checkpoint ") + path.string());
   return path;
 }
 
@@ -416,7 +580,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
   // in this run_dir (resuming elsewhere at another world size and saving re-shards a checkpoint).
   if (progress_.step > first_step ||
       (stop_at > 0 && !fs::exists(checkpoint_path_for_step(checkpoint_dir(), progress_.step)))) {
-    result.last_checkpoint = save(true);
+    result.last_checkpoint = save(progress_.step == t.steps);
   }
   result.final_step = progress_.step;
   result.seconds = seconds_since(t0);

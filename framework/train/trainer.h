@@ -18,9 +18,9 @@
 // Evaluation, metrics.jsonl, the progress line and checkpoints (train_checkpoint.h) around it.
 // Resume restores everything that determines the future, so N straight steps equal K steps +
 // save + resume to N bit for bit, at any world size that keeps the global batch.
-// NOTE: ZeRO stage 3 (parameters sharded, gathered per unit) needs the model to compute from
-// per-unit buffers; the model holds full fp32 parameters today, so stage 3 is refused. For the
-// same reason (one full fp32 gradient buffer) the optimizer step fused into backward is refused.
+// ZeRO-3 and the optimizer step fused into backward run the model over a UnitStorage
+// (zero_unit_storage.h): no whole parameter or gradient buffer exists; each rank keeps its owned
+// bf16 weights (and master, moments, gradient sums) and units are gathered when used.
 // Relies on: models/, framework/{optim,data,ckpt,dist,recipe}. Tested by: tests/train/, tests/cli/.
 #pragma once
 
@@ -45,6 +45,7 @@
 #include "framework/train/model_source.h"
 #include "framework/train/progress.h"
 #include "framework/train/train_checkpoint.h"
+#include "framework/train/zero_unit_storage.h"
 #include "models/common/transformer.h"
 
 namespace farthing::train {
@@ -89,7 +90,9 @@ class Trainer {
   };
   StepOutcome train_step();
   // Bytes this rank sent in ZeRO's gradient and weight collectives so far.
-  int64_t bytes_communicated() const { return collectives_->bytes_communicated(); }
+  int64_t bytes_communicated() const {
+    return storage_ ? storage_->bytes_sent() : collectives_->bytes_communicated();
+  }
 
   // Mean loss over the eval set (max_batches micro-batches, 0: all), split over ranks.
   EvalResult evaluate(int64_t max_batches);
@@ -103,7 +106,6 @@ class Trainer {
   const data::Tokenizer* tokenizer() const { return source_.tokenizer.get(); }
   const data::SplitData& data() const { return data_; }
   const optim::AdamW& optimizer() const { return *optimizer_; }
-  const uint16_t* weights() const { return static_cast<const uint16_t*>(weights_.data()); }
   const TrainProgressState& progress() const { return progress_; }
   std::filesystem::path checkpoint_dir() const;
   // Optimizer ranges that could not take 8-bit state (off a block boundary).
@@ -111,6 +113,14 @@ class Trainer {
 
  private:
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
+  StepOutcome unit_mode_step(const std::vector<std::vector<int32_t>>& tokens,
+                             const std::vector<std::vector<int32_t>>& targets, std::vector<double>& loss_sums,
+                             int64_t counted, float loss_grad_scale);
+  void on_unit_grads(int unit, const float* grads);
+  double scaler_options_and_schedule();
+  int unit_index(int64_t global_offset) const;  // the ZeRO unit holding a global element
+  uint16_t* weight_at(int64_t global_offset) const;  // WeightLocator over weights_
+  float* owned_grads(size_t shard) const;           // unit mode: shard's part of grad_sum_
   void sync_model_params();  // after the weights (or master) changed: the model's fp32 view
   std::filesystem::path save(bool final_save);
   void log_eval(const EvalResult& r, const char* when);
@@ -127,8 +137,18 @@ class Trainer {
   std::unique_ptr<optim::AdamW> optimizer_;
   optim::LrSchedule schedule_;
   std::unique_ptr<optim::LossScaler> scaler_;
-  Buffer weights_;    // bf16 working weights, the full flat space (kWeights)
-  Buffer grad_sum_;   // fp32 sum of micro-batch gradients when grad_accum > 1 (kGrads)
+  // bf16 working weights (kWeights): the whole flat space, or in unit mode (ZeRO-3,
+  // optimizer-in-backward) only this rank's owned parts, compactly in shard order.
+  Buffer weights_;
+  // fp32 gradient sums (kGrads): the whole flat space when grad_accum > 1; in unit mode (not
+  // fused) the owned parts, summed over micro-batches as the storage delivers them.
+  Buffer grad_sum_;
+  bool unit_mode_ = false;
+  std::unique_ptr<ZeroUnitStorage> storage_;
+  std::vector<int> shard_of_unit_;         // optimizer shard of each unit's owned part, or -1
+  std::vector<int64_t> compact_offset_;    // per shard: where it starts in the compact buffers
+  int64_t micro_batch_ = 0;                // the micro-batch being computed (unit mode)
+  double fused_grad_norm_sq_ = 0.0;        // optimizer-in-backward: sum of the units' squared norms
   std::string recipe_yaml_, model_config_json_;
   bool params_from_master_ = false;  // precision fp32 with an fp32 master
   int64_t demoted_ = 0;

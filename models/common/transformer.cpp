@@ -57,13 +57,20 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const int64_t n = spec_.layout.total_elems();
-  params_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kWeights);
-  grads_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kGrads);
-  std::memset(params_.data(), 0, params_.bytes());
-  std::memset(grads_.data(), 0, grads_.bytes());
-  if (options.compute != ComputeMode::kF32) {
-    working_ = Buffer(Device::cpu(), size_t(n) * 2, MemoryCategory::kWeights);
-    std::memset(working_.data(), 0, working_.bytes());
+  if (options.unit_storage == nullptr) {
+    params_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kWeights);
+    grads_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kGrads);
+    std::memset(params_.data(), 0, params_.bytes());
+    std::memset(grads_.data(), 0, grads_.bytes());
+    if (options.compute != ComputeMode::kF32) {
+      working_ = Buffer(Device::cpu(), size_t(n) * 2, MemoryCategory::kWeights);
+      std::memset(working_.data(), 0, working_.bytes());
+    }
+  } else {
+    const size_t units = spec_.layout.units().size();
+    unit_params_.assign(units, nullptr);
+    unit_working_.resize(units);
+    unit_grads_.assign(units, nullptr);
   }
 
   const int64_t sets = options.checkpointing == Checkpointing::kPerBlock ? 1 : c.n_layers;
@@ -155,9 +162,14 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
 }
 
 void Transformer::init_weights(uint64_t seed, float std) {
-  float* p = params();
-  std::memset(p, 0, params_.bytes());
-  for (const ParamEntry& e : layout().entries()) {
+  FARTHING_CHECK(options_.unit_storage == nullptr, "init_weights: a model over a UnitStorage has no parameter "
+                 "buffer; initialise a flat buffer with init_weights(spec, ...) and hand it to the storage");
+  init_weights(spec_, params(), seed, std);
+}
+
+void Transformer::init_weights(const TransformerSpec& spec, float* p, uint64_t seed, float std) {
+  std::memset(p, 0, size_t(spec.layout.total_elems()) * sizeof(float));
+  for (const ParamEntry& e : spec.layout.entries()) {
     const int64_t begin = e.offset_elems, count = e.numel();
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < count; ++i) {
@@ -170,25 +182,86 @@ void Transformer::init_weights(uint64_t seed, float std) {
     }
   }
   // NOTE: norm weights start at 1 and biases at 0, as in both reference implementations.
-  for (const ParamEntry& e : layout().entries()) {
-    const bool one = std::find(spec_.ones.begin(), spec_.ones.end(), e.offset_elems) != spec_.ones.end();
+  for (const ParamEntry& e : spec.layout.entries()) {
+    const bool one = std::find(spec.ones.begin(), spec.ones.end(), e.offset_elems) != spec.ones.end();
     if (one || e.name.ends_with(".bias")) {
       std::fill(p + e.offset_elems, p + e.offset_elems + e.numel(), one ? 1.0f : 0.0f);
     }
   }
 }
 
-void Transformer::zero_grads() { std::memset(grads_.data(), 0, grads_.bytes()); }
+void Transformer::zero_grads() {
+  if (options_.unit_storage == nullptr) std::memset(grads_.data(), 0, grads_.bytes());
+}
+
+int Transformer::unit_of(int64_t offset) const {
+  const auto& units = layout().units();
+  const auto after = std::upper_bound(units.begin(), units.end(), offset,
+                                      [](int64_t o, const ParamUnit& u) { return o < u.begin_elems; });
+  FARTHING_CHECK(after != units.begin(), "offset ", offset, " precedes the first unit");
+  return int(after - units.begin()) - 1;
+}
+
+const float* Transformer::P(int64_t offset) const {
+  if (options_.unit_storage == nullptr) return params() + offset;
+  const int u = unit_of(offset);
+  FARTHING_CHECK(unit_params_[size_t(u)] != nullptr, "unit ", layout().units()[size_t(u)].name,
+                 " is used but was not acquired");
+  return unit_params_[size_t(u)] + (offset - layout().units()[size_t(u)].begin_elems);
+}
+
+float* Transformer::G(int64_t offset) {
+  if (options_.unit_storage == nullptr) return grads() + offset;
+  const int u = unit_of(offset);
+  float*& g = unit_grads_[size_t(u)];
+  if (g == nullptr) g = options_.unit_storage->acquire_grads(u);
+  return g + (offset - layout().units()[size_t(u)].begin_elems);
+}
+
+void Transformer::acquire_unit(int u) {
+  if (options_.unit_storage == nullptr || unit_params_[size_t(u)] != nullptr) return;
+  const float* p = options_.unit_storage->acquire_params(u);
+  unit_params_[size_t(u)] = p;
+  if (options_.compute != ComputeMode::kF32) {  // the unit's 16-bit GEMM copy
+    const ParamUnit& unit = layout().units()[size_t(u)];
+    const int64_t n = unit.span_elems();
+    unit_working_[size_t(u)] = Buffer(Device::cpu(), size_t(n) * 2, MemoryCategory::kWeights);
+    auto* w = static_cast<uint16_t*>(unit_working_[size_t(u)].data());
+    if (options_.compute == ComputeMode::kBF16) k::f32_to_bf16_cpu(w, p, n);
+    else k::f32_to_f16_cpu(w, p, n);
+  }
+}
+
+void Transformer::release_unit(int u) {
+  if (options_.unit_storage == nullptr || unit_params_[size_t(u)] == nullptr) return;
+  unit_working_[size_t(u)] = Buffer();
+  unit_params_[size_t(u)] = nullptr;
+  options_.unit_storage->release_params(u);
+}
+
+void Transformer::unit_grads_done(int u) {
+  if (options_.unit_storage == nullptr || unit_grads_[size_t(u)] == nullptr) return;
+  unit_grads_[size_t(u)] = nullptr;
+  options_.unit_storage->grads_ready(u);
+}
+
+void Transformer::release_all_units() {
+  for (size_t u = 0; u < unit_params_.size(); ++u) release_unit(int(u));
+}
 
 void Transformer::refresh_working_weights() {
+  if (options_.unit_storage != nullptr) return;  // converted per unit on acquire
   auto* w = static_cast<uint16_t*>(working_.data());
   if (options_.compute == ComputeMode::kBF16) k::f32_to_bf16_cpu(w, params(), layout().total_elems());
   if (options_.compute == ComputeMode::kF16) k::f32_to_f16_cpu(w, params(), layout().total_elems());
 }
 
 const void* Transformer::weight_ptr(int64_t offset) const {
-  if (options_.compute != ComputeMode::kF32) return static_cast<const uint16_t*>(working_.data()) + offset;
-  return params() + offset;
+  if (options_.compute == ComputeMode::kF32) return P(offset);
+  if (options_.unit_storage == nullptr) return static_cast<const uint16_t*>(working_.data()) + offset;
+  const int u = unit_of(offset);
+  return static_cast<const uint16_t*>(unit_working_[size_t(u)].data()) +
+         (offset - layout().units()[size_t(u)].begin_elems);
 }
 
 const void* Transformer::gemm_operand(const float* x, int64_t count, int slot) {
@@ -206,7 +279,7 @@ void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bi
   k::GemmShape s{m, n, kdim};
   s.trans_b = orient == WeightOrientation::kOutIn ? k::Trans::kT : k::Trans::kN;  // W (N,K) or (K,N)
   k::matmul_cpu(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y, accumulate);
-  if (bias >= 0) k::bias_add_cpu(y, params() + bias, m, n, n);
+  if (bias >= 0) k::bias_add_cpu(y, P(bias), m, n, n);
 }
 
 void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy,
@@ -223,12 +296,12 @@ void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const floa
   // dW += dy^T x  (W as (N, K)) or x^T dy (W as (K, N))
   if (orient == WeightOrientation::kOutIn) {
     k::GemmShape sw{n, kdim, m, n, kdim, kdim, k::Trans::kT, k::Trans::kN};
-    k::matmul_cpu(dt, sw, dy_op, x_op, grads() + w, true);
+    k::matmul_cpu(dt, sw, dy_op, x_op, G(w), true);
   } else {
     k::GemmShape sw{kdim, n, m, kdim, n, n, k::Trans::kT, k::Trans::kN};
-    k::matmul_cpu(dt, sw, x_op, dy_op, grads() + w, true);
+    k::matmul_cpu(dt, sw, x_op, dy_op, G(w), true);
   }
-  if (bias >= 0) k::bias_backward_cpu(grads() + bias, dy, m, n, n);
+  if (bias >= 0) k::bias_backward_cpu(G(bias), dy, m, n, n);
 }
 
 void Transformer::norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w,
@@ -236,9 +309,9 @@ void Transformer::norm_forward(float* out, float* mean, float* rstd, const float
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_;
   if (c.family == ModelFamily::kGpt2) {
-    k::layernorm_forward_cpu(out, mean, rstd, x, params() + w, params() + b, M, c.dim, c.norm_eps);
+    k::layernorm_forward_cpu(out, mean, rstd, x, P(w), P(b), M, c.dim, c.norm_eps);
   } else {
-    k::rmsnorm_forward_cpu(out, rstd, x, params() + w, M, c.dim, c.norm_eps);
+    k::rmsnorm_forward_cpu(out, rstd, x, P(w), M, c.dim, c.norm_eps);
   }
 }
 
@@ -247,9 +320,9 @@ void Transformer::norm_backward(float* dx, const float* dout, const float* x, in
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_;
   if (c.family == ModelFamily::kGpt2) {
-    k::layernorm_backward_cpu(dx, grads() + w, grads() + b, dout, x, params() + w, mean, rstd, M, c.dim);
+    k::layernorm_backward_cpu(dx, G(w), G(b), dout, x, P(w), mean, rstd, M, c.dim);
   } else {
-    k::rmsnorm_backward_cpu(dx, grads() + w, dout, x, params() + w, rstd, M, c.dim);
+    k::rmsnorm_backward_cpu(dx, G(w), dout, x, P(w), rstd, M, c.dim);
   }
 }
 
@@ -264,8 +337,8 @@ void Transformer::embed(const int32_t* tokens) {
     FARTHING_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token ", tokens[i], " at position ",
                    i, " is outside the vocabulary [0, ", c.vocab_size, ")");
   }
-  k::embedding_forward_cpu(resid_, tokens, params() + spec_.tok_emb,
-                           spec_.pos_emb >= 0 ? params() + spec_.pos_emb : nullptr, M, seq_, c.dim);
+  k::embedding_forward_cpu(resid_, tokens, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M,
+                           seq_, c.dim);
 }
 
 void Transformer::block_forward(int64_t layer, BlockActs& a, const float* x, float* y) {
@@ -387,7 +460,9 @@ Transformer::LossSum Transformer::forward_backward_sum(const int32_t* tokens, co
 
 Transformer::LossSum Transformer::forward_loss_sum(const int32_t* tokens, const int32_t* targets) {
   forward_trunk(tokens);
-  return loss_and_head(targets, false, nullptr);
+  const LossSum loss = loss_and_head(targets, false, nullptr);
+  release_all_units();
+  return loss;
 }
 
 // Final norm, blocks in reverse, embeddings: after loss_and_head left d(final norm out) in dn_.
@@ -397,16 +472,28 @@ void Transformer::backward_from_head(const int32_t* tokens) {
   std::memset(dres_, 0, size_t(MC) * 4);
   norm_backward(dres_, dn_, resid_ + c.n_layers * MC, spec_.final_norm_w, spec_.final_norm_b,
                 nf_mean_, nf_rstd_);
+  // The head unit (final norm, and the output head when untied) is finished; a tied head's
+  // gradient went to the embedding unit, which stays until the very end.
+  const int head = unit_of(spec_.final_norm_w);
+  unit_grads_done(head);
+  release_unit(head);
   for (int64_t l = c.n_layers - 1; l >= 0; --l) {
     BlockActs a = acts_for(l);
+    const int unit = block_unit(l);
+    acquire_unit(unit);  // ZeRO-3: gathered again for backward
     if (options_.checkpointing == Checkpointing::kPerBlock) {
       // Recompute the block from its stored input; it rewrites resid(l+1) with equal bits.
       block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
     }
     block_backward(l, a, resid_ + l * MC);
+    unit_grads_done(unit);
+    release_unit(unit);
   }
-  k::embedding_backward_cpu(grads() + spec_.tok_emb, spec_.pos_emb >= 0 ? grads() + spec_.pos_emb : nullptr,
-                            dres_, tokens, M, seq_, c.dim);
+  k::embedding_backward_cpu(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens, M,
+                            seq_, c.dim);
+  const int embedding = unit_of(spec_.tok_emb);
+  unit_grads_done(embedding);
+  release_unit(embedding);
 }
 
 // Embedding, every block and the final norm: the forward every pass shares.
@@ -414,22 +501,27 @@ void Transformer::forward_trunk(const int32_t* tokens) {
   const ModelConfig& c = config();
   const int64_t MC = batch_ * seq_ * c.dim;
   refresh_working_weights();
+  acquire_unit(unit_of(spec_.tok_emb));  // kept through backward (a tied head reads it last)
   embed(tokens);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     BlockActs a = acts_for(l);
+    const int unit = block_unit(l);
+    acquire_unit(unit);
     block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
+    release_unit(unit);
   }
+  acquire_unit(unit_of(spec_.final_norm_w));
   final_norm();
 }
 
 float Transformer::forward_loss(const int32_t* tokens, const int32_t* targets) {
-  forward_trunk(tokens);
-  return mean_of(loss_and_head(targets, false, nullptr));
+  return mean_of(forward_loss_sum(tokens, targets));
 }
 
 void Transformer::forward_logits(const int32_t* tokens, float* logits) {
   forward_trunk(tokens);
   loss_and_head(nullptr, false, logits);
+  release_all_units();
 }
 
 double Transformer::flops_per_step() const {

@@ -27,10 +27,30 @@ namespace farthing::models {
 enum class ComputeMode : uint8_t { kF32, kBF16, kF16 };
 enum class Checkpointing : uint8_t { kNone, kPerBlock };
 
+// Where the parameters and gradients live when they are not whole on this process (ZeRO-3,
+// the optimizer step fused into backward): the model asks for a unit's fp32 parameters just
+// before it uses them and releases them after (forward, then again in backward), and hands a
+// unit's gradients over as soon as backward has finished them. A pointer addresses the unit's
+// global span: p[g - unit.begin_elems] is global element g. Calls come in the same order on
+// every rank, so an implementation may run collectives in them.
+class UnitStorage {
+ public:
+  virtual ~UnitStorage() = default;
+  virtual const float* acquire_params(int unit) = 0;
+  virtual void release_params(int unit) = 0;
+  // A zero-filled fp32 gradient accumulator for the unit, for one backward.
+  virtual float* acquire_grads(int unit) = 0;
+  // The unit's gradients of this backward are complete (the accumulator may be freed).
+  virtual void grads_ready(int unit) = 0;
+};
+
 struct ModelOptions {
   ComputeMode compute = ComputeMode::kF32;
   Checkpointing checkpointing = Checkpointing::kNone;
   int64_t loss_chunk_rows = 64;  // rows of logits alive at once
+  // nullptr: the model owns full fp32 parameter and gradient buffers (params(), grads()).
+  // Otherwise neither exists; units come and go through the storage (not owned).
+  UnitStorage* unit_storage = nullptr;
 };
 
 class Transformer {
@@ -43,13 +63,16 @@ class Transformer {
   const FlatLayout& layout() const { return spec_.layout; }
   int64_t batch() const { return batch_; }
   int64_t seq() const { return seq_; }
-  float* params() const { return static_cast<float*>(params_.data()); }  // (layout.total_elems())
+  // The full buffers (layout.total_elems()); nullptr with a UnitStorage.
+  float* params() const { return static_cast<float*>(params_.data()); }
   float* grads() const { return static_cast<float*>(grads_.data()); }
   float* param(const std::string& name) const { return params() + layout().find(name).offset_elems; }
   float* grad(const std::string& name) const { return grads() + layout().find(name).offset_elems; }
 
   // Weights ~ N(0, std) keyed by (seed, global index); norm weights 1, biases 0.
   void init_weights(uint64_t seed, float std = 0.02f);
+  // The same values into any flat buffer of spec's layout (total_elems() floats).
+  static void init_weights(const TransformerSpec& spec, float* flat, uint64_t seed, float std = 0.02f);
   void zero_grads();
 
   // tokens, targets: (batch, seq); targets < 0 (e.g. -100) are ignored. Returns the mean
@@ -80,6 +103,16 @@ class Transformer {
   };
   void refresh_working_weights();
   const void* weight_ptr(int64_t offset) const;
+  // Parameter / gradient element at a global offset, from the full buffers or the unit's.
+  const float* P(int64_t offset) const;
+  float* G(int64_t offset);
+  int unit_of(int64_t offset) const;
+  int block_unit(int64_t layer) const { return unit_of(spec_.blocks[size_t(layer)].qkv_w); }
+  // UnitStorage mode (no-ops otherwise): bring a unit in / send it away, hand over its grads.
+  void acquire_unit(int unit);
+  void release_unit(int unit);
+  void unit_grads_done(int unit);
+  void release_all_units();
   void embed(const int32_t* tokens);
   void block_forward(int64_t layer, BlockActs& a, const float* x, float* y);
   void block_backward(int64_t layer, BlockActs& a, const float* x);
@@ -115,6 +148,10 @@ class Transformer {
         *dact_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
   uint16_t* bf16_slots_[2] = {nullptr, nullptr};
   int64_t bf16_slot_elems_ = 0;
+  // UnitStorage mode: per unit, its acquired parameters, 16-bit GEMM copy and gradients.
+  std::vector<const float*> unit_params_;
+  std::vector<Buffer> unit_working_;
+  std::vector<float*> unit_grads_;
 };
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Exact resume through the CLI (issue 6): N steps straight == K steps, save, `--resume latest`
 # to N — every logged loss and every byte of state (weights, master, moments) — for an fp32
-# configuration and for 8-bit moments with stochastic rounding and no master. Also: the loss
+# configuration, for 8-bit moments with stochastic rounding and no master, and for ZeRO-3's unit
+# storage and the optimizer step fused into backward (which must also equal the plain step). Also: the loss
 # decreases on tinyshakespeare, and a fresh run refuses a run_dir that holds checkpoints.
 source "$(dirname "$0")/train_test_common.sh"
 
@@ -28,6 +29,20 @@ check_config fp32 --set train.precision=fp32 --set optimizer.state=f32 --set opt
   --set optimizer.weight_rounding=nearest
 check_config 8bit-sr --set train.precision=bf16 --set optimizer.state=8bit --set optimizer.master=none \
   --set optimizer.weight_rounding=stochastic --set optimizer.embedding_f32_state=false
+
+# ZeRO-3's unit storage (one process) and the optimizer step fused into backward resume exactly
+# too, and give the same bits as the plain configuration they share.
+PLAIN=(--set train.precision=bf16 --set optimizer.state=8bit --set optimizer.master=f32
+       --set optimizer.weight_rounding=stochastic --set train.max_grad_norm=0 --set train.nonfinite=fail)
+check_config plain "${PLAIN[@]}"
+check_config zero3 "${PLAIN[@]}" --set distributed.zero_stage=3
+check_config fused "${PLAIN[@]}" --set train.optimizer_in_backward=true
+for variant in zero3 fused; do
+  diff <(losses "$WORK/plain-straight/metrics.jsonl") <(losses "$WORK/$variant-straight/metrics.jsonl") \
+    || fail "$variant losses differ from the plain configuration"
+  same_checkpoint "$WORK/plain-straight/checkpoints/step_00000006.h5" "$WORK/$variant-straight/checkpoints/step_00000006.h5"
+  echo "ok: $variant == plain bit for bit"
+done
 
 # A fresh run never overwrites an existing run's checkpoints.
 expect_error "fresh run into a used run_dir" "already holds checkpoints" "--resume latest" -- \

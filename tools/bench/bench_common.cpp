@@ -27,7 +27,7 @@ const std::vector<BenchSuite>& bench_suites() {
        &run_optim_bench},
       {"train", "a model's forward+backward step (--preset --seq --batch) vs the GEMM ceiling and PyTorch",
        &run_train_bench},
-      {"dist", "the trainer's ZeRO-1/2 step at this world size (run under mpirun -np N): time, memory, bytes sent",
+      {"dist", "the trainer's ZeRO-1/2/3 step at this world size (run under mpirun -np N): time, memory, bytes sent",
        &run_dist_bench},
   };
   return suites;

@@ -4,6 +4,8 @@
 // collectives per step against the theoretical volume of a ring algorithm:
 //   stage 1: all-reduce of fp32 gradients 2·(N−1)/N · 4P, then all-gather of bf16 weights (N−1)/N · 2P
 //   stage 2: reduce-scatter of fp32 gradients (N−1)/N · 4P, then the same all-gather
+//   stage 3: the reduce-scatter, and bf16 weights gathered per unit in forward and again in
+//            backward, about (N−1)/N · 2 · 2P
 // (P: the padded parameter count). Run it once per world size:
 //   farthing bench dist --preset gpt2-124m --seq 256 --batch 1
 //   mpirun -np 2 farthing bench dist --preset gpt2-124m --seq 256 --batch 1
@@ -62,7 +64,7 @@ int run_dist_bench(const BenchOptions& options) {
   const fs::path tokens = synthetic_tokens(dir, (steps + 2) * world * batch * (seq + 1) + seq + 1, config.vocab_size);
 
   nlohmann::json rows = nlohmann::json::array();
-  for (int stage : {1, 2}) {
+  for (int stage : {1, 2, 3}) {
     recipe::RunConfig rc;
     rc.model.preset = preset;
     rc.data.train = tokens.string();
@@ -93,7 +95,10 @@ int run_dist_bench(const BenchOptions& options) {
     const double P = double(trainer.model().layout().total_elems());
     const double N = double(world);
     const double grads = stage == 1 ? 2.0 * (N - 1) / N * 4 * P : (N - 1) / N * 4 * P;
-    const double theory = grads + (N - 1) / N * 2 * P;
+    // Stages 1-2 all-gather the new bf16 weights once; stage 3 gathers each block's bf16 weights
+    // twice (forward, backward; embedding and head once), about 2 · 2P.
+    const double weights = stage == 3 ? (N - 1) / N * 2 * 2 * P : (N - 1) / N * 2 * P;
+    const double theory = grads + weights;
     const MemorySnapshot mem = memory_tracker(Device::cpu()).snapshot();
     nlohmann::json row = {{"stage", stage},
                           {"world_size", world},
@@ -144,8 +149,9 @@ int run_dist_bench(const BenchOptions& options) {
                 theory > 0 ? std::to_string(r["sent_bytes_per_step"].get<double>() / theory).substr(0, 5).c_str() : "-");
   }
   std::printf("\nsent: bytes this rank sent in ZeRO's collectives per step (it receives as much); theory: a ring "
-              "algorithm's volume per rank.\nNOTE: weights and grads are full-size on every rank (the model computes "
-              "from full fp32 buffers; ZeRO-3 is not available yet): stages 1-2 shard the optimizer state and master.\n");
+              "algorithm's volume per rank.\nStages 1-2 keep full fp32 parameters and gradients on every rank and "
+              "shard the optimizer state and master; stage 3 keeps only each rank's owned part of everything,\n"
+              "plus the units gathered at the moment (peak includes those and the activations).\n");
   return 0;
 }
 

@@ -97,7 +97,7 @@ int run_train(const std::vector<std::string>& args) {
   if (comm->rank() == 0) {
     std::printf("trained to step %lld in %.1f s; last loss %.4f", (long long)r.final_step, r.seconds, r.last_loss);
     if (r.eval_before) std::printf("; held-out loss before %.4f", r.eval_before->loss);
-    if (r.eval_after) std::printf(", after %.4f", r.eval_after->loss);
+    if (r.eval_after) std::printf("%s %.4f", r.eval_before ? ", after" : "; held-out loss after", r.eval_after->loss);
     std::printf("\n");
   }
   return 0;
