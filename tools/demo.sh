@@ -20,8 +20,8 @@ if python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm
 fi
 
 if [ -n "$gguf" ]; then
-  recipe=recipes/smollm2/135m_cpu_demo.yaml
-  run=runs/smollm2_135m_cpu_demo
+  recipe=recipes/smollm2/135m_full_cpu_demo.yaml
+  run=runs/smollm2_135m_full_cpu_demo
   mkdir -p "$run"
   bible -f "Genesis 1:1-50:26" | sed 's/^[^ ]* //' > "$run/genesis.txt"
   sets=(--set "model.path=$gguf" --set "data.train=$run/genesis.txt")

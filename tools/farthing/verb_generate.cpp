@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <type_traits>
 #include <string>
@@ -44,6 +45,7 @@ constexpr const char* kGenerateUsage =
     "  --top-k K             sample among the K most likely tokens (default 0: off)\n"
     "  --top-p P             sample within the smallest set of mass >= P (default 1: off)\n"
     "  --seed S              draws are keyed by (seed, position) (default 0)\n"
+    "  --logits-out FILE     also write the next-token logits after the prompt (float32, vocab values)\n"
     "  --stop TEXT           also stop at TEXT, which must be one token (repeatable); EOS always\n"
     "                        stops, and BOS does for llama2.c models (as llama2.c's run)\n"
     "\n"
@@ -80,6 +82,7 @@ T parse_number(const std::string& option, const std::string& text) {
 int run_generate(const std::vector<std::string>& args) {
   std::string model_path, tokenizer_path, prompt;
   std::vector<std::string> stop_texts;
+  std::string logits_out;  // where to write the prompt's next-token logits (float32), for checks
   GenerationOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -100,6 +103,7 @@ int run_generate(const std::vector<std::string>& args) {
     else if (a == "--top-p") options.top_p = parse_number<float>(a, value());
     else if (a == "--seed") options.seed = parse_number<uint64_t>(a, value());
     else if (a == "--stop") stop_texts.push_back(value());
+    else if (a == "--logits-out") logits_out = value();
     else {
       std::fprintf(stderr, "farthing generate: unknown argument '%s'\n\n%s", a.c_str(), kGenerateUsage);
       return 2;
@@ -147,6 +151,12 @@ int run_generate(const std::vector<std::string>& args) {
                  " tokens) + --max-new-tokens (", options.max_new_tokens, ") - 1 = ", positions,
                  " positions exceeds the model's context of ", spec.config.max_seq_len);
   farthing::models::KvCacheDecoder decoder(spec, params.data(), std::max<int64_t>(positions, int64_t(ids.size())));
+  if (!logits_out.empty()) {  // the next-token logits after the prompt, as raw float32 (for golden checks)
+    const std::span<const float> logits = decoder.prefill(ids);
+    std::ofstream out(logits_out, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
+    FARTHING_CHECK(out.good(), "farthing generate: cannot write --logits-out ", logits_out);
+  }
 
   // Stream: decode everything after a leading BOS and print the bytes not yet printed (a
   // token's text can depend on its neighbours, e.g. SentencePiece's leading space).
