@@ -36,7 +36,7 @@ def main():
     args = ap.parse_args()
 
     tok = transformers.AutoTokenizer.from_pretrained(args.hf)
-    model = transformers.AutoModelForCausalLM.from_pretrained(args.hf, torch_dtype=torch.float32)
+    model = transformers.AutoModelForCausalLM.from_pretrained(args.hf, dtype=torch.float32)
     model.eval()
     ids = tok(args.prompt, return_tensors="pt").input_ids
     with torch.no_grad():
