@@ -7,14 +7,14 @@ source "$(dirname "$0")/train_test_common.sh"
 
 SAME=(--set "data.eval=$SHARED/text/tinyshakespeare.txt" --set data.shuffle=false)
 "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${SAME[@]}" --set "checkpoint.run_dir=$WORK/run" >/dev/null
-step1="$(losses "$WORK/run/metrics.jsonl" | head -1 | cut -d: -f2)"
+step1="$(losses "$WORK/run/metrics.jsonl" | sed -n 1p | cut -d: -f2)"
 out="$("$FARTHING" eval "$RECIPE" "${SMALL[@]}" "${SAME[@]}" --set "checkpoint.run_dir=$WORK/run" --batches 1)"
 eval1="$(awk '{ print $2 }' <<<"$out")"
 awk -v a="$step1" -v b="$eval1" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-9 * a) }' \
   || fail "eval loss $eval1 != step-1 training loss $step1 on the same batch"
 echo "ok: eval on the first batch $eval1 == training loss at step 1 $step1"
 
-before="$(grep '"eval_loss"' "$WORK/run/metrics.jsonl" | head -1 | grep -o '"eval_loss":[^,}]*' | cut -d: -f2)"
+before="$(grep '"eval_loss"' "$WORK/run/metrics.jsonl" | sed -n 1p | grep -o '"eval_loss":[^,}]*' | cut -d: -f2)"
 after="$("$FARTHING" eval "$RECIPE" "${SMALL[@]}" "${SAME[@]}" --set "checkpoint.run_dir=$WORK/run" --checkpoint latest \
   | awk '{ print $2 }')"
 awk -v a="$before" -v b="$after" 'BEGIN { exit !(b < a) }' || fail "eval loss did not drop: $before -> $after"

@@ -19,7 +19,7 @@ check_config() {
   same_checkpoint "$WORK/$name-straight/checkpoints/step_00000006.h5" "$WORK/$name-split/checkpoints/step_00000006.h5"
   # Learning happened: the last training loss is below the first.
   local first last
-  first="$(losses "$WORK/$name-straight/metrics.jsonl" | head -1 | cut -d: -f2)"
+  first="$(losses "$WORK/$name-straight/metrics.jsonl" | sed -n 1p | cut -d: -f2)"
   last="$(losses "$WORK/$name-straight/metrics.jsonl" | tail -1 | cut -d: -f2)"
   awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "$name: loss did not decrease ($first -> $last)"
   echo "ok: $name resumes bit for bit; loss $first -> $last"
