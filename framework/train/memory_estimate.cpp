@@ -1,6 +1,7 @@
 // memory_estimate.cpp — see memory_estimate.h. Each function mirrors the constructor it names,
-// allocation by allocation; tests/train/test_memory_estimate.cpp catches any drift by
-// comparing with the tracker after real training steps.
+// allocation by allocation, and replay_unit_mode_step the unit-mode step in code order;
+// tests/train/test_memory_estimate.cpp catches any drift by comparing with the tracker after
+// real training steps.
 #include "framework/train/memory_estimate.h"
 #include "framework/train/progress.h"
 
@@ -88,6 +89,138 @@ int64_t comm_transient_bytes(const dist::ZeroLayout& zero, int stage, int64_t gr
   return largest;
 }
 
+// Replays tracked allocations in the order the code makes them, as the tracker counts them:
+// each category's own peak, and the peak of their sum with the moment it happens.
+class AllocationReplay {
+ public:
+  void hold(MemoryCategory c, int64_t bytes, const std::string& moment) {
+    current_[size_t(c)] += bytes;
+    peak_[size_t(c)] = std::max(peak_[size_t(c)], current_[size_t(c)]);
+    total_ += bytes;
+    if (total_ > total_peak_) {
+      total_peak_ = total_;
+      peak_moment_ = moment;
+    }
+  }
+  void drop(MemoryCategory c, int64_t bytes) {
+    current_[size_t(c)] -= bytes;
+    total_ -= bytes;
+  }
+  // An allocation freed at once (a collective's temporaries).
+  void touch(MemoryCategory c, int64_t bytes, const std::string& moment) {
+    hold(c, bytes, moment);
+    drop(c, bytes);
+  }
+  const std::array<int64_t, kNumMemoryCategories>& peaks() const { return peak_; }
+  int64_t total_peak() const { return total_peak_; }
+  const std::string& peak_moment() const { return peak_moment_; }
+
+ private:
+  std::array<int64_t, kNumMemoryCategories> current_{}, peak_{};
+  int64_t total_ = 0, total_peak_ = 0;
+  std::string peak_moment_;
+};
+
+// The unit holding a global offset: models::Transformer::unit_of.
+size_t unit_of(const models::FlatLayout& layout, int64_t offset) {
+  const auto& units = layout.units();
+  const auto after = std::upper_bound(units.begin(), units.end(), offset,
+                                      [](int64_t o, const models::ParamUnit& u) { return o < u.begin_elems; });
+  return size_t(after - units.begin()) - 1;
+}
+
+// One unit-mode training step on top of what `replay` already holds (the persistent buffers),
+// in code order. The model over ZeroUnitStorage (transformer.cpp, zero_unit_storage.cpp):
+//   acquire_unit: the send slot (L_u owned elements, zero-padded, bf16 or the fp32 master), the
+//     gathered fp32 parameters (P_u), for bf16 a P_u bf16 receive buffer widened into them; the
+//     temporaries go, then at bf16/fp16 compute the unit's 16-bit GEMM copy (its span);
+//   G() on a unit's first gradient: a zero-filled fp32 accumulator (P_u);
+//   unit_grads_done: the owned block (L_u f32) and MpiCommunicator::reduce_scatter's received
+//     blocks (world · L_u = P_u f32), then the accumulator and the blocks go, and the trainer's
+//     on_unit_grads runs (with the optimizer fused in, AdamW's two small all-reduces).
+// Order: the embedding is acquired first and kept to the end (a tied head reads it last, so
+// then its gradients live from the loss to the end); blocks one at a time forward; the head
+// from the final norm until its norm's backward; blocks again in reverse with their gradients;
+// the embedding's gradients last. Evaluation runs the same forward without gradients: lower.
+void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSpec& spec,
+                           const dist::ZeroLayout& zero, const recipe::RunConfig& config, bool gather_f32) {
+  using C = MemoryCategory;
+  const models::FlatLayout& layout = spec.layout;
+  const auto& units = layout.units();
+  const bool narrow = config.train.precision != "fp32";
+  const bool fused = config.train.optimizer_in_backward;
+  const int64_t world = zero.world_size();
+  const int64_t send_elem_bytes = gather_f32 ? 4 : 2;
+  std::vector<char> has_grads(units.size(), 0);
+
+  auto acquire = [&](size_t u, const std::string& phase) {
+    const int64_t shard = zero.shard_elems(u), padded = zero.padded_elems(u);
+    const std::string at = phase + ": all-gathering " + units[u].name;
+    replay.hold(C::kCommBuffers, shard * send_elem_bytes, at);
+    replay.hold(C::kWeights, padded * 4, at);
+    if (!gather_f32) replay.touch(C::kCommBuffers, padded * 2, at);
+    replay.drop(C::kCommBuffers, shard * send_elem_bytes);
+    if (narrow) replay.hold(C::kWeights, units[u].span_elems() * 2, phase + ": " + units[u].name + " in use");
+  };
+  auto release = [&](size_t u) {
+    if (narrow) replay.drop(C::kWeights, units[u].span_elems() * 2);
+    replay.drop(C::kWeights, zero.padded_elems(u) * 4);
+  };
+  auto grads = [&](size_t u, const std::string& phase) {
+    if (has_grads[u]) return;
+    has_grads[u] = 1;
+    replay.hold(C::kGrads, zero.padded_elems(u) * 4, phase + ": " + units[u].name + "'s gradients");
+  };
+  auto grads_done = [&](size_t u) {
+    if (!has_grads[u]) return;
+    has_grads[u] = 0;
+    const int64_t shard = zero.shard_elems(u), padded = zero.padded_elems(u);
+    const std::string at = "backward: reduce-scattering " + units[u].name + "'s gradients";
+    replay.hold(C::kCommBuffers, shard * 4, at);
+    replay.touch(C::kCommBuffers, padded * 4, at);
+    replay.drop(C::kGrads, padded * 4);
+    if (fused) {  // AdamW's inspect_shard_grads and step_shards reduce 2 and 4 doubles
+      replay.touch(C::kCommBuffers, all_reduce_temp_bytes(2, world, 8), at);
+      replay.touch(C::kCommBuffers, all_reduce_temp_bytes(4, world, 8), at);
+    }
+    replay.drop(C::kCommBuffers, shard * 4);
+  };
+
+  const size_t embedding = unit_of(layout, spec.tok_emb);
+  const size_t head = unit_of(layout, spec.final_norm_w);
+  const size_t head_weight = unit_of(layout, spec.head_w);  // the embedding when tied
+  const int64_t L = spec.config.n_layers;
+  // forward_trunk
+  acquire(embedding, "forward");
+  for (int64_t l = 0; l < L; ++l) {
+    const size_t b = unit_of(layout, spec.blocks[size_t(l)].qkv_w);
+    acquire(b, "forward");
+    release(b);
+  }
+  acquire(head, "forward");
+  // loss_and_head, then backward_from_head
+  grads(head_weight, "loss");
+  grads(head, "backward");
+  grads_done(head);
+  release(head);
+  for (int64_t l = L - 1; l >= 0; --l) {
+    const size_t b = unit_of(layout, spec.blocks[size_t(l)].qkv_w);
+    acquire(b, "backward");
+    grads(b, "backward");
+    grads_done(b);
+    release(b);
+  }
+  grads(embedding, "backward");
+  grads_done(embedding);
+  release(embedding);
+  // unit_mode_step after backward: the micro-batch loss sums; unfused, AdamW's two reductions.
+  replay.touch(C::kCommBuffers, all_reduce_temp_bytes(world * config.train.grad_accum, world, 8), "loss all-reduce");
+  if (!fused) {
+    replay.touch(C::kCommBuffers, all_reduce_temp_bytes(2, world, 8), "optimizer step");
+    replay.touch(C::kCommBuffers, all_reduce_temp_bytes(4, world, 8), "optimizer step");
+  }
+}
+
 // The recipe changes that shrink a category, for the budget message.
 std::string shrink_advice(MemoryCategory c, const MemoryEstimate& e) {
   switch (c) {
@@ -100,8 +233,15 @@ std::string shrink_advice(MemoryCategory c, const MemoryEstimate& e) {
       return "optimizer.master remainder16 or none, more ranks (--world-size)";
     case MemoryCategory::kWeights:
     case MemoryCategory::kGrads:
-      return std::string("a smaller model: weights and gradients are whole on every rank (ZeRO stage 3 is not "
-                         "available yet)") + (e.grad_sum > 0 ? "; train.grad_accum 1 drops the gradient sum" : "");
+      if (e.unit_mode) {
+        return std::string("more ranks (--world-size) shrink the owned shards; the gathered units stay whole (the "
+                           "embedding for the whole step, the largest block or head beside it), so a smaller "
+                           "vocabulary or block only helps those") +
+               (e.grad_sum > 0 ? "; train.optimizer_in_backward drops the owned gradient sums" : "");
+      }
+      return std::string("distributed.zero_stage 3 (weights and gradients sharded, units gathered when used) or "
+                         "train.optimizer_in_backward; without them weights and gradients are whole on every rank") +
+             (e.grad_sum > 0 ? "; train.grad_accum 1 drops the gradient sum" : "");
     case MemoryCategory::kCommBuffers:
     case MemoryCategory::kOther:
       return "fewer ranks or ZeRO stage 1";
@@ -186,12 +326,6 @@ AdamWStateBytes adamw_state_bytes(const optim::OptimizerConfig& config, const st
 MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size) {
   const recipe::TrainSection& t = config.train;
   FARTHING_CHECK(world_size >= 1, "world size ", world_size, " must be at least 1");
-  // The trainer's unit mode (parameters and gradients gathered and released unit by unit) has
-  // other allocations; until it is estimated, say so rather than predict the whole-buffer layout.
-  FARTHING_CHECK(config.distributed.zero_stage != 3 && !config.train.optimizer_in_backward,
-                 "farthing plan does not estimate distributed.zero_stage 3 or train.optimizer_in_backward yet "
-                 "(zero_stage ", config.distributed.zero_stage, ", optimizer_in_backward ",
-                 config.train.optimizer_in_backward ? "true" : "false", "); plan stage 1 or 2 without it");
   FARTHING_CHECK(config.data.seq_len <= model.max_seq_len, "data.seq_len (", config.data.seq_len,
                  ") exceeds the model's max_position_embeddings (", model.max_seq_len, ")");
 
@@ -199,17 +333,27 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.model = model;
   e.world_size = world_size;
   e.zero_stage = config.distributed.zero_stage;
+  e.optimizer_in_backward = t.optimizer_in_backward;
+  e.unit_mode = e.zero_stage == 3 || e.optimizer_in_backward;  // trainer.cpp's unit_mode_
   const models::TransformerSpec spec = models::make_spec(model);
   const models::FlatLayout& layout = spec.layout;
   e.param_count = layout.param_count();
   e.flat_elems = layout.total_elems();
 
   e.model_buffers = transformer_buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options_of(config));
-  e.trainer_weights = e.flat_elems * 2;
-  e.grad_sum = t.grad_accum > 1 ? e.flat_elems * 4 : 0;
+  if (e.unit_mode) {  // over a UnitStorage the model allocates neither of the three
+    e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
+  }
 
   const OptimizerSetup setup = make_optimizer_setup(layout, config.optimizer, t.seed);
   const std::vector<dist::UnitRange> units = unit_ranges(layout);
+  // In unit mode the bf16 weights and the gradient sums are the owned shards too, so the rank
+  // that owns the most holds the most; otherwise only the master and moments differ by rank.
+  auto per_rank_bytes = [&](const AdamWStateBytes& state) {
+    int64_t bytes = state.master + state.state();
+    if (e.unit_mode) bytes += state.owned_elems * (e.optimizer_in_backward ? 2 : 2 + 4);
+    return bytes;
+  };
   int64_t best_total = -1;
   for (int rank = 0; rank < world_size; ++rank) {
     const dist::ZeroLayout zero(units, world_size, rank);
@@ -218,8 +362,8 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
                    e.flat_elems, " elements in ", units.size(), " units of at least 256 per rank); "
                    "AdamW needs at least one shard per rank: use fewer ranks");
     const AdamWStateBytes state = adamw_state_bytes(setup.config, shards);
-    if (state.master + state.state() <= best_total) continue;
-    best_total = state.master + state.state();
+    if (per_rank_bytes(state) <= best_total) continue;
+    best_total = per_rank_bytes(state);
     e.peak_rank = rank;
     e.optimizer = state;
     e.quantized_state_elems = 0;
@@ -232,6 +376,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
         }
       }
     }
+    if (e.unit_mode) continue;  // no ZeroCollectives; the collectives are replayed below
     // ZeroCollectives' constructor: one f32 staging buffer of the largest P_u that needs one
     // (none at world size 1, where every unit's storage is its aligned span).
     int64_t staging_elems = 0;
@@ -244,17 +389,59 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
 
   auto at = [&](MemoryCategory c) -> int64_t& { return e.step_bytes[size_t(c)]; };
   const TransformerBufferBytes& m = e.model_buffers;
-  at(MemoryCategory::kWeights) = m.params + m.working + e.trainer_weights;
-  at(MemoryCategory::kGrads) = m.grads + e.grad_sum;
-  at(MemoryCategory::kMaster) = e.optimizer.master;
-  at(MemoryCategory::kOptimizerState) = e.optimizer.state();
-  at(MemoryCategory::kActivations) = m.activation_total();
-  at(MemoryCategory::kCommBuffers) = e.comm_staging + e.comm_transient;
-  for (int64_t b : e.step_bytes) e.step_peak_bytes += b;
+  // ckpt::read_model_file holds every tensor as fp32 while the first weights are set up.
+  const int64_t file_bytes = config.model.path.empty() ? 0 : e.param_count * 4;
+  if (e.unit_mode) {
+    const int64_t owned = e.optimizer.owned_elems;
+    e.trainer_weights = owned * 2;
+    e.grad_sum = e.optimizer_in_backward ? 0 : owned * 4;
+    // Held for the whole run (trainer.cpp's constructor, AdamW's, the model's activations).
+    AllocationReplay replay;
+    const std::string between = "between steps";
+    replay.hold(MemoryCategory::kWeights, e.trainer_weights, between);
+    replay.hold(MemoryCategory::kGrads, e.grad_sum, between);
+    replay.hold(MemoryCategory::kMaster, e.optimizer.master, between);
+    replay.hold(MemoryCategory::kOptimizerState, e.optimizer.state(), between);
+    replay.hold(MemoryCategory::kActivations, m.activation_total(), between);
+    // ZeroUnitStorage gathers the fp32 master under precision fp32 + master f32 (trainer.cpp's
+    // params_from_master_), the bf16 weights otherwise.
+    const bool gather_f32 = t.precision == "fp32" && setup.config.master_mode == optim::MasterMode::kF32;
+    replay_unit_mode_step(replay, spec, dist::ZeroLayout(units, world_size, e.peak_rank), config, gather_f32);
+    e.step_bytes = replay.peaks();
+    e.step_peak_bytes = replay.total_peak();
+    e.step_peak_moment = replay.peak_moment();
+    e.unit_weights = at(MemoryCategory::kWeights) - e.trainer_weights;
+    e.unit_grads = at(MemoryCategory::kGrads) - e.grad_sum;
+    e.comm_transient = at(MemoryCategory::kCommBuffers);
 
-  if (!config.model.path.empty()) {
-    // ckpt::read_model_file holds every tensor as fp32 while the model is built and filled.
-    e.load_peak_bytes = e.param_count * 4 + m.params + m.grads + m.working + m.activation_total();
+    // trainer.cpp's constructor: AdamW (master, moments) and the model (activations) exist when
+    // the whole fp32 buffer for the first weights is made; the file's tensors go before the
+    // owned bf16 weights are cut from it.
+    e.initial_weights = e.flat_elems * 4;
+    e.load_peak_bytes = e.optimizer.master + e.optimizer.state() + m.activation_total() + e.initial_weights +
+                        std::max(file_bytes, e.trainer_weights);
+    e.load_peak_moment = config.model.path.empty()
+                             ? "while setting up the first weights: a whole fp32 copy, then this rank's shards"
+                             : "while loading model.path: its fp32 tensors and a whole fp32 copy of the weights";
+  } else {
+    e.trainer_weights = e.flat_elems * 2;
+    e.grad_sum = t.grad_accum > 1 ? e.flat_elems * 4 : 0;
+    at(MemoryCategory::kWeights) = m.params + m.working + e.trainer_weights;
+    at(MemoryCategory::kGrads) = m.grads + e.grad_sum;
+    at(MemoryCategory::kMaster) = e.optimizer.master;
+    at(MemoryCategory::kOptimizerState) = e.optimizer.state();
+    at(MemoryCategory::kActivations) = m.activation_total();
+    at(MemoryCategory::kCommBuffers) = e.comm_staging + e.comm_transient;
+    for (int64_t b : e.step_bytes) e.step_peak_bytes += b;
+    e.step_peak_moment = e.comm_transient > 0 ? "gradient reduction (everything above at once)"
+                                              : "backward (everything above at once)";
+    if (file_bytes > 0) {
+      // trainer.cpp's constructor: ZeroCollectives and AdamW, then the model, exist while the
+      // file's tensors are copied in; the bf16 weights come after the file is released.
+      e.load_peak_bytes = file_bytes + e.comm_staging + e.optimizer.master + e.optimizer.state() + m.params +
+                          m.grads + m.working + m.activation_total();
+      e.load_peak_moment = "while loading model.path";
+    }
   }
   e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);
 
@@ -262,10 +449,13 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.nominal = optim::bytes_per_param(optim::parse_state_format(config.optimizer.state),
                                      optim::parse_master_mode(config.optimizer.master),
                                      compute_f32 ? DType::kF32 : DType::kBF16, compute_f32 ? DType::kF32 : DType::kBF16);
-  // §6's ZeRO row: stage 1 divides the master and moments over the ranks, stage 2 the gradients too.
+  // §6's ZeRO rows: stage 1 divides the master and moments over the ranks, stage 2 the gradients
+  // too, unit mode the weights as well; a step fused into backward keeps no gradients.
   e.nominal.master /= double(world_size);
   e.nominal.moments /= double(world_size);
-  if (e.zero_stage >= 2) e.nominal.grads /= double(world_size);
+  if (e.zero_stage >= 2 || e.unit_mode) e.nominal.grads /= double(world_size);
+  if (e.unit_mode) e.nominal.weights /= double(world_size);
+  if (e.optimizer_in_backward) e.nominal.grads = 0.0;
   return e;
 }
 
@@ -282,13 +472,19 @@ BudgetCheck check_budget(const MemoryEstimate& e, int64_t budget_bytes) {
   for (int c = 1; c < kNumMemoryCategories; ++c) {
     if (e.step_bytes[size_t(c)] > e.step_bytes[size_t(largest)]) largest = c;
   }
-  const char* when = e.load_peak_bytes > e.step_peak_bytes ? ", while loading model.path" : "";
+  const std::string when = e.load_peak_bytes > e.step_peak_bytes ? ", " + e.load_peak_moment : "";
   check.message = "over budget: predicted peak " + format_bytes(e.peak_bytes) + " per rank (rank " +
                   std::to_string(e.peak_rank) + " of " + std::to_string(e.world_size) + when + ") exceeds the " +
                   format_bytes(budget_bytes) + " budget by " + format_bytes(e.peak_bytes - budget_bytes) +
                   "; the largest part is " + std::string(memory_category_name(MemoryCategory(largest))) + " (" +
                   format_bytes(e.step_bytes[size_t(largest)]) + "). To shrink it: " +
                   shrink_advice(MemoryCategory(largest), e);
+  if (e.load_peak_bytes > e.step_peak_bytes) {
+    check.message += e.unit_mode ? ". The peak itself comes before training, around a whole fp32 copy of the weights (" +
+                                       format_bytes(e.initial_weights) + ") that more ranks do not shrink"
+                                 : ". The peak itself comes while model.path loads, its fp32 tensors (" +
+                                       format_bytes(e.param_count * 4) + ") beside the model's buffers";
+  }
   return check;
 }
 

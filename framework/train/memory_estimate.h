@@ -9,9 +9,14 @@
 // communicator's temporaries. So the prediction is of what the memory tracker
 // (framework/core/memory.h) counts, and a real run's tracked peak checks it; the dataset, the
 // tokenizer and the kernels' per-thread scratch are not tracked, and not predicted.
+// Unit mode (ZeRO-3 or optimizer_in_backward: the model runs over ZeroUnitStorage) keeps only
+// owned shards whole and gathers units as it goes, so its categories may peak at different moments:
+// the step is replayed allocation by allocation in code order (transformer.cpp's forward_trunk,
+// loss_and_head, backward_from_head; zero_unit_storage.cpp; the trainer's unit_mode_step).
 // Relies on: models/common (spec, layout), framework/dist/zero_layout.h,
 // framework/train/optimizer_setup.h, framework/optim/memory_plan.h.
-// Tested by: tests/train/test_memory_estimate.cpp (real Trainer runs; budget refusal).
+// Tested by: tests/train/test_memory_estimate.cpp (real Trainer runs, stages 1-2 and unit mode;
+// budget refusal).
 #pragma once
 
 #include "framework/train/progress.h"  // format_bytes
@@ -65,32 +70,52 @@ struct MemoryEstimate {
   int peak_rank = 0;        // the rank with the largest peak (ranks own unequal shards)
   int64_t quantized_state_elems = 0;  // owned elements of peak_rank whose moments are 8/4-bit
 
+  // Unit mode: ZeRO-3 or optimizer_in_backward. The model has no whole parameter, gradient or
+  // GEMM-copy buffer (model_buffers' params, grads and working are 0); units are all-gathered
+  // when used and their gradients reduce-scattered to the owners as backward finishes them.
+  bool unit_mode = false;
+  bool optimizer_in_backward = false;
+
   TransformerBufferBytes model_buffers;
-  int64_t trainer_weights = 0;  // the trainer's bf16 working weights (kWeights)
-  int64_t grad_sum = 0;         // the fp32 sum of micro-batch gradients when grad_accum > 1 (kGrads)
+  int64_t trainer_weights = 0;  // the trainer's bf16 weights: whole, or the owned shards in unit mode (kWeights)
+  int64_t grad_sum = 0;         // fp32 gradient sum: whole when grad_accum > 1; in unit mode the owned
+                                // shards unless optimizer_in_backward (kGrads)
   AdamWStateBytes optimizer;    // peak_rank's shards
   int64_t comm_staging = 0;     // ZeroCollectives' staging buffer, held for the run (kCommBuffers)
   int64_t comm_transient = 0;   // the largest collective's MPI temporaries, held during it (kCommBuffers)
+  // Unit mode, at each category's peak: the gathered units' fp32 parameters and 16-bit GEMM copies
+  // (the embedding, kept for the whole step, beside the largest block or the head), and the
+  // units' fp32 gradient accumulators alive at once (a tied head's embedding beside a block's).
+  int64_t unit_weights = 0;
+  int64_t unit_grads = 0;
+  int64_t initial_weights = 0;  // unit mode: the whole fp32 buffer the first weights are set up in (kOther)
 
-  // peak_rank's bytes by category at the peak of a training step (everything above held at once).
+  // peak_rank's bytes by category, each at its own peak during a training step (as the tracker's
+  // per-category peaks). Stages 1-2 hold everything above at once, so these sum to
+  // step_peak_bytes; in unit mode they may peak at different moments, and step_peak_bytes, the
+  // peak of the sum, can be less than their sum.
   std::array<int64_t, kNumMemoryCategories> step_bytes{};
   int64_t step_peak_bytes = 0;
-  // While a model.path model is built: the file's fp32 tensors beside the model's buffers
-  // (the trainer releases the file before allocating the optimizer). 0 for a preset.
+  std::string step_peak_moment;  // when the step peaks, in words
+  // While the first weights are set up: a model.path file's fp32 tensors beside the optimizer
+  // and the model's buffers, or in unit mode a whole fp32 copy of the weights (model.path or
+  // not). 0 when there is no such moment above the step's (stages 1-2 from a preset).
   int64_t load_peak_bytes = 0;
+  std::string load_peak_moment;
   int64_t peak_bytes = 0;  // the larger of the two: what a rank must have
 
   // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings on one rank (the master
-  // and moments divided over the ranks, and the gradients too at ZeRO stage 2).
+  // and moments divided over the ranks, the gradients too at ZeRO stage 2, and in unit mode the
+  // weights as well; no gradients with optimizer_in_backward).
   optim::BytesPerParam nominal;
 
   int64_t bytes(MemoryCategory c) const { return step_bytes[size_t(c)]; }
   double bytes_per_param(MemoryCategory c) const { return double(bytes(c)) / double(param_count); }
 };
 
-// The per-rank estimate for `config` training `model` over world_size ranks. Throws naming the
-// recipe key when the run could not be built (seq_len past the model's positions, a rank with no
-// shard) or is not estimated (ZeRO stage 3, optimizer_in_backward: the trainer's unit mode).
+// The per-rank estimate for `config` training `model` over world_size ranks (the rank that
+// holds the most). Throws naming the recipe key when the run could not be built (seq_len past
+// the model's positions, a rank with no shard).
 MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size);
 
 // Whether the predicted peak fits budget_bytes; the message says by how much it does or does

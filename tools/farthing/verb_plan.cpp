@@ -2,6 +2,8 @@
 // [--json]`:
 // what a run will hold per rank, before anything is allocated — bytes per parameter by
 // category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget.
+// ZeRO-3 and optimizer_in_backward (the trainer's unit mode) are explained in the table's notes:
+// what is sharded, what is gathered when used, and when the step peaks.
 // The model's architecture comes from its preset, or from the config of model.path (only
 // config.json for a safetensors model, the stored model_config of a training checkpoint; GGUF
 // and llama2.c files are read whole, which costs their size in fp32 for a moment).
@@ -42,7 +44,8 @@ constexpr const char* kPlanUsage =
     "  as peak_mem_bytes in metrics.jsonl).\n"
     "\n"
     "  --set key=value     override a recipe key, as for farthing train\n"
-    "  --world-size N      ranks to plan for (ZeRO shards the master and optimizer state); default 1\n"
+    "  --world-size N      ranks to plan for (ZeRO shards the master and optimizer state, stage 2 the\n"
+    "                      gradients, stage 3 the weights too); default 1\n"
     "  --preset NAME       take the architecture from preset NAME instead of model.path's config, to plan\n"
     "                      before downloading the weights (e.g. --preset llama3.1-8b)\n"
     "  --budget-gb X       exit 1 with a message when the predicted peak exceeds X GiB (2^30 bytes)\n"
@@ -154,11 +157,22 @@ std::string category_label(MemoryCategory c) {
 // What each category holds in this run, in words.
 std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, const farthing::recipe::RunConfig& r) {
   const train::TransformerBufferBytes& m = e.model_buffers;
+  const bool narrow = r.train.precision != "fp32";
   switch (c) {
     case MemoryCategory::kWeights:
+      if (e.unit_mode) {
+        return "bf16 owned shards " + train::format_bytes(e.trainer_weights) + " + gathered fp32 units" +
+               (narrow ? " and their " + r.train.precision + " GEMM copies " : " ") +
+               train::format_bytes(e.unit_weights) + " (embedding + one block or the head)";
+      }
       return std::string("model fp32 params") + (m.working > 0 ? " + " + r.train.precision + " GEMM copy" : "") +
              " + trainer bf16 weights";
     case MemoryCategory::kGrads:
+      if (e.unit_mode) {
+        const std::string units = "units' fp32 grads while backward fills them " + train::format_bytes(e.unit_grads);
+        return e.optimizer_in_backward ? units + " (each unit steps as soon as they are reduced)"
+                                       : "fp32 sums of owned shards " + train::format_bytes(e.grad_sum) + " + " + units;
+      }
       return e.grad_sum > 0 ? "model fp32 grads + fp32 sum over grad_accum " + std::to_string(r.train.grad_accum)
                             : "model fp32 grads (full on every rank)";
     case MemoryCategory::kMaster:
@@ -178,10 +192,14 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
              (r.model.activation_checkpointing == "per_block" ? ", per-block checkpointing" : ", every block stored") +
              ", logits " + std::to_string(r.model.loss_chunk_rows) + " rows";
     case MemoryCategory::kCommBuffers:
+      if (e.unit_mode) return "one unit's gather slots or gradient reduce-scatter at a time (the largest)";
       return e.world_size == 1 ? "none at world size 1"
                                : "ZeRO staging " + train::format_bytes(e.comm_staging) + " + largest MPI collective " +
                                      train::format_bytes(e.comm_transient);
-    case MemoryCategory::kOther: return "";
+    case MemoryCategory::kOther:
+      return e.initial_weights > 0 ? "whole fp32 first weights " + train::format_bytes(e.initial_weights) +
+                                         ", only while the trainer is built"
+                                   : "";
   }
   return "";
 }
@@ -212,7 +230,8 @@ constexpr MemoryCategory kWorkspace[] = {MemoryCategory::kActivations, MemoryCat
 void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const PlannedModel& pm,
                  const train::MemoryEstimate& e) {
   const farthing::models::ModelConfig& c = e.model;
-  std::printf("plan      %s, world size %d, ZeRO stage %d\n", a.recipe.c_str(), e.world_size, e.zero_stage);
+  std::printf("plan      %s, world size %d, ZeRO stage %d%s\n", a.recipe.c_str(), e.world_size, e.zero_stage,
+              e.optimizer_in_backward ? ", optimizer step fused into backward" : "");
   std::printf("model     %s (%s): %s params, dim %lld, hidden %lld, %lld layers, %lld heads (%lld kv), vocab %lld\n",
               c.name.c_str(), c.family == farthing::models::ModelFamily::kLlama ? "llama" : "gpt2",
               human_count(e.param_count).c_str(), (long long)c.dim, (long long)c.hidden_dim, (long long)c.n_layers,
@@ -239,18 +258,62 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
     std::printf("%-16s %8s %8s %12s  %s\n", category_label(cat).c_str(), "-", "-",
                 train::format_bytes(e.bytes(cat)).c_str(), category_detail(cat, e, r).c_str());
   }
+  if (e.initial_weights > 0) {
+    std::printf("%-16s %8s %8s %12s  %s\n", category_label(MemoryCategory::kOther).c_str(), "-", "-",
+                train::format_bytes(e.initial_weights).c_str(), category_detail(MemoryCategory::kOther, e, r).c_str());
+  }
+  const bool at_load = e.load_peak_bytes > e.step_peak_bytes;
   std::printf("%-16s %8s %8s %12s  %s\n", "peak per rank", "", "", train::format_bytes(e.peak_bytes).c_str(),
-              e.load_peak_bytes > e.step_peak_bytes ? "while loading model.path" : "during a training step");
+              at_load ? e.load_peak_moment.c_str() : "during a training step");
+  int64_t category_sum = 0;
+  for (int64_t b : e.step_bytes) category_sum += b;
+  const std::string step_moment =
+      !e.unit_mode ? "all of the above at once"
+      : category_sum == e.step_peak_bytes
+          ? "at " + e.step_peak_moment + " (all of the above at once)"
+          : "at " + e.step_peak_moment + " (categories peak at different moments; their sum is " +
+                train::format_bytes(category_sum) + ")";
   if (e.load_peak_bytes > 0) {
     std::printf("%-16s %8s %8s %12s  %s\n", "  training step", "", "", train::format_bytes(e.step_peak_bytes).c_str(),
-                "all of the above at once");
-    std::printf("%-16s %8s %8s %12s  %s\n", "  while loading", "", "", train::format_bytes(e.load_peak_bytes).c_str(),
-                "the file's tensors as fp32 beside the model's buffers, before the optimizer exists");
+                step_moment.c_str());
+    const std::string building =
+        !e.unit_mode ? "the file's tensors as fp32 beside the optimizer and the model's buffers"
+        : r.model.path.empty()
+            ? "the whole fp32 first weights, then this rank's bf16 shards, beside the optimizer and activations"
+            : "the file's fp32 tensors and the whole fp32 first weights, beside the optimizer and activations";
+    std::printf("%-16s %8s %8s %12s  %s\n", e.unit_mode ? "  while building" : "  while loading", "", "",
+                train::format_bytes(e.load_peak_bytes).c_str(), building.c_str());
   }
-  // Why weights and grads exceed section 6's figures, so that the gap is not a surprise.
+  // Why weights and grads differ from section 6's figures, so that the gap is not a surprise.
+  if (e.unit_mode) {
+    const bool gather_master = r.train.precision == "fp32" && r.optimizer.master == "f32";
+    std::printf("\nunit mode (%s): no rank holds whole weights or gradients.\n",
+                e.zero_stage == 3 && e.optimizer_in_backward ? "ZeRO-3, optimizer step fused into backward"
+                : e.zero_stage == 3                           ? "ZeRO-3"
+                                                              : "optimizer step fused into backward");
+    std::printf("  sharded   each rank keeps only the parts it owns: bf16 weights, %smaster and moments\n",
+                e.optimizer_in_backward ? "" : "fp32 gradient sums, ");
+    std::printf("  gathered  each unit's fp32 parameters while it is used, all-gathered from the owners'\n"
+                "            %s%s\n",
+                gather_master ? "fp32 master" : "bf16 weights",
+                r.train.precision != "fp32" ? (", plus a " + r.train.precision + " GEMM copy").c_str() : "");
+    std::printf("  alive     the embedding for the whole step, one block at a time in forward and again\n"
+                "            in backward, the head from the final norm to its backward\n");
+    std::printf("  reduced   a unit's fp32 gradients live until backward finishes the unit, then are\n"
+                "            reduce-scattered to the owners, %s\n",
+                e.optimizer_in_backward ? "which step it at once (no gradient sums are kept)"
+                                        : "which add them to their sums");
+    std::printf("  built     before training, every rank sets up the first weights in one whole fp32\n"
+                "            buffer (\"other\") and keeps only its owned parts\n");
+    std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings; the gathered units come on\n"
+                "top (flat space %lld elements for %lld parameters).\n",
+                (long long)e.flat_elems, (long long)e.param_count);
+    return;
+  }
   std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings. The trainer also holds the model's\n"
               "fp32 parameters (and a GEMM copy at bf16/fp16) beside its bf16 weights, computes fp32 gradients,\n"
-              "and aligns tensors in the flat space (%lld elements for %lld parameters).\n",
+              "and aligns tensors in the flat space (%lld elements for %lld parameters). distributed.zero_stage 3\n"
+              "or train.optimizer_in_backward keep only owned shards and gather units when used.\n",
               (long long)e.flat_elems, (long long)e.param_count);
 }
 
@@ -263,10 +326,13 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
                                        {"nominal_bytes_per_param", nominal_of(cat, e)}};
   }
   for (MemoryCategory cat : kWorkspace) categories[category_label(cat)] = {{"bytes", e.bytes(cat)}};
+  if (e.initial_weights > 0) categories[category_label(MemoryCategory::kOther)] = {{"bytes", e.initial_weights}};
   const farthing::models::ModelConfig& c = e.model;
   return {{"recipe", a.recipe},
           {"world_size", e.world_size},
           {"zero_stage", e.zero_stage},
+          {"optimizer_in_backward", e.optimizer_in_backward},
+          {"unit_mode", e.unit_mode},
           {"peak_rank", e.peak_rank},
           {"model",
            {{"name", c.name},
@@ -291,8 +357,14 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
           {"categories", categories},
           {"comm_staging_bytes", e.comm_staging},
           {"comm_transient_bytes", e.comm_transient},
+          {"trainer_weights_bytes", e.trainer_weights},
+          {"grad_sum_bytes", e.grad_sum},
+          {"unit_weights_bytes", e.unit_weights},
+          {"unit_grads_bytes", e.unit_grads},
           {"step_peak_bytes", e.step_peak_bytes},
+          {"step_peak_moment", e.step_peak_moment},
           {"load_peak_bytes", e.load_peak_bytes},
+          {"load_peak_moment", e.load_peak_moment},
           {"peak_bytes_per_rank", e.peak_bytes}};
 }
 
