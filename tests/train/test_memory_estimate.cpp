@@ -313,6 +313,16 @@ TEST(MemoryEstimate, BudgetRefusesAnOverBudgetPlan) {
   // A 7B model's model state alone is far past 1 GiB.
   const MemoryEstimate big = estimate_memory(c, models::preset_config("qwen2.5-7b"), 8);
   EXPECT_FALSE(check_budget(big, int64_t(1) << 30).fits);
+  // ZeRO-3 shrinks the step, but every rank still sets up the first weights in one whole fp32
+  // buffer: a budget that only the step fits is refused, and the message says why.
+  recipe::RunConfig z3 = c;
+  z3.distributed.zero_stage = 3;
+  const MemoryEstimate sharded = estimate_memory(z3, models::preset_config("qwen2.5-7b"), 8);
+  EXPECT_GT(sharded.load_peak_bytes, sharded.step_peak_bytes);
+  EXPECT_EQ(sharded.peak_bytes, sharded.load_peak_bytes);
+  const BudgetCheck step_only = check_budget(sharded, sharded.step_peak_bytes);
+  EXPECT_FALSE(step_only.fits);
+  EXPECT_NE(step_only.message.find("before training"), std::string::npos) << step_only.message;
 }
 
 // ZeRO-3 over more ranks: the owned shards (bf16 weights, gradient sums, master, moments) shrink
