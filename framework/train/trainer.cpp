@@ -308,7 +308,6 @@ Trainer::StepOutcome Trainer::train_step() {
   const recipe::TrainSection& t = config_.train;
   const int64_t A = t.grad_accum, mb = t.micro_batch, T = config_.data.seq_len;
   const int64_t W = comm_.world_size(), r = comm_.rank();
-  const int64_t total = model_->layout().total_elems();
 
   // This rank's micro-batches of the global batch, and the global count of loss targets.
   std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(A)), targets(static_cast<size_t>(A));
@@ -321,57 +320,59 @@ Trainer::StepOutcome Trainer::train_step() {
   const double loss_scale = scaler_->scale();
   const float loss_grad_scale = counted > 0 ? float(loss_scale / double(counted)) : 0.0f;
 
-  // Forward and backward; micro-batch gradients summed in order (see trainer.h).
+  // Forward and backward of every micro-batch; each one's loss sum in global order, added in
+  // that order on every rank.
   std::vector<double> loss_sums(size_t(W * A), 0.0);
-  if (unit_mode_) return unit_mode_step(tokens, targets, loss_sums, counted, loss_grad_scale);
-  float* grads = model_->grads();
-  float* grad_sum = A > 1 ? static_cast<float*>(grad_sum_.data()) : grads;
+  fused_grad_norm_sq_ = 0.0;
+  const float* whole_grads = nullptr;
   for (int64_t a = 0; a < A; ++a) {
+    micro_batch_ = a;
     model_->zero_grads();
     const models::Transformer::LossSum ls =
         model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale);
     loss_sums[size_t(r * A + a)] = ls.sum;
-    if (A == 1) continue;
-    if (a == 0) {
-      std::memcpy(grad_sum, grads, size_t(total) * sizeof(float));
-    } else {
-#pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < total; ++i) grad_sum[i] += grads[i];
-    }
+    if (!unit_mode_) whole_grads = add_micro_batch_grads(a);
   }
-  // Every micro-batch's loss sum in global order, added in that order on every rank.
   comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
   double loss_total = 0.0;
   for (double s : loss_sums) loss_total += s;
-
-  collectives_->reduce_gradients(grad_sum, config_.distributed.zero_stage);
-  auto* weights = static_cast<uint16_t*>(weights_.data());
-  std::vector<Tensor> grad_views, weight_views;
-  for (const optim::ShardSpec& s : optimizer_->shards()) {
-    grad_views.emplace_back(grad_sum + s.global_offset, DType::kF32, Shape{int64_t(s.numel)});
-    weight_views.emplace_back(weights + s.global_offset, DType::kBF16, Shape{int64_t(s.numel)});
-  }
-  optim::GradOptions grad_options;
-  grad_options.max_grad_norm = t.max_grad_norm;
-  grad_options.loss_scale = loss_scale;
-  const optim::GradReport report = optimizer_->inspect_grads(grad_views, grad_options);
-
   StepOutcome out;
   out.loss = counted > 0 ? loss_total / double(counted) : 0.0;
-  out.grad_norm = report.grad_norm;
   out.tokens = W * A * mb * T;
-  if (report.nonfinite > 0) {
-    FARTHING_CHECK(t.nonfinite != "fail", "step ", progress_.step + 1, ": ", report.nonfinite,
-                   " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'. Lower the "
-                   "learning rate, or use precision bf16, or train.nonfinite: skip");
-    out.skipped = true;
-    ++progress_.skipped_steps;
-    scaler_->update(true);
+
+  if (t.optimizer_in_backward) {  // every unit stepped as backward finished it (on_unit_grads)
+    optimizer_->finish_step();
+    out.grad_norm = std::sqrt(fused_grad_norm_sq_);
   } else {
-    optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1));
-    scaler_->update(false);
-    collectives_->gather_owned(weights, DType::kBF16);
-    sync_model_params();
+    if (!unit_mode_) collectives_->reduce_gradients(const_cast<float*>(whole_grads), config_.distributed.zero_stage);
+    std::vector<Tensor> grad_views, weight_views;
+    const auto& shards = optimizer_->shards();
+    for (size_t s = 0; s < shards.size(); ++s) {
+      const int64_t offset = int64_t(shards[s].global_offset), n = int64_t(shards[s].numel);
+      float* g = unit_mode_ ? owned_grads(s) : const_cast<float*>(whole_grads) + offset;
+      grad_views.emplace_back(g, DType::kF32, Shape{n});
+      weight_views.emplace_back(weight_at(offset), DType::kBF16, Shape{n});
+    }
+    optim::GradOptions grad_options;
+    grad_options.max_grad_norm = t.max_grad_norm;
+    grad_options.loss_scale = loss_scale;
+    const optim::GradReport report = optimizer_->inspect_grads(grad_views, grad_options);
+    out.grad_norm = report.grad_norm;
+    if (report.nonfinite > 0) {
+      FARTHING_CHECK(t.nonfinite != "fail", "step ", progress_.step + 1, ": ", report.nonfinite,
+                     " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'. Lower the "
+                     "learning rate, or use precision bf16, or train.nonfinite: skip");
+      out.skipped = true;
+      ++progress_.skipped_steps;
+      scaler_->update(true);
+    } else {
+      optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1));
+      scaler_->update(false);
+      if (!unit_mode_) {  // unit mode gathers units from the owned parts when the model uses them
+        collectives_->gather_owned(weights_.data(), DType::kBF16);
+        sync_model_params();
+      }
+    }
   }
   progress_.data_position += W * A * mb;
   progress_.tokens_seen += out.tokens;
@@ -381,60 +382,20 @@ Trainer::StepOutcome Trainer::train_step() {
   return out;
 }
 
-// ZeRO-3 / optimizer-in-backward: the model fetches units through the storage, which hands each
-// unit's summed gradients to on_unit_grads during backward.
-Trainer::StepOutcome Trainer::unit_mode_step(const std::vector<std::vector<int32_t>>& tokens,
-                                             const std::vector<std::vector<int32_t>>& targets,
-                                             std::vector<double>& loss_sums, int64_t counted, float loss_grad_scale) {
-  const recipe::TrainSection& t = config_.train;
-  const int64_t A = t.grad_accum, mb = t.micro_batch, T = config_.data.seq_len;
-  const int64_t W = comm_.world_size(), r = comm_.rank();
-  const double loss_scale = scaler_->scale();
-  fused_grad_norm_sq_ = 0.0;
-  for (int64_t a = 0; a < A; ++a) {
-    micro_batch_ = a;
-    const models::Transformer::LossSum ls =
-        model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale);
-    loss_sums[size_t(r * A + a)] = ls.sum;
-  }
-  comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
-  double loss_total = 0.0;
-  for (double s : loss_sums) loss_total += s;
-  StepOutcome out;
-  out.loss = counted > 0 ? loss_total / double(counted) : 0.0;
-  out.tokens = W * A * mb * T;
-  if (t.optimizer_in_backward) {  // every unit stepped during backward
-    optimizer_->finish_step();
-    out.grad_norm = std::sqrt(fused_grad_norm_sq_);
+// Whole-buffer mode: micro-batch a's gradient (fresh in the model's buffer) added to the sum,
+// ((g0 + g1) + g2)... (see trainer.h); returns the buffer that holds the sum so far.
+const float* Trainer::add_micro_batch_grads(int64_t a) {
+  const float* grads = model_->grads();
+  if (config_.train.grad_accum == 1) return grads;
+  const int64_t total = model_->layout().total_elems();
+  float* sum = static_cast<float*>(grad_sum_.data());
+  if (a == 0) {
+    std::memcpy(sum, grads, size_t(total) * sizeof(float));
   } else {
-    std::vector<Tensor> grad_views, weight_views;
-    const auto& shards = optimizer_->shards();
-    for (size_t s = 0; s < shards.size(); ++s) {
-      grad_views.emplace_back(owned_grads(s), DType::kF32, Shape{int64_t(shards[s].numel)});
-      weight_views.emplace_back(weight_at(int64_t(shards[s].global_offset)), DType::kBF16, Shape{int64_t(shards[s].numel)});
-    }
-    optim::GradOptions grad_options;
-    grad_options.max_grad_norm = t.max_grad_norm;
-    grad_options.loss_scale = loss_scale;
-    const optim::GradReport report = optimizer_->inspect_grads(grad_views, grad_options);
-    out.grad_norm = report.grad_norm;
-    if (report.nonfinite > 0) {
-      FARTHING_CHECK(t.nonfinite != "fail", "step ", progress_.step + 1, ": ", report.nonfinite,
-                     " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'");
-      out.skipped = true;
-      ++progress_.skipped_steps;
-      scaler_->update(true);
-    } else {
-      optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1));
-      scaler_->update(false);
-    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < total; ++i) sum[i] += grads[i];
   }
-  progress_.data_position += W * A * mb;
-  progress_.tokens_seen += out.tokens;
-  progress_.loss_scale = scaler_->scale();
-  progress_.loss_scale_clean_steps = scaler_->clean_steps();
-  ++progress_.step;
-  return out;
+  return sum;
 }
 
 EvalResult Trainer::evaluate(int64_t max_batches) {

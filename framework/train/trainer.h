@@ -113,9 +113,7 @@ class Trainer {
 
  private:
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
-  StepOutcome unit_mode_step(const std::vector<std::vector<int32_t>>& tokens,
-                             const std::vector<std::vector<int32_t>>& targets, std::vector<double>& loss_sums,
-                             int64_t counted, float loss_grad_scale);
+  const float* add_micro_batch_grads(int64_t micro_batch);
   void on_unit_grads(int unit, const float* grads);
   double scaler_options_and_schedule();
   int unit_index(int64_t global_offset) const;  // the ZeRO unit holding a global element

@@ -2,6 +2,7 @@
 // shapes in comments use M = batch * seq rows, C = dim, H = hidden, F = H (GPT-2) or 2H
 // (Llama gate|up), Sq = (Hq + 2 Hkv) * head_dim, V = vocab.
 #include "models/common/transformer.h"
+#include "models/common/rope.h"
 
 #include <algorithm>
 #include <cmath>
@@ -126,39 +127,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
     bf16_slots_[1] = bf16_slots_[0] + bf16_slot_elems_;
   }
 
-  if (c.family == ModelFamily::kLlama) {
-    // NOTE: inverse frequencies as Hugging Face computes them (with "llama3" scaling when
-    // configured), rounded to fp32; the angle is the fp32 product position * inv_freq.
-    const int64_t D = c.head_dim(), half = D / 2;
-    std::vector<float> inv(static_cast<size_t>(half));
-    for (int64_t i = 0; i < half; ++i) {
-      double f = 1.0 / std::pow(double(c.rope_theta), double(2 * i) / double(D));
-      const RopeScaling& rs = c.rope_scaling;
-      if (rs.factor > 0.0f) {
-        const double pi = 3.14159265358979323846;
-        const double wavelen = 2.0 * pi / f;
-        const double low_wl = double(rs.original_max_position) / rs.low_freq_factor;
-        const double high_wl = double(rs.original_max_position) / rs.high_freq_factor;
-        if (wavelen > low_wl) {
-          f = f / rs.factor;
-        } else if (wavelen >= high_wl) {
-          const double smooth = (double(rs.original_max_position) / wavelen - rs.low_freq_factor) /
-                                (rs.high_freq_factor - rs.low_freq_factor);
-          f = (1.0 - smooth) * f / rs.factor + smooth * f;
-        }
-      }
-      inv[size_t(i)] = float(f);
-    }
-    rope_cos_.resize(size_t(seq * half));
-    rope_sin_.resize(size_t(seq * half));
-    for (int64_t t = 0; t < seq; ++t) {
-      for (int64_t i = 0; i < half; ++i) {
-        const float angle = float(t) * inv[size_t(i)];
-        rope_cos_[size_t(t * half + i)] = float(std::cos(double(angle)));
-        rope_sin_[size_t(t * half + i)] = float(std::sin(double(angle)));
-      }
-    }
-  }
+  if (c.family == ModelFamily::kLlama) rope_tables(c, seq, rope_cos_, rope_sin_);
 }
 
 void Transformer::init_weights(uint64_t seed, float std) {
