@@ -26,6 +26,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(data, shuffle),
       RECIPE_KEY(data, add_bos),
       RECIPE_KEY(data, add_eos),
+      RECIPE_KEY(data, chat_template),
 
       RECIPE_KEY(optimizer, name, "adamw"),
       RECIPE_KEY(optimizer, lr),

@@ -39,6 +39,10 @@ struct DataSection {
   bool shuffle = true;          // deterministic per-epoch shuffle keyed by train.seed
   bool add_bos = true;          // BOS before each document when the tokenizer has one
   bool add_eos = true;          // EOS after each document when the tokenizer has one
+  // JSONL "messages" lines: "auto" (the tokenizer's own template: tokenizer_config.json beside
+  // tokenizer.json, or the GGUF's), a format (llama3, llama3_instruct, qwen2_5, smollm2, chatml),
+  // or a path to a tokenizer_config.json or Jinja file.
+  std::string chat_template = "auto";
 
   bool operator==(const DataSection&) const = default;
 };

@@ -131,9 +131,11 @@ size_t unit_of(const models::FlatLayout& layout, int64_t offset) {
 
 // One unit-mode training step on top of what `replay` already holds (the persistent buffers),
 // in code order. The model over ZeroUnitStorage (transformer.cpp, zero_unit_storage.cpp):
-//   acquire_unit: the send slot (L_u owned elements, zero-padded, bf16 or the fp32 master), the
-//     gathered fp32 parameters (P_u), for bf16 a P_u bf16 receive buffer widened into them; the
-//     temporaries go, then at bf16/fp16 compute the unit's 16-bit GEMM copy (its span);
+//   a gather (started by prefetch_params right after the previous unit's acquire, or by
+//     acquire_unit itself): the send slot (L_u owned elements, zero-padded, bf16 or the fp32
+//     master) and the receive buffer (P_u fp32 parameters for the master, else P_u bf16);
+//   acquire_unit: for bf16 the fp32 parameters (P_u) widened from the receive buffer, which goes
+//     with the send slot; then at bf16/fp16 compute the unit's 16-bit GEMM copy (its span);
 //   G() on a unit's first gradient: a zero-filled fp32 accumulator (P_u);
 //   unit_grads_done: the owned block (L_u f32) and MpiCommunicator::reduce_scatter's received
 //     blocks (world · L_u = P_u f32), then the accumulator and the blocks go, and the trainer's
@@ -153,12 +155,27 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
   const int64_t send_elem_bytes = gather_f32 ? 4 : 2;
   std::vector<char> has_grads(units.size(), 0);
 
+  // A gather (ZeroUnitStorage::start_gather): the send slot, and the receive buffer — the fp32
+  // parameters themselves when the master is gathered, else bf16 to widen on acquire.
+  std::vector<char> in_flight(units.size(), 0);
+  auto start_gather = [&](size_t u, const std::string& at) {
+    replay.hold(C::kCommBuffers, zero.shard_elems(u) * send_elem_bytes, at);
+    if (gather_f32) replay.hold(C::kWeights, zero.padded_elems(u) * 4, at);
+    else replay.hold(C::kCommBuffers, zero.padded_elems(u) * 2, at);
+    in_flight[u] = 1;
+  };
+  auto prefetch = [&](size_t u, const std::string& phase) {
+    if (!in_flight[u]) start_gather(u, phase + ": prefetching " + units[u].name);
+  };
   auto acquire = [&](size_t u, const std::string& phase) {
     const int64_t shard = zero.shard_elems(u), padded = zero.padded_elems(u);
     const std::string at = phase + ": all-gathering " + units[u].name;
-    replay.hold(C::kCommBuffers, shard * send_elem_bytes, at);
-    replay.hold(C::kWeights, padded * 4, at);
-    if (!gather_f32) replay.touch(C::kCommBuffers, padded * 2, at);
+    if (!in_flight[u]) start_gather(u, at);
+    in_flight[u] = 0;
+    if (!gather_f32) {  // widened into the fp32 parameters, then the receive buffer goes
+      replay.hold(C::kWeights, padded * 4, at);
+      replay.drop(C::kCommBuffers, padded * 2);
+    }
     replay.drop(C::kCommBuffers, shard * send_elem_bytes);
     if (narrow) replay.hold(C::kWeights, units[u].span_elems() * 2, phase + ": " + units[u].name + " in use");
   };
@@ -190,22 +207,27 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
   const size_t head = unit_of(layout, spec.final_norm_w);
   const size_t head_weight = unit_of(layout, spec.head_w);  // the embedding when tied
   const int64_t L = spec.config.n_layers;
-  // forward_trunk
+  // forward_trunk: each unit acquired, then the next one's gather started (prefetch).
+  auto block = [&](int64_t l) { return unit_of(layout, spec.blocks[size_t(l)].qkv_w); };
   acquire(embedding, "forward");
+  prefetch(L > 0 ? block(0) : head, "forward");
   for (int64_t l = 0; l < L; ++l) {
-    const size_t b = unit_of(layout, spec.blocks[size_t(l)].qkv_w);
+    const size_t b = block(l);
     acquire(b, "forward");
+    prefetch(l + 1 < L ? block(l + 1) : head, "forward");
     release(b);
   }
   acquire(head, "forward");
+  if (L > 0) prefetch(block(L - 1), "forward");  // for backward
   // loss_and_head, then backward_from_head
   grads(head_weight, "loss");
   grads(head, "backward");
   grads_done(head);
   release(head);
   for (int64_t l = L - 1; l >= 0; --l) {
-    const size_t b = unit_of(layout, spec.blocks[size_t(l)].qkv_w);
+    const size_t b = block(l);
     acquire(b, "backward");
+    if (l > 0) prefetch(block(l - 1), "backward");
     grads(b, "backward");
     grads_done(b);
     release(b);

@@ -41,6 +41,7 @@ data::SplitData open_data(const recipe::RunConfig& config, const ModelSource& so
   options.add_bos = config.data.add_bos;
   options.add_eos = config.data.add_eos;
   options.eval_fraction = config.data.eval_fraction;
+  options.chat_template = config.data.chat_template;
   FARTHING_CHECK(config.data.seq_len <= source.config.max_seq_len, "data.seq_len (", config.data.seq_len,
                  ") exceeds the model's max_position_embeddings (", source.config.max_seq_len, ")");
   return data::load_split_data(config.data.train, config.data.eval, options, source.tokenizer.get(),

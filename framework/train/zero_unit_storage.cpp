@@ -14,29 +14,52 @@ ZeroUnitStorage::ZeroUnitStorage(const dist::ZeroLayout& zero, Communicator& com
                  "ZeroUnitStorage: parameters are gathered as bf16 or f32, not ", dtype_name(sources_.params_dtype));
   params_.resize(zero_.units().size());
   grads_.resize(zero_.units().size());
+  pending_.resize(zero_.units().size());
+}
+
+void ZeroUnitStorage::start_gather(int unit, Pending& p) {
+  const size_t u = size_t(unit);
+  const int64_t shard = zero_.shard_elems(u), padded = zero_.padded_elems(u);
+  const dist::UnitRange owned = zero_.owned(u, zero_.rank());
+  const DType dtype = sources_.params_dtype;
+  const size_t elem = dtype_size_bytes(dtype);
+  // Every rank sends its shard slot (owned elements, zeros past them); the gathered slots in rank
+  // order are the unit's padded span.
+  p.send = Buffer(Device::cpu(), size_t(shard) * elem, MemoryCategory::kCommBuffers);
+  std::memset(p.send.data(), 0, p.send.bytes());
+  if (!owned.empty()) std::memcpy(p.send.data(), sources_.owned_params(unit), size_t(owned.size()) * elem);
+  // fp32 (the master) lands directly in the parameters; bf16 in a buffer widened on acquire.
+  p.received = dtype == DType::kF32 ? Buffer(Device::cpu(), size_t(padded) * 4, MemoryCategory::kWeights)
+                                    : Buffer(Device::cpu(), size_t(padded) * 2, MemoryCategory::kCommBuffers);
+  p.handle = comm_.all_gather_async(Tensor(p.received.data(), dtype, Shape{padded}),
+                                    Tensor(p.send.data(), dtype, Shape{shard}));
+  bytes_sent_ += (comm_.world_size() - 1) * shard * int64_t(elem);
+}
+
+void ZeroUnitStorage::prefetch_params(int unit) {
+  const size_t u = size_t(unit);
+  if (params_[u].data() != nullptr || pending_[u]) return;
+  pending_[u] = std::make_unique<Pending>();
+  start_gather(unit, *pending_[u]);
 }
 
 const float* ZeroUnitStorage::acquire_params(int unit) {
   const size_t u = size_t(unit);
   FARTHING_CHECK(params_[u].data() == nullptr, "unit ", unit, " acquired twice");
-  const int64_t shard = zero_.shard_elems(u), padded = zero_.padded_elems(u);
-  const dist::UnitRange owned = zero_.owned(u, zero_.rank());
-  const size_t elem = dtype_size_bytes(sources_.params_dtype);
-  // Every rank sends its shard slot (owned elements, zeros past them); the gathered slots in rank
-  // order are the unit's padded span.
-  Buffer send(Device::cpu(), size_t(shard) * elem, MemoryCategory::kCommBuffers);
-  std::memset(send.data(), 0, send.bytes());
-  if (!owned.empty()) std::memcpy(send.data(), sources_.owned_params(unit), size_t(owned.size()) * elem);
-  params_[u] = Buffer(Device::cpu(), size_t(padded) * sizeof(float), MemoryCategory::kWeights);
-  if (sources_.params_dtype == DType::kF32) {
-    comm_.all_gather(Tensor(params_[u].data(), DType::kF32, Shape{padded}), Tensor(send.data(), DType::kF32, Shape{shard}));
-  } else {
-    Buffer gathered(Device::cpu(), size_t(padded) * 2, MemoryCategory::kCommBuffers);
-    comm_.all_gather(Tensor(gathered.data(), DType::kBF16, Shape{padded}), Tensor(send.data(), DType::kBF16, Shape{shard}));
-    kernels::cast_narrow_to_f32_cpu(kernels::NarrowFormat::kBf16, gathered.data(), static_cast<float*>(params_[u].data()),
-                                    size_t(padded));
+  std::unique_ptr<Pending> p = std::move(pending_[u]);
+  if (!p) {  // not prefetched: gather now
+    p = std::make_unique<Pending>();
+    start_gather(unit, *p);
   }
-  bytes_sent_ += (comm_.world_size() - 1) * shard * int64_t(elem);
+  p->handle.wait();
+  if (sources_.params_dtype == DType::kF32) {
+    params_[u] = std::move(p->received);
+  } else {
+    const int64_t padded = zero_.padded_elems(u);
+    params_[u] = Buffer(Device::cpu(), size_t(padded) * sizeof(float), MemoryCategory::kWeights);
+    kernels::cast_narrow_to_f32_cpu(kernels::NarrowFormat::kBf16, p->received.data(),
+                                    static_cast<float*>(params_[u].data()), size_t(padded));
+  }
   return static_cast<const float*>(params_[u].data());
 }
 

@@ -2,7 +2,8 @@
 // (models::UnitStorage): each rank keeps only its owned part of every unit (ZeroLayout); a unit's
 // fp32 parameters are all-gathered just before the model uses it (in forward, and again in
 // backward) and freed after, and its gradients are reduce-scattered into the owners as soon as
-// backward has finished them, then freed. So the model holds one or two units at a time instead
+// backward has finished them, then freed; the next unit's gather starts while the current one
+// computes (prefetch). So the model holds two or three units at a time instead
 // of the whole model, and no full gradient buffer exists: with the optimizer step fused into
 // backward, the owner steps the unit right away (torchtune's optimizer-in-backward).
 //
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "framework/core/memory.h"
@@ -38,6 +40,9 @@ class ZeroUnitStorage final : public models::UnitStorage {
 
   const float* acquire_params(int unit) override;
   void release_params(int unit) override;
+  // Starts the unit's all-gather (asynchronous: the communicator's worker thread moves it while
+  // the model computes); acquire_params then waits for it.
+  void prefetch_params(int unit) override;
   float* acquire_grads(int unit) override;
   void grads_ready(int unit) override;
 
@@ -48,7 +53,15 @@ class ZeroUnitStorage final : public models::UnitStorage {
   const dist::ZeroLayout& zero_;
   Communicator& comm_;
   Sources sources_;
+  // A gather in flight: its send slot, its receive buffer (the fp32 parameters when the master
+  // is gathered, else bf16 to widen) and the handle.
+  struct Pending {
+    Buffer send, received;
+    CommHandle handle;
+  };
+  void start_gather(int unit, Pending& pending);
   std::vector<Buffer> params_, grads_;  // per unit: the gathered fp32 parameters, the gradient accumulator
+  std::vector<std::unique_ptr<Pending>> pending_;
   int64_t bytes_sent_ = 0;
 };
 

@@ -214,6 +214,10 @@ void Transformer::unit_grads_done(int u) {
   options_.unit_storage->grads_ready(u);
 }
 
+void Transformer::prefetch_unit(int u) {
+  if (options_.unit_storage != nullptr && unit_params_[size_t(u)] == nullptr) options_.unit_storage->prefetch_params(u);
+}
+
 void Transformer::release_all_units() {
   for (size_t u = 0; u < unit_params_.size(); ++u) release_unit(int(u));
 }
@@ -412,7 +416,7 @@ float mean_of(const Transformer::LossSum& s) { return s.counted > 0 ? float(s.su
 }  // namespace
 
 float Transformer::forward_backward(const int32_t* tokens, const int32_t* targets) {
-  forward_trunk(tokens);
+  forward_trunk(tokens, /*backward_follows=*/true);
   const float loss = mean_of(loss_and_head(targets, true, nullptr));
   backward_from_head(tokens);
   return loss;
@@ -421,7 +425,7 @@ float Transformer::forward_backward(const int32_t* tokens, const int32_t* target
 Transformer::LossSum Transformer::forward_backward_sum(const int32_t* tokens, const int32_t* targets,
                                                        float loss_grad_scale) {
   FARTHING_CHECK(loss_grad_scale >= 0.0f, "loss_grad_scale must be >= 0, got ", loss_grad_scale);
-  forward_trunk(tokens);
+  forward_trunk(tokens, /*backward_follows=*/true);
   const LossSum loss = loss_and_head(targets, true, nullptr, loss_grad_scale);
   backward_from_head(tokens);
   return loss;
@@ -450,6 +454,7 @@ void Transformer::backward_from_head(const int32_t* tokens) {
     BlockActs a = acts_for(l);
     const int unit = block_unit(l);
     acquire_unit(unit);  // ZeRO-3: gathered again for backward
+    if (l > 0) prefetch_unit(block_unit(l - 1));
     if (options_.checkpointing == Checkpointing::kPerBlock) {
       // Recompute the block from its stored input; it rewrites resid(l+1) with equal bits.
       block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
@@ -466,20 +471,26 @@ void Transformer::backward_from_head(const int32_t* tokens) {
 }
 
 // Embedding, every block and the final norm: the forward every pass shares.
-void Transformer::forward_trunk(const int32_t* tokens) {
+void Transformer::forward_trunk(const int32_t* tokens, bool backward_follows) {
   const ModelConfig& c = config();
   const int64_t MC = batch_ * seq_ * c.dim;
+  const int head = unit_of(spec_.final_norm_w);
   refresh_working_weights();
+  // UnitStorage mode: each unit is acquired just before use, and the next one's gather starts
+  // right after, so it overlaps this unit's compute (ZeRO-3's prefetch).
   acquire_unit(unit_of(spec_.tok_emb));  // kept through backward (a tied head reads it last)
+  prefetch_unit(c.n_layers > 0 ? block_unit(0) : head);
   embed(tokens);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     BlockActs a = acts_for(l);
     const int unit = block_unit(l);
     acquire_unit(unit);
+    prefetch_unit(l + 1 < c.n_layers ? block_unit(l + 1) : head);
     block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
     release_unit(unit);
   }
-  acquire_unit(unit_of(spec_.final_norm_w));
+  acquire_unit(head);
+  if (backward_follows && c.n_layers > 0) prefetch_unit(block_unit(c.n_layers - 1));
   final_norm();
 }
 

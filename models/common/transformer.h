@@ -38,6 +38,9 @@ class UnitStorage {
   virtual ~UnitStorage() = default;
   virtual const float* acquire_params(int unit) = 0;
   virtual void release_params(int unit) = 0;
+  // A hint, given right after the previous unit was acquired: `unit` is acquired next, so its
+  // gather may start now and overlap the compute in between.
+  virtual void prefetch_params(int unit) { (void)unit; }
   // A zero-filled fp32 gradient accumulator for the unit, for one backward.
   virtual float* acquire_grads(int unit) = 0;
   // The unit's gradients of this backward are complete (the accumulator may be freed).
@@ -117,7 +120,9 @@ class Transformer {
   void block_forward(int64_t layer, BlockActs& a, const float* x, float* y);
   void block_backward(int64_t layer, BlockActs& a, const float* x);
   void final_norm();
-  void forward_trunk(const int32_t* tokens);  // embed, blocks, final norm (no grad)
+  // Embed, blocks, final norm (no grad); backward_follows: prefetch the last block for it.
+  void forward_trunk(const int32_t* tokens, bool backward_follows = false);
+  void prefetch_unit(int unit);
   void norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w, int64_t b);
   void norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
                      const float* mean, const float* rstd);

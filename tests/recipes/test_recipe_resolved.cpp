@@ -47,6 +47,7 @@ RunConfig unusual_config() {
   c.data.shuffle = false;
   c.data.add_bos = false;
   c.data.add_eos = false;
+  c.data.chat_template = "chatml";
   c.optimizer.lr = 3.0000000000000004e-4;
   c.optimizer.beta1 = 0.8999999999999999;
   c.optimizer.beta2 = 0.95;
@@ -101,7 +102,7 @@ TEST(RecipeResolved, DefaultsRoundTripAndEveryKeyIsWritten) {
     EXPECT_TRUE(value.IsDefined() && value.IsScalar()) << key.path() << " missing from:\n" << yaml;
     ++keys_seen;
   }
-  EXPECT_EQ(keys_seen, 46u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
+  EXPECT_EQ(keys_seen, 47u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
   size_t written = 0;
   for (const auto& section : root) written += section.second.size();
   EXPECT_EQ(written, keys_seen);
