@@ -134,6 +134,23 @@ void expect_within_10_percent(const recipe::RunConfig& config, const models::Mod
   }
 }
 
+// An HF safetensors directory (config.json + weights ~ N(0, 0.02), seeded) for `config`, so a
+// test can train from model.path without ../shared.
+void write_random_safetensors(const models::ModelConfig& config, const std::filesystem::path& dir, unsigned seed) {
+  ckpt::ModelFile file;
+  file.format = "safetensors";
+  file.config = nlohmann::json::parse(models::config_to_hf_json(config));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  const models::TransformerSpec spec = models::make_spec(config);  // named: the loop reads its layout
+  for (const models::ParamEntry& entry : spec.layout.entries()) {
+    ckpt::ModelTensor t = ckpt::make_model_tensor(entry.shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
+    file.tensors.emplace(entry.name, std::move(t));
+  }
+  ckpt::write_safetensors(dir, file);
+}
+
 TEST(MemoryEstimate, Bf16Compute8BitStateF32Master) {
   TempDir dir("bf16_8bit");
   recipe::RunConfig c = base_config(dir.path);
@@ -183,19 +200,7 @@ TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
   gpt2.n_kv_heads = 4;
   gpt2.max_seq_len = 128;
   gpt2.tied_embeddings = true;
-  ckpt::ModelFile file;
-  file.format = "safetensors";
-  file.config = nlohmann::json::parse(models::config_to_hf_json(gpt2));
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  const models::TransformerSpec spec = models::make_spec(gpt2);
-  for (const models::ParamEntry& entry : spec.layout.entries()) {
-    ckpt::ModelTensor t = ckpt::make_model_tensor(entry.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
-    file.tensors.emplace(entry.name, std::move(t));
-  }
-  ckpt::write_safetensors(dir.path / "model", file);
-  file.tensors.clear();
+  write_random_safetensors(gpt2, dir.path / "model", 3);
 
   recipe::RunConfig c = base_config(dir.path);
   c.model.preset = "";
@@ -258,19 +263,7 @@ TEST(MemoryEstimate, ZeroStage3UntiedLlamaFromSafetensors) {
   llama.name = "tiny-llama-untied";
   llama.n_layers = 3;
   llama.tied_embeddings = false;
-  ckpt::ModelFile file;
-  file.format = "safetensors";
-  file.config = nlohmann::json::parse(models::config_to_hf_json(llama));
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  const models::TransformerSpec spec = models::make_spec(llama);
-  for (const models::ParamEntry& entry : spec.layout.entries()) {
-    ckpt::ModelTensor t = ckpt::make_model_tensor(entry.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
-    file.tensors.emplace(entry.name, std::move(t));
-  }
-  ckpt::write_safetensors(dir.path / "model", file);
-  file.tensors.clear();
+  write_random_safetensors(llama, dir.path / "model", 5);
 
   recipe::RunConfig c = base_config(dir.path);
   c.model.preset = "";
