@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "framework/backend/nn_ops.h"
 #include "framework/core/tensor.h"
 #include "kernels/numerics/block_quant.h"
 #include "kernels/numerics/dynamic_map.h"
@@ -52,6 +53,10 @@ class Backend {
                               numerics::MapSign sign) = 0;
   virtual void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                                 numerics::MapSign sign) = 0;
+
+  // The model ops (matmul, attention, norms, ...) on this device's memory; models/ is written
+  // against these. Throws where the backend has none yet (CUDA today).
+  virtual NnOps& nn() = 0;
 
   // Waits until all work queued on this backend has finished.
   virtual void synchronize() = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "framework/backend/backend.h"
+#include "framework/backend/cpu_nn_ops.h"
 #include "kernels/cpu/block_quant_cpu.h"
 
 namespace farthing {
@@ -19,12 +20,14 @@ class CpuBackend final : public Backend {
                       numerics::MapSign sign) override;
   void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                         numerics::MapSign sign) override;
+  NnOps& nn() override { return nn_; }
   void synchronize() override {}
 
  private:
   const kernels::QuantMapCpu& map_for(numerics::MapSign sign) const;
   kernels::QuantMapCpu signed_map_;
   kernels::QuantMapCpu unsigned_map_;
+  CpuNnOps nn_;
 };
 
 }  // namespace farthing

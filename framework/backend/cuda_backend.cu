@@ -193,6 +193,11 @@ void CudaBackend::block_dequantize(const Tensor& dst, const Tensor& codes, const
                                  as_stream(stream_));
 }
 
+NnOps& CudaBackend::nn() {
+  FARTHING_FAIL("device ", device().name(), ": the CUDA backend has no model ops yet (matmul, attention, norms); "
+                "models train and generate on the CPU backend (device: cpu)");
+}
+
 void CudaBackend::synchronize() {
   FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
   FARTHING_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_)));

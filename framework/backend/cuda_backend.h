@@ -33,6 +33,8 @@ class CudaBackend final : public Backend {
                       numerics::MapSign sign) override;
   void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                         numerics::MapSign sign) override;
+  // Not written yet: throws, saying that training and generation run on the CPU backend.
+  NnOps& nn() override;
   void synchronize() override;
 
  private:

@@ -149,4 +149,46 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
   }
 }
 
+void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
+                          int64_t first_position, const float* k_cache, const float* v_cache) {
+  const int64_t D = s.head_dim, Hq = s.q_heads, Sq = s.qkv_stride(), kv_row = s.kv_heads * D;
+  const int64_t group = Hq / s.kv_heads;
+  // NOTE: the training kernel's order: score = (q . k) * scale, exact max-subtracted softmax
+  // in fp32, out = sum_j p_j v_j.
+  const float scale = 1.0f / std::sqrt(float(D));
+#pragma omp parallel
+  {
+    std::vector<float> p(static_cast<size_t>(first_position + rows));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t h = 0; h < Hq; ++h) {
+        const int64_t valid = first_position + r + 1;  // causal: keys at positions 0..first_position + r
+        const float* q = qkv + r * Sq + h * D;
+        const int64_t kv_head = h / group;
+        float m = -INFINITY;
+        for (int64_t j = 0; j < valid; ++j) {
+          const float* kj = k_cache + j * kv_row + kv_head * D;
+          float dot = 0.0f;
+          for (int64_t d = 0; d < D; ++d) dot += q[d] * kj[d];
+          p[size_t(j)] = dot * scale;
+          m = std::max(m, p[size_t(j)]);
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < valid; ++j) {
+          p[size_t(j)] = std::exp(p[size_t(j)] - m);
+          sum += p[size_t(j)];
+        }
+        const float inv = 1.0f / sum;
+        float* o = out + r * Hq * D + h * D;
+        std::fill(o, o + D, 0.0f);
+        for (int64_t j = 0; j < valid; ++j) {
+          const float pj = p[size_t(j)] * inv;
+          const float* vj = v_cache + j * kv_row + kv_head * D;
+          for (int64_t d = 0; d < D; ++d) o[d] += pj * vj[d];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace farthing::kernels

@@ -11,12 +11,9 @@
 
 #include <cstdint>
 
-namespace farthing::kernels {
+#include "kernels/numerics/op_shapes.h"
 
-struct AttentionShape {
-  int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
-  int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
-};
+namespace farthing::kernels {
 
 // out (B*T, Hq*D), lse (B, Hq, T).
 void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, const float* qkv);
@@ -25,5 +22,13 @@ void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, cons
 // dk/dv, summed over each group in head order so results never depend on thread count).
 void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                             const float* out, const float* lse, const float* qkv);
+
+// Decoding against a KV cache: `rows` new query rows (rows of qkv, stride s.qkv_stride(),
+// queries first) at positions first_position, first_position + 1, ...; keys and values of
+// positions 0 .. first_position + rows - 1 are consecutive rows of Hkv*D floats in k_cache and
+// v_cache. out (rows, Hq*D). Row r attends causally to positions 0 .. first_position + r.
+// s.head_dim, q_heads and kv_heads are used; batch and seq are not.
+void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
+                          int64_t first_position, const float* k_cache, const float* v_cache);
 
 }  // namespace farthing::kernels

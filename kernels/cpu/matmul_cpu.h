@@ -13,16 +13,9 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/numerics/op_shapes.h"
+
 namespace farthing::kernels {
-
-enum class GemmDtype : uint8_t { kF32, kBF16, kF16 };
-enum class Trans : uint8_t { kN, kT };
-
-struct GemmShape {
-  int64_t m = 0, n = 0, k = 0;
-  int64_t lda = 0, ldb = 0, ldc = 0;  // row strides as stored (0: dense default)
-  Trans trans_a = Trans::kN, trans_b = Trans::kN;
-};
 
 // C(m, n) = op(A)(m, k) · op(B)(k, n), or C += ... when accumulate is true.
 void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,

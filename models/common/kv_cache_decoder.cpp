@@ -5,16 +5,12 @@
 #include "models/common/rope.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 
+#include "framework/backend/backend.h"
 #include "framework/core/error.h"
-#include "kernels/cpu/matmul_cpu.h"
-#include "kernels/cpu/nn_cpu.h"
 
 namespace farthing::models {
 
-namespace k = farthing::kernels;
 
 namespace {
 
@@ -27,8 +23,8 @@ int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
 }  // namespace
 
-KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params, int64_t max_seq)
-    : spec_(spec), params_(params) {
+KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params, int64_t max_seq, NnOps* ops)
+    : spec_(spec), params_(params), ops_(ops != nullptr ? *ops : backend_for(Device::cpu()).nn()) {
   const ModelConfig& c = spec_.config;
   c.validate();
   FARTHING_CHECK(params != nullptr, "model '", c.name, "': KvCacheDecoder needs a parameter buffer");
@@ -38,14 +34,14 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   const int64_t C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim(), V = c.vocab_size;
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t kv_elems = c.n_layers * max_seq_ * c.n_kv_heads * c.head_dim();
-  cache_ = Buffer(Device::cpu(), size_t(2 * kv_elems) * 4, MemoryCategory::kActivations);
+  cache_ = Buffer(ops_.device(), size_t(2 * kv_elems) * 4, MemoryCategory::kActivations);
 
   chunk_rows_ = std::min(kPrefillChunkRows, max_seq_);
   const int64_t R = chunk_rows_;
   const int64_t sizes[] = {R * C, R * C, R, R, R * Sq, R * C, R * F, R * H, V};
   int64_t total = 0;
   for (int64_t s : sizes) total += round16(s);
-  scratch_ = Buffer(Device::cpu(), size_t(total) * 4, MemoryCategory::kActivations);
+  scratch_ = Buffer(ops_.device(), size_t(total) * 4, MemoryCategory::kActivations);
   float* cursor = static_cast<float*>(scratch_.data());
   float** slots[] = {&x_, &n_, &mean_, &rstd_, &qkv_, &att_, &fc_, &act_, &logits_};
   for (size_t i = 0; i < std::size(slots); ++i) {
@@ -95,7 +91,7 @@ void KvCacheDecoder::forward_rows(const int32_t* tokens, int64_t rows) {
   // x (R, C) = wte[tokens] (+ wpe[positions]); the kernel's position is r % seq, so the
   // position table starts at this chunk's first position.
   const float* wpe = spec_.pos_emb >= 0 ? params_ + spec_.pos_emb + position_ * C : nullptr;
-  k::embedding_forward_cpu(x_, tokens, params_ + spec_.tok_emb, wpe, rows, rows, C);
+  ops_.embedding_forward(x_, tokens, params_ + spec_.tok_emb, wpe, rows, rows, C);
   for (int64_t l = 0; l < c.n_layers; ++l) block(l, rows);
   // Only the last row's logits are wanted: final norm and head on that row alone.
   const float* last = x_ + (rows - 1) * C;
@@ -115,15 +111,15 @@ void KvCacheDecoder::block(int64_t layer, int64_t rows) {
   linear(qkv_, n_, w.qkv_w, w.qkv_b, rows, C, Sq, o, false);
   if (llama) {
     const int64_t half = D / 2;
-    k::rope_apply_cpu(qkv_, rows, rows, c.n_heads + c.n_kv_heads, D, Sq, rope_cos_.data() + position_ * half,
+    ops_.rope_apply(qkv_, rows, rows, c.n_heads + c.n_kv_heads, D, Sq, rope_cos_.data() + position_ * half,
                       rope_sin_.data() + position_ * half, false);
   }
   // Cache this chunk's keys and values: rows of [k: Hkv*D | v: Hkv*D] after the queries.
   const int64_t kv_row = c.n_kv_heads * D;
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = qkv_ + r * Sq + c.n_heads * D;
-    std::memcpy(key_cache(layer, position_ + r), src, size_t(kv_row) * 4);
-    std::memcpy(value_cache(layer, position_ + r), src + kv_row, size_t(kv_row) * 4);
+    ops_.copy(key_cache(layer, position_ + r), src, kv_row);
+    ops_.copy(value_cache(layer, position_ + r), src + kv_row, kv_row);
   }
   attend(layer, rows);
   // x += att Wo^T + bo
@@ -133,70 +129,34 @@ void KvCacheDecoder::block(int64_t layer, int64_t rows) {
   const int64_t F = llama ? 2 * H : H;
   linear(fc_, n_, w.mlp_in_w, w.mlp_in_b, rows, C, F, o, false);
   if (llama) {
-    k::swiglu_forward_cpu(act_, fc_, rows, H);
+    ops_.swiglu_forward(act_, fc_, rows, H);
   } else {
-    k::gelu_forward_cpu(act_, fc_, rows * H);
+    ops_.gelu_forward(act_, fc_, rows * H);
   }
   linear(x_, act_, w.mlp_out_w, w.mlp_out_b, rows, H, C, o, true);
 }
 
 void KvCacheDecoder::attend(int64_t layer, int64_t rows) {
   const ModelConfig& c = spec_.config;
-  const int64_t D = c.head_dim(), Hq = c.n_heads, Sq = c.qkv_dim();
-  const int64_t group = Hq / c.n_kv_heads;
-  // NOTE: the training kernel's order: score = (q . k) * scale, exact max-subtracted softmax
-  // in fp32, out = sum_j p_j v_j.
-  const float scale = 1.0f / std::sqrt(float(D));
-#pragma omp parallel
-  {
-    std::vector<float> p(static_cast<size_t>(position_ + rows));
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t h = 0; h < Hq; ++h) {
-        const int64_t valid = position_ + r + 1;  // causal: keys at positions 0..position_ + r
-        const float* q = qkv_ + r * Sq + h * D;
-        const int64_t kv_head = h / group;
-        float m = -INFINITY;
-        for (int64_t j = 0; j < valid; ++j) {
-          const float* kj = key_cache(layer, j) + kv_head * D;
-          float dot = 0.0f;
-          for (int64_t d = 0; d < D; ++d) dot += q[d] * kj[d];
-          p[size_t(j)] = dot * scale;
-          m = std::max(m, p[size_t(j)]);
-        }
-        float sum = 0.0f;
-        for (int64_t j = 0; j < valid; ++j) {
-          p[size_t(j)] = std::exp(p[size_t(j)] - m);
-          sum += p[size_t(j)];
-        }
-        const float inv = 1.0f / sum;
-        float* out = att_ + r * Hq * D + h * D;
-        std::fill(out, out + D, 0.0f);
-        for (int64_t j = 0; j < valid; ++j) {
-          const float pj = p[size_t(j)] * inv;
-          const float* vj = value_cache(layer, j) + kv_head * D;
-          for (int64_t d = 0; d < D; ++d) out[d] += pj * vj[d];
-        }
-      }
-    }
-  }
+  const AttentionShape shape{1, max_seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
+  ops_.attention_decode(shape, att_, qkv_, rows, position_, key_cache(layer, 0), value_cache(layer, 0));
 }
 
 void KvCacheDecoder::norm(float* out, const float* x, int64_t w, int64_t b, int64_t rows) {
   const ModelConfig& c = spec_.config;
   if (c.family == ModelFamily::kGpt2) {
-    k::layernorm_forward_cpu(out, mean_, rstd_, x, params_ + w, params_ + b, rows, c.dim, c.norm_eps);
+    ops_.layernorm_forward(out, mean_, rstd_, x, params_ + w, params_ + b, rows, c.dim, c.norm_eps);
   } else {
-    k::rmsnorm_forward_cpu(out, rstd_, x, params_ + w, rows, c.dim, c.norm_eps);
+    ops_.rmsnorm_forward(out, rstd_, x, params_ + w, rows, c.dim, c.norm_eps);
   }
 }
 
 void KvCacheDecoder::linear(float* y, const float* x, int64_t w, int64_t bias, int64_t rows,
                             int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
-  k::GemmShape s{rows, n, kdim};
-  s.trans_b = orient == WeightOrientation::kOutIn ? k::Trans::kT : k::Trans::kN;  // W (N,K) or (K,N)
-  k::matmul_cpu(k::GemmDtype::kF32, s, x, params_ + w, y, accumulate);
-  if (bias >= 0) k::bias_add_cpu(y, params_ + bias, rows, n, n);
+  GemmShape s{rows, n, kdim};
+  s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
+  ops_.matmul(GemmDtype::kF32, s, x, params_ + w, y, accumulate);
+  if (bias >= 0) ops_.bias_add(y, params_ + bias, rows, n, n);
 }
 
 }  // namespace farthing::models

@@ -9,7 +9,8 @@
 // buffer must outlive the decoder and not change during a sequence.
 // KV cache: keys and values each (layers, max_seq, kv_heads, head_dim) fp32, one
 // MemoryCategory::kActivations Buffer; rotary embedding is applied to keys before caching.
-// Relies on: kernels/cpu (matmul_cpu, nn_cpu), framework/core/memory.h.
+// Every op runs through the backend's NnOps. Relies on: framework/backend/nn_ops.h,
+// framework/core/memory.h.
 // Tested by: tests/models/test_kv_cache_decoder.cpp (logits vs Transformer::forward_logits),
 // tests/models/test_stories260k_greedy.cpp, tests/models/test_smollm2_logits.cpp.
 #pragma once
@@ -18,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "framework/backend/nn_ops.h"
 #include "framework/core/memory.h"
 #include "models/common/transformer_spec.h"
 
@@ -26,7 +28,8 @@ namespace farthing::models {
 class KvCacheDecoder {
  public:
   // max_seq: positions the cache holds (0: the model's max_seq_len); must be <= max_seq_len.
-  KvCacheDecoder(const TransformerSpec& spec, const float* params, int64_t max_seq = 0);
+  // ops: where the maths runs (not owned); nullptr: the CPU backend's.
+  KvCacheDecoder(const TransformerSpec& spec, const float* params, int64_t max_seq = 0, NnOps* ops = nullptr);
 
   // Starts a new sequence: runs `tokens` (at least one) from position 0 and returns the
   // logits (vocab) of the last one. The span stays valid until the next prefill/step.
@@ -55,6 +58,7 @@ class KvCacheDecoder {
 
   TransformerSpec spec_;
   const float* params_;
+  NnOps& ops_;
   int64_t max_seq_ = 0, chunk_rows_ = 0, position_ = 0;
   Buffer cache_;    // keys then values, each (layers, max_seq, kv_heads, head_dim)
   Buffer scratch_;  // activations of one chunk of rows, and the last row's logits

@@ -8,13 +8,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu/attention_cpu.h"
-#include "kernels/cpu/matmul_cpu.h"
-#include "kernels/cpu/nn_cpu.h"
+#include "framework/backend/backend.h"
 
 namespace farthing::models {
 
-namespace k = farthing::kernels;
 
 namespace {
 
@@ -31,10 +28,10 @@ struct Carver {
   }
 };
 
-k::GemmDtype gemm_dtype_of(ComputeMode mode) {
-  return mode == ComputeMode::kBF16 ? k::GemmDtype::kBF16
-         : mode == ComputeMode::kF16 ? k::GemmDtype::kF16
-                                      : k::GemmDtype::kF32;
+GemmDtype gemm_dtype_of(ComputeMode mode) {
+  return mode == ComputeMode::kBF16 ? GemmDtype::kBF16
+         : mode == ComputeMode::kF16 ? GemmDtype::kF16
+                                      : GemmDtype::kF32;
 }
 
 uint64_t splitmix(uint64_t x) {
@@ -47,7 +44,11 @@ uint64_t splitmix(uint64_t x) {
 }  // namespace
 
 Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, ModelOptions options)
-    : spec_(std::move(spec)), batch_(batch), seq_(seq), options_(options) {
+    : spec_(std::move(spec)),
+      batch_(batch),
+      seq_(seq),
+      options_(options),
+      ops_(options.ops != nullptr ? *options.ops : backend_for(Device::cpu()).nn()) {
   const ModelConfig& c = spec_.config;
   c.validate();
   FARTHING_CHECK(batch > 0 && seq > 0 && seq <= c.max_seq_len, "model '", c.name, "': batch(",
@@ -59,13 +60,12 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const int64_t n = spec_.layout.total_elems();
   if (options.unit_storage == nullptr) {
-    params_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kWeights);
-    grads_ = Buffer(Device::cpu(), size_t(n) * 4, MemoryCategory::kGrads);
-    std::memset(params_.data(), 0, params_.bytes());
-    std::memset(grads_.data(), 0, grads_.bytes());
+    params_ = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kWeights);
+    grads_ = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kGrads);
+    ops_.zero(params(), n);
+    ops_.zero(grads(), n);
     if (options.compute != ComputeMode::kF32) {
-      working_ = Buffer(Device::cpu(), size_t(n) * 2, MemoryCategory::kWeights);
-      std::memset(working_.data(), 0, working_.bytes());
+      working_ = Buffer(ops_.device(), size_t(n) * 2, MemoryCategory::kWeights);
     }
   } else {
     const size_t units = spec_.layout.units().size();
@@ -100,7 +100,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   };
   Carver sizing{nullptr};
   carve_acts(sizing);
-  acts_ = Buffer(Device::cpu(), size_t(sizing.used) * 4, MemoryCategory::kActivations);
+  acts_ = Buffer(ops_.device(), size_t(sizing.used) * 4, MemoryCategory::kActivations);
   Carver acts{static_cast<float*>(acts_.data())};
   carve_acts(acts);
 
@@ -116,13 +116,13 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   };
   Carver scratch_size{nullptr};
   carve_scratch(scratch_size);
-  scratch_ = Buffer(Device::cpu(), size_t(scratch_size.used) * 4, MemoryCategory::kActivations);
+  scratch_ = Buffer(ops_.device(), size_t(scratch_size.used) * 4, MemoryCategory::kActivations);
   Carver scratch{static_cast<float*>(scratch_.data())};
   carve_scratch(scratch);
 
   if (options.compute != ComputeMode::kF32) {
     bf16_slot_elems_ = round16(std::max(M * std::max({C, H, F, Sq}), R * V));
-    bf16_scratch_ = Buffer(Device::cpu(), size_t(2 * bf16_slot_elems_) * 2, MemoryCategory::kActivations);
+    bf16_scratch_ = Buffer(ops_.device(), size_t(2 * bf16_slot_elems_) * 2, MemoryCategory::kActivations);
     bf16_slots_[0] = static_cast<uint16_t*>(bf16_scratch_.data());
     bf16_slots_[1] = bf16_slots_[0] + bf16_slot_elems_;
   }
@@ -160,7 +160,7 @@ void Transformer::init_weights(const TransformerSpec& spec, float* p, uint64_t s
 }
 
 void Transformer::zero_grads() {
-  if (options_.unit_storage == nullptr) std::memset(grads_.data(), 0, grads_.bytes());
+  if (options_.unit_storage == nullptr) ops_.zero(grads(), layout().total_elems());
 }
 
 int Transformer::unit_of(int64_t offset) const {
@@ -194,10 +194,9 @@ void Transformer::acquire_unit(int u) {
   if (options_.compute != ComputeMode::kF32) {  // the unit's 16-bit GEMM copy
     const ParamUnit& unit = layout().units()[size_t(u)];
     const int64_t n = unit.span_elems();
-    unit_working_[size_t(u)] = Buffer(Device::cpu(), size_t(n) * 2, MemoryCategory::kWeights);
+    unit_working_[size_t(u)] = Buffer(ops_.device(), size_t(n) * 2, MemoryCategory::kWeights);
     auto* w = static_cast<uint16_t*>(unit_working_[size_t(u)].data());
-    if (options_.compute == ComputeMode::kBF16) k::f32_to_bf16_cpu(w, p, n);
-    else k::f32_to_f16_cpu(w, p, n);
+    ops_.narrow(gemm_dtype_of(options_.compute), w, p, n);
   }
 }
 
@@ -225,8 +224,7 @@ void Transformer::release_all_units() {
 void Transformer::refresh_working_weights() {
   if (options_.unit_storage != nullptr) return;  // converted per unit on acquire
   auto* w = static_cast<uint16_t*>(working_.data());
-  if (options_.compute == ComputeMode::kBF16) k::f32_to_bf16_cpu(w, params(), layout().total_elems());
-  if (options_.compute == ComputeMode::kF16) k::f32_to_f16_cpu(w, params(), layout().total_elems());
+  if (options_.compute != ComputeMode::kF32) ops_.narrow(gemm_dtype_of(options_.compute), w, params(), layout().total_elems());
 }
 
 const void* Transformer::weight_ptr(int64_t offset) const {
@@ -241,40 +239,39 @@ const void* Transformer::gemm_operand(const float* x, int64_t count, int slot) {
   if (options_.compute == ComputeMode::kF32) return x;
   FARTHING_CHECK(count <= bf16_slot_elems_, "16-bit GEMM operand of ", count,
                  " elements exceeds the scratch slot of ", bf16_slot_elems_);
-  if (options_.compute == ComputeMode::kBF16) k::f32_to_bf16_cpu(bf16_slots_[slot], x, count);
-  else k::f32_to_f16_cpu(bf16_slots_[slot], x, count);
+  ops_.narrow(gemm_dtype_of(options_.compute), bf16_slots_[slot], x, count);
   return bf16_slots_[slot];
 }
 
 void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bias, int64_t m,
                                  int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
-  const k::GemmDtype dt = gemm_dtype_of(options_.compute);
-  k::GemmShape s{m, n, kdim};
-  s.trans_b = orient == WeightOrientation::kOutIn ? k::Trans::kT : k::Trans::kN;  // W (N,K) or (K,N)
-  k::matmul_cpu(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y, accumulate);
-  if (bias >= 0) k::bias_add_cpu(y, P(bias), m, n, n);
+  const GemmDtype dt = gemm_dtype_of(options_.compute);
+  GemmShape s{m, n, kdim};
+  s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
+  ops_.matmul(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y, accumulate);
+  if (bias >= 0) ops_.bias_add(y, P(bias), m, n, n);
 }
 
 void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy,
                                   const float* x, int64_t m, int64_t kdim, int64_t n,
                                   WeightOrientation orient) {
-  const k::GemmDtype dt = gemm_dtype_of(options_.compute);
+  const GemmDtype dt = gemm_dtype_of(options_.compute);
   const void* dy_op = gemm_operand(dy, m * n, 0);
   const void* x_op = gemm_operand(x, m * kdim, 1);
   // dx (M, K) = dy (M, N) . W
-  k::GemmShape sx{m, kdim, n};
-  sx.trans_b = orient == WeightOrientation::kOutIn ? k::Trans::kN : k::Trans::kT;
+  GemmShape sx{m, kdim, n};
+  sx.trans_b = orient == WeightOrientation::kOutIn ? Trans::kN : Trans::kT;
   sx.ldb = orient == WeightOrientation::kOutIn ? kdim : n;
-  k::matmul_cpu(dt, sx, dy_op, weight_ptr(w), dx, false);
+  ops_.matmul(dt, sx, dy_op, weight_ptr(w), dx, false);
   // dW += dy^T x  (W as (N, K)) or x^T dy (W as (K, N))
   if (orient == WeightOrientation::kOutIn) {
-    k::GemmShape sw{n, kdim, m, n, kdim, kdim, k::Trans::kT, k::Trans::kN};
-    k::matmul_cpu(dt, sw, dy_op, x_op, G(w), true);
+    GemmShape sw{n, kdim, m, n, kdim, kdim, Trans::kT, Trans::kN};
+    ops_.matmul(dt, sw, dy_op, x_op, G(w), true);
   } else {
-    k::GemmShape sw{kdim, n, m, kdim, n, n, k::Trans::kT, k::Trans::kN};
-    k::matmul_cpu(dt, sw, x_op, dy_op, G(w), true);
+    GemmShape sw{kdim, n, m, kdim, n, n, Trans::kT, Trans::kN};
+    ops_.matmul(dt, sw, x_op, dy_op, G(w), true);
   }
-  if (bias >= 0) k::bias_backward_cpu(G(bias), dy, m, n, n);
+  if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
 }
 
 void Transformer::norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w,
@@ -282,9 +279,9 @@ void Transformer::norm_forward(float* out, float* mean, float* rstd, const float
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_;
   if (c.family == ModelFamily::kGpt2) {
-    k::layernorm_forward_cpu(out, mean, rstd, x, P(w), P(b), M, c.dim, c.norm_eps);
+    ops_.layernorm_forward(out, mean, rstd, x, P(w), P(b), M, c.dim, c.norm_eps);
   } else {
-    k::rmsnorm_forward_cpu(out, rstd, x, P(w), M, c.dim, c.norm_eps);
+    ops_.rmsnorm_forward(out, rstd, x, P(w), M, c.dim, c.norm_eps);
   }
 }
 
@@ -293,9 +290,9 @@ void Transformer::norm_backward(float* dx, const float* dout, const float* x, in
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_;
   if (c.family == ModelFamily::kGpt2) {
-    k::layernorm_backward_cpu(dx, G(w), G(b), dout, x, P(w), mean, rstd, M, c.dim);
+    ops_.layernorm_backward(dx, G(w), G(b), dout, x, P(w), mean, rstd, M, c.dim);
   } else {
-    k::rmsnorm_backward_cpu(dx, G(w), dout, x, P(w), rstd, M, c.dim);
+    ops_.rmsnorm_backward(dx, G(w), dout, x, P(w), rstd, M, c.dim);
   }
 }
 
@@ -310,7 +307,7 @@ void Transformer::embed(const int32_t* tokens) {
     FARTHING_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token ", tokens[i], " at position ",
                    i, " is outside the vocabulary [0, ", c.vocab_size, ")");
   }
-  k::embedding_forward_cpu(resid_, tokens, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M,
+  ops_.embedding_forward(resid_, tokens, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M,
                            seq_, c.dim);
 }
 
@@ -324,25 +321,25 @@ void Transformer::block_forward(int64_t layer, BlockActs& a, const float* x, flo
   norm_forward(a.n1, a.n1_mean, a.n1_rstd, x, w.norm1_w, w.norm1_b);
   linear_forward(a.qkv, a.n1, w.qkv_w, w.qkv_b, M, C, Sq, o, false);
   if (llama) {
-    k::rope_apply_cpu(a.qkv, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_.data(),
+    ops_.rope_apply(a.qkv, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_.data(),
                       rope_sin_.data(), false);
   }
-  const k::AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
-  k::attention_forward_cpu(as, a.att, a.lse, a.qkv);
+  const AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
+  ops_.attention_forward(as, a.att, a.lse, a.qkv);
   // mid = x + att Wo^T + bo
-  std::memcpy(a.mid, x, size_t(M * C) * 4);
+  ops_.copy(a.mid, x, M * C);
   linear_forward(a.mid, a.att, w.attn_out_w, w.attn_out_b, M, C, C, o, true);
   // n2 = norm(mid); act = silu(n2 Wg^T) * (n2 Wu^T)  |  gelu(n2 Wfc + bfc)
   norm_forward(a.n2, a.n2_mean, a.n2_rstd, a.mid, w.norm2_w, w.norm2_b);
   const int64_t F = llama ? 2 * H : H;
   linear_forward(a.fc, a.n2, w.mlp_in_w, w.mlp_in_b, M, C, F, o, false);
   if (llama) {
-    k::swiglu_forward_cpu(a.act, a.fc, M, H);
+    ops_.swiglu_forward(a.act, a.fc, M, H);
   } else {
-    k::gelu_forward_cpu(a.act, a.fc, M * H);
+    ops_.gelu_forward(a.act, a.fc, M * H);
   }
   // y = mid + act Wout^T + bout
-  std::memcpy(y, a.mid, size_t(M * C) * 4);
+  ops_.copy(y, a.mid, M * C);
   linear_forward(y, a.act, w.mlp_out_w, w.mlp_out_b, M, H, C, o, true);
 }
 
@@ -356,17 +353,17 @@ void Transformer::block_backward(int64_t layer, BlockActs& a, const float* x) {
   // dres_ holds dL/dy on entry and dL/dx on exit (the residual passes it through).
   linear_backward(dact_, w.mlp_out_w, w.mlp_out_b, dres_, a.act, M, H, C, o);
   if (llama) {
-    k::swiglu_backward_cpu(dfc_, dact_, a.fc, M, H);
+    ops_.swiglu_backward(dfc_, dact_, a.fc, M, H);
   } else {
-    k::gelu_backward_cpu(dfc_, dact_, a.fc, M * H);
+    ops_.gelu_backward(dfc_, dact_, a.fc, M * H);
   }
   linear_backward(dn_, w.mlp_in_w, w.mlp_in_b, dfc_, a.n2, M, C, F, o);
   norm_backward(dres_, dn_, a.mid, w.norm2_w, w.norm2_b, a.n2_mean, a.n2_rstd);
   linear_backward(datt_, w.attn_out_w, w.attn_out_b, dres_, a.att, M, C, C, o);
-  const k::AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
-  k::attention_backward_cpu(as, dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
+  const AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
+  ops_.attention_backward(as, dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
   if (llama) {
-    k::rope_apply_cpu(dqkv_, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_.data(),
+    ops_.rope_apply(dqkv_, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_.data(),
                       rope_sin_.data(), true);
   }
   linear_backward(dn_, w.qkv_w, w.qkv_b, dqkv_, a.n1, M, C, Sq, o);
@@ -400,9 +397,9 @@ Transformer::LossSum Transformer::loss_and_head(const int32_t* targets, bool wan
     const int64_t rows = std::min(R, M - r0);
     // logits (rows, V) = nf Whead^T
     linear_forward(logits_, nf_ + r0 * C, spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, false);
-    if (logits_out) std::memcpy(logits_out + r0 * V, logits_, size_t(rows * V) * 4);
+    if (logits_out) ops_.copy(logits_out + r0 * V, logits_, rows * V);
     if (!targets) continue;
-    total += k::cross_entropy_rows_cpu(logits_, targets + r0, rows, V, grad_scale, want_grad);
+    total += ops_.cross_entropy_rows(logits_, targets + r0, rows, V, grad_scale, want_grad);
     if (want_grad) {
       linear_backward(dn_ + r0 * C, spec_.head_w, -1, logits_, nf_ + r0 * C, rows, C, V,
                       WeightOrientation::kOutIn);
@@ -442,7 +439,7 @@ Transformer::LossSum Transformer::forward_loss_sum(const int32_t* tokens, const 
 void Transformer::backward_from_head(const int32_t* tokens) {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, MC = M * c.dim;
-  std::memset(dres_, 0, size_t(MC) * 4);
+  ops_.zero(dres_, MC);
   norm_backward(dres_, dn_, resid_ + c.n_layers * MC, spec_.final_norm_w, spec_.final_norm_b,
                 nf_mean_, nf_rstd_);
   // The head unit (final norm, and the output head when untied) is finished; a tied head's
@@ -463,7 +460,7 @@ void Transformer::backward_from_head(const int32_t* tokens) {
     unit_grads_done(unit);
     release_unit(unit);
   }
-  k::embedding_backward_cpu(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens, M,
+  ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens, M,
                             seq_, c.dim);
   const int embedding = unit_of(spec_.tok_emb);
   unit_grads_done(embedding);

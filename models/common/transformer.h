@@ -9,13 +9,15 @@
 // gradient flows into the head and the final norm before the next chunk is computed.
 // Activation checkpointing per block keeps only the block inputs and recomputes the rest
 // in backward with the same code, so gradients are bitwise those of the stored run.
-// Relies on: kernels/cpu (matmul_cpu, nn_cpu, attention_cpu), framework/core/memory.h.
+// Every op runs through the backend's NnOps (framework/backend/nn_ops.h); the model includes
+// no kernel directly. Relies on: framework/backend/nn_ops.h, framework/core/memory.h.
 // Tested by: tests/models/test_model_goldens.cpp, test_gradcheck.cpp, test_model_modes.cpp.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "framework/backend/nn_ops.h"
 #include "framework/core/memory.h"
 #include "models/common/transformer_spec.h"
 
@@ -54,6 +56,8 @@ struct ModelOptions {
   // nullptr: the model owns full fp32 parameter and gradient buffers (params(), grads()).
   // Otherwise neither exists; units come and go through the storage (not owned).
   UnitStorage* unit_storage = nullptr;
+  // The ops the model runs on (not owned); nullptr: the CPU backend's, backend_for(cpu).nn().
+  NnOps* ops = nullptr;
 };
 
 class Transformer {
@@ -142,6 +146,7 @@ class Transformer {
   TransformerSpec spec_;
   int64_t batch_, seq_;
   ModelOptions options_;
+  NnOps& ops_;
   Buffer params_, grads_, working_, acts_, scratch_, bf16_scratch_;
   std::vector<float> rope_cos_, rope_sin_;  // (seq, head_dim / 2)
   // Carved from acts_: residual stream (L+1) x (BT, C); per-layer (or one) BlockActs; final norm.

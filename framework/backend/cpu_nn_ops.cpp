@@ -1,0 +1,109 @@
+// cpu_nn_ops.cpp — see cpu_nn_ops.h: each op is one call into kernels/cpu.
+#include "framework/backend/cpu_nn_ops.h"
+
+#include <cstring>
+
+#include "framework/core/error.h"
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/cpu/nn_cpu.h"
+
+namespace farthing {
+
+namespace k = farthing::kernels;
+
+void CpuNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                      bool accumulate) {
+  k::matmul_cpu(dtype, shape, a, b, c, accumulate);
+}
+
+void CpuNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
+  k::attention_forward_cpu(s, out, lse, qkv);
+}
+
+void CpuNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                                  const float* out, const float* lse, const float* qkv) {
+  k::attention_backward_cpu(s, dqkv, scratch, dout, out, lse, qkv);
+}
+
+void CpuNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
+                                int64_t first_position, const float* k_cache, const float* v_cache) {
+  k::attention_decode_cpu(s, out, qkv, rows, first_position, k_cache, v_cache);
+}
+
+void CpuNnOps::rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                               float eps) {
+  k::rmsnorm_forward_cpu(out, rstd, x, w, n, c, eps);
+}
+
+void CpuNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
+                                const float* rstd, int64_t n, int64_t c) {
+  k::rmsnorm_backward_cpu(dx, dw, dout, x, w, rstd, n, c);
+}
+
+void CpuNnOps::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                                 const float* b, int64_t n, int64_t c, float eps) {
+  k::layernorm_forward_cpu(out, mean, rstd, x, w, b, n, c, eps);
+}
+
+void CpuNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                                  const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
+  k::layernorm_backward_cpu(dx, dw, db, dout, x, w, mean, rstd, n, c);
+}
+
+void CpuNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                          const float* cos, const float* sin, bool inverse) {
+  k::rope_apply_cpu(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+}
+
+void CpuNnOps::swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) {
+  k::swiglu_forward_cpu(act, gu, n, h);
+}
+
+void CpuNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
+  k::swiglu_backward_cpu(dgu, dact, gu, n, h);
+}
+
+void CpuNnOps::gelu_forward(float* out, const float* x, int64_t count) { k::gelu_forward_cpu(out, x, count); }
+
+void CpuNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
+  k::gelu_backward_cpu(dx, dout, x, count);
+}
+
+void CpuNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                                 int64_t seq, int64_t c) {
+  k::embedding_forward_cpu(out, tokens, wte, wpe, n, seq, c);
+}
+
+void CpuNnOps::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                                  int64_t seq, int64_t c) {
+  k::embedding_backward_cpu(dwte, dwpe, dout, tokens, n, seq, c);
+}
+
+void CpuNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {
+  k::bias_add_cpu(out, bias, n, c, stride);
+}
+
+void CpuNnOps::bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
+  k::bias_backward_cpu(dbias, dout, n, c, stride);
+}
+
+double CpuNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                                    float grad_scale, bool want_grad) {
+  return k::cross_entropy_rows_cpu(logits, targets, rows, vocab, grad_scale, want_grad);
+}
+
+void CpuNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {
+  FARTHING_CHECK(dtype == GemmDtype::kBF16 || dtype == GemmDtype::kF16,
+                 "narrow: the GEMM operand type must be bf16 or fp16");
+  if (dtype == GemmDtype::kBF16) k::f32_to_bf16_cpu(dst, src, count);
+  else k::f32_to_f16_cpu(dst, src, count);
+}
+
+void CpuNnOps::copy(float* dst, const float* src, int64_t count) {
+  std::memcpy(dst, src, size_t(count) * sizeof(float));
+}
+
+void CpuNnOps::zero(float* dst, int64_t count) { std::memset(dst, 0, size_t(count) * sizeof(float)); }
+
+}  // namespace farthing

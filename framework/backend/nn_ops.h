@@ -1,0 +1,98 @@
+// nn_ops.h — the ops a transformer's forward and backward are written against.
+//
+// models/ calls only these (never kernels/ directly), so a model is written once and runs
+// wherever a backend implements them: Backend::nn() hands out the backend's set. The CPU set
+// (cpu_nn_ops.h) is the reference over kernels/cpu; a CUDA set is not written yet, and the
+// CUDA backend says so when asked (the trainer runs on the CPU today).
+//
+// Pointers address memory of the backend's device. Shapes are in comments: N rows of C
+// channels. As in kernels/cpu/nn_cpu.h, backward ops *accumulate* into weight gradients
+// (dw +=) and, where marked, into input gradients, so residual branches and tied weights add
+// up without extra buffers; reductions over rows are summed in row order, so results do not
+// depend on the thread count.
+// Relies on: kernels/numerics/op_shapes.h. Tested by: tests/models/test_model_ops_routing.cpp
+// (every op of a training step goes through here) and the model goldens.
+#pragma once
+
+#include <cstdint>
+
+#include "framework/core/tensor.h"
+#include "kernels/numerics/op_shapes.h"
+
+namespace farthing {
+
+using kernels::AttentionShape;
+using kernels::GemmDtype;
+using kernels::GemmShape;
+using kernels::Trans;
+
+class NnOps {
+ public:
+  virtual ~NnOps() = default;
+  // The device whose memory the pointers below address.
+  virtual Device device() const = 0;
+
+  // C(m, n) = op(A) · op(B), or C += ... when accumulate; A and B of `dtype`, C fp32.
+  virtual void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                      bool accumulate) = 0;
+
+  // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride).
+  virtual void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) = 0;
+  // dqkv (B*T, stride) is overwritten; scratch holds 2 * B * Hq * T * D floats.
+  virtual void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                                  const float* out, const float* lse, const float* qkv) = 0;
+
+  // Decoding against a KV cache: `rows` query rows (qkv layout) at positions first_position..,
+  // keys/values of positions 0 .. first_position + rows - 1 as rows of Hkv*D in the caches.
+  virtual void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
+                                int64_t first_position, const float* k_cache, const float* v_cache) = 0;
+
+  // out = x * rsqrt(mean(x^2) + eps) * w                 x, out (N, C); rstd (N)
+  virtual void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                               float eps) = 0;
+  // dx += ..., dw += ...
+  virtual void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
+                                const float* rstd, int64_t n, int64_t c) = 0;
+  // out = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm)
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                                 const float* b, int64_t n, int64_t c, float eps) = 0;
+  // dx += ..., dw += ..., db += ...
+  virtual void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                                  const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) = 0;
+
+  // Rotary embedding (rotate-half layout) in place on `heads` heads at the start of each row;
+  // row r is at position r % seq; cos/sin (seq, head_dim / 2); inverse rotates by -angle.
+  virtual void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                          const float* cos, const float* sin, bool inverse) = 0;
+
+  // act = silu(gate) * up, gu rows [gate (H) | up (H)]; backward overwrites dgu.
+  virtual void swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) = 0;
+  virtual void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) = 0;
+  // out = gelu_tanh(x); backward overwrites dx.
+  virtual void gelu_forward(float* out, const float* x, int64_t count) = 0;
+  virtual void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) = 0;
+
+  // out[r] = wte[tok[r]] (+ wpe[r % seq]); backward: dwte[tok[r]] += dout[r], dwpe likewise
+  // (wpe / dwpe may be null). tokens are device memory.
+  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                                 int64_t n, int64_t seq, int64_t c) = 0;
+  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                                  int64_t seq, int64_t c) = 0;
+
+  // out[r] += bias (rows of `stride`); dbias += sum over rows of dout.
+  virtual void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) = 0;
+  virtual void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) = 0;
+
+  // Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
+  // (softmax - onehot) * grad_scale, or zeros where target < 0. Returns the sum of the losses.
+  virtual double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                                    float grad_scale, bool want_grad) = 0;
+
+  // dst = src rounded to the 16-bit GEMM operand type (kBF16 or kF16), nearest-even.
+  virtual void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) = 0;
+  // dst = src / dst = 0, count floats (either side of copy may be host memory).
+  virtual void copy(float* dst, const float* src, int64_t count) = 0;
+  virtual void zero(float* dst, int64_t count) = 0;
+};
+
+}  // namespace farthing

@@ -1,0 +1,30 @@
+// op_shapes.h — the shape descriptors of the model ops (GEMM, attention), shared by every
+// backend's kernels and by the backend interface (framework/backend/nn_ops.h).
+//
+// Plain data, no maths: a GEMM or attention call is described the same way whichever device
+// runs it, so models are written once against framework/backend/nn_ops.h.
+// Relies on: nothing. Used by: kernels/cpu/matmul_cpu.h, kernels/cpu/attention_cpu.h, nn_ops.h.
+#pragma once
+
+#include <cstdint>
+
+namespace farthing::kernels {
+
+// The operand type of a GEMM; C is always fp32 (fp32 accumulation).
+enum class GemmDtype : uint8_t { kF32, kBF16, kF16 };
+enum class Trans : uint8_t { kN, kT };
+
+// C(m, n) (+)= op(A)(m, k) · op(B)(k, n); A and B row-major as stored, op(X) = X or X^T.
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;  // row strides as stored (0: dense default)
+  Trans trans_a = Trans::kN, trans_b = Trans::kN;
+};
+
+// Causal attention over the packed projection qkv: B*T rows of [q: Hq*D | k: Hkv*D | v: Hkv*D].
+struct AttentionShape {
+  int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
+};
+
+}  // namespace farthing::kernels

@@ -1,0 +1,20 @@
+# no_direct_kernels.cmake — models/ is written against the backend's NnOps
+# (framework/backend/nn_ops.h): no file under models/ may include a device's kernels
+# (kernels/cpu or kernels/cuda). Run as: cmake -DMODELS_DIR=... -P no_direct_kernels.cmake
+file(GLOB_RECURSE sources "${MODELS_DIR}/*.h" "${MODELS_DIR}/*.cpp")
+set(offenders "")
+foreach(f IN LISTS sources)
+  file(STRINGS "${f}" hits REGEX "#include \"kernels/(cpu|cuda)/")
+  if(hits)
+    list(APPEND offenders "${f}: ${hits}")
+  endif()
+endforeach()
+list(LENGTH sources count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "no sources found under ${MODELS_DIR}")
+endif()
+if(offenders)
+  string(REPLACE ";" "\n  " listing "${offenders}")
+  message(FATAL_ERROR "models/ includes device kernels directly; go through NnOps:\n  ${listing}")
+endif()
+message(STATUS "${count} files under models/ include no device kernels")

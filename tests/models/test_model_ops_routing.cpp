@@ -1,0 +1,249 @@
+// test_model_ops_routing.cpp — models run every op through the backend's NnOps
+// (framework/backend/nn_ops.h), never through kernels directly: a recording NnOps that counts
+// each call and forwards it to the CPU set sees exactly the calls a training step and a
+// decoding step must make, and the results are bitwise those of the default (CPU backend) run.
+// An NnOps that refuses GEMMs makes the model fail, so no product bypasses the interface.
+// The source check (no #include of kernels/cpu under models/) is tests/models/no_direct_kernels.cmake.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "framework/backend/backend.h"
+#include "framework/backend/cpu_nn_ops.h"
+#include "models/common/kv_cache_decoder.h"
+#include "models/common/presets.h"
+#include "models/common/transformer.h"
+#include "models/gpt2/gpt2.h"
+#include "models/llama/llama.h"
+
+namespace farthing::models {
+namespace {
+
+// Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
+class RecordingOps final : public NnOps {
+ public:
+  std::map<std::string, int> calls;
+  bool refuse_matmul = false;
+
+  Device device() const override { return cpu_.device(); }
+  void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+              bool accumulate) override {
+    ++calls["matmul"];
+    if (refuse_matmul) throw std::runtime_error("matmul refused by the test");
+    cpu_.matmul(dtype, shape, a, b, c, accumulate);
+  }
+  void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override {
+    ++calls["attention_forward"];
+    cpu_.attention_forward(s, out, lse, qkv);
+  }
+  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const float* out,
+                          const float* lse, const float* qkv) override {
+    ++calls["attention_backward"];
+    cpu_.attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+  }
+  void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
+                        const float* k_cache, const float* v_cache) override {
+    ++calls["attention_decode"];
+    cpu_.attention_decode(s, out, qkv, rows, first_position, k_cache, v_cache);
+  }
+  void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                       float eps) override {
+    ++calls["rmsnorm_forward"];
+    cpu_.rmsnorm_forward(out, rstd, x, w, n, c, eps);
+  }
+  void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+                        int64_t n, int64_t c) override {
+    ++calls["rmsnorm_backward"];
+    cpu_.rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                         int64_t n, int64_t c, float eps) override {
+    ++calls["layernorm_forward"];
+    cpu_.layernorm_forward(out, mean, rstd, x, w, b, n, c, eps);
+  }
+  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                          const float* mean, const float* rstd, int64_t n, int64_t c) override {
+    ++calls["layernorm_backward"];
+    cpu_.layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c);
+  }
+  void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                  const float* cos, const float* sin, bool inverse) override {
+    ++calls[inverse ? "rope_inverse" : "rope"];
+    cpu_.rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+  }
+  void swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) override {
+    ++calls["swiglu_forward"];
+    cpu_.swiglu_forward(act, gu, n, h);
+  }
+  void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override {
+    ++calls["swiglu_backward"];
+    cpu_.swiglu_backward(dgu, dact, gu, n, h);
+  }
+  void gelu_forward(float* out, const float* x, int64_t count) override {
+    ++calls["gelu_forward"];
+    cpu_.gelu_forward(out, x, count);
+  }
+  void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override {
+    ++calls["gelu_backward"];
+    cpu_.gelu_backward(dx, dout, x, count);
+  }
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                         int64_t seq, int64_t c) override {
+    ++calls["embedding_forward"];
+    cpu_.embedding_forward(out, tokens, wte, wpe, n, seq, c);
+  }
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                          int64_t seq, int64_t c) override {
+    ++calls["embedding_backward"];
+    cpu_.embedding_backward(dwte, dwpe, dout, tokens, n, seq, c);
+  }
+  void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override {
+    ++calls["bias_add"];
+    cpu_.bias_add(out, bias, n, c, stride);
+  }
+  void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) override {
+    ++calls["bias_backward"];
+    cpu_.bias_backward(dbias, dout, n, c, stride);
+  }
+  double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                            bool want_grad) override {
+    ++calls["cross_entropy_rows"];
+    return cpu_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad);
+  }
+  void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override {
+    ++calls["narrow"];
+    cpu_.narrow(dtype, dst, src, count);
+  }
+  void copy(float* dst, const float* src, int64_t count) override {
+    ++calls["copy"];
+    cpu_.copy(dst, src, count);
+  }
+  void zero(float* dst, int64_t count) override {
+    ++calls["zero"];
+    cpu_.zero(dst, count);
+  }
+
+ private:
+  CpuNnOps cpu_;
+};
+
+ModelConfig micro(ModelFamily family) {
+  ModelConfig c = family == ModelFamily::kGpt2 ? gpt2_124m() : smollm2_135m();
+  c.name = "routing-micro";
+  c.vocab_size = 40;
+  c.dim = 32;
+  c.hidden_dim = 48;
+  c.n_layers = 3;
+  c.n_heads = 4;
+  c.n_kv_heads = family == ModelFamily::kGpt2 ? 4 : 2;
+  c.max_seq_len = 32;
+  return c;
+}
+
+constexpr int64_t kBatch = 2, kSeq = 12, kChunkRows = 10;  // 24 rows: loss chunks of 10, 10, 4
+
+std::vector<int32_t> tokens_for(const ModelConfig& c, int salt) {
+  std::vector<int32_t> t(size_t(kBatch * kSeq));
+  for (size_t i = 0; i < t.size(); ++i) t[i] = int32_t((i * 7 + size_t(salt) * 3 + 1) % size_t(c.vocab_size));
+  return t;
+}
+
+struct StepResult {
+  float loss;
+  std::vector<float> grads;
+};
+
+StepResult train_step(const ModelConfig& c, ComputeMode compute, NnOps* ops) {
+  ModelOptions options;
+  options.compute = compute;
+  options.loss_chunk_rows = kChunkRows;
+  options.ops = ops;
+  Transformer model(make_spec(c), kBatch, kSeq, options);
+  model.init_weights(7);
+  const std::vector<int32_t> tokens = tokens_for(c, 0), targets = tokens_for(c, 1);
+  StepResult r;
+  r.loss = model.forward_backward(tokens.data(), targets.data());
+  r.grads.assign(model.grads(), model.grads() + model.layout().total_elems());
+  return r;
+}
+
+class OpsRouting : public ::testing::TestWithParam<ModelFamily> {};
+
+TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
+  const ModelConfig c = micro(GetParam());
+  const bool llama = GetParam() == ModelFamily::kLlama;
+  const int64_t L = c.n_layers, chunks = 3;
+  for (ComputeMode compute : {ComputeMode::kF32, ComputeMode::kBF16}) {
+    RecordingOps ops;
+    const StepResult routed = train_step(c, compute, &ops);
+    const StepResult plain = train_step(c, compute, nullptr);
+    EXPECT_EQ(std::memcmp(&routed.loss, &plain.loss, 4), 0) << routed.loss << " vs " << plain.loss;
+    ASSERT_EQ(routed.grads.size(), plain.grads.size());
+    EXPECT_EQ(std::memcmp(routed.grads.data(), plain.grads.data(), plain.grads.size() * 4), 0);
+
+    // Per block: 4 linears forward (qkv, out, mlp in, mlp out), each 2 GEMMs backward; the
+    // head: 1 GEMM forward and 2 backward per loss chunk.
+    EXPECT_EQ(ops.calls["matmul"], 12 * L + 3 * chunks);
+    EXPECT_EQ(ops.calls["attention_forward"], L);
+    EXPECT_EQ(ops.calls["attention_backward"], L);
+    EXPECT_EQ(ops.calls["cross_entropy_rows"], chunks);
+    EXPECT_EQ(ops.calls["embedding_forward"], 1);
+    EXPECT_EQ(ops.calls["embedding_backward"], 1);
+    const char* norm_fwd = llama ? "rmsnorm_forward" : "layernorm_forward";
+    const char* norm_bwd = llama ? "rmsnorm_backward" : "layernorm_backward";
+    EXPECT_EQ(ops.calls[norm_fwd], 2 * L + 1);
+    EXPECT_EQ(ops.calls[norm_bwd], 2 * L + 1);
+    EXPECT_EQ(ops.calls[llama ? "swiglu_forward" : "gelu_forward"], L);
+    EXPECT_EQ(ops.calls[llama ? "swiglu_backward" : "gelu_backward"], L);
+    EXPECT_EQ(ops.calls["rope"], llama ? L : 0);
+    EXPECT_EQ(ops.calls["rope_inverse"], llama ? L : 0);
+    EXPECT_EQ(ops.calls[llama ? "layernorm_forward" : "rmsnorm_forward"], 0);
+    if (compute == ComputeMode::kF32) {
+      EXPECT_EQ(ops.calls["narrow"], 0);
+    } else {
+      // The working weights once, then every GEMM's activation operands.
+      EXPECT_GT(ops.calls["narrow"], 12 * L);
+    }
+  }
+}
+
+TEST_P(OpsRouting, DecodingGoesThroughTheOpsWithTheSameLogits) {
+  const ModelConfig c = micro(GetParam());
+  Transformer model(make_spec(c), 1, kSeq);
+  model.init_weights(11);
+  const std::vector<int32_t> prompt = {3, 1, 4, 1, 5};
+  RecordingOps ops;
+  KvCacheDecoder routed(model.spec(), model.params(), kSeq, &ops);
+  KvCacheDecoder plain(model.spec(), model.params(), kSeq);
+  std::span<const float> a = routed.prefill(prompt), b = plain.prefill(prompt);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  a = routed.step(9);
+  b = plain.step(9);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  // Prefill and one step: every layer attends twice; GEMMs: 4 per block and the head, twice.
+  EXPECT_EQ(ops.calls["attention_decode"], 2 * c.n_layers);
+  EXPECT_EQ(ops.calls["matmul"], 2 * (4 * c.n_layers + 1));
+  EXPECT_EQ(ops.calls["embedding_forward"], 2);
+}
+
+TEST_P(OpsRouting, AnOpsSetThatRefusesGemmsStopsTheModel) {
+  const ModelConfig c = micro(GetParam());
+  RecordingOps ops;
+  ops.refuse_matmul = true;
+  EXPECT_THROW(train_step(c, ComputeMode::kF32, &ops), std::runtime_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, OpsRouting, ::testing::Values(ModelFamily::kLlama, ModelFamily::kGpt2),
+                         [](const auto& info) { return info.param == ModelFamily::kLlama ? "llama" : "gpt2"; });
+
+TEST(OpsRouting, CudaBackendSaysItHasNoModelOpsYet) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device here";
+  EXPECT_THROW(backend_for(Device::cuda(0)).nn(), Error);
+}
+
+}  // namespace
+}  // namespace farthing::models
