@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,10 @@ struct BenchSuite {
 
 // memcpy split evenly over the OpenMP threads: the copy ceiling the suites compare against.
 void parallel_memcpy(void* dst, const void* src, size_t bytes);
+
+// dir/tokens.tok: n ids drawn from [0, vocab) by a fixed xorshift recurrence (synthetic
+// training data for the suites that run the trainer; no tokenizer needed).
+std::filesystem::path synthetic_token_file(const std::filesystem::path& dir, int64_t n, int64_t vocab);
 
 // All suites, in the order `farthing bench --help` lists them.
 const std::vector<BenchSuite>& bench_suites();

@@ -1,10 +1,13 @@
-// bench_common.cpp — the registry of benchmark suites.
+// bench_common.cpp — the registry of benchmark suites and what several suites share.
 #include "tools/bench/bench.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include "framework/data/token_file.h"
 
 namespace farthing::bench {
 
@@ -19,13 +22,25 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes) {
   }
 }
 
+std::filesystem::path synthetic_token_file(const std::filesystem::path& dir, int64_t n, int64_t vocab) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int32_t& id : ids) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    id = int32_t(x % uint64_t(vocab));
+  }
+  const std::filesystem::path path = dir / "tokens.tok";
+  data::write_token_file(path, ids, uint32_t(vocab));
+  return path;
+}
+
 const std::vector<BenchSuite>& bench_suites() {
   static const std::vector<BenchSuite> suites = {
       {"numerics", "casts, stochastic-rounding casts, 8-bit block quantize/dequantize vs memcpy",
        &run_numerics_bench},
       {"optim", "fused AdamW step per state/master/rounding configuration vs memcpy and torch.optim.AdamW",
        &run_optim_bench},
-      {"train", "a model's forward+backward step (--preset --seq --batch) vs the GEMM ceiling and PyTorch",
+      {"train", "a full training step (forward, backward, AdamW; --preset --seq --batch) vs the GEMM ceiling and PyTorch",
        &run_train_bench},
       {"dist", "the trainer's ZeRO-1/2/3 step at this world size (run under mpirun -np N): time, memory, bytes sent",
        &run_dist_bench},

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "framework/core/memory.h"
-#include "framework/data/token_file.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/train/trainer.h"
 #include "models/common/presets.h"
@@ -33,19 +32,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-// A token file of n ids drawn from [0, vocab) by a fixed recurrence (no tokenizer needed).
-fs::path synthetic_tokens(const fs::path& dir, int64_t n, int64_t vocab) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  uint64_t x = 0x9E3779B97F4A7C15ull;
-  for (int32_t& id : ids) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    id = int32_t(x % uint64_t(vocab));
-  }
-  const fs::path path = dir / "tokens.tok";
-  data::write_token_file(path, ids, uint32_t(vocab));
-  return path;
-}
 
 }  // namespace
 
@@ -61,7 +47,7 @@ int run_dist_bench(const BenchOptions& options) {
   // Every rank writes the same synthetic file into its own folder (no shared filesystem assumed).
   const fs::path dir = fs::temp_directory_path() / ("farthing_bench_dist_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  const fs::path tokens = synthetic_tokens(dir, (steps + 2) * world * batch * (seq + 1) + seq + 1, config.vocab_size);
+  const fs::path tokens = synthetic_token_file(dir, (steps + 2) * world * batch * (seq + 1) + seq + 1, config.vocab_size);
 
   nlohmann::json rows = nlohmann::json::array();
   for (int stage : {1, 2, 3}) {
