@@ -1,5 +1,6 @@
 // block_quant_cpu.cpp — see block_quant_cpu.h.
 #include "kernels/cpu/block_quant_cpu.h"
+#include "kernels/cpu/block_quant_cpu_avx2.h"
 
 #include <algorithm>
 #include <cmath>
@@ -92,6 +93,19 @@ uint8_t quant_map_lookup(const QuantMapCpu& map, float y) {
 }
 
 float block_quantize_one_cpu(const QuantMapCpu& map, const float* x, int count, uint8_t* out) {
+#if defined(FARTHING_CPU_AVX2)
+  if (map.unit_valid) {
+    const float block_max = nm::block_absmax(x, count);
+    if (block_max > 0.0f && block_max <= 3.4028235e38f) {
+      avx2::quantize_block_unit(map, x, count, block_max, out);
+      return block_max;
+    }
+  }
+#endif
+  return block_quantize_one_portable_cpu(map, x, count, out);
+}
+
+float block_quantize_one_portable_cpu(const QuantMapCpu& map, const float* x, int count, uint8_t* out) {
   const int32_t* base = map.base.data();
   const float* threshold = map.threshold.data();
   const bool is_signed = map.is_signed;

@@ -54,7 +54,11 @@ uint8_t quant_map_lookup_unit(const QuantMapCpu& map, float y);
 void block_quantize_cpu(const QuantMapCpu& map, const float* src, uint8_t* codes, float* absmax, size_t n);
 // One block of count <= 256 values (no threading): writes count codes, returns the absmax.
 // What block_quantize_cpu runs per block, and what fused kernels (optim_cpu) call per block.
+// Uses the AVX2 loop of block_quant_cpu_avx2.h where the build has AVX2 and the block allows
+// (finite non-zero absmax, valid unit table); same bits as block_quantize_one_portable_cpu.
 float block_quantize_one_cpu(const QuantMapCpu& map, const float* x, int count, uint8_t* codes);
+// The plain loops only (the fallback, and the reference the AVX2 tests compare with).
+float block_quantize_one_portable_cpu(const QuantMapCpu& map, const float* x, int count, uint8_t* codes);
 void block_dequantize_cpu(const QuantMapCpu& map, const uint8_t* codes, const float* absmax, float* dst,
                           size_t n);
 

@@ -1,5 +1,7 @@
 // optim_cpu.cpp — see optim_cpu.h.
 #include "kernels/cpu/optim_cpu.h"
+#include "kernels/cpu/block_quant_cpu_avx2.h"
+#include "kernels/cpu/optim_cpu_avx2.h"
 #include "kernels/cpu/random_bits_cpu.h"
 
 #include <algorithm>
@@ -57,7 +59,7 @@ void load_moment(const MomentRef& moment, const QuantMapCpu* map, const float* m
 // NOTE: bf16 moments are stored round-to-nearest-even (torchao's bf16 state does the same);
 // stochastic rounding of the moments is not needed for the weights' unbiasedness.
 void store_moment(const MomentRef& moment, const QuantMapCpu* map, const float* map4, size_t begin, int count,
-                  int64_t block, const float* in) {
+                  int64_t block, const float* in, bool portable) {
   switch (moment.format) {
     case MomentFormat::kF32: {
       float* dst = static_cast<float*>(moment.values) + begin;
@@ -72,7 +74,9 @@ void store_moment(const MomentRef& moment, const QuantMapCpu* map, const float* 
       return;
     }
     case MomentFormat::kBlock8:
-      moment.absmax[block] = block_quantize_one_cpu(*map, in, count, static_cast<uint8_t*>(moment.values) + begin);
+      moment.absmax[block] = portable
+                                 ? block_quantize_one_portable_cpu(*map, in, count, static_cast<uint8_t*>(moment.values) + begin)
+                                 : block_quantize_one_cpu(*map, in, count, static_cast<uint8_t*>(moment.values) + begin);
       return;
     case MomentFormat::kBlock4: {
       // begin is a multiple of 256 here, so the chunk holds whole 128-blocks (the last may be
@@ -95,9 +99,23 @@ void store_moment(const MomentRef& moment, const QuantMapCpu* map, const float* 
   }
 }
 
+// The chunk's diagnostics sum from its eight lanes (element i of the chunk went into lane
+// i % 8), in a fixed order: what both the portable and the AVX2 loops produce.
+float sum_lanes(const float* lane) {
+  return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
+
 }  // namespace
 
-AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
+bool adamw_step_cpu_has_avx2() {
+#if defined(FARTHING_CPU_AVX2)
+  return true;
+#else
+  return false;
+#endif
+}
+
+AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg, CpuKernelPath path) {
   const uint64_t lead = seg.global_offset % uint64_t(kChunk);
   const int64_t chunks = int64_t((seg.n + lead + kChunk - 1) / kChunk);
   const bool has_master = seg.master_mode == MasterMode::kF32;
@@ -107,6 +125,9 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
   const nm::RandomKey key{seg.seed, seg.step,
                           has_master ? nm::RandomPurpose::kWeightCast : nm::RandomPurpose::kMasterFreeUpdate};
   const nm::AdamWScalars s = seg.scalars;
+  const bool portable = path == CpuKernelPath::kPortable;
+  const bool vector_block8 = !portable && adamw_step_cpu_has_avx2() && seg.m.format == MomentFormat::kBlock8 &&
+                             seg.v.format == MomentFormat::kBlock8;
   int64_t unchanged = 0;
   double update_ss = 0.0, weight_ss = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : unchanged, update_ss, weight_ss)
@@ -116,6 +137,14 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
     const size_t begin = c == 0 ? 0 : size_t(uint64_t(c) * kChunk - lead);
     const size_t end = std::min(seg.n, size_t(uint64_t(c + 1) * kChunk - lead));
     const int count = int(end - begin);
+    if (vector_block8) {
+      AdamWChunkLanes lanes;
+      adamw_chunk_block8_avx2(seg, begin, count, c, stochastic, key, lanes);
+      update_ss += double(sum_lanes(lanes.update_ss));
+      weight_ss += double(sum_lanes(lanes.weight_ss));
+      unchanged += lanes.unchanged;
+      continue;
+    }
     alignas(64) float g[kChunk], p[kChunk], p_old[kChunk], m[kChunk], v[kChunk];
     alignas(64) uint32_t bits[kChunk];
 
@@ -152,18 +181,26 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg) {
       m[i] = mi;
       v[i] = vi;
     }
-    float chunk_update_ss = 0.0f, chunk_weight_ss = 0.0f;
-#pragma omp simd reduction(+ : chunk_update_ss, chunk_weight_ss)
-    for (int i = 0; i < count; ++i) {
-      const float du = p[i] - p_old[i];
-      chunk_update_ss += du * du;
-      chunk_weight_ss += p_old[i] * p_old[i];
+    float lane_u[8] = {}, lane_w[8] = {};
+    int i8 = 0;
+    for (; i8 + 8 <= count; i8 += 8) {
+#pragma omp simd
+      for (int l = 0; l < 8; ++l) {
+        const float du = p[i8 + l] - p_old[i8 + l];
+        lane_u[l] += du * du;
+        lane_w[l] += p_old[i8 + l] * p_old[i8 + l];
+      }
     }
-    update_ss += double(chunk_update_ss);
-    weight_ss += double(chunk_weight_ss);
+    for (int l = 0; i8 + l < count; ++l) {
+      const float du = p[i8 + l] - p_old[i8 + l];
+      lane_u[l] += du * du;
+      lane_w[l] += p_old[i8 + l] * p_old[i8 + l];
+    }
+    update_ss += double(sum_lanes(lane_u));
+    weight_ss += double(sum_lanes(lane_w));
 
-    store_moment(seg.m, seg.signed_map, seg.signed_map4, begin, count, c, m);
-    store_moment(seg.v, seg.unsigned_map, seg.unsigned_map4, begin, count, c, v);
+    store_moment(seg.m, seg.signed_map, seg.signed_map4, begin, count, c, m, portable);
+    store_moment(seg.v, seg.unsigned_map, seg.unsigned_map4, begin, count, c, v, portable);
     if (has_master) {
       float* master = seg.master + begin;
 #pragma omp simd

@@ -68,7 +68,14 @@ struct AdamWPartials {
   double weight_sum_squares = 0.0;  // sum p_old^2
 };
 
-AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& segment);
+// Which loops run the step. kAuto: the hand-vectorized AVX2 chunk (optim_cpu_avx2.h) where
+// the build has AVX2 and both moments are kBlock8, the portable loops otherwise. kPortable: the
+// portable loops always (the reference tests compare the AVX2 path with). Same bits either way.
+enum class CpuKernelPath : uint8_t { kAuto, kPortable };
+
+AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& segment, CpuKernelPath path = CpuKernelPath::kAuto);
+// True where this build has the AVX2 chunk (kAuto and kPortable then run different code).
+bool adamw_step_cpu_has_avx2();
 
 // Sum of squares and count of non-finite values of a gradient array (the clipping and
 // non-finite-check pass that runs before the step).

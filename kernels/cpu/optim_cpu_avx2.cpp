@@ -1,0 +1,233 @@
+// optim_cpu_avx2.cpp — see optim_cpu_avx2.h.
+#include "kernels/cpu/optim_cpu_avx2.h"
+
+#include "kernels/cpu/block_quant_cpu_avx2.h"
+#include "kernels/cpu/random_bits_cpu.h"
+#include "kernels/numerics/bf16.h"
+#include "kernels/numerics/block_quant.h"
+#include "kernels/numerics/master_remainder.h"
+
+namespace farthing::kernels {
+
+#if defined(FARTHING_CPU_AVX2)
+
+namespace nm = farthing::numerics;
+
+namespace {
+
+constexpr int kChunk = nm::kQuantBlockElems;
+
+// numerics::f32_to_bf16_rne, eight lanes (result in the low 16 bits of each lane).
+inline __m256i bf16_rne8(__m256 x) {
+  const __m256i bits = _mm256_castps_si256(x);
+  const __m256i hi = _mm256_srli_epi32(bits, 16);
+  const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                                            _mm256_set1_epi32(0x7F800000));
+  const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  const __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x0040));
+  return _mm256_blendv_epi8(rounded, quiet, is_nan);
+}
+
+// numerics::f32_to_bf16_sr, eight lanes.
+inline __m256i bf16_sr8(__m256 x, __m256i random_bits) {
+  const __m256i bits = _mm256_castps_si256(x);
+  const __m256i hi = _mm256_srli_epi32(bits, 16);
+  const __m256i exp_mask = _mm256_set1_epi32(0x7F800000);
+  const __m256i special = _mm256_cmpeq_epi32(_mm256_and_si256(bits, exp_mask), exp_mask);
+  const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)), exp_mask);
+  const __m256i special_value = _mm256_blendv_epi8(hi, _mm256_or_si256(hi, _mm256_set1_epi32(0x0040)), is_nan);
+  // round up iff (r >> 16) < low16; both in [0, 0xFFFF]
+  const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0xFFFF)),
+                                        _mm256_srli_epi32(random_bits, 16));
+  const __m256i rounded = _mm256_sub_epi32(hi, up);
+  const __m256i became_inf =
+      _mm256_cmpeq_epi32(_mm256_and_si256(rounded, _mm256_set1_epi32(0x7FFF)), _mm256_set1_epi32(0x7F80));
+  const __m256i saturated =
+      _mm256_or_si256(_mm256_and_si256(rounded, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(nm::kBf16MaxFinite));
+  const __m256i finite_value = _mm256_blendv_epi8(rounded, saturated, became_inf);
+  return _mm256_blendv_epi8(finite_value, special_value, special);
+}
+
+inline __m256i load_u16x8(const uint16_t* p) {
+  return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+inline void store_u16x8(uint16_t* p, __m256i v) {  // lanes hold values in [0, 0xFFFF]
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+}
+
+}  // namespace
+
+bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count, int64_t block, bool stochastic,
+                             const nm::RandomKey& key, AdamWChunkLanes& lanes) {
+  const bool has_master = seg.master_mode == MasterMode::kF32;
+  const bool has_remainder = seg.master_mode == MasterMode::kRemainder16;
+  const bool grad_f32 = seg.grad_format == GradFormat::kF32;
+  const nm::AdamWScalars s = seg.scalars;
+  alignas(32) float m_new[kChunk + 32], v_new[kChunk + 32];
+  alignas(32) uint32_t bits[kChunk];
+  if (stochastic && !has_remainder) fill_random_bits_cpu(key, seg.global_offset + begin, count, bits);
+
+  const float* map_m = seg.signed_map->values.data();
+  const float* map_v = seg.unsigned_map->values.data();
+  const float absmax_m_old = seg.m.absmax[block];
+  const float absmax_v_old = seg.v.absmax[block];
+  const uint8_t* codes_m = static_cast<const uint8_t*>(seg.m.values) + begin;
+  const uint8_t* codes_v = static_cast<const uint8_t*>(seg.v.values) + begin;
+  uint16_t* weight = seg.weight + begin;
+
+  const __m256 am = _mm256_set1_ps(absmax_m_old), av = _mm256_set1_ps(absmax_v_old);
+  const __m256 grad_scale = _mm256_set1_ps(s.grad_scale), decay = _mm256_set1_ps(s.decay_factor);
+  const __m256 lerp = _mm256_set1_ps(s.lerp_weight_small ? s.lerp_weight : s.lerp_weight_m1);
+  const __m256 beta2 = _mm256_set1_ps(s.beta2), one_minus_beta2 = _mm256_set1_ps(s.one_minus_beta2);
+  const __m256 bc2 = _mm256_set1_ps(s.bias_correction2_sqrt), eps = _mm256_set1_ps(s.eps);
+  const __m256 neg_step = _mm256_set1_ps(s.neg_step_size);
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  __m256i max_m = _mm256_setzero_si256(), max_v = _mm256_setzero_si256();
+  __m256 acc_u = _mm256_setzero_ps(), acc_w = _mm256_setzero_ps();
+  __m256i same = _mm256_setzero_si256();
+
+  // Dequantization first, in its own pass: short independent chains of table loads, which
+  // keeps the update loop below (one long div/sqrt chain per group) small enough for the
+  // out-of-order window to overlap several groups.
+  alignas(32) float m_old[kChunk], v_old[kChunk];
+  const int whole = count & ~7;
+  for (int j = 0; j < whole; j += 8) {
+    _mm256_store_ps(m_old + j, _mm256_mul_ps(avx2::lookup8_codes(map_m, codes_m + j), am));
+    _mm256_store_ps(v_old + j, _mm256_mul_ps(avx2::lookup8_codes(map_v, codes_v + j), av));
+  }
+
+  int i = 0;
+  for (; i < whole; i += 8) {
+    __m256 g;
+    if (grad_f32) {
+      g = _mm256_loadu_ps(static_cast<const float*>(seg.grad) + begin + i);
+    } else {
+      g = _mm256_castsi256_ps(_mm256_slli_epi32(load_u16x8(static_cast<const uint16_t*>(seg.grad) + begin + i), 16));
+    }
+    const __m256i w_old = load_u16x8(weight + i);
+    __m256 p_old;
+    if (has_master) {
+      p_old = _mm256_loadu_ps(seg.master + begin + i);
+    } else if (has_remainder) {
+      const __m256i r = load_u16x8(seg.remainder + begin + i);
+      const __m256i high = _mm256_and_si256(_mm256_sub_epi32(w_old, _mm256_srli_epi32(r, 15)), low16);
+      p_old = _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(high, 16), r));
+    } else {
+      p_old = _mm256_castsi256_ps(_mm256_slli_epi32(w_old, 16));
+    }
+    __m256 m = _mm256_load_ps(m_old + i);
+    __m256 v = _mm256_load_ps(v_old + i);
+
+    // numerics::adamw_update_element, operation by operation.
+    g = _mm256_mul_ps(g, grad_scale);
+    __m256 p = _mm256_mul_ps(p_old, decay);
+    const __m256 diff = _mm256_sub_ps(g, m);
+    m = s.lerp_weight_small ? _mm256_fmadd_ps(lerp, diff, m) : _mm256_fmadd_ps(lerp, diff, g);
+    v = _mm256_fmadd_ps(_mm256_mul_ps(one_minus_beta2, g), g, _mm256_mul_ps(v, beta2));
+    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), bc2), eps);
+    p = _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(neg_step, m), denom));
+
+    _mm256_store_ps(m_new + i, m);
+    _mm256_store_ps(v_new + i, v);
+    max_m = avx2::absmax_bits_update(max_m, m);
+    max_v = avx2::absmax_bits_update(max_v, v);
+    const __m256 du = _mm256_sub_ps(p, p_old);
+    acc_u = _mm256_add_ps(acc_u, _mm256_mul_ps(du, du));
+    acc_w = _mm256_add_ps(acc_w, _mm256_mul_ps(p_old, p_old));
+
+    __m256i w;
+    if (has_master) _mm256_storeu_ps(seg.master + begin + i, p);
+    if (has_remainder) {
+      const __m256i pb = _mm256_castps_si256(p);
+      const __m256i low = _mm256_and_si256(pb, low16);
+      w = _mm256_and_si256(_mm256_add_epi32(_mm256_srli_epi32(pb, 16), _mm256_srli_epi32(low, 15)), low16);
+      store_u16x8(seg.remainder + begin + i, low);
+    } else if (stochastic) {
+      w = bf16_sr8(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + i)));
+    } else {
+      w = bf16_rne8(p);
+    }
+    same = _mm256_sub_epi32(same, _mm256_cmpeq_epi32(w, w_old));
+    store_u16x8(weight + i, w);
+  }
+  alignas(32) float lane_u[8], lane_w[8];
+  alignas(32) int32_t lane_same[8];
+  _mm256_store_ps(lane_u, acc_u);
+  _mm256_store_ps(lane_w, acc_w);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lane_same), same);
+  uint32_t max_m_bits = avx2::hmax_epu32(max_m), max_v_bits = avx2::hmax_epu32(max_v);
+  int unchanged = 0;
+  for (int l = 0; l < 8; ++l) unchanged += lane_same[l];
+
+  // The last partial group of eight: the scalar definitions, element by element.
+  for (; i < count; ++i) {
+    const size_t e = begin + size_t(i);
+    const float g = grad_f32 ? static_cast<const float*>(seg.grad)[e]
+                             : nm::bf16_to_f32(static_cast<const uint16_t*>(seg.grad)[e]);
+    const uint16_t w_old = weight[i];
+    const float p_old = has_master      ? seg.master[e]
+                        : has_remainder ? nm::master_combine(w_old, seg.remainder[e])
+                                        : nm::bf16_to_f32(w_old);
+    float p = p_old;
+    float m = nm::dequantize_with_absmax(map_m, codes_m[i], absmax_m_old);
+    float v = nm::dequantize_with_absmax(map_v, codes_v[i], absmax_v_old);
+    nm::adamw_update_element(s, g, p, m, v);
+    m_new[i] = m;
+    v_new[i] = v;
+    const uint32_t mb = nm::f32_to_bits(m) & 0x7FFFFFFFu, vb = nm::f32_to_bits(v) & 0x7FFFFFFFu;
+    max_m_bits = mb > max_m_bits ? mb : max_m_bits;
+    max_v_bits = vb > max_v_bits ? vb : max_v_bits;
+    const float du = p - p_old;
+    lane_u[i & 7] += du * du;
+    lane_w[i & 7] += p_old * p_old;
+    uint16_t w;
+    if (has_master) seg.master[e] = p;
+    if (has_remainder) {
+      const nm::MasterSplit split = nm::master_split(p);
+      w = split.weight;
+      seg.remainder[e] = split.remainder;
+    } else if (stochastic) {
+      w = nm::f32_to_bf16_sr(p, bits[i]);
+    } else {
+      w = nm::f32_to_bf16_rne(p);
+    }
+    unchanged += w == w_old ? 1 : 0;
+    weight[i] = w;
+  }
+  for (int l = 0; l < 8; ++l) {
+    lanes.update_ss[l] = lane_u[l];
+    lanes.weight_ss[l] = lane_w[l];
+  }
+  lanes.unchanged = unchanged;
+
+  // Requantize with the new absmax (block_quantize_one_cpu's rules; the rare zero, NaN or
+  // inf blocks, and maps without a valid unit table, take the portable code).
+  const auto quantize = [&](const MomentRef& moment, const QuantMapCpu& map, const float* x, uint32_t max_bits) {
+    uint8_t* codes = static_cast<uint8_t*>(moment.values) + begin;
+    const float block_max = nm::bits_to_f32(max_bits);
+    if (map.unit_valid && block_max > 0.0f && block_max <= 3.4028235e38f) {
+      avx2::quantize_block_unit(map, x, count, block_max, codes);
+      moment.absmax[block] = block_max;
+    } else {
+      moment.absmax[block] = block_quantize_one_portable_cpu(map, x, count, codes);
+    }
+  };
+  quantize(seg.m, *seg.signed_map, m_new, max_m_bits);
+  quantize(seg.v, *seg.unsigned_map, v_new, max_v_bits);
+  return true;
+}
+
+#else
+
+bool adamw_chunk_block8_avx2(const AdamWSegmentCpu&, size_t, int, int64_t, bool, const numerics::RandomKey&,
+                             AdamWChunkLanes&) {
+  return false;
+}
+
+#endif
+
+}  // namespace farthing::kernels
