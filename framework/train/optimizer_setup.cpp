@@ -34,10 +34,16 @@ OptimizerSetup make_optimizer_setup(const models::FlatLayout& layout, const reci
                                                               : optim::WeightRounding::kNearest;
   c.seed = seed;
 
+  // NOTE: ranges never cross a unit boundary, even where two units sit back to back (GPT-2's
+  // 256-aligned blocks): ZeRO shards each unit, and the checkpoint writes a range from the one
+  // segment a rank owns of it.
+  int last_unit = -1;
   for (const models::ParamEntry& e : layout.entries()) {
     const int group = optim::default_group_of(e.name, e.shape.rank);
     const bool keep_f32 = section.embedding_f32_state && is_embedding_or_head(e.name);
-    if (!c.ranges.empty()) {
+    const bool same_unit = e.unit == last_unit;
+    last_unit = e.unit;
+    if (!c.ranges.empty() && same_unit) {
       optim::ParamRange& last = c.ranges.back();
       const bool packed_after = last.global_offset + last.numel == uint64_t(e.offset_elems);
       if (packed_after && last.group == group && last.keep_f32_state == keep_f32) {

@@ -1,12 +1,12 @@
 // optimizer_setup.h — a recipe's optimizer section over a model's flat layout: the parameter
 // groups (decay / no_decay) and the ranges of the global flat space they cover.
 //
-// Consecutive tensors that the layout packs back to back (q/k/v, gate/up) and that share a
-// group become one range, so the whole fused matrix starts on the 256-element block boundary
+// Consecutive tensors of one unit that the layout packs back to back (q/k/v, gate/up) and that
+// share a group become one range, so the whole fused matrix starts on the 256-element block boundary
 // its first tensor got (flat_layout.h) and can keep 8-bit state. A range that could be
 // quantized but starts off a block boundary keeps fp32 state (counted in `demoted`).
 // Relies on: models/common/flat_layout.h, framework/optim, framework/recipe/run_config.h.
-// Tested by: tests/train/test_trainer.cpp.
+// Tested by: tests/train/test_optimizer_setup.cpp, and the trainer tests.
 #pragma once
 
 #include <cstdint>
