@@ -76,6 +76,23 @@ QuantMapCpu make_quant_map_cpu(nm::MapSign sign) {
     map.unit[i] = uint32_t(map.base[bucket] & 0xFF) | (key << 8);
   }
   map.unit_valid = valid;
+  if (valid) {
+    map.unit_codes.assign(kBuckets, 0);
+    const auto fixed = [&](int code, bool x_negative) {
+      const bool code_negative = code < int(nm::kSignedMapZeroCode);
+      return uint32_t(uint8_t(map.is_signed && code_negative != x_negative ? (x_negative ? code - 1 : code + 1) : code));
+    };
+    for (uint32_t bucket = 0; bucket < kBuckets; ++bucket) {
+      if ((bucket & 0x7FFFu) > 0x3F80u) continue;  // |y| > 1: never read
+      const uint32_t e = map.unit[quant_map_unit_index(bucket << 16)];
+      const int base = int(e & 0xFFu);
+      const uint32_t t = e >> 8;
+      const bool x_negative = (bucket & 0x8000u) != 0;
+      const uint32_t below = fixed(base, x_negative);
+      const uint32_t above = t == 0xFFFFu ? below : fixed(base + 1, x_negative);
+      map.unit_codes[bucket] = t | (below << 16) | (above << 24);
+    }
+  }
   return map;
 }
 

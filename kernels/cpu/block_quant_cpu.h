@@ -38,6 +38,12 @@ struct QuantMapCpu {
   // search or has a threshold outside its bucket.
   std::vector<uint32_t> unit;  // 32768 entries
   bool unit_valid = false;
+  // The same table as the AVX2 loop reads it (block_quant_cpu_avx2.h), indexed directly by
+  // y's top 16 bits (65536 entries; only those of |y| <= 1 are read, 128 KiB) with the signed
+  // map's sign fix folded in (y has x's sign): bits 0-15 t as in unit, bits 16-23 the final
+  // code where key(y) <= t, bits 24-31 the final code where key(y) > t. Built from unit when
+  // unit_valid (empty otherwise).
+  std::vector<uint32_t> unit_codes;
 };
 
 inline uint32_t quant_map_unit_index(uint32_t y_bits) {

@@ -4,8 +4,9 @@
 // copy. Every function computes, lane by lane, exactly what the portable loops of
 // block_quant_cpu.cpp compute (which are in turn the table form of numerics::
 // quantize_with_absmax): y = x / absmax as an IEEE division (vdivps is correctly rounded; no
-// reciprocal), the packed |y| <= 1 table (QuantMapCpu::unit) read with scalar loads, the integer
-// key compare, the signed map's sign fix. Only for blocks with a finite, non-zero absmax and a
+// reciprocal), the packed |y| <= 1 table (QuantMapCpu::unit_codes: unit re-indexed by y's top
+// 16 bits, with the signed map's sign fix precomputed) read with scalar loads, the integer
+// key compare. Only for blocks with a finite, non-zero absmax and a
 // map whose unit table is valid; the callers send other blocks to the portable code.
 // Tested by: tests/optim/test_adamw_avx2_matches_portable.cpp (bits vs the portable loops),
 // tests/numerics/test_block_quant.cpp (table == search).
@@ -22,15 +23,8 @@
 
 namespace farthing::kernels::avx2 {
 
-// table[index] for eight lanes, by eight scalar loads.
-// NOTE: not vpgatherdd: on the Zen 3 hosts this runs on, one 8-lane gather measured ~6 ns
-// (microcoded), slower than eight scalar loads and inserts.
-inline __m256i lookup8(const uint32_t* table, __m256i index) {
-  alignas(32) uint32_t ix[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(ix), index);
-  return _mm256_setr_epi32(int(table[ix[0]]), int(table[ix[1]]), int(table[ix[2]]), int(table[ix[3]]),
-                           int(table[ix[4]]), int(table[ix[5]]), int(table[ix[6]]), int(table[ix[7]]));
-}
+// NOTE: table reads are scalar loads, not vpgatherdd: on the Zen 3 hosts this runs on, one
+// 8-lane gather measured ~6 ns (microcoded), slower than eight scalar loads and inserts.
 
 // map[code] for eight byte codes.
 inline __m256 lookup8_codes(const float* map, const uint8_t* codes) {
@@ -38,28 +32,27 @@ inline __m256 lookup8_codes(const float* map, const uint8_t* codes) {
                         map[codes[6]], map[codes[7]]);
 }
 
-// Codes (one per int32 lane, 0..255) of eight values of a block with absmax `absmax`.
-inline __m256i quantize8_unit(const uint32_t* unit, bool is_signed, __m256 x, __m256 absmax) {
+// Codes (one per int32 lane, 0..255) of eight values of a block with absmax `absmax`, through
+// QuantMapCpu::unit_codes (bucket = y's top 16 bits; sign fix already in the table).
+inline __m256i quantize8_unit(const uint32_t* unit_codes, __m256 x, __m256 absmax) {
   const __m256 y = _mm256_div_ps(x, absmax);
+  alignas(32) uint16_t half[16];
+  _mm256_store_ps(reinterpret_cast<float*>(half), y);
+  // half[2k + 1] is lane k's top 16 bits (little endian).
+  const __m256i e = _mm256_setr_epi32(int(unit_codes[half[1]]), int(unit_codes[half[3]]), int(unit_codes[half[5]]),
+                                      int(unit_codes[half[7]]), int(unit_codes[half[9]]), int(unit_codes[half[11]]),
+                                      int(unit_codes[half[13]]), int(unit_codes[half[15]]));
   const __m256i bits = _mm256_castps_si256(y);
-  // quant_map_unit_index: ((bits >> 17) & 0x4000) | ((bits >> 16) & 0x3FFF)
-  const __m256i index = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(bits, 17), _mm256_set1_epi32(0x4000)),
-                                        _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x3FFF)));
-  const __m256i e = lookup8(unit, index);
   const __m256i low16 = _mm256_set1_epi32(0xFFFF);
-  const __m256i y_negative = _mm256_srai_epi32(bits, 31);  // all ones where y < 0 (or -0)
-  const __m256i key = _mm256_xor_si256(_mm256_and_si256(bits, low16), _mm256_and_si256(y_negative, low16));
-  // key and threshold are both in [0, 0xFFFF]: a signed compare is the unsigned one.
-  const __m256i above = _mm256_cmpgt_epi32(key, _mm256_srli_epi32(e, 8));  // -1 where key > t
-  __m256i code = _mm256_sub_epi32(_mm256_and_si256(e, _mm256_set1_epi32(0xFF)), above);
-  if (is_signed) {
-    const __m256i code_negative = _mm256_cmpgt_epi32(_mm256_set1_epi32(127), code);
-    const __m256i x_negative = _mm256_srai_epi32(_mm256_castps_si256(x), 31);
-    const __m256i differs = _mm256_xor_si256(code_negative, x_negative);
-    const __m256i toward = _mm256_or_si256(x_negative, _mm256_set1_epi32(1));  // -1 or +1
-    code = _mm256_add_epi32(code, _mm256_and_si256(differs, toward));
-  }
-  return code;
+  // key(y): the low 16 bits, flipped for a negative y.
+  const __m256i key = _mm256_and_si256(_mm256_xor_si256(bits, _mm256_srai_epi32(bits, 31)), low16);
+  // key and t are both in [0, 0xFFFF]: a signed compare is the unsigned one.
+  const __m256i above = _mm256_cmpgt_epi32(key, _mm256_and_si256(e, low16));  // -1 where key > t
+  // Byte 2 (key <= t) or byte 3 (key > t) of each lane's entry, into the lane's low byte.
+  // (0x80 control bytes zero the rest; subtracting -1 moves the index from byte 2 to byte 3.)
+  const __m256i pick = _mm256_setr_epi32(int(0x80808002u), int(0x80808006u), int(0x8080800Au), int(0x8080800Eu),
+                                         int(0x80808002u), int(0x80808006u), int(0x8080800Au), int(0x8080800Eu));
+  return _mm256_shuffle_epi8(e, _mm256_sub_epi32(pick, above));
 }
 
 // 32 codes (four vectors of int32 in 0..255) as 32 bytes in element order.
@@ -72,25 +65,24 @@ inline __m256i pack_codes32(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
 
 // Codes of x[0, count) (count <= 256) for a block whose absmax (finite, > 0) is known.
 inline void quantize_block_unit(const QuantMapCpu& map, const float* x, int count, float absmax, uint8_t* out) {
-  const uint32_t* unit = map.unit.data();
-  const bool is_signed = map.is_signed;
+  const uint32_t* unit = map.unit_codes.data();
   const __m256 a = _mm256_set1_ps(absmax);
   int i = 0;
   for (; i + 32 <= count; i += 32) {
-    const __m256i c0 = quantize8_unit(unit, is_signed, _mm256_loadu_ps(x + i), a);
-    const __m256i c1 = quantize8_unit(unit, is_signed, _mm256_loadu_ps(x + i + 8), a);
-    const __m256i c2 = quantize8_unit(unit, is_signed, _mm256_loadu_ps(x + i + 16), a);
-    const __m256i c3 = quantize8_unit(unit, is_signed, _mm256_loadu_ps(x + i + 24), a);
+    const __m256i c0 = quantize8_unit(unit, _mm256_loadu_ps(x + i), a);
+    const __m256i c1 = quantize8_unit(unit, _mm256_loadu_ps(x + i + 8), a);
+    const __m256i c2 = quantize8_unit(unit, _mm256_loadu_ps(x + i + 16), a);
+    const __m256i c3 = quantize8_unit(unit, _mm256_loadu_ps(x + i + 24), a);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), pack_codes32(c0, c1, c2, c3));
   }
   if (i < count) {
     alignas(32) float rest[32] = {};
     std::memcpy(rest, x + i, sizeof(float) * size_t(count - i));
     alignas(32) uint8_t tail[32];
-    const __m256i c0 = quantize8_unit(unit, is_signed, _mm256_load_ps(rest), a);
-    const __m256i c1 = quantize8_unit(unit, is_signed, _mm256_load_ps(rest + 8), a);
-    const __m256i c2 = quantize8_unit(unit, is_signed, _mm256_load_ps(rest + 16), a);
-    const __m256i c3 = quantize8_unit(unit, is_signed, _mm256_load_ps(rest + 24), a);
+    const __m256i c0 = quantize8_unit(unit, _mm256_load_ps(rest), a);
+    const __m256i c1 = quantize8_unit(unit, _mm256_load_ps(rest + 8), a);
+    const __m256i c2 = quantize8_unit(unit, _mm256_load_ps(rest + 16), a);
+    const __m256i c3 = quantize8_unit(unit, _mm256_load_ps(rest + 24), a);
     _mm256_store_si256(reinterpret_cast<__m256i*>(tail), pack_codes32(c0, c1, c2, c3));
     std::memcpy(out + i, tail, size_t(count - i));
   }
