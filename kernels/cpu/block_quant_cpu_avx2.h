@@ -32,17 +32,16 @@ inline __m256 lookup8_codes(const float* map, const uint8_t* codes) {
                         map[codes[6]], map[codes[7]]);
 }
 
-// Codes (one per int32 lane, 0..255) of eight values of a block with absmax `absmax`, through
-// QuantMapCpu::unit_codes (bucket = y's top 16 bits; sign fix already in the table).
-inline __m256i quantize8_unit(const uint32_t* unit_codes, __m256 x, __m256 absmax) {
-  const __m256 y = _mm256_div_ps(x, absmax);
-  alignas(32) uint16_t half[16];
-  _mm256_store_ps(reinterpret_cast<float*>(half), y);
-  // half[2k + 1] is lane k's top 16 bits (little endian).
+// Codes (one per int32 lane, 0..255) of the eight quotients y[0, 8) (y = x / absmax, already
+// divided), through QuantMapCpu::unit_codes (bucket = y's top 16 bits; sign fix in the table).
+// y was stored by an earlier pass, so the 16-bit loads of the buckets read settled memory
+// (no store-to-load forwarding from a wide store).
+inline __m256i quantize8_unit(const uint32_t* unit_codes, const float* y) {
+  const uint16_t* half = reinterpret_cast<const uint16_t*>(y);  // half[2k + 1]: lane k's top 16 bits
   const __m256i e = _mm256_setr_epi32(int(unit_codes[half[1]]), int(unit_codes[half[3]]), int(unit_codes[half[5]]),
                                       int(unit_codes[half[7]]), int(unit_codes[half[9]]), int(unit_codes[half[11]]),
                                       int(unit_codes[half[13]]), int(unit_codes[half[15]]));
-  const __m256i bits = _mm256_castps_si256(y);
+  const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(y));
   const __m256i low16 = _mm256_set1_epi32(0xFFFF);
   // key(y): the low 16 bits, flipped for a negative y.
   const __m256i key = _mm256_and_si256(_mm256_xor_si256(bits, _mm256_srai_epi32(bits, 31)), low16);
@@ -67,24 +66,29 @@ inline __m256i pack_codes32(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
 inline void quantize_block_unit(const QuantMapCpu& map, const float* x, int count, float absmax, uint8_t* out) {
   const uint32_t* unit = map.unit_codes.data();
   const __m256 a = _mm256_set1_ps(absmax);
+  // Pass 1: the quotients (IEEE division), zero-padded to a multiple of 32.
+  alignas(32) float y[256];
+  const int padded = (count + 31) & ~31;
   int i = 0;
-  for (; i + 32 <= count; i += 32) {
-    const __m256i c0 = quantize8_unit(unit, _mm256_loadu_ps(x + i), a);
-    const __m256i c1 = quantize8_unit(unit, _mm256_loadu_ps(x + i + 8), a);
-    const __m256i c2 = quantize8_unit(unit, _mm256_loadu_ps(x + i + 16), a);
-    const __m256i c3 = quantize8_unit(unit, _mm256_loadu_ps(x + i + 24), a);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), pack_codes32(c0, c1, c2, c3));
-  }
+  for (; i + 8 <= count; i += 8) _mm256_store_ps(y + i, _mm256_div_ps(_mm256_loadu_ps(x + i), a));
   if (i < count) {
-    alignas(32) float rest[32] = {};
+    alignas(32) float rest[8] = {};
     std::memcpy(rest, x + i, sizeof(float) * size_t(count - i));
-    alignas(32) uint8_t tail[32];
-    const __m256i c0 = quantize8_unit(unit, _mm256_load_ps(rest), a);
-    const __m256i c1 = quantize8_unit(unit, _mm256_load_ps(rest + 8), a);
-    const __m256i c2 = quantize8_unit(unit, _mm256_load_ps(rest + 16), a);
-    const __m256i c3 = quantize8_unit(unit, _mm256_load_ps(rest + 24), a);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tail), pack_codes32(c0, c1, c2, c3));
-    std::memcpy(out + i, tail, size_t(count - i));
+    _mm256_store_ps(y + i, _mm256_div_ps(_mm256_load_ps(rest), a));
+    i += 8;
+  }
+  for (; i < padded; i += 8) _mm256_store_ps(y + i, _mm256_setzero_ps());
+  // Pass 2: the codes, 32 at a time.
+  for (int j = 0; j < padded; j += 32) {
+    const __m256i bytes = pack_codes32(quantize8_unit(unit, y + j), quantize8_unit(unit, y + j + 8),
+                                       quantize8_unit(unit, y + j + 16), quantize8_unit(unit, y + j + 24));
+    if (j + 32 <= count) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), bytes);
+    } else {
+      alignas(32) uint8_t tail[32];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tail), bytes);
+      std::memcpy(out + j, tail, size_t(count - j));
+    }
   }
 }
 

@@ -61,15 +61,16 @@ inline void store_u16x8(uint16_t* p, __m256i v) {  // lanes hold values in [0, 0
 
 }  // namespace
 
-bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count, int64_t block, bool stochastic,
-                             const nm::RandomKey& key, AdamWChunkLanes& lanes) {
-  const bool has_master = seg.master_mode == MasterMode::kF32;
-  const bool has_remainder = seg.master_mode == MasterMode::kRemainder16;
-  const bool grad_f32 = seg.grad_format == GradFormat::kF32;
+// One instantiation per gradient format, master mode and rounding: no branches in the loops.
+template <bool grad_f32, MasterMode mode, bool stochastic>
+static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, int64_t block, const nm::RandomKey& key,
+                  AdamWChunkLanes& lanes) {
+  constexpr bool has_master = mode == MasterMode::kF32;
+  constexpr bool has_remainder = mode == MasterMode::kRemainder16;
   const nm::AdamWScalars s = seg.scalars;
   alignas(32) float m_new[kChunk + 32], v_new[kChunk + 32];
   alignas(32) uint32_t bits[kChunk];
-  if (stochastic && !has_remainder) fill_random_bits_cpu(key, seg.global_offset + begin, count, bits);
+  if constexpr (stochastic && !has_remainder) fill_random_bits_cpu(key, seg.global_offset + begin, count, bits);
 
   const float* map_m = seg.signed_map->values.data();
   const float* map_v = seg.unsigned_map->values.data();
@@ -103,16 +104,16 @@ bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count
   int i = 0;
   for (; i < whole; i += 8) {
     __m256 g;
-    if (grad_f32) {
+    if constexpr (grad_f32) {
       g = _mm256_loadu_ps(static_cast<const float*>(seg.grad) + begin + i);
     } else {
       g = _mm256_castsi256_ps(_mm256_slli_epi32(load_u16x8(static_cast<const uint16_t*>(seg.grad) + begin + i), 16));
     }
     const __m256i w_old = load_u16x8(weight + i);
     __m256 p_old;
-    if (has_master) {
+    if constexpr (has_master) {
       p_old = _mm256_loadu_ps(seg.master + begin + i);
-    } else if (has_remainder) {
+    } else if constexpr (has_remainder) {
       const __m256i r = load_u16x8(seg.remainder + begin + i);
       const __m256i high = _mm256_and_si256(_mm256_sub_epi32(w_old, _mm256_srli_epi32(r, 15)), low16);
       p_old = _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(high, 16), r));
@@ -140,13 +141,13 @@ bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count
     acc_w = _mm256_add_ps(acc_w, _mm256_mul_ps(p_old, p_old));
 
     __m256i w;
-    if (has_master) _mm256_storeu_ps(seg.master + begin + i, p);
-    if (has_remainder) {
+    if constexpr (has_master) _mm256_storeu_ps(seg.master + begin + i, p);
+    if constexpr (has_remainder) {
       const __m256i pb = _mm256_castps_si256(p);
       const __m256i low = _mm256_and_si256(pb, low16);
       w = _mm256_and_si256(_mm256_add_epi32(_mm256_srli_epi32(pb, 16), _mm256_srli_epi32(low, 15)), low16);
       store_u16x8(seg.remainder + begin + i, low);
-    } else if (stochastic) {
+    } else if constexpr (stochastic) {
       w = bf16_sr8(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + i)));
     } else {
       w = bf16_rne8(p);
@@ -185,12 +186,12 @@ bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count
     lane_u[i & 7] += du * du;
     lane_w[i & 7] += p_old * p_old;
     uint16_t w;
-    if (has_master) seg.master[e] = p;
-    if (has_remainder) {
+    if constexpr (has_master) seg.master[e] = p;
+    if constexpr (has_remainder) {
       const nm::MasterSplit split = nm::master_split(p);
       w = split.weight;
       seg.remainder[e] = split.remainder;
-    } else if (stochastic) {
+    } else if constexpr (stochastic) {
       w = nm::f32_to_bf16_sr(p, bits[i]);
     } else {
       w = nm::f32_to_bf16_rne(p);
@@ -218,6 +219,35 @@ bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count
   };
   quantize(seg.m, *seg.signed_map, m_new, max_m_bits);
   quantize(seg.v, *seg.unsigned_map, v_new, max_v_bits);
+}
+
+template <bool grad_f32>
+static void chunk_block8_for_grad(const AdamWSegmentCpu& seg, size_t begin, int count, int64_t block, bool stochastic,
+                           const nm::RandomKey& key, AdamWChunkLanes& lanes) {
+  switch (seg.master_mode) {
+    case MasterMode::kF32:
+      if (stochastic) {
+        chunk_block8<grad_f32, MasterMode::kF32, true>(seg, begin, count, block, key, lanes);
+      } else {
+        chunk_block8<grad_f32, MasterMode::kF32, false>(seg, begin, count, block, key, lanes);
+      }
+      return;
+    case MasterMode::kRemainder16:  // the remainder split is the rounding (no SR)
+      chunk_block8<grad_f32, MasterMode::kRemainder16, false>(seg, begin, count, block, key, lanes);
+      return;
+    case MasterMode::kNone:  // always stochastic
+      chunk_block8<grad_f32, MasterMode::kNone, true>(seg, begin, count, block, key, lanes);
+      return;
+  }
+}
+
+bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count, int64_t block, bool stochastic,
+                             const nm::RandomKey& key, AdamWChunkLanes& lanes) {
+  if (seg.grad_format == GradFormat::kF32) {
+    chunk_block8_for_grad<true>(seg, begin, count, block, stochastic, key, lanes);
+  } else {
+    chunk_block8_for_grad<false>(seg, begin, count, block, stochastic, key, lanes);
+  }
   return true;
 }
 
