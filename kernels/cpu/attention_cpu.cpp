@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_cpu.h"
+#include "kernels/numerics/exp_f32.h"
 
 namespace farthing::kernels {
 
@@ -58,11 +59,10 @@ void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, cons
               pr[j] *= scale;
               m = std::max(m, pr[j]);
             }
+#pragma omp simd
+            for (int64_t j = 0; j < valid; ++j) pr[j] = numerics::exp_f32(pr[j] - m);
             float sum = 0.0f;
-            for (int64_t j = 0; j < valid; ++j) {
-              pr[j] = std::exp(pr[j] - m);
-              sum += pr[j];
-            }
+            for (int64_t j = 0; j < valid; ++j) sum += pr[j];  // in key order
             const float inv = 1.0f / sum;
             for (int64_t j = 0; j < valid; ++j) pr[j] *= inv;
             for (int64_t j = valid; j < kend; ++j) pr[j] = 0.0f;
@@ -111,8 +111,9 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
             const int64_t valid = q0 + r + 1;
             const float l = lse[(b * Hq + h) * T + q0 + r];
             const float di = dot(go + r * Hq * D, o + r * Hq * D, D);
+#pragma omp simd
             for (int64_t j = 0; j < valid; ++j) {
-              pr[j] = std::exp(pr[j] * scale - l);
+              pr[j] = numerics::exp_f32(pr[j] * scale - l);
               dr[j] = pr[j] * (dr[j] - di) * scale;  // ds
             }
             for (int64_t j = valid; j < kend; ++j) pr[j] = dr[j] = 0.0f;
@@ -173,11 +174,11 @@ void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv,
           p[size_t(j)] = dot * scale;
           m = std::max(m, p[size_t(j)]);
         }
+        float* pj = p.data();
+#pragma omp simd
+        for (int64_t j = 0; j < valid; ++j) pj[j] = numerics::exp_f32(pj[j] - m);
         float sum = 0.0f;
-        for (int64_t j = 0; j < valid; ++j) {
-          p[size_t(j)] = std::exp(p[size_t(j)] - m);
-          sum += p[size_t(j)];
-        }
+        for (int64_t j = 0; j < valid; ++j) sum += pj[j];  // in key order, as the training kernel
         const float inv = 1.0f / sum;
         float* o = out + r * Hq * D + h * D;
         std::fill(o, o + D, 0.0f);

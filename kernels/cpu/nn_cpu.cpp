@@ -8,9 +8,12 @@
 #include <cstring>
 
 #include "kernels/numerics/bf16.h"
+#include "kernels/numerics/exp_f32.h"
 #include "kernels/numerics/minifloat.h"
 
 namespace farthing::kernels {
+
+namespace nm = farthing::numerics;
 
 namespace {
 
@@ -161,7 +164,8 @@ void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) {
     const float* g = gu + r * 2 * h;
     const float* u = g + h;
     float* a = act + r * h;
-    for (int64_t i = 0; i < h; ++i) a[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+#pragma omp simd
+    for (int64_t i = 0; i < h; ++i) a[i] = g[i] / (1.0f + nm::exp_f32(-g[i])) * u[i];
   }
 }
 
@@ -173,8 +177,9 @@ void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t
     const float* da = dact + r * h;
     float* dg = dgu + r * 2 * h;
     float* du = dg + h;
+#pragma omp simd
     for (int64_t i = 0; i < h; ++i) {
-      const float sig = 1.0f / (1.0f + std::exp(-g[i]));
+      const float sig = 1.0f / (1.0f + nm::exp_f32(-g[i]));
       const float silu = g[i] * sig;
       du[i] = da[i] * silu;
       dg[i] = da[i] * u[i] * (sig * (1.0f + g[i] * (1.0f - sig)));
@@ -184,24 +189,30 @@ void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t
 
 namespace {
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
-}
+constexpr float kGeluCubic = 0.044715f;
+}  // namespace
 
+// GPT-2's gelu_new, 0.5 v (1 + tanh(u)) with u = sqrt(2/pi) (v + 0.044715 v^3), computed as
+// v * sigmoid(2u): the same function (0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u))), which needs only
+// exp and so vectorizes; it is also well conditioned where tanh(u) -> -1.
 void gelu_forward_cpu(float* out, const float* x, int64_t count) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) {
     const float v = x[i];
-    out[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + 0.044715f * v * v * v)));
+    const float u = kGeluScale * (v + kGeluCubic * v * v * v);
+    out[i] = v / (1.0f + nm::exp_f32(-2.0f * u));
   }
 }
 
+// d/dv [v s(2u)] = s + v s (1 - s) 2 u'(v), u'(v) = sqrt(2/pi) (1 + 3 * 0.044715 v^2).
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) {
     const float v = x[i];
-    const float u = kGeluScale * (v + 0.044715f * v * v * v);
-    const float t = std::tanh(u);
-    const float sech2 = 1.0f - t * t;
-    const float grad = 0.5f * (1.0f + t) + 0.5f * v * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * v * v);
+    const float u = kGeluScale * (v + kGeluCubic * v * v * v);
+    const float s = 1.0f / (1.0f + nm::exp_f32(-2.0f * u));
+    const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
+    const float grad = s + v * s * (1.0f - s) * 2.0f * du;
     dx[i] = dout[i] * grad;
   }
 }
@@ -282,11 +293,16 @@ double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t row
     float m = l[0];
     for (int64_t i = 1; i < vocab; ++i) m = std::max(m, l[i]);
     const float target_logit = l[target];
+    // e^(l - m) a chunk at a time (vectorized), summed in index order in double.
     double sum = 0.0;
-    for (int64_t i = 0; i < vocab; ++i) {
-      const float e = std::exp(l[i] - m);
-      sum += double(e);
-      if (want_grad) l[i] = e;
+    constexpr int64_t kChunk = 256;
+    alignas(64) float e[kChunk];
+    for (int64_t i0 = 0; i0 < vocab; i0 += kChunk) {
+      const int64_t n = std::min(kChunk, vocab - i0);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) e[i] = nm::exp_f32(l[i0 + i] - m);
+      for (int64_t i = 0; i < n; ++i) sum += double(e[i]);
+      if (want_grad) std::memcpy(l + i0, e, size_t(n) * 4);
     }
     const double lse = double(m) + std::log(sum);
     total += lse - double(target_logit);
