@@ -190,3 +190,46 @@ TEST(AdamWAvx2MatchesPortable, BlockQuantizeOne) {
     }
   }
 }
+
+// The AVX2 table (QuantMapCpu::unit_codes, sign fix folded in) against the portable loop at
+// every bucket's edges and on both sides of every switch threshold, for |y| <= 1: blocks of
+// 255 such values plus one 1.0, so absmax is 1 and y is the value itself.
+TEST(AdamWAvx2MatchesPortable, BlockQuantizeEveryBucketEdge) {
+  for (const QuantMapCpu* map : {&signed_map(), &unsigned_map()}) {
+    std::vector<float> values;
+    for (uint32_t bucket = 0; bucket < 65536; ++bucket) {
+      if ((bucket & 0x7FFFu) > 0x3F80u) continue;
+      for (uint32_t low : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0xFFFEu, 0xFFFFu}) {
+        values.push_back(nm::bits_to_f32((bucket << 16) | low));
+      }
+      const float t = map->threshold[bucket];
+      if (t != INFINITY) {
+        for (float d : {-2.0f, -1.0f, 0.0f, 1.0f, 2.0f}) {
+          values.push_back(nm::bits_to_f32(uint32_t(int64_t(nm::f32_to_bits(t)) + int64_t(d))));
+        }
+      }
+    }
+    std::vector<float> block;
+    std::vector<uint8_t> got(256), want(256);
+    int blocks = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::fabs(values[i]) <= 1.0f) block.push_back(values[i]);
+      if (block.size() == 255 || i + 1 == values.size()) {
+        block.push_back(1.0f);
+        const int count = int(block.size());
+        const float a = block_quantize_one_cpu(*map, block.data(), count, got.data());
+        const float b = block_quantize_one_portable_cpu(*map, block.data(), count, want.data());
+        ASSERT_EQ(a, 1.0f);
+        ASSERT_EQ(b, 1.0f);
+        for (int k = 0; k < count; ++k) {
+          ASSERT_EQ(got[size_t(k)], want[size_t(k)]) << "y " << block[size_t(k)] << " (bits 0x" << std::hex
+                                                     << nm::f32_to_bits(block[size_t(k)]) << std::dec << ") signed "
+                                                     << map->is_signed;
+        }
+        block.clear();
+        ++blocks;
+      }
+    }
+    EXPECT_GT(blocks, 500);  // ~770 per map
+  }
+}
