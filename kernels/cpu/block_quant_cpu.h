@@ -6,9 +6,11 @@
 // seven data-dependent branches cost ~40 ns an element on a CPU and the table costs ~1.
 // src[0] sits on a block boundary; the last block may be short.
 // Blocks with a finite non-zero absmax read a packed copy of the table for |y| <= 1 only
-// (QuantMapCpu::unit, 128 KiB, one word an element).
+// (QuantMapCpu::unit, 128 KiB, one word an element); on AVX2 builds, eight lanes at a time
+// through QuantMapCpu::unit_codes (block_quant_cpu_avx2.h), same codes.
 // Tested by: tests/numerics/test_block_quant.cpp (table == search and packed table == search
-// on every bucket edge and threshold, and on random values; shard invariance; bounds).
+// on every bucket edge and threshold, and on random values; shard invariance; bounds),
+// tests/optim/test_adamw_avx2_matches_portable.cpp (AVX2 codes == portable codes).
 #pragma once
 
 #include <cstddef>
