@@ -128,6 +128,8 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg, CpuKernelPath path) {
   const bool portable = path == CpuKernelPath::kPortable;
   const bool vector_block8 = !portable && adamw_step_cpu_has_avx2() && seg.m.format == MomentFormat::kBlock8 &&
                              seg.v.format == MomentFormat::kBlock8;
+  const bool vector_dense = !portable && adamw_step_cpu_has_avx2() && seg.m.format == seg.v.format &&
+                            (seg.m.format == MomentFormat::kF32 || seg.m.format == MomentFormat::kBf16);
   int64_t unchanged = 0;
   double update_ss = 0.0, weight_ss = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : unchanged, update_ss, weight_ss)
@@ -140,6 +142,14 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg, CpuKernelPath path) {
     if (vector_block8) {
       AdamWChunkLanes lanes;
       adamw_chunk_block8_avx2(seg, begin, count, c, stochastic, key, lanes);
+      update_ss += double(sum_lanes(lanes.update_ss));
+      weight_ss += double(sum_lanes(lanes.weight_ss));
+      unchanged += lanes.unchanged;
+      continue;
+    }
+    if (vector_dense) {
+      AdamWChunkLanes lanes;
+      adamw_chunk_dense_avx2(seg, begin, count, stochastic, key, lanes);
       update_ss += double(sum_lanes(lanes.update_ss));
       weight_ss += double(sum_lanes(lanes.weight_ss));
       unchanged += lanes.unchanged;

@@ -8,9 +8,9 @@
 // aligned to 256-element blocks of the global flat space, each held in stack buffers (no
 // full-size temporaries); chunks are split over OpenMP threads, and every element's result
 // depends only on its own inputs and its global index, so thread count and sharding never
-// change a bit. Where the build has AVX2 and both moments are 8-bit blocks, each chunk runs
-// the hand-vectorized loop of optim_cpu_avx2.h instead (same bits; ~1.7x faster on Zen 3);
-// the portable loops here stay the fallback and the reference. Relies on: numerics/adamw_update.h,
+// change a bit. Where the build has AVX2 and both moments are 8-bit blocks, or both fp32, or
+// both bf16, each chunk runs the hand-vectorized loop of optim_cpu_avx2.h instead (same bits;
+// ~1.7x faster on Zen 3); the portable loops here stay the fallback and the reference. Relies on: numerics/adamw_update.h,
 // stochastic_round.h, bf16.h, block_quant.h, block_quant_cpu.h, optim_cpu_avx2.h. Tested by:
 // tests/optim/* (golden vs torch, 8-bit vs fp32 twin, SR vs RN, partition invariance, AVX2 ==
 // portable).
@@ -72,7 +72,8 @@ struct AdamWPartials {
 };
 
 // Which loops run the step. kAuto: the hand-vectorized AVX2 chunk (optim_cpu_avx2.h) where
-// the build has AVX2 and both moments are kBlock8, the portable loops otherwise. kPortable: the
+// the build has AVX2 and m and v are both kBlock8, both kF32 or both kBf16; the portable loops
+// otherwise. kPortable: the
 // portable loops always (the reference tests compare the AVX2 path with). Same bits either way.
 enum class CpuKernelPath : uint8_t { kAuto, kPortable };
 

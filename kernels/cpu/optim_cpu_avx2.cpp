@@ -7,6 +7,8 @@
 #include "kernels/numerics/block_quant.h"
 #include "kernels/numerics/master_remainder.h"
 
+#include <type_traits>
+
 namespace farthing::kernels {
 
 #if defined(FARTHING_CPU_AVX2)
@@ -59,6 +61,35 @@ inline void store_u16x8(uint16_t* p, __m256i v) {  // lanes hold values in [0, 0
                    _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
 
+// The step's broadcast scalars.
+struct Scalars8 {
+  __m256 grad_scale, decay, lerp, beta2, one_minus_beta2, bc2, eps, neg_step;
+  bool lerp_small;
+  explicit Scalars8(const nm::AdamWScalars& s)
+      : grad_scale(_mm256_set1_ps(s.grad_scale)),
+        decay(_mm256_set1_ps(s.decay_factor)),
+        lerp(_mm256_set1_ps(s.lerp_weight_small ? s.lerp_weight : s.lerp_weight_m1)),
+        beta2(_mm256_set1_ps(s.beta2)),
+        one_minus_beta2(_mm256_set1_ps(s.one_minus_beta2)),
+        bc2(_mm256_set1_ps(s.bias_correction2_sqrt)),
+        eps(_mm256_set1_ps(s.eps)),
+        neg_step(_mm256_set1_ps(s.neg_step_size)),
+        lerp_small(s.lerp_weight_small) {}
+};
+
+// numerics::adamw_update_element, operation by operation, on eight lanes (g is the raw
+// gradient; returns the new p, updates m and v).
+template <bool lerp_small>
+inline __m256 adamw_update8(const Scalars8& k, __m256 g, __m256 p_old, __m256& m, __m256& v) {
+  g = _mm256_mul_ps(g, k.grad_scale);
+  __m256 p = _mm256_mul_ps(p_old, k.decay);
+  const __m256 diff = _mm256_sub_ps(g, m);
+  m = lerp_small ? _mm256_fmadd_ps(k.lerp, diff, m) : _mm256_fmadd_ps(k.lerp, diff, g);
+  v = _mm256_fmadd_ps(_mm256_mul_ps(k.one_minus_beta2, g), g, _mm256_mul_ps(v, k.beta2));
+  const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), k.bc2), k.eps);
+  return _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(k.neg_step, m), denom));
+}
+
 }  // namespace
 
 // One instantiation per gradient format, master mode and rounding: no branches in the loops.
@@ -81,11 +112,7 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
   uint16_t* weight = seg.weight + begin;
 
   const __m256 am = _mm256_set1_ps(absmax_m_old), av = _mm256_set1_ps(absmax_v_old);
-  const __m256 grad_scale = _mm256_set1_ps(s.grad_scale), decay = _mm256_set1_ps(s.decay_factor);
-  const __m256 lerp = _mm256_set1_ps(s.lerp_weight_small ? s.lerp_weight : s.lerp_weight_m1);
-  const __m256 beta2 = _mm256_set1_ps(s.beta2), one_minus_beta2 = _mm256_set1_ps(s.one_minus_beta2);
-  const __m256 bc2 = _mm256_set1_ps(s.bias_correction2_sqrt), eps = _mm256_set1_ps(s.eps);
-  const __m256 neg_step = _mm256_set1_ps(s.neg_step_size);
+  const Scalars8 k(s);
   const __m256i low16 = _mm256_set1_epi32(0xFFFF);
   __m256i max_m = _mm256_setzero_si256(), max_v = _mm256_setzero_si256();
   __m256 acc_u = _mm256_setzero_ps(), acc_w = _mm256_setzero_ps();
@@ -103,7 +130,7 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
 
   int i = 0;
   for (; i < whole; i += 8) {
-    __m256 g;
+    __m256 g;  // the raw gradient
     if constexpr (grad_f32) {
       g = _mm256_loadu_ps(static_cast<const float*>(seg.grad) + begin + i);
     } else {
@@ -123,14 +150,7 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
     __m256 m = _mm256_load_ps(m_old + i);
     __m256 v = _mm256_load_ps(v_old + i);
 
-    // numerics::adamw_update_element, operation by operation.
-    g = _mm256_mul_ps(g, grad_scale);
-    __m256 p = _mm256_mul_ps(p_old, decay);
-    const __m256 diff = _mm256_sub_ps(g, m);
-    m = s.lerp_weight_small ? _mm256_fmadd_ps(lerp, diff, m) : _mm256_fmadd_ps(lerp, diff, g);
-    v = _mm256_fmadd_ps(_mm256_mul_ps(one_minus_beta2, g), g, _mm256_mul_ps(v, beta2));
-    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), bc2), eps);
-    p = _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(neg_step, m), denom));
+    const __m256 p = k.lerp_small ? adamw_update8<true>(k, g, p_old, m, v) : adamw_update8<false>(k, g, p_old, m, v);
 
     _mm256_store_ps(m_new + i, m);
     _mm256_store_ps(v_new + i, v);
@@ -221,6 +241,186 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
   quantize(seg.v, *seg.unsigned_map, v_new, max_v_bits);
 }
 
+// Moments stored as fp32 or bf16 (both the same format): one pass, every element in
+// registers from its loads to its stores, no chunk buffers (only the random bits for SR).
+template <bool grad_f32, bool moments_f32, MasterMode mode, bool stochastic>
+static void chunk_dense(const AdamWSegmentCpu& seg, size_t begin, int count, const nm::RandomKey& key,
+                        AdamWChunkLanes& lanes) {
+  constexpr bool has_master = mode == MasterMode::kF32;
+  constexpr bool has_remainder = mode == MasterMode::kRemainder16;
+  const nm::AdamWScalars s = seg.scalars;
+  alignas(32) uint32_t bits[kChunk];
+  if constexpr (stochastic && !has_remainder) fill_random_bits_cpu(key, seg.global_offset + begin, count, bits);
+  using Moment = std::conditional_t<moments_f32, float, uint16_t>;
+  Moment* const mp = static_cast<Moment*>(seg.m.values) + begin;
+  Moment* const vp = static_cast<Moment*>(seg.v.values) + begin;
+  const float* const grad32 = static_cast<const float*>(seg.grad) + begin;
+  const uint16_t* const grad16 = static_cast<const uint16_t*>(seg.grad) + begin;
+  float* const master = has_master ? seg.master + begin : nullptr;
+  uint16_t* const remainder = has_remainder ? seg.remainder + begin : nullptr;
+  uint16_t* const weight = seg.weight + begin;
+
+  const Scalars8 k(s);
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  __m256 acc_u = _mm256_setzero_ps(), acc_w = _mm256_setzero_ps();
+  __m256i same = _mm256_setzero_si256();
+  const auto load_moment8 = [](const Moment* p) {
+    if constexpr (moments_f32) {
+      return _mm256_loadu_ps(p);
+    } else {
+      return _mm256_castsi256_ps(_mm256_slli_epi32(load_u16x8(p), 16));
+    }
+  };
+  const auto store_moment8 = [](Moment* p, __m256 x) {
+    if constexpr (moments_f32) {
+      _mm256_storeu_ps(p, x);
+    } else {
+      store_u16x8(p, bf16_rne8(x));  // numerics::f32_to_bf16_rne, as store_moment
+    }
+  };
+  const auto body = [&]<bool lerp_small>(int i) {
+    __m256 g;  // the raw gradient
+    if constexpr (grad_f32) {
+      g = _mm256_loadu_ps(grad32 + i);
+    } else {
+      g = _mm256_castsi256_ps(_mm256_slli_epi32(load_u16x8(grad16 + i), 16));
+    }
+    const __m256i w_old = load_u16x8(weight + i);
+    __m256 p_old;
+    if constexpr (has_master) {
+      p_old = _mm256_loadu_ps(master + i);
+    } else if constexpr (has_remainder) {
+      const __m256i r = load_u16x8(remainder + i);
+      const __m256i high = _mm256_and_si256(_mm256_sub_epi32(w_old, _mm256_srli_epi32(r, 15)), low16);
+      p_old = _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(high, 16), r));
+    } else {
+      p_old = _mm256_castsi256_ps(_mm256_slli_epi32(w_old, 16));
+    }
+    __m256 m = load_moment8(mp + i);
+    __m256 v = load_moment8(vp + i);
+    const __m256 p = adamw_update8<lerp_small>(k, g, p_old, m, v);
+    store_moment8(mp + i, m);
+    store_moment8(vp + i, v);
+    const __m256 du = _mm256_sub_ps(p, p_old);
+    acc_u = _mm256_add_ps(acc_u, _mm256_mul_ps(du, du));
+    acc_w = _mm256_add_ps(acc_w, _mm256_mul_ps(p_old, p_old));
+    __m256i w;
+    if constexpr (has_master) _mm256_storeu_ps(master + i, p);
+    if constexpr (has_remainder) {
+      const __m256i pb = _mm256_castps_si256(p);
+      const __m256i low = _mm256_and_si256(pb, low16);
+      w = _mm256_and_si256(_mm256_add_epi32(_mm256_srli_epi32(pb, 16), _mm256_srli_epi32(low, 15)), low16);
+      store_u16x8(remainder + i, low);
+    } else if constexpr (stochastic) {
+      w = bf16_sr8(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + i)));
+    } else {
+      w = bf16_rne8(p);
+    }
+    same = _mm256_sub_epi32(same, _mm256_cmpeq_epi32(w, w_old));
+    store_u16x8(weight + i, w);
+  };
+  const int whole = count & ~7;
+  int i = 0;
+  if (k.lerp_small) {
+    for (; i < whole; i += 8) body.template operator()<true>(i);
+  } else {
+    for (; i < whole; i += 8) body.template operator()<false>(i);
+  }
+  alignas(32) float lane_u[8], lane_w[8];
+  alignas(32) int32_t lane_same[8];
+  _mm256_store_ps(lane_u, acc_u);
+  _mm256_store_ps(lane_w, acc_w);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lane_same), same);
+  int unchanged = 0;
+  for (int l = 0; l < 8; ++l) unchanged += lane_same[l];
+
+  // The last partial group of eight: the scalar definitions, element by element.
+  for (; i < count; ++i) {
+    const float g = grad_f32 ? grad32[i] : nm::bf16_to_f32(grad16[i]);
+    const uint16_t w_old = weight[i];
+    const float p_old = has_master      ? master[i]
+                        : has_remainder ? nm::master_combine(w_old, remainder[i])
+                                        : nm::bf16_to_f32(w_old);
+    float p = p_old;
+    float m, v;
+    if constexpr (moments_f32) {
+      m = mp[i];
+      v = vp[i];
+    } else {
+      m = nm::bf16_to_f32(mp[i]);
+      v = nm::bf16_to_f32(vp[i]);
+    }
+    nm::adamw_update_element(s, g, p, m, v);
+    if constexpr (moments_f32) {
+      mp[i] = m;
+      vp[i] = v;
+    } else {
+      mp[i] = nm::f32_to_bf16_rne(m);
+      vp[i] = nm::f32_to_bf16_rne(v);
+    }
+    const float du = p - p_old;
+    lane_u[i & 7] += du * du;
+    lane_w[i & 7] += p_old * p_old;
+    uint16_t w;
+    if constexpr (has_master) master[i] = p;
+    if constexpr (has_remainder) {
+      const nm::MasterSplit split = nm::master_split(p);
+      w = split.weight;
+      remainder[i] = split.remainder;
+    } else if constexpr (stochastic) {
+      w = nm::f32_to_bf16_sr(p, bits[i]);
+    } else {
+      w = nm::f32_to_bf16_rne(p);
+    }
+    unchanged += w == w_old ? 1 : 0;
+    weight[i] = w;
+  }
+  for (int l = 0; l < 8; ++l) {
+    lanes.update_ss[l] = lane_u[l];
+    lanes.weight_ss[l] = lane_w[l];
+  }
+  lanes.unchanged = unchanged;
+}
+
+template <bool grad_f32, bool moments_f32>
+static void chunk_dense_for_mode(const AdamWSegmentCpu& seg, size_t begin, int count, bool stochastic,
+                                 const nm::RandomKey& key, AdamWChunkLanes& lanes) {
+  switch (seg.master_mode) {
+    case MasterMode::kF32:
+      if (stochastic) {
+        chunk_dense<grad_f32, moments_f32, MasterMode::kF32, true>(seg, begin, count, key, lanes);
+      } else {
+        chunk_dense<grad_f32, moments_f32, MasterMode::kF32, false>(seg, begin, count, key, lanes);
+      }
+      return;
+    case MasterMode::kRemainder16:
+      chunk_dense<grad_f32, moments_f32, MasterMode::kRemainder16, false>(seg, begin, count, key, lanes);
+      return;
+    case MasterMode::kNone:
+      chunk_dense<grad_f32, moments_f32, MasterMode::kNone, true>(seg, begin, count, key, lanes);
+      return;
+  }
+}
+
+bool adamw_chunk_dense_avx2(const AdamWSegmentCpu& seg, size_t begin, int count, bool stochastic,
+                            const nm::RandomKey& key, AdamWChunkLanes& lanes) {
+  const bool moments_f32 = seg.m.format == MomentFormat::kF32;
+  if (seg.grad_format == GradFormat::kF32) {
+    if (moments_f32) {
+      chunk_dense_for_mode<true, true>(seg, begin, count, stochastic, key, lanes);
+    } else {
+      chunk_dense_for_mode<true, false>(seg, begin, count, stochastic, key, lanes);
+    }
+  } else {
+    if (moments_f32) {
+      chunk_dense_for_mode<false, true>(seg, begin, count, stochastic, key, lanes);
+    } else {
+      chunk_dense_for_mode<false, false>(seg, begin, count, stochastic, key, lanes);
+    }
+  }
+  return true;
+}
+
 template <bool grad_f32>
 static void chunk_block8_for_grad(const AdamWSegmentCpu& seg, size_t begin, int count, int64_t block, bool stochastic,
                            const nm::RandomKey& key, AdamWChunkLanes& lanes) {
@@ -252,6 +452,10 @@ bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count
 }
 
 #else
+
+bool adamw_chunk_dense_avx2(const AdamWSegmentCpu&, size_t, int, bool, const numerics::RandomKey&, AdamWChunkLanes&) {
+  return false;
+}
 
 bool adamw_chunk_block8_avx2(const AdamWSegmentCpu&, size_t, int, int64_t, bool, const numerics::RandomKey&,
                              AdamWChunkLanes&) {

@@ -1,4 +1,5 @@
-// optim_cpu_avx2.h — the fused AdamW chunk for 8-bit block moments, hand-vectorized (AVX2+FMA).
+// optim_cpu_avx2.h — the fused AdamW chunk for 8-bit block, fp32 and bf16 moments,
+// hand-vectorized (AVX2+FMA).
 //
 // One pass over a 256-element chunk keeps each element in registers from the loads to the
 // stores: gradient and master loads, both dequantizations (gathers from the 256-entry maps),
@@ -31,5 +32,11 @@ struct AdamWChunkLanes {
 // `block`). Returns false (and does nothing) where the build has no AVX2.
 bool adamw_chunk_block8_avx2(const AdamWSegmentCpu& seg, size_t begin, int count, int64_t block, bool stochastic,
                              const numerics::RandomKey& key, AdamWChunkLanes& lanes);
+
+// Steps chunk [begin, begin + count) of a segment whose m and v are both kF32 or both kBf16:
+// one pass, each element from its loads to its stores in registers. Returns false (and does
+// nothing) where the build has no AVX2.
+bool adamw_chunk_dense_avx2(const AdamWSegmentCpu& seg, size_t begin, int count, bool stochastic,
+                            const numerics::RandomKey& key, AdamWChunkLanes& lanes);
 
 }  // namespace farthing::kernels

@@ -1,13 +1,16 @@
-// test_adamw_avx2_matches_portable.cpp — the hand-vectorized AVX2 step for 8-bit moments
-// (kernels/cpu/optim_cpu_avx2.cpp, block_quant_cpu_avx2.h) gives the portable loops' bits:
-// weights, masters, remainders, codes, absmaxes and the diagnostics, over three consecutive
-// steps, for every gradient format and master mode, on awkward inputs: tails that are not a
-// multiple of 8, 32 or 256, a segment starting mid-block, all-zero blocks, NaN and inf
-// gradients, overflowing v, subnormals, negative zeros, both maps. Skipped on builds without AVX2.
+// test_adamw_avx2_matches_portable.cpp — the hand-vectorized AVX2 step for 8-bit, fp32 and
+// bf16 moments (kernels/cpu/optim_cpu_avx2.cpp, block_quant_cpu_avx2.h) gives the portable
+// loops' bits: weights, masters, remainders, codes, absmaxes, fp32/bf16 moments and the
+// diagnostics, over three consecutive steps (both lerp forms), for every gradient format,
+// master mode and rounding, on awkward inputs: tails that are not a multiple of 8, 32 or 256,
+// a segment starting mid-block (and mid Philox group), all-zero blocks, NaN and inf gradients,
+// overflowing v, subnormal gradients and moments, negative zeros, both maps. Skipped on builds
+// without AVX2.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -37,6 +40,8 @@ struct State {
   std::vector<uint16_t> grad_bf16, weight, remainder;
   std::vector<uint8_t> m_codes, v_codes;
   std::vector<float> m_absmax, v_absmax;
+  std::vector<float> m_f32, v_f32;          // MomentFormat::kF32
+  std::vector<uint16_t> m_bf16, v_bf16;     // MomentFormat::kBf16
 };
 
 State make_state(size_t n, uint64_t lead, uint64_t seed) {
@@ -52,6 +57,10 @@ State make_state(size_t n, uint64_t lead, uint64_t seed) {
   st.v_codes.resize(n);
   st.m_absmax.resize(blocks);
   st.v_absmax.resize(blocks);
+  st.m_f32.resize(n);
+  st.v_f32.resize(n);
+  st.m_bf16.resize(n);
+  st.v_bf16.resize(n);
   for (size_t b = 0; b < blocks; ++b) {
     // Some all-zero blocks (absmax 0), the rest of various scales.
     st.m_absmax[b] = b % 5 == 3 ? 0.0f : float(rng.uniform()) * 1e-3f;
@@ -76,12 +85,23 @@ State make_state(size_t n, uint64_t lead, uint64_t seed) {
     st.weight[i] = nm::master_split(st.master[i]).weight;
     st.m_codes[i] = b % 5 == 3 ? 127 : uint8_t(rng.next());
     st.v_codes[i] = b % 5 == 3 ? 0 : uint8_t(rng.next());
+    // fp32 / bf16 moments: zeros, negative zeros, subnormals, a few huge v, the rest random.
+    float m = float(rng.normal()) * 1e-3f, v = float(rng.uniform()) * 1e-6f;
+    const uint64_t q = rng.next() % 1000;
+    if (b % 5 == 3) m = v = 0.0f;
+    else if (q < 10) m = -0.0f;
+    else if (q < 20) m = (q & 1) ? 3e-39f : -2e-40f, v = 1e-42f;
+    else if (q < 23) v = 3e38f;
+    st.m_f32[i] = m;
+    st.v_f32[i] = v;
+    st.m_bf16[i] = nm::f32_to_bf16_rne(m);
+    st.v_bf16[i] = nm::f32_to_bf16_rne(v);
   }
   return st;
 }
 
-AdamWPartials step(State& st, size_t n, uint64_t offset, GradFormat gf, MasterMode mode, WeightRounding rounding,
-                   uint32_t t, CpuKernelPath path) {
+AdamWPartials step(State& st, size_t n, uint64_t offset, GradFormat gf, MomentFormat mf, MasterMode mode,
+                   WeightRounding rounding, uint32_t t, CpuKernelPath path) {
   AdamWSegmentCpu seg;
   seg.n = n;
   seg.global_offset = offset;
@@ -92,8 +112,16 @@ AdamWPartials step(State& st, size_t n, uint64_t offset, GradFormat gf, MasterMo
   seg.remainder = mode == MasterMode::kRemainder16 ? st.remainder.data() : nullptr;
   seg.master_mode = mode;
   seg.weight_rounding = rounding;
-  seg.m = {MomentFormat::kBlock8, st.m_codes.data(), st.m_absmax.data()};
-  seg.v = {MomentFormat::kBlock8, st.v_codes.data(), st.v_absmax.data()};
+  if (mf == MomentFormat::kBlock8) {
+    seg.m = {MomentFormat::kBlock8, st.m_codes.data(), st.m_absmax.data()};
+    seg.v = {MomentFormat::kBlock8, st.v_codes.data(), st.v_absmax.data()};
+  } else if (mf == MomentFormat::kF32) {
+    seg.m = {MomentFormat::kF32, st.m_f32.data(), nullptr};
+    seg.v = {MomentFormat::kF32, st.v_f32.data(), nullptr};
+  } else {
+    seg.m = {MomentFormat::kBf16, st.m_bf16.data(), nullptr};
+    seg.v = {MomentFormat::kBf16, st.v_bf16.data(), nullptr};
+  }
   // beta1 0.9 (small lerp weight) on odd steps, 0.3 (the other lerp form) on even ones.
   seg.scalars = nm::make_adamw_scalars(1e-3, t % 2 ? 0.9 : 0.3, 0.999, 1e-8, 0.01, t, t == 2 ? 0.5 : 1.0);
   seg.seed = 0xC0FFEE;
@@ -119,14 +147,15 @@ int count_bit_differences(const std::vector<T>& a, const std::vector<T>& b, cons
   return differ;
 }
 
-void expect_paths_agree(size_t n, uint64_t offset, GradFormat gf, MasterMode mode, WeightRounding rounding) {
-  SCOPED_TRACE(testing::Message() << "n " << n << " offset " << offset << " grad " << int(gf) << " mode "
-                                  << int(mode) << " rounding " << int(rounding));
+void expect_paths_agree(size_t n, uint64_t offset, GradFormat gf, MomentFormat mf, MasterMode mode,
+                        WeightRounding rounding) {
+  SCOPED_TRACE(testing::Message() << "n " << n << " offset " << offset << " grad " << int(gf) << " moments "
+                                  << int(mf) << " mode " << int(mode) << " rounding " << int(rounding));
   State vec = make_state(n, offset % 256, n * 31 + offset);
   State ref = vec;
   for (uint32_t t = 1; t <= 3; ++t) {
-    const AdamWPartials pv = step(vec, n, offset, gf, mode, rounding, t, CpuKernelPath::kAuto);
-    const AdamWPartials pr = step(ref, n, offset, gf, mode, rounding, t, CpuKernelPath::kPortable);
+    const AdamWPartials pv = step(vec, n, offset, gf, mf, mode, rounding, t, CpuKernelPath::kAuto);
+    const AdamWPartials pr = step(ref, n, offset, gf, mf, mode, rounding, t, CpuKernelPath::kPortable);
     EXPECT_EQ(pv.elements, pr.elements);
     EXPECT_EQ(pv.weights_unchanged, pr.weights_unchanged) << "step " << t;
     EXPECT_TRUE(same_sum(pv.update_sum_squares, pr.update_sum_squares))
@@ -138,6 +167,10 @@ void expect_paths_agree(size_t n, uint64_t offset, GradFormat gf, MasterMode mod
     differ += count_bit_differences(vec.v_codes, ref.v_codes, "v code");
     differ += count_bit_differences(vec.m_absmax, ref.m_absmax, "m absmax");
     differ += count_bit_differences(vec.v_absmax, ref.v_absmax, "v absmax");
+    differ += count_bit_differences(vec.m_f32, ref.m_f32, "m f32");
+    differ += count_bit_differences(vec.v_f32, ref.v_f32, "v f32");
+    differ += count_bit_differences(vec.m_bf16, ref.m_bf16, "m bf16");
+    differ += count_bit_differences(vec.v_bf16, ref.v_bf16, "v bf16");
     if (mode == MasterMode::kF32) differ += count_bit_differences(vec.master, ref.master, "master");
     if (mode == MasterMode::kRemainder16) differ += count_bit_differences(vec.remainder, ref.remainder, "remainder");
     ASSERT_EQ(differ, 0) << "step " << t;
@@ -146,20 +179,35 @@ void expect_paths_agree(size_t n, uint64_t offset, GradFormat gf, MasterMode mod
 
 }  // namespace
 
-TEST(AdamWAvx2MatchesPortable, EveryModeAndAwkwardShape) {
-  if (!adamw_step_cpu_has_avx2()) GTEST_SKIP() << "this build has no AVX2 path";
+void expect_every_mode_agrees(MomentFormat mf, std::initializer_list<uint64_t> offsets) {
   const size_t sizes[] = {1, 7, 8, 9, 31, 33, 255, 256, 257, 4096, 256 * 7 + 13, 100003};
-  const uint64_t offsets[] = {0, 256 * 1024, 1283};
   for (size_t n : sizes) {
     for (uint64_t offset : offsets) {
       for (GradFormat gf : {GradFormat::kF32, GradFormat::kBf16}) {
-        expect_paths_agree(n, offset, gf, MasterMode::kF32, WeightRounding::kNearest);
-        expect_paths_agree(n, offset, gf, MasterMode::kF32, WeightRounding::kStochastic);
-        expect_paths_agree(n, offset, gf, MasterMode::kRemainder16, WeightRounding::kNearest);
-        expect_paths_agree(n, offset, gf, MasterMode::kNone, WeightRounding::kStochastic);
+        expect_paths_agree(n, offset, gf, mf, MasterMode::kF32, WeightRounding::kNearest);
+        expect_paths_agree(n, offset, gf, mf, MasterMode::kF32, WeightRounding::kStochastic);
+        expect_paths_agree(n, offset, gf, mf, MasterMode::kRemainder16, WeightRounding::kNearest);
+        expect_paths_agree(n, offset, gf, mf, MasterMode::kNone, WeightRounding::kStochastic);
       }
     }
   }
+}
+
+TEST(AdamWAvx2MatchesPortable, EveryModeAndAwkwardShape) {
+  if (!adamw_step_cpu_has_avx2()) GTEST_SKIP() << "this build has no AVX2 path";
+  expect_every_mode_agrees(MomentFormat::kBlock8, {0, 256 * 1024, 1283});
+}
+
+// fp32 and bf16 moments have no block alignment: segments may start anywhere (mid-chunk, mid
+// Philox group of four, mid group of eight).
+TEST(AdamWAvx2MatchesPortable, F32MomentsEveryModeAndAwkwardShape) {
+  if (!adamw_step_cpu_has_avx2()) GTEST_SKIP() << "this build has no AVX2 path";
+  expect_every_mode_agrees(MomentFormat::kF32, {0, 256 * 1024, 1283, 1, 6, 250});
+}
+
+TEST(AdamWAvx2MatchesPortable, Bf16MomentsEveryModeAndAwkwardShape) {
+  if (!adamw_step_cpu_has_avx2()) GTEST_SKIP() << "this build has no AVX2 path";
+  expect_every_mode_agrees(MomentFormat::kBf16, {0, 256 * 1024, 1283, 1, 6, 250});
 }
 
 // block_quantize_one_cpu (AVX2 where built) against the portable loop: every count 1..256,
