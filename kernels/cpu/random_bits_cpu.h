@@ -5,7 +5,8 @@
 // where the CPU has it: Philox is ~all of a stochastic-rounding cast's cost), the partial
 // groups at either end one element at a time. The bits are those of the one definition in
 // numerics/, whatever path computes them.
-// Tested by: tests/numerics/test_stochastic_round.cpp (casts vs the scalar definition),
+// Tested by: tests/numerics/test_random_bits_avx2.cpp (every count at every begin phase vs the
+// scalar definition), tests/numerics/test_stochastic_round.cpp (casts vs the scalar definition),
 // tests/optim/test_step_scalar_parity.cpp (the fused AdamW step vs the scalar definitions).
 #pragma once
 
