@@ -33,6 +33,8 @@ inline void philox_groups_avx2(nm::RandomKey key, uint64_t first_group, uint32_t
     c3[u] = _mm256_set1_epi32(int(uint32_t(key.purpose)));
   }
   uint32_t k0 = uint32_t(key.seed), k1 = uint32_t(key.seed >> 32);
+  // Unrolled: the round keys become constants (measured ~10% faster than the rolled loop).
+#pragma GCC unroll 10
   for (int r = 0; r < 10; ++r) {
     const __m256i kk0 = _mm256_set1_epi32(int(k0)), kk1 = _mm256_set1_epi32(int(k1));
     for (int u = 0; u < kSets; ++u) {
@@ -71,7 +73,8 @@ void fill_random_bits_cpu(nm::RandomKey key, uint64_t global_begin, int count, u
   int j = 0;
 #if defined(__AVX2__)
   // Thirty-two groups (eight independent sets of four) per call for instruction-level
-  // parallelism (measured best of 2, 4 and 8 sets on Zen 3), then four at a time.
+  // parallelism (measured best of 2, 3, 4 and 8 sets on Zen 3, though eight spill), then four
+  // at a time.
   for (; j + 32 <= groups; j += 32) philox_groups_avx2<8>(key, first_group + uint64_t(j), group_bits + 4 * j);
   for (; j + 4 <= groups; j += 4) philox_groups_avx2<1>(key, first_group + uint64_t(j), group_bits + 4 * j);
 #endif
