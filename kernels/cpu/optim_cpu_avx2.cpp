@@ -23,8 +23,7 @@ constexpr int kChunk = nm::kQuantBlockElems;
 inline __m256i bf16_rne8(__m256 x) {
   const __m256i bits = _mm256_castps_si256(x);
   const __m256i hi = _mm256_srli_epi32(bits, 16);
-  const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)),
-                                            _mm256_set1_epi32(0x7F800000));
+  const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
   const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
   const __m256i rounded =
       _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb), 16);
@@ -271,13 +270,6 @@ static void chunk_dense(const AdamWSegmentCpu& seg, size_t begin, int count, con
       return _mm256_castsi256_ps(_mm256_slli_epi32(load_u16x8(p), 16));
     }
   };
-  const auto store_moment8 = [](Moment* p, __m256 x) {
-    if constexpr (moments_f32) {
-      _mm256_storeu_ps(p, x);
-    } else {
-      store_u16x8(p, bf16_rne8(x));  // numerics::f32_to_bf16_rne, as store_moment
-    }
-  };
   const auto body = [&]<bool lerp_small>(int i) {
     __m256 g;  // the raw gradient
     if constexpr (grad_f32) {
@@ -299,8 +291,14 @@ static void chunk_dense(const AdamWSegmentCpu& seg, size_t begin, int count, con
     __m256 m = load_moment8(mp + i);
     __m256 v = load_moment8(vp + i);
     const __m256 p = adamw_update8<lerp_small>(k, g, p_old, m, v);
-    store_moment8(mp + i, m);
-    store_moment8(vp + i, v);
+    if constexpr (moments_f32) {
+      _mm256_storeu_ps(mp + i, m);
+      _mm256_storeu_ps(vp + i, v);
+    } else {  // numerics::f32_to_bf16_rne, as store_moment; m and v packed by one vpackusdw
+      const __m256i mv = _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_rne8(m), bf16_rne8(v)), 0xD8);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(mp + i), _mm256_castsi256_si128(mv));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(vp + i), _mm256_extracti128_si256(mv, 1));
+    }
     const __m256 du = _mm256_sub_ps(p, p_old);
     acc_u = _mm256_add_ps(acc_u, _mm256_mul_ps(du, du));
     acc_w = _mm256_add_ps(acc_w, _mm256_mul_ps(p_old, p_old));
