@@ -89,9 +89,42 @@ inline __m256 adamw_update8(const Scalars8& k, __m256 g, __m256 p_old, __m256& m
   return _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(k.neg_step, m), denom));
 }
 
+// A scalar tail element after its update (the last partial group of eight): its diagnostics
+// lane, its master (element `index` of master / remainder), and its new bf16 weight.
+template <bool has_master, bool has_remainder, bool stochastic>
+void finish_tail_element(float p, float p_old, uint16_t w_old, int i, uint32_t random_bits, float* master,
+                         uint16_t* remainder, size_t index, uint16_t& weight, float* lane_u, float* lane_w,
+                         int& unchanged) {
+  const float du = p - p_old;
+  lane_u[i & 7] += du * du;
+  lane_w[i & 7] += p_old * p_old;
+  uint16_t w;
+  if constexpr (has_master) master[index] = p;
+  if constexpr (has_remainder) {
+    const nm::MasterSplit split = nm::master_split(p);
+    w = split.weight;
+    remainder[index] = split.remainder;
+  } else if constexpr (stochastic) {
+    w = nm::f32_to_bf16_sr(p, random_bits);
+  } else {
+    w = nm::f32_to_bf16_rne(p);
+  }
+  unchanged += w == w_old ? 1 : 0;
+  weight = w;
+}
+
+void copy_out_lanes(const float* lane_u, const float* lane_w, int unchanged, AdamWChunkLanes& lanes) {
+  for (int l = 0; l < 8; ++l) {
+    lanes.update_ss[l] = lane_u[l];
+    lanes.weight_ss[l] = lane_w[l];
+  }
+  lanes.unchanged = unchanged;
+}
+
 }  // namespace
 
 // One instantiation per gradient format, master mode and rounding: no branches in the loops.
+
 template <bool grad_f32, MasterMode mode, bool stochastic>
 static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, int64_t block, const nm::RandomKey& key,
                   AdamWChunkLanes& lanes) {
@@ -201,28 +234,10 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
     const uint32_t mb = nm::f32_to_bits(m) & 0x7FFFFFFFu, vb = nm::f32_to_bits(v) & 0x7FFFFFFFu;
     max_m_bits = mb > max_m_bits ? mb : max_m_bits;
     max_v_bits = vb > max_v_bits ? vb : max_v_bits;
-    const float du = p - p_old;
-    lane_u[i & 7] += du * du;
-    lane_w[i & 7] += p_old * p_old;
-    uint16_t w;
-    if constexpr (has_master) seg.master[e] = p;
-    if constexpr (has_remainder) {
-      const nm::MasterSplit split = nm::master_split(p);
-      w = split.weight;
-      seg.remainder[e] = split.remainder;
-    } else if constexpr (stochastic) {
-      w = nm::f32_to_bf16_sr(p, bits[i]);
-    } else {
-      w = nm::f32_to_bf16_rne(p);
-    }
-    unchanged += w == w_old ? 1 : 0;
-    weight[i] = w;
+    finish_tail_element<has_master, has_remainder, stochastic>(p, p_old, w_old, i, bits[i], seg.master,
+                                                                 seg.remainder, e, weight[i], lane_u, lane_w, unchanged);
   }
-  for (int l = 0; l < 8; ++l) {
-    lanes.update_ss[l] = lane_u[l];
-    lanes.weight_ss[l] = lane_w[l];
-  }
-  lanes.unchanged = unchanged;
+  copy_out_lanes(lane_u, lane_w, unchanged, lanes);
 
   // Requantize with the new absmax (block_quantize_one_cpu's rules; the rare zero, NaN or
   // inf blocks, and maps without a valid unit table, take the portable code).
@@ -356,28 +371,10 @@ static void chunk_dense(const AdamWSegmentCpu& seg, size_t begin, int count, con
       mp[i] = nm::f32_to_bf16_rne(m);
       vp[i] = nm::f32_to_bf16_rne(v);
     }
-    const float du = p - p_old;
-    lane_u[i & 7] += du * du;
-    lane_w[i & 7] += p_old * p_old;
-    uint16_t w;
-    if constexpr (has_master) master[i] = p;
-    if constexpr (has_remainder) {
-      const nm::MasterSplit split = nm::master_split(p);
-      w = split.weight;
-      remainder[i] = split.remainder;
-    } else if constexpr (stochastic) {
-      w = nm::f32_to_bf16_sr(p, bits[i]);
-    } else {
-      w = nm::f32_to_bf16_rne(p);
-    }
-    unchanged += w == w_old ? 1 : 0;
-    weight[i] = w;
+    finish_tail_element<has_master, has_remainder, stochastic>(p, p_old, w_old, i, bits[i], master, remainder,
+                                                                 size_t(i), weight[i], lane_u, lane_w, unchanged);
   }
-  for (int l = 0; l < 8; ++l) {
-    lanes.update_ss[l] = lane_u[l];
-    lanes.weight_ss[l] = lane_w[l];
-  }
-  lanes.unchanged = unchanged;
+  copy_out_lanes(lane_u, lane_w, unchanged, lanes);
 }
 
 template <bool grad_f32, bool moments_f32>
