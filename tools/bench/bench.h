@@ -19,6 +19,7 @@ struct BenchOptions {
   std::string preset;          // model preset (train suite; empty: the suite's default)
   long long seq = 0;           // tokens per sequence (train suite; 0: default)
   long long batch = 0;         // sequences per step (train suite; 0: default)
+  bool torch_amp = false;      // train suite: run the bf16-autocast peer even where bf16 is emulated
 };
 
 struct BenchSuite {

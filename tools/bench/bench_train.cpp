@@ -298,11 +298,12 @@ int run_train_bench(const BenchOptions& options) {
   const double ceiling = std::max(f32_rate, bf16_rate);
   // NOTE: without a native bf16 GEMM (AVX-512-BF16 / AMX) torch's CPU autocast emulates bf16
   // and runs ~50x slower than its fp32 (GPT-2 124M at seq 1024 measured 2.4 tokens/s on an
-  // AVX2 EPYC): a peer no user would run there, and minutes per step, so it is skipped.
-  const bool torch_amp_useful = k::bf16_gemm_is_native_cpu();
+  // AVX2 EPYC): a peer no user would run there, and minutes per step, so it is skipped unless
+  // --torch-amp asks for it.
+  const bool torch_amp_useful = k::bf16_gemm_is_native_cpu() || options.torch_amp;
   TorchResult torch;
   if (torch_amp_useful) torch = run_torch(config, batch, seq, threads, min_s, "bf16");
-  else torch.note = "skipped: no native bf16 GEMM on this CPU (emulated autocast is ~50x slower than fp32)";
+  else torch.note = "skipped: no native bf16 GEMM on this CPU (emulated autocast is ~50x slower than fp32; --torch-amp runs it)";
   TorchResult torch32 = run_torch(config, batch, seq, threads, min_s, "fp32");
 
   if (options.json) {

@@ -25,7 +25,7 @@ constexpr const char* kUsage =
     "\n"
     "verbs:\n"
     "  bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n"
-    "                 [--preset NAME] [--seq T] [--batch B]   (train suite)\n"
+    "                 [--preset NAME] [--seq T] [--batch B] [--torch-amp]   (train suite)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
     "  tokenize --tokenizer PATH (--ids TEXT | INPUT -o OUT.bin)\n"
     "                 text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)\n"
@@ -82,6 +82,7 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--preset") options.preset = value();
     else if (a == "--seq") options.seq = std::stoll(value());
     else if (a == "--batch") options.batch = std::stoll(value());
+    else if (a == "--torch-amp") options.torch_amp = true;
     else return usage_error("unknown bench option '" + a + "'");
   }
   if (options.threads > 0) omp_set_num_threads(options.threads);
