@@ -89,6 +89,23 @@ inline __m256 adamw_update8(const Scalars8& k, __m256 g, __m256 p_old, __m256& m
   return _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(k.neg_step, m), denom));
 }
 
+// The parameter before the step, eight lanes: the fp32 master (element `index` of master), the
+// bf16 weight joined with its 16-bit remainder (numerics::master_combine), or the bf16 weight.
+// w_old holds the eight weights zero-extended to 32 bits.
+template <bool has_master, bool has_remainder>
+inline __m256 load_p_old8(const float* master, const uint16_t* remainder, size_t index, __m256i w_old) {
+  if constexpr (has_master) {
+    return _mm256_loadu_ps(master + index);
+  } else if constexpr (has_remainder) {
+    const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+    const __m256i r = load_u16x8(remainder + index);
+    const __m256i high = _mm256_and_si256(_mm256_sub_epi32(w_old, _mm256_srli_epi32(r, 15)), low16);
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(high, 16), r));
+  } else {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w_old, 16));
+  }
+}
+
 // A scalar tail element after its update (the last partial group of eight): its diagnostics
 // lane, its master (element `index` of master / remainder), and its new bf16 weight.
 template <bool has_master, bool has_remainder, bool stochastic>
@@ -169,16 +186,7 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
       g = _mm256_castsi256_ps(_mm256_slli_epi32(load_u16x8(static_cast<const uint16_t*>(seg.grad) + begin + i), 16));
     }
     const __m256i w_old = load_u16x8(weight + i);
-    __m256 p_old;
-    if constexpr (has_master) {
-      p_old = _mm256_loadu_ps(seg.master + begin + i);
-    } else if constexpr (has_remainder) {
-      const __m256i r = load_u16x8(seg.remainder + begin + i);
-      const __m256i high = _mm256_and_si256(_mm256_sub_epi32(w_old, _mm256_srli_epi32(r, 15)), low16);
-      p_old = _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(high, 16), r));
-    } else {
-      p_old = _mm256_castsi256_ps(_mm256_slli_epi32(w_old, 16));
-    }
+    const __m256 p_old = load_p_old8<has_master, has_remainder>(seg.master, seg.remainder, begin + i, w_old);
     __m256 m = _mm256_load_ps(m_old + i);
     __m256 v = _mm256_load_ps(v_old + i);
 
@@ -293,16 +301,7 @@ static void chunk_dense(const AdamWSegmentCpu& seg, size_t begin, int count, con
       g = _mm256_castsi256_ps(_mm256_slli_epi32(load_u16x8(grad16 + i), 16));
     }
     const __m256i w_old = load_u16x8(weight + i);
-    __m256 p_old;
-    if constexpr (has_master) {
-      p_old = _mm256_loadu_ps(master + i);
-    } else if constexpr (has_remainder) {
-      const __m256i r = load_u16x8(remainder + i);
-      const __m256i high = _mm256_and_si256(_mm256_sub_epi32(w_old, _mm256_srli_epi32(r, 15)), low16);
-      p_old = _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(high, 16), r));
-    } else {
-      p_old = _mm256_castsi256_ps(_mm256_slli_epi32(w_old, 16));
-    }
+    const __m256 p_old = load_p_old8<has_master, has_remainder>(master, remainder, size_t(i), w_old);
     __m256 m = load_moment8(mp + i);
     __m256 v = load_moment8(vp + i);
     const __m256 p = adamw_update8<lerp_small>(k, g, p_old, m, v);
