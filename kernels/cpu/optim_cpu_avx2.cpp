@@ -106,6 +106,25 @@ inline __m256 load_p_old8(const float* master, const uint16_t* remainder, size_t
   }
 }
 
+// The parameter after the step, eight lanes: stores the fp32 master or the 16-bit remainder
+// (numerics::master_split) at element `index`, and returns the new bf16 weights zero-extended
+// to 32 bits (remainder split, stochastic with random_bits[0..7], or nearest-even).
+template <bool has_master, bool has_remainder, bool stochastic>
+inline __m256i store_p_new8(__m256 p, float* master, uint16_t* remainder, size_t index, const uint32_t* random_bits) {
+  if constexpr (has_master) _mm256_storeu_ps(master + index, p);
+  if constexpr (has_remainder) {
+    const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+    const __m256i pb = _mm256_castps_si256(p);
+    const __m256i low = _mm256_and_si256(pb, low16);
+    store_u16x8(remainder + index, low);
+    return _mm256_and_si256(_mm256_add_epi32(_mm256_srli_epi32(pb, 16), _mm256_srli_epi32(low, 15)), low16);
+  } else if constexpr (stochastic) {
+    return bf16_sr8(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(random_bits)));
+  } else {
+    return bf16_rne8(p);
+  }
+}
+
 // A scalar tail element after its update (the last partial group of eight): its diagnostics
 // lane, its master (element `index` of master / remainder), and its new bf16 weight.
 template <bool has_master, bool has_remainder, bool stochastic>
@@ -162,7 +181,6 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
 
   const __m256 am = _mm256_set1_ps(absmax_m_old), av = _mm256_set1_ps(absmax_v_old);
   const Scalars8 k(s);
-  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
   __m256i max_m = _mm256_setzero_si256(), max_v = _mm256_setzero_si256();
   __m256 acc_u = _mm256_setzero_ps(), acc_w = _mm256_setzero_ps();
   __m256i same = _mm256_setzero_si256();
@@ -200,18 +218,8 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
     acc_u = _mm256_add_ps(acc_u, _mm256_mul_ps(du, du));
     acc_w = _mm256_add_ps(acc_w, _mm256_mul_ps(p_old, p_old));
 
-    __m256i w;
-    if constexpr (has_master) _mm256_storeu_ps(seg.master + begin + i, p);
-    if constexpr (has_remainder) {
-      const __m256i pb = _mm256_castps_si256(p);
-      const __m256i low = _mm256_and_si256(pb, low16);
-      w = _mm256_and_si256(_mm256_add_epi32(_mm256_srli_epi32(pb, 16), _mm256_srli_epi32(low, 15)), low16);
-      store_u16x8(seg.remainder + begin + i, low);
-    } else if constexpr (stochastic) {
-      w = bf16_sr8(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + i)));
-    } else {
-      w = bf16_rne8(p);
-    }
+    const __m256i w = store_p_new8<has_master, has_remainder, stochastic>(p, seg.master, seg.remainder, begin + i,
+                                                                         bits + i);
     same = _mm256_sub_epi32(same, _mm256_cmpeq_epi32(w, w_old));
     store_u16x8(weight + i, w);
   }
@@ -283,7 +291,6 @@ static void chunk_dense(const AdamWSegmentCpu& seg, size_t begin, int count, con
   uint16_t* const weight = seg.weight + begin;
 
   const Scalars8 k(s);
-  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
   __m256 acc_u = _mm256_setzero_ps(), acc_w = _mm256_setzero_ps();
   __m256i same = _mm256_setzero_si256();
   const auto load_moment8 = [](const Moment* p) {
@@ -316,18 +323,7 @@ static void chunk_dense(const AdamWSegmentCpu& seg, size_t begin, int count, con
     const __m256 du = _mm256_sub_ps(p, p_old);
     acc_u = _mm256_add_ps(acc_u, _mm256_mul_ps(du, du));
     acc_w = _mm256_add_ps(acc_w, _mm256_mul_ps(p_old, p_old));
-    __m256i w;
-    if constexpr (has_master) _mm256_storeu_ps(master + i, p);
-    if constexpr (has_remainder) {
-      const __m256i pb = _mm256_castps_si256(p);
-      const __m256i low = _mm256_and_si256(pb, low16);
-      w = _mm256_and_si256(_mm256_add_epi32(_mm256_srli_epi32(pb, 16), _mm256_srli_epi32(low, 15)), low16);
-      store_u16x8(remainder + i, low);
-    } else if constexpr (stochastic) {
-      w = bf16_sr8(p, _mm256_load_si256(reinterpret_cast<const __m256i*>(bits + i)));
-    } else {
-      w = bf16_rne8(p);
-    }
+    const __m256i w = store_p_new8<has_master, has_remainder, stochastic>(p, master, remainder, size_t(i), bits + i);
     same = _mm256_sub_epi32(same, _mm256_cmpeq_epi32(w, w_old));
     store_u16x8(weight + i, w);
   };
