@@ -5,8 +5,9 @@
 // the same run, and the same step in PyTorch (transformers model + torch.optim.AdamW, bf16
 // autocast and fp32, same threads and shapes) as a ratio when python3 can import torch and
 // transformers. Rows: fp32 compute with fp32 AdamW (what torch fp32 does), and farthing's lean
-// configuration (8-bit moments, no master, stochastic rounding) in fp32, bf16 and with
-// activation checkpointing.
+// configuration (8-bit moments, no master, stochastic rounding) in fp32, bf16, with activation
+// checkpointing, and with the optimizer step fused into backward (units widened to fp32 as they
+// are used, no gradient buffer; without clipping, which that mode cannot do).
 // Relies on: framework/train/trainer.h, kernels/cpu/matmul_cpu.h (the ceiling). Not a test.
 #include <omp.h>
 #include <unistd.h>
@@ -65,6 +66,8 @@ struct TrainerRun {
   const char* master;           // optimizer.master
   const char* rounding;         // optimizer.weight_rounding
   const char* checkpointing;    // model.activation_checkpointing
+  bool in_backward = false;     // train.optimizer_in_backward (no whole fp32 weight or gradient
+                                // buffer; needs max_grad_norm 0 and nonfinite fail)
 };
 
 // A full training step through the Trainer (the product path): draw the batch, forward, fused
@@ -91,6 +94,11 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
   rc.train.steps = 1000;
   rc.train.micro_batch = batch;
   rc.train.precision = run.precision;
+  rc.train.optimizer_in_backward = run.in_backward;
+  if (run.in_backward) {
+    rc.train.max_grad_norm = 0.0;
+    rc.train.nonfinite = "fail";
+  }
   rc.checkpoint.run_dir = run_dir.string();
 
   MemoryTracker& tracker = memory_tracker(Device::cpu());
@@ -286,6 +294,7 @@ int run_train_bench(const BenchOptions& options) {
       {"fp32, 8bit+SR", "fp32", "8bit", "none", "stochastic", "none"},
       {"bf16, 8bit+SR", "bf16", "8bit", "none", "stochastic", "none"},
       {"fp32 ckpt, 8bit+SR", "fp32", "8bit", "none", "stochastic", "per_block"},
+      {"8bit+SR in backward", "fp32", "8bit", "none", "stochastic", "none", true},
   };
   std::vector<StepResult> rows;
   for (const TrainerRun& run : runs) rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_s));
