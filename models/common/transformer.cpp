@@ -12,7 +12,6 @@
 
 namespace farthing::models {
 
-
 namespace {
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -307,8 +306,10 @@ void Transformer::embed(const int32_t* tokens) {
     FARTHING_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token ", tokens[i], " at position ",
                    i, " is outside the vocabulary [0, ", c.vocab_size, ")");
   }
-  ops_.embedding_forward(resid_, tokens, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M,
-                           seq_, c.dim);
+  // NOTE: tokens and targets are host arrays, checked here; a device NnOps set will need them
+  // copied to its memory first (only the CPU set exists today, where host is device).
+  ops_.embedding_forward(resid_, tokens, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M, seq_,
+                         c.dim);
 }
 
 void Transformer::block_forward(int64_t layer, BlockActs& a, const float* x, float* y) {
