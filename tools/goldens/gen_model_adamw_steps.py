@@ -42,6 +42,8 @@ import torch
 import torch.nn.functional as F
 import transformers
 
+from gen_model_goldens import write_fgld  # the FGLD writer the model goldens use
+
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "models")
 CASES = [("llama_gqa_tiny", 11), ("qwen2_tiny", 12), ("gpt2_tiny", 13)]  # (golden, seed of batches 1..K-1)
 STEPS = 5
@@ -74,20 +76,6 @@ def read_fgld(path):
         out[name] = np.frombuffer(data, dtype=dtype, count=n, offset=pos).reshape(dims).copy()
         pos += n * np.dtype(dtype).itemsize
     return out
-
-
-def write_fgld(path, tensors):
-    with open(path, "wb") as f:
-        f.write(b"FGLD0001")
-        f.write(struct.pack("<I", len(tensors)))
-        for name, arr in tensors:
-            arr = np.ascontiguousarray(arr)
-            code = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.uint8): 2}[arr.dtype]
-            nb = name.encode()
-            f.write(struct.pack("<I", len(nb)) + nb)
-            f.write(struct.pack("<II", code, arr.ndim))
-            f.write(struct.pack("<%dq" % arr.ndim, *arr.shape))
-            f.write(arr.tobytes())
 
 
 def is_no_decay(name, param):
