@@ -4,11 +4,13 @@
 // peak RSS growth), the model FLOP/s as a fraction of the best oneDNN GEMM rate measured in
 // the same run, and the same step in PyTorch (transformers model + torch.optim.AdamW, bf16
 // autocast and fp32, same threads and shapes) as a ratio when python3 can import torch and
-// transformers. Rows: fp32 compute with fp32 AdamW (what torch fp32 does), and farthing's lean
+// transformers. The torch peers stay loaded in child processes and take turns with farthing's
+// steps. Rows: fp32 compute with fp32 AdamW (what torch fp32 does), and farthing's lean
 // configuration (8-bit moments, no master, stochastic rounding) in fp32, bf16, with activation
 // checkpointing, and with the optimizer step fused into backward (units widened to fp32 as they
 // are used, no gradient buffer; without clipping, which that mode cannot do).
-// Relies on: framework/train/trainer.h, kernels/cpu/matmul_cpu.h (the ceiling). Not a test.
+// Relies on: framework/train/trainer.h, kernels/cpu/matmul_cpu.h (the ceiling),
+// tools/bench/peer_process.h (the torch peers). Not a test.
 #include <omp.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,6 +32,7 @@
 #include "kernels/cpu/matmul_cpu.h"
 #include "models/common/presets.h"
 #include "tools/bench/bench.h"
+#include "tools/bench/peer_process.h"
 
 namespace farthing::bench {
 
@@ -56,7 +60,132 @@ struct StepResult {
   double seconds = 0, tokens_per_s = 0, flops_per_s = 0;
   int64_t tracked_peak_bytes = 0, rss_growth_bytes = 0;
   float loss = 0;
+  std::vector<double> peer_seconds;  // each peer's best step in the turns taken with this run
 };
+
+// The PyTorch peer, kept loaded between turns: a transformers model from the preset's config,
+// bf16 autocast (argv[5] == "bf16") or fp32; one step = forward + loss + backward +
+// clip_grad_norm_(1.0) + torch.optim.AdamW (fused where this torch has it on the CPU, else
+// foreach) + zero_grad. Each mode runs in its own process so peak RSS is its own.
+// Prints "version V", "optimizer fused|foreach", then "ready" after a warm-up step (or
+// "no-torch"); answers each "step" line with "step_s S" and "quit" with "rss_growth_bytes B".
+const char* kTorchScript = R"PY(
+import json, sys, time
+try:
+    import torch, transformers
+except Exception:
+    print("no-torch", flush=True); sys.exit(0)
+def rss(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field): return int(line.split()[1]) * 1024
+    return 0
+cfg, batch, seq, threads = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+amp = sys.argv[5] == "bf16"
+torch.set_num_threads(threads)
+print("version", torch.__version__)
+rss0 = rss("VmRSS:")
+if cfg["family"] == "gpt2":
+    c = transformers.GPT2Config(vocab_size=cfg["vocab"], n_positions=cfg["max_seq"], n_embd=cfg["dim"],
+        n_layer=cfg["layers"], n_head=cfg["heads"], resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    m = transformers.GPT2LMHeadModel(c)
+else:
+    kw = dict(vocab_size=cfg["vocab"], hidden_size=cfg["dim"], intermediate_size=cfg["hidden"],
+        num_hidden_layers=cfg["layers"], num_attention_heads=cfg["heads"],
+        num_key_value_heads=cfg["kv_heads"], max_position_embeddings=cfg["max_seq"],
+        rms_norm_eps=cfg["eps"], tie_word_embeddings=cfg["tied"])
+    m = (transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**kw)) if cfg["qkv_bias"]
+         else transformers.LlamaForCausalLM(transformers.LlamaConfig(**kw)))
+m.train()
+ids = torch.randint(0, cfg["vocab"], (batch, seq))
+try:
+    opt = torch.optim.AdamW(m.parameters(), lr=2e-5, weight_decay=0.01, fused=True)
+    print("optimizer fused")
+except Exception:
+    opt = torch.optim.AdamW(m.parameters(), lr=2e-5, weight_decay=0.01, foreach=True)
+    print("optimizer foreach")
+def step():
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        loss = m(input_ids=ids, labels=ids).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+step()  # warm-up
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() == "step":
+        t0 = time.perf_counter(); step()
+        print("step_s", time.perf_counter() - t0, flush=True)
+    elif line.strip() == "quit":
+        break
+print("rss_growth_bytes", rss("VmHWM:") - rss0, flush=True)
+)PY";
+
+// One PyTorch configuration, loaded once and stepped on demand.
+class TorchPeer {
+ public:
+  TorchPeer(const models::ModelConfig& c, int64_t batch, int64_t seq, int threads, const char* mode) {
+    const nlohmann::json cfg = {{"family", c.family == models::ModelFamily::kGpt2 ? "gpt2" : "llama"},
+                                {"vocab", c.vocab_size}, {"dim", c.dim}, {"hidden", c.hidden_dim},
+                                {"layers", c.n_layers}, {"heads", c.n_heads}, {"kv_heads", c.n_kv_heads},
+                                {"max_seq", c.max_seq_len}, {"eps", c.norm_eps}, {"tied", c.tied_embeddings},
+                                {"qkv_bias", c.qkv_bias}};
+    process_ = std::make_unique<PeerProcess>(std::vector<std::string>{
+        "python3", "-c", kTorchScript, cfg.dump(), std::to_string(batch), std::to_string(seq),
+        std::to_string(threads), mode});
+    std::string line;
+    char text[256];
+    while (process_->receive(&line)) {
+      if (std::sscanf(line.c_str(), "version %255s", text) == 1) version_ = text;
+      else if (std::sscanf(line.c_str(), "optimizer %255s", text) == 1) optimizer_ = text;
+      else if (line == "no-torch") note_ = "torch/transformers not importable";
+      else if (line == "ready") { ready_ = true; break; }
+    }
+    if (!ready_ && note_.empty()) note_ = "python3 failed to build the model";
+  }
+
+  bool ready() const { return ready_; }
+  const std::string& version() const { return version_; }
+  const std::string& optimizer() const { return optimizer_; }
+  const std::string& note() const { return note_; }
+  double best_seconds() const { return best_seconds_; }
+  int64_t rss_growth_bytes() const { return rss_growth_bytes_; }
+
+  // Runs one step and returns its seconds (< 0 if the peer failed).
+  double step() {
+    std::string line;
+    double s = -1;
+    if (ready_ && process_->send("step") && process_->receive(&line) &&
+        std::sscanf(line.c_str(), "step_s %lf", &s) == 1) {
+      best_seconds_ = std::min(best_seconds_, s);
+      return s;
+    }
+    ready_ = false;
+    note_ = "the python peer stopped mid-run";
+    return -1;
+  }
+
+  // Ends the peer and collects its peak RSS growth.
+  void finish() {
+    std::string line;
+    long long b = 0;
+    if (ready_ && process_->send("quit") && process_->receive(&line) &&
+        std::sscanf(line.c_str(), "rss_growth_bytes %lld", &b) == 1) {
+      rss_growth_bytes_ = b;
+    }
+    process_.reset();
+  }
+
+ private:
+  std::unique_ptr<PeerProcess> process_;
+  bool ready_ = false;
+  std::string version_, optimizer_, note_;
+  double best_seconds_ = 1e30;
+  int64_t rss_growth_bytes_ = 0;
+};
+
+// Turns of farthing's step and the peers' steps per row (each side keeps its best).
+constexpr int kTurns = 3;
 
 // One configuration of the trainer: what `farthing train` would run with these recipe keys.
 struct TrainerRun {
@@ -75,7 +204,8 @@ struct TrainerRun {
 // bf16 weights. Peak memory counts everything the run allocated: weights, master, moments,
 // gradients, activations.
 StepResult run_farthing(const TrainerRun& run, const std::string& preset, const std::filesystem::path& tokens,
-                        const std::filesystem::path& run_dir, int64_t batch, int64_t seq, double min_seconds) {
+                        const std::filesystem::path& run_dir, int64_t batch, int64_t seq, double min_seconds,
+                        const std::vector<TorchPeer*>& peers) {
   StepResult r;
   r.mode = run.name;
   recipe::RunConfig rc;
@@ -109,15 +239,23 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
   auto comm = make_world_communicator();
   train::Trainer trainer(rc, *comm, train::TrainerOutput{.progress = false});
   trainer.train_step();  // warm-up: primitives, page faults
+  // NOTE: farthing's steps and each peer's take turns, so a drift in the machine's speed
+  // reaches both sides of a ratio alike; each side keeps its best of the turns.
+  r.peer_seconds.assign(peers.size(), 1e30);
   double best = 1e30, total = 0;
   int reps = 0;
-  while (total < min_seconds || reps < 2) {
+  while (total < min_seconds || reps < kTurns) {
     const auto t0 = Clock::now();
     r.loss = float(trainer.train_step().loss);
     const double s = seconds_since(t0);
     best = std::min(best, s);
     total += s;
     ++reps;
+    for (size_t i = 0; i < peers.size(); ++i) {
+      if (!peers[i]->ready()) continue;
+      const double peer_s = peers[i]->step();
+      if (peer_s > 0) r.peer_seconds[i] = std::min(r.peer_seconds[i], peer_s);
+    }
   }
   r.seconds = best;
   r.tokens_per_s = double(batch * seq) / best;
@@ -167,104 +305,6 @@ double gemm_rate(k::GemmDtype dtype, const std::vector<k::GemmShape>& shapes, do
   return best_rate;
 }
 
-// transformers model from the preset's config, bf16 autocast (argv[6] == "bf16") or fp32:
-// forward + loss + backward + clip_grad_norm_(1.0) + torch.optim.AdamW (fused where this torch
-// has it on the CPU, else foreach) + zero_grad; each mode in its own process so peak RSS is its own.
-// Prints "version V", "optimizer fused|foreach", "step_s S", "rss_growth_bytes B", or "no-torch".
-const char* kTorchScript = R"PY(
-import json, sys, time
-try:
-    import torch, transformers
-except Exception:
-    print("no-torch"); sys.exit(0)
-def rss(field):
-    for line in open("/proc/self/status"):
-        if line.startswith(field): return int(line.split()[1]) * 1024
-    return 0
-cfg, batch, seq, threads, min_s = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
-amp = sys.argv[6] == "bf16"
-torch.set_num_threads(threads)
-print("version", torch.__version__)
-rss0 = rss("VmRSS:")
-if cfg["family"] == "gpt2":
-    c = transformers.GPT2Config(vocab_size=cfg["vocab"], n_positions=cfg["max_seq"], n_embd=cfg["dim"],
-        n_layer=cfg["layers"], n_head=cfg["heads"], resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    m = transformers.GPT2LMHeadModel(c)
-else:
-    kw = dict(vocab_size=cfg["vocab"], hidden_size=cfg["dim"], intermediate_size=cfg["hidden"],
-        num_hidden_layers=cfg["layers"], num_attention_heads=cfg["heads"],
-        num_key_value_heads=cfg["kv_heads"], max_position_embeddings=cfg["max_seq"],
-        rms_norm_eps=cfg["eps"], tie_word_embeddings=cfg["tied"])
-    m = (transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**kw)) if cfg["qkv_bias"]
-         else transformers.LlamaForCausalLM(transformers.LlamaConfig(**kw)))
-m.train()
-ids = torch.randint(0, cfg["vocab"], (batch, seq))
-try:
-    opt = torch.optim.AdamW(m.parameters(), lr=2e-5, weight_decay=0.01, fused=True)
-    print("optimizer fused")
-except Exception:
-    opt = torch.optim.AdamW(m.parameters(), lr=2e-5, weight_decay=0.01, foreach=True)
-    print("optimizer foreach")
-def step():
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-        loss = m(input_ids=ids, labels=ids).loss
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-step()
-best, total, reps = 1e30, 0.0, 0
-while total < min_s or reps < 2:  # best of two at least, as the farthing rows
-    t0 = time.perf_counter(); step(); s = time.perf_counter() - t0
-    best = min(best, s); total += s; reps += 1
-print("step_s", best)
-print("rss_growth_bytes", rss("VmHWM:") - rss0)
-)PY";
-
-struct TorchResult {
-  bool ok = false;
-  std::string version, note, optimizer;
-  double seconds = 0;
-  int64_t rss_growth_bytes = 0;
-};
-
-TorchResult run_torch(const models::ModelConfig& c, int64_t batch, int64_t seq, int threads,
-                      double min_seconds, const char* mode) {
-  TorchResult r;
-  nlohmann::json cfg = {{"family", c.family == models::ModelFamily::kGpt2 ? "gpt2" : "llama"},
-                        {"vocab", c.vocab_size}, {"dim", c.dim}, {"hidden", c.hidden_dim},
-                        {"layers", c.n_layers}, {"heads", c.n_heads}, {"kv_heads", c.n_kv_heads},
-                        {"max_seq", c.max_seq_len}, {"eps", c.norm_eps}, {"tied", c.tied_embeddings},
-                        {"qkv_bias", c.qkv_bias}};
-  char path[] = "/tmp/farthing_bench_train_XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) return r;
-  const ssize_t written = write(fd, kTorchScript, std::strlen(kTorchScript));
-  close(fd);
-  if (written > 0) {
-    const std::string cmd = "python3 " + std::string(path) + " '" + cfg.dump() + "' " +
-                            std::to_string(batch) + " " + std::to_string(seq) + " " +
-                            std::to_string(threads) + " " + std::to_string(min_seconds) + " " + mode +
-                            " 2>/dev/null";
-    if (FILE* pipe = popen(cmd.c_str(), "r")) {
-      char line[512];
-      while (std::fgets(line, sizeof line, pipe)) {
-        char text[256] = {0};
-        double v = 0;
-        long long b = 0;
-        if (std::sscanf(line, "version %255s", text) == 1) r.version = text;
-        else if (std::sscanf(line, "optimizer %255s", text) == 1) r.optimizer = text;
-        else if (std::sscanf(line, "step_s %lf", &v) == 1) { r.seconds = v; r.ok = true; }
-        else if (std::sscanf(line, "rss_growth_bytes %lld", &b) == 1) r.rss_growth_bytes = b;
-        else if (std::strncmp(line, "no-torch", 8) == 0) r.note = "torch/transformers not importable";
-      }
-      pclose(pipe);
-    }
-  }
-  std::remove(path);
-  return r;
-}
-
 }  // namespace
 
 int run_train_bench(const BenchOptions& options) {
@@ -284,6 +324,22 @@ int run_train_bench(const BenchOptions& options) {
   double f32_rate = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &f32_shape);
   double bf16_rate = gemm_rate(k::GemmDtype::kBF16, shapes, min_s, &bf16_shape);
 
+  // NOTE: without a native bf16 GEMM (AVX-512-BF16 / AMX) torch's CPU autocast emulates bf16
+  // and runs ~50x slower than its fp32 (GPT-2 124M at seq 1024 measured 2.4 tokens/s on an
+  // AVX2 EPYC): a peer no user would run there, and minutes per step, so it is skipped unless
+  // --torch-amp asks for it.
+  const bool torch_amp_useful = k::bf16_gemm_is_native_cpu() || options.torch_amp;
+  std::unique_ptr<TorchPeer> torch_amp;
+  if (torch_amp_useful) torch_amp = std::make_unique<TorchPeer>(config, batch, seq, threads, "bf16");
+  TorchPeer torch32(config, batch, seq, threads, "fp32");
+  std::vector<TorchPeer*> peers;
+  if (torch_amp && torch_amp->ready()) peers.push_back(torch_amp.get());
+  if (torch32.ready()) peers.push_back(&torch32);
+  auto peer_index = [&](const TorchPeer* peer) {
+    const auto it = std::find(peers.begin(), peers.end(), peer);
+    return it == peers.end() ? -1 : int(it - peers.begin());
+  };
+
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("farthing_bench_train_" + std::to_string(getpid()));
   fs::create_directories(dir);
@@ -297,27 +353,31 @@ int run_train_bench(const BenchOptions& options) {
       {"8bit+SR in backward", "fp32", "8bit", "none", "stochastic", "none", true},
   };
   std::vector<StepResult> rows;
-  for (const TrainerRun& run : runs) rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_s));
+  for (const TrainerRun& run : runs) {
+    rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_s, peers));
+  }
   fs::remove_all(dir);
+  for (TorchPeer* peer : peers) peer->finish();
 
   const double f32_after = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &shape_tmp);
   if (f32_after > f32_rate) { f32_rate = f32_after; f32_shape = shape_tmp; }
   const double bf16_after = gemm_rate(k::GemmDtype::kBF16, shapes, min_s, &shape_tmp);
   if (bf16_after > bf16_rate) { bf16_rate = bf16_after; bf16_shape = shape_tmp; }
   const double ceiling = std::max(f32_rate, bf16_rate);
-  // NOTE: without a native bf16 GEMM (AVX-512-BF16 / AMX) torch's CPU autocast emulates bf16
-  // and runs ~50x slower than its fp32 (GPT-2 124M at seq 1024 measured 2.4 tokens/s on an
-  // AVX2 EPYC): a peer no user would run there, and minutes per step, so it is skipped unless
-  // --torch-amp asks for it.
-  const bool torch_amp_useful = k::bf16_gemm_is_native_cpu() || options.torch_amp;
-  TorchResult torch;
-  if (torch_amp_useful) torch = run_torch(config, batch, seq, threads, min_s, "bf16");
-  else torch.note = "skipped: no native bf16 GEMM on this CPU (emulated autocast is ~50x slower than fp32; --torch-amp runs it)";
-  TorchResult torch32 = run_torch(config, batch, seq, threads, min_s, "fp32");
+  // farthing's tokens/s over the peer's, both the best of the turns they took together.
+  auto speed_ratio = [&](const TorchPeer* peer, const StepResult& r) {
+    const int i = peer_index(peer);
+    return i < 0 || r.peer_seconds[size_t(i)] >= 1e30 ? 0.0 : r.peer_seconds[size_t(i)] / r.seconds;
+  };
+  const std::string amp_note =
+      torch_amp ? torch_amp->note()
+                : "skipped: no native bf16 GEMM on this CPU (emulated autocast is ~50x slower than fp32; --torch-amp runs it)";
+  const bool amp_ok = torch_amp && peer_index(torch_amp.get()) >= 0;
+  const bool fp32_ok = peer_index(&torch32) >= 0;
 
   if (options.json) {
     nlohmann::json out = {{"suite", "train"}, {"preset", preset}, {"batch", batch}, {"seq", seq},
-                          {"threads", threads}, {"optimizer_step_included", true},
+                          {"threads", threads}, {"optimizer_step_included", true}, {"turns", kTurns},
                           {"gemm_f32_flops", f32_rate}, {"gemm_bf16_flops", bf16_rate},
                           {"bf16_gemm_native", k::bf16_gemm_is_native_cpu()}};
     for (const StepResult& r : rows) {
@@ -325,17 +385,19 @@ int run_train_bench(const BenchOptions& options) {
                              {"model_flops_per_s", r.flops_per_s}, {"gemm_ceiling_fraction", r.flops_per_s / ceiling},
                              {"tracked_peak_bytes", r.tracked_peak_bytes}, {"rss_growth_bytes", r.rss_growth_bytes},
                              {"loss", r.loss},
-                             {"torch_speed_ratio", torch.ok ? torch.seconds / r.seconds : 0.0},
-                             {"torch_fp32_speed_ratio", torch32.ok ? torch32.seconds / r.seconds : 0.0}});
+                             {"torch_speed_ratio", speed_ratio(torch_amp.get(), r)},
+                             {"torch_fp32_speed_ratio", speed_ratio(&torch32, r)}});
     }
-    if (!torch.ok) out["torch_amp_note"] = torch.note;
-    if (torch.ok) {
-      out["torch"] = {{"version", torch.version}, {"optimizer", torch.optimizer}, {"step_s", torch.seconds},
-                      {"tokens_per_s", double(M) / torch.seconds}, {"rss_growth_bytes", torch.rss_growth_bytes}};
+    if (!amp_ok) out["torch_amp_note"] = amp_note;
+    if (amp_ok) {
+      out["torch"] = {{"version", torch_amp->version()}, {"optimizer", torch_amp->optimizer()},
+                      {"step_s", torch_amp->best_seconds()}, {"tokens_per_s", double(M) / torch_amp->best_seconds()},
+                      {"rss_growth_bytes", torch_amp->rss_growth_bytes()}};
     }
-    if (torch32.ok) {
-      out["torch_fp32"] = {{"step_s", torch32.seconds}, {"tokens_per_s", double(M) / torch32.seconds},
-                           {"rss_growth_bytes", torch32.rss_growth_bytes}};
+    if (fp32_ok) {
+      out["torch_fp32"] = {{"version", torch32.version()}, {"optimizer", torch32.optimizer()},
+                           {"step_s", torch32.best_seconds()}, {"tokens_per_s", double(M) / torch32.best_seconds()},
+                           {"rss_growth_bytes", torch32.rss_growth_bytes()}};
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -344,14 +406,15 @@ int run_train_bench(const BenchOptions& options) {
               preset.c_str(), (long long)batch, (long long)seq, threads, double(config.num_params()) / 1e6);
   std::printf("step = draw batch + forward + fused chunked cross-entropy + backward + clip + AdamW + new weights\n"
               "(farthing's Trainer::train_step; torch: the transformers model, clip_grad_norm_, AdamW %s)\n",
-              torch32.optimizer.empty() ? "-" : torch32.optimizer.c_str());
+              torch32.optimizer().empty() ? "-" : torch32.optimizer().c_str());
   std::printf("GEMM ceiling (oneDNN, same run): fp32 %.1f GFLOP/s (%s), bf16 %.1f GFLOP/s (%s)%s\n\n",
               f32_rate / 1e9, f32_shape.c_str(), bf16_rate / 1e9, bf16_shape.c_str(),
               k::bf16_gemm_is_native_cpu() ? "" : " [no native bf16 GEMM here: widened to fp32]");
-  auto ratio = [](const TorchResult& t, double seconds) {
+  auto ratio_text = [&](const TorchPeer* peer, const StepResult& r) {
+    const double x = speed_ratio(peer, r);
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2fx", t.seconds / seconds);
-    return t.ok ? std::string(buf) : std::string("-");
+    std::snprintf(buf, sizeof buf, "%.2fx", x);
+    return x > 0 ? std::string(buf) : std::string("-");
   };
   std::printf("%-20s %9s %10s %9s %8s %14s %14s %9s %9s\n", "run", "step s", "tokens/s", "GFLOP/s",
               "of GEMM", "tracked peak", "RSS growth", "vs amp", "vs fp32");
@@ -359,21 +422,23 @@ int run_train_bench(const BenchOptions& options) {
     std::printf("%-20s %9.3f %10.1f %9.1f %7.1f%% %10.1f MiB %10.1f MiB %9s %9s\n", r.mode.c_str(),
                 r.seconds, r.tokens_per_s, r.flops_per_s / 1e9, 100.0 * r.flops_per_s / ceiling,
                 double(r.tracked_peak_bytes) / 1048576.0, double(r.rss_growth_bytes) / 1048576.0,
-                ratio(torch, r.seconds).c_str(), ratio(torch32, r.seconds).c_str());
+                ratio_text(torch_amp.get(), r).c_str(), ratio_text(&torch32, r).c_str());
   }
-  for (const TorchResult* t : {&torch, &torch32}) {
-    if (!t->ok) continue;
-    std::printf("%-20s %9.3f %10.1f %9s %8s %14s %10.1f MiB\n", t == &torch ? "torch bf16 autocast" : "torch fp32",
-                t->seconds, double(M) / t->seconds, "", "", "", double(t->rss_growth_bytes) / 1048576.0);
+  for (const TorchPeer* peer : peers) {
+    std::printf("%-20s %9.3f %10.1f %9s %8s %14s %10.1f MiB\n",
+                peer == &torch32 ? "torch fp32" : "torch bf16 autocast", peer->best_seconds(),
+                double(M) / peer->best_seconds(), "", "", "", double(peer->rss_growth_bytes()) / 1048576.0);
   }
-  if (!torch.ok && !torch.note.empty()) std::printf("\ntorch bf16 autocast: %s\n", torch.note.c_str());
-  if (torch32.ok) {
-    std::printf("\ntorch %s, transformers model, %d threads. 'vs amp' / 'vs fp32': farthing tokens/s over\n"
-                "torch's with bf16 autocast / in fp32. Tracked peak: farthing's memory tracker (weights,\n"
-                "master, moments, grads, activations); RSS growth: the process's peak resident growth.\n",
-                torch32.version.c_str(), threads);
+  if (!amp_ok) std::printf("\ntorch bf16 autocast: %s\n", amp_note.c_str());
+  if (fp32_ok) {
+    std::printf("\ntorch %s, transformers model, %d threads. Each farthing row took %d turns with each torch\n"
+                "peer (one farthing step, then one torch step); 'vs amp' / 'vs fp32' is farthing's tokens/s\n"
+                "over torch's (bf16 autocast / fp32), each the best of those turns; the torch rows give\n"
+                "its best step over all turns. Tracked peak: farthing's memory tracker (weights, master,\n"
+                "moments, grads, activations); RSS growth: the process's peak resident growth.\n",
+                torch32.version().c_str(), threads, kTurns);
   } else {
-    std::printf("\ntorch: not measured (%s)\n", torch32.note.empty() ? "python3 failed" : torch32.note.c_str());
+    std::printf("\ntorch: not measured (%s)\n", torch32.note().c_str());
   }
   return 0;
 }
