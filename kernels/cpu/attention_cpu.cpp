@@ -1,7 +1,7 @@
 // attention_cpu.cpp — see attention_cpu.h. Blocked by kQueryBlock query rows: the scores
 // of a block against its causal prefix of keys are one small fp32 GEMM (oneDNN, run
-// single-threaded inside the OpenMP task), softmax is exact per row, and the products with
-// V (and, in backward, dQ, dK, dV) are GEMMs again.
+// single-threaded inside the OpenMP task), softmax is exact per row (its sum in key order, as
+// decoding), and the products with V (and, in backward, dQ, dK, dV) are GEMMs again.
 #include "kernels/cpu/attention_cpu.h"
 
 #include <algorithm>
@@ -25,6 +25,44 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return acc;
 }
 
+// max(x[0..n)): exact in any order, so eight running maxima (which vectorize) give the bits of
+// a left-to-right scan. NaN elements are skipped, as std::max skips them.
+float max_of(const float* x, int64_t n) {
+  float lane[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) lane[l] = std::max(lane[l], x[j + l]);
+  }
+  for (int l = 0; j + l < n; ++l) lane[l] = std::max(lane[l], x[j + l]);
+  float m = lane[0];
+  for (int l = 1; l < 8; ++l) m = std::max(m, lane[l]);
+  return m;
+}
+
+// sum[r] = p[r][0] + p[r][1] + ... over row r's first_valid + r entries (rows ld apart), each
+// added in key order. NOTE: key order is the softmax denominator's definition (decoding sums
+// the same way); eight rows go at once so that their additions overlap instead of each
+// waiting ~3 cycles on the one before, which a single row's sum cannot avoid.
+void row_sums_in_key_order(const float* p, int64_t ld, int64_t rows, int64_t first_valid, float* sum) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8) {
+    float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    const int64_t common = first_valid + r;  // entries every one of the eight rows has
+    for (int64_t j = 0; j < common; ++j) {
+      for (int l = 0; l < 8; ++l) acc[l] += p[(r + l) * ld + j];
+    }
+    for (int l = 0; l < 8; ++l) {
+      for (int64_t j = common; j < first_valid + r + l; ++j) acc[l] += p[(r + l) * ld + j];
+      sum[r + l] = acc[l];
+    }
+  }
+  for (; r < rows; ++r) {
+    float acc = 0.0f;
+    for (int64_t j = 0; j < first_valid + r; ++j) acc += p[r * ld + j];
+    sum[r] = acc;
+  }
+}
+
 // C (m, n; ldc) (+)= op(A) op(B), fp32.
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, Trans ta, const float* b,
           int64_t ldb, Trans tb, float* c, int64_t ldc, bool accumulate) {
@@ -39,7 +77,7 @@ void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, cons
   const float scale = 1.0f / std::sqrt(float(D));
 #pragma omp parallel
   {
-    std::vector<float> p(static_cast<size_t>(kQueryBlock * T));
+    std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), row_max(kQueryBlock), row_sum(kQueryBlock);
 #pragma omp for collapse(3) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
@@ -54,19 +92,22 @@ void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, cons
           for (int64_t r = 0; r < rows; ++r) {
             float* pr = p.data() + r * kend;
             const int64_t valid = q0 + r + 1;
-            float m = -INFINITY;
-            for (int64_t j = 0; j < valid; ++j) {
-              pr[j] *= scale;
-              m = std::max(m, pr[j]);
-            }
+#pragma omp simd
+            for (int64_t j = 0; j < valid; ++j) pr[j] *= scale;
+            row_max[size_t(r)] = max_of(pr, valid);
+            const float m = row_max[size_t(r)];
 #pragma omp simd
             for (int64_t j = 0; j < valid; ++j) pr[j] = numerics::exp_f32(pr[j] - m);
-            float sum = 0.0f;
-            for (int64_t j = 0; j < valid; ++j) sum += pr[j];  // in key order
-            const float inv = 1.0f / sum;
+          }
+          row_sums_in_key_order(p.data(), kend, rows, q0 + 1, row_sum.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            float* pr = p.data() + r * kend;
+            const int64_t valid = q0 + r + 1;
+            const float inv = 1.0f / row_sum[size_t(r)];
+#pragma omp simd
             for (int64_t j = 0; j < valid; ++j) pr[j] *= inv;
-            for (int64_t j = valid; j < kend; ++j) pr[j] = 0.0f;
-            lse[(b * Hq + h) * T + q0 + r] = m + std::log(sum);
+            std::fill(pr + valid, pr + kend, 0.0f);
+            lse[(b * Hq + h) * T + q0 + r] = row_max[size_t(r)] + std::log(row_sum[size_t(r)]);
           }
           // out (rows, D) = p v
           gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, S, Trans::kN,
@@ -166,15 +207,14 @@ void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv,
         const int64_t valid = first_position + r + 1;  // causal: keys at positions 0..first_position + r
         const float* q = qkv + r * Sq + h * D;
         const int64_t kv_head = h / group;
-        float m = -INFINITY;
         for (int64_t j = 0; j < valid; ++j) {
           const float* kj = k_cache + j * kv_row + kv_head * D;
           float dot = 0.0f;
           for (int64_t d = 0; d < D; ++d) dot += q[d] * kj[d];
           p[size_t(j)] = dot * scale;
-          m = std::max(m, p[size_t(j)]);
         }
         float* pj = p.data();
+        const float m = max_of(pj, valid);
 #pragma omp simd
         for (int64_t j = 0; j < valid; ++j) pj[j] = numerics::exp_f32(pj[j] - m);
         float sum = 0.0f;
