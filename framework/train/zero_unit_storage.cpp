@@ -37,6 +37,7 @@ void ZeroUnitStorage::start_gather(int unit, Pending& p) {
 }
 
 void ZeroUnitStorage::prefetch_params(int unit) {
+  if (comm_.world_size() == 1) return;  // nothing to move: acquire widens the owned part itself
   const size_t u = size_t(unit);
   if (params_[u].data() != nullptr || pending_[u]) return;
   pending_[u] = std::make_unique<Pending>();
@@ -46,6 +47,21 @@ void ZeroUnitStorage::prefetch_params(int unit) {
 const float* ZeroUnitStorage::acquire_params(int unit) {
   const size_t u = size_t(unit);
   FARTHING_CHECK(params_[u].data() == nullptr, "unit ", unit, " acquired twice");
+  if (comm_.world_size() == 1) {
+    // NOTE: the one rank owns the whole unit, so the gather is the identity: its parameters are
+    // the owned part itself (copied, or widened exactly from bf16), with no send or receive
+    // buffer and no communicator thread competing with the compute for the cores.
+    const int64_t padded = zero_.padded_elems(u), owned = zero_.owned(u, 0).size();
+    params_[u] = Buffer(Device::cpu(), size_t(padded) * sizeof(float), MemoryCategory::kWeights);
+    float* dst = static_cast<float*>(params_[u].data());
+    if (sources_.params_dtype == DType::kF32) {
+      std::memcpy(dst, sources_.owned_params(unit), size_t(owned) * sizeof(float));
+    } else {
+      kernels::cast_narrow_to_f32_cpu(kernels::NarrowFormat::kBf16, sources_.owned_params(unit), dst, size_t(owned));
+    }
+    std::memset(dst + owned, 0, size_t(padded - owned) * sizeof(float));
+    return dst;
+  }
   std::unique_ptr<Pending> p = std::move(pending_[u]);
   if (!p) {  // not prefetched: gather now
     p = std::make_unique<Pending>();
@@ -75,6 +91,11 @@ float* ZeroUnitStorage::acquire_grads(int unit) {
 
 void ZeroUnitStorage::grads_ready(int unit) {
   const size_t u = size_t(unit);
+  if (comm_.world_size() == 1) {  // the reduce-scatter over one rank is the identity
+    sources_.on_unit_grads(unit, static_cast<const float*>(grads_[u].data()));
+    grads_[u] = Buffer();
+    return;
+  }
   const int64_t shard = zero_.shard_elems(u), padded = zero_.padded_elems(u);
   Buffer mine(Device::cpu(), size_t(shard) * sizeof(float), MemoryCategory::kCommBuffers);
   comm_.reduce_scatter(Tensor(mine.data(), DType::kF32, Shape{shard}), Tensor(grads_[u].data(), DType::kF32, Shape{padded}),

@@ -5,7 +5,8 @@
 // backward has finished them, then freed; the next unit's gather starts while the current one
 // computes (prefetch). So the model holds two or three units at a time instead
 // of the whole model, and no full gradient buffer exists: with the optimizer step fused into
-// backward, the owner steps the unit right away (torchtune's optimizer-in-backward).
+// backward, the owner steps the unit right away (torchtune's optimizer-in-backward). On one
+// rank both collectives are the identity and are skipped (no buffers, no communicator thread).
 //
 // NOTE (numerics): the gather moves exact values (bf16 weights widened exactly, or the fp32
 // master under precision fp32); the reduce-scatter sums fp32 in rank order, like stage 1's
