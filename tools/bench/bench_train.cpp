@@ -372,6 +372,11 @@ int run_train_bench(const BenchOptions& options) {
     const int i = peer_index(peer);
     return i < 0 || r.peer_seconds[size_t(i)] >= 1e30 ? 0.0 : r.peer_seconds[size_t(i)] / r.seconds;
   };
+  // The same over the peer's best step of all turns (every row's): the conservative ratio, as
+  // the peer's steps vary more from turn to turn than farthing's.
+  auto best_speed_ratio = [&](const TorchPeer* peer, const StepResult& r) {
+    return peer_index(peer) < 0 ? 0.0 : peer->best_seconds() / r.seconds;
+  };
   const std::string amp_note =
       torch_amp ? torch_amp->note()
                 : "skipped: no native bf16 GEMM on this CPU (emulated autocast is ~50x slower than fp32; --torch-amp runs it)";
@@ -389,7 +394,8 @@ int run_train_bench(const BenchOptions& options) {
                              {"tracked_peak_bytes", r.tracked_peak_bytes}, {"rss_growth_bytes", r.rss_growth_bytes},
                              {"loss", r.loss},
                              {"torch_speed_ratio", speed_ratio(torch_amp.get(), r)},
-                             {"torch_fp32_speed_ratio", speed_ratio(&torch32, r)}});
+                             {"torch_fp32_speed_ratio", speed_ratio(&torch32, r)},
+                             {"torch_fp32_best_speed_ratio", best_speed_ratio(&torch32, r)}});
     }
     if (!amp_ok) out["torch_amp_note"] = amp_note;
     if (amp_ok) {
@@ -413,19 +419,19 @@ int run_train_bench(const BenchOptions& options) {
   std::printf("GEMM ceiling (oneDNN, same run): fp32 %.1f GFLOP/s (%s), bf16 %.1f GFLOP/s (%s)%s\n\n",
               f32_rate / 1e9, f32_shape.c_str(), bf16_rate / 1e9, bf16_shape.c_str(),
               k::bf16_gemm_is_native_cpu() ? "" : " [no native bf16 GEMM here: widened to fp32]");
-  auto ratio_text = [&](const TorchPeer* peer, const StepResult& r) {
-    const double x = speed_ratio(peer, r);
+  auto ratio_text = [&](double x) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2fx", x);
     return x > 0 ? std::string(buf) : std::string("-");
   };
-  std::printf("%-20s %9s %10s %9s %8s %14s %14s %9s %9s\n", "run", "step s", "tokens/s", "GFLOP/s",
-              "of GEMM", "tracked peak", "RSS growth", "vs amp", "vs fp32");
+  std::printf("%-20s %9s %10s %9s %8s %14s %14s %9s %9s %9s\n", "run", "step s", "tokens/s", "GFLOP/s",
+              "of GEMM", "tracked peak", "RSS growth", "vs amp", "vs fp32", "fp32 best");
   for (const StepResult& r : rows) {
-    std::printf("%-20s %9.3f %10.1f %9.1f %7.1f%% %10.1f MiB %10.1f MiB %9s %9s\n", r.mode.c_str(),
+    std::printf("%-20s %9.3f %10.1f %9.1f %7.1f%% %10.1f MiB %10.1f MiB %9s %9s %9s\n", r.mode.c_str(),
                 r.seconds, r.tokens_per_s, r.flops_per_s / 1e9, 100.0 * r.flops_per_s / ceiling,
                 double(r.tracked_peak_bytes) / 1048576.0, double(r.rss_growth_bytes) / 1048576.0,
-                ratio_text(torch_amp.get(), r).c_str(), ratio_text(&torch32, r).c_str());
+                ratio_text(speed_ratio(torch_amp.get(), r)).c_str(), ratio_text(speed_ratio(&torch32, r)).c_str(),
+                ratio_text(best_speed_ratio(&torch32, r)).c_str());
   }
   for (const TorchPeer* peer : peers) {
     std::printf("%-20s %9.3f %10.1f %9s %8s %14s %10.1f MiB\n",
@@ -436,9 +442,10 @@ int run_train_bench(const BenchOptions& options) {
   if (fp32_ok) {
     std::printf("\ntorch %s, transformers model, %d threads. Each farthing row took %d turns with each torch\n"
                 "peer (one farthing step, then one torch step); 'vs amp' / 'vs fp32' is farthing's tokens/s\n"
-                "over torch's (bf16 autocast / fp32), each the best of those turns; the torch rows give\n"
-                "its best step over all turns. Tracked peak: farthing's memory tracker (weights, master,\n"
-                "moments, grads, activations); RSS growth: the process's peak resident growth.\n",
+                "over torch's (bf16 autocast / fp32), each the best of those turns; 'fp32 best' is over\n"
+                "torch fp32's best step of all turns (the torch rows), the conservative ratio. Tracked peak:\n"
+                "farthing's memory tracker (weights, master, moments, grads, activations); RSS growth: the\n"
+                "process's peak resident growth.\n",
                 torch32.version().c_str(), threads, kTurns);
   } else {
     std::printf("\ntorch: not measured (%s)\n", torch32.note().c_str());
