@@ -140,6 +140,8 @@ size_t unit_of(const models::FlatLayout& layout, int64_t offset) {
 //   unit_grads_done: the owned block (L_u f32) and MpiCommunicator::reduce_scatter's received
 //     blocks (world · L_u = P_u f32), then the accumulator and the blocks go, and the trainer's
 //     on_unit_grads runs (with the optimizer fused in, AdamW's two small all-reduces).
+// On one rank both collectives are skipped: acquire_unit copies or widens the owned unit straight
+// into its fp32 parameters (P_u), no send slot, receive buffer or received blocks, no prefetch.
 // Order: the embedding is acquired first and kept to the end (a tied head reads it last, so
 // then its gradients live from the loss to the end); blocks one at a time forward; the head
 // from the final norm until its norm's backward; blocks again in reverse with their gradients;
@@ -152,6 +154,7 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
   const bool narrow = config.train.precision != "fp32";
   const bool fused = config.train.optimizer_in_backward;
   const int64_t world = zero.world_size();
+  const bool solo = world == 1;
   const int64_t send_elem_bytes = gather_f32 ? 4 : 2;
   std::vector<char> has_grads(units.size(), 0);
 
@@ -159,6 +162,7 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
   // parameters themselves when the master is gathered, else bf16 to widen on acquire.
   std::vector<char> in_flight(units.size(), 0);
   auto start_gather = [&](size_t u, const std::string& at) {
+    if (solo) return;
     replay.hold(C::kCommBuffers, zero.shard_elems(u) * send_elem_bytes, at);
     if (gather_f32) replay.hold(C::kWeights, zero.padded_elems(u) * 4, at);
     else replay.hold(C::kCommBuffers, zero.padded_elems(u) * 2, at);
@@ -172,11 +176,13 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
     const std::string at = phase + ": all-gathering " + units[u].name;
     if (!in_flight[u]) start_gather(u, at);
     in_flight[u] = 0;
-    if (!gather_f32) {  // widened into the fp32 parameters, then the receive buffer goes
+    if (solo) {
+      replay.hold(C::kWeights, padded * 4, phase + ": widening " + units[u].name);
+    } else if (!gather_f32) {  // widened into the fp32 parameters, then the receive buffer goes
       replay.hold(C::kWeights, padded * 4, at);
       replay.drop(C::kCommBuffers, padded * 2);
     }
-    replay.drop(C::kCommBuffers, shard * send_elem_bytes);
+    if (!solo) replay.drop(C::kCommBuffers, shard * send_elem_bytes);
     if (narrow) replay.hold(C::kWeights, units[u].span_elems() * 2, phase + ": " + units[u].name + " in use");
   };
   auto release = [&](size_t u) {
@@ -193,6 +199,10 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
     has_grads[u] = 0;
     const int64_t shard = zero.shard_elems(u), padded = zero.padded_elems(u);
     const std::string at = "backward: reduce-scattering " + units[u].name + "'s gradients";
+    if (solo) {  // the owner's step reads the accumulator itself
+      replay.drop(C::kGrads, padded * 4);
+      return;
+    }
     replay.hold(C::kCommBuffers, shard * 4, at);
     replay.touch(C::kCommBuffers, padded * 4, at);
     replay.drop(C::kGrads, padded * 4);
