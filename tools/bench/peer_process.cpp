@@ -11,6 +11,8 @@ namespace farthing::bench {
 PeerProcess::PeerProcess(const std::vector<std::string>& argv) {
   int in[2], out[2];  // in: we write, the peer reads; out: the peer writes, we read
   if (argv.empty() || pipe(in) != 0) return;
+  // NOTE: a peer that dies would raise SIGPIPE on our next write; the write reports it instead.
+  signal(SIGPIPE, SIG_IGN);
   if (pipe(out) != 0) {
     close(in[0]), close(in[1]);
     return;
@@ -49,8 +51,6 @@ PeerProcess::~PeerProcess() {
 
 bool PeerProcess::send(const std::string& line) {
   if (!to_peer_) return false;
-  // NOTE: a peer that died would raise SIGPIPE on this write; the write reports it instead.
-  signal(SIGPIPE, SIG_IGN);
   return std::fprintf(to_peer_, "%s\n", line.c_str()) > 0 && std::fflush(to_peer_) == 0;
 }
 
