@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
-          libyaml-cpp-dev libgtest-dev libdnnl-dev nlohmann-json3-dev libpcre2-dev hdf5-tools
+          libyaml-cpp-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libpcre2-dev hdf5-tools
           bible-kjv)  # bible-kjv: the demo's public-domain text (KJV Genesis)
 missing=()
 for p in "${packages[@]}"; do

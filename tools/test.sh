@@ -4,5 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+build_dir=${FARTHING_BUILD_DIR:-build}
+
+# A package installed by hand here would keep this build green and a fresh machine red (issue 13:
+# oneDNN's CMake config needs OpenCL's headers). shared/'s check reads the build folder and
+# tools/*.sh and fails on any package the build used that neither the image nor setup.sh brings.
+fresh_check=../shared/tools/fresh-machine-check
+if [[ -x $fresh_check ]]; then
+  "$fresh_check" "$build_dir"
+else
+  echo "test: $fresh_check absent; skipping the fresh-machine package check"
+fi
+
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ctest --test-dir "${FARTHING_BUILD_DIR:-build}" --output-on-failure -j2 "$@"
+ctest --test-dir "$build_dir" --output-on-failure -j2 "$@"
