@@ -106,4 +106,9 @@ void CpuNnOps::copy(float* dst, const float* src, int64_t count) {
 
 void CpuNnOps::zero(float* dst, int64_t count) { std::memset(dst, 0, size_t(count) * sizeof(float)); }
 
+void CpuNnOps::accumulate(float* dst, const float* src, int64_t count) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) dst[i] += src[i];
+}
+
 }  // namespace farthing

@@ -42,6 +42,7 @@ class CpuNnOps final : public NnOps {
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override;
   void copy(float* dst, const float* src, int64_t count) override;
   void zero(float* dst, int64_t count) override;
+  void accumulate(float* dst, const float* src, int64_t count) override;
 };
 
 }  // namespace farthing

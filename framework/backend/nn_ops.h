@@ -93,6 +93,8 @@ class NnOps {
   // dst = src / dst = 0, count floats (either side of copy may be host memory).
   virtual void copy(float* dst, const float* src, int64_t count) = 0;
   virtual void zero(float* dst, int64_t count) = 0;
+  // dst[i] += src[i], count floats, each sum rounded once (gradients summed over micro-batches).
+  virtual void accumulate(float* dst, const float* src, int64_t count) = 0;
 };
 
 }  // namespace farthing

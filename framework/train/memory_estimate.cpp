@@ -1,5 +1,5 @@
 // memory_estimate.cpp — see memory_estimate.h. Each function mirrors the constructor it names,
-// allocation by allocation, and replay_unit_mode_step the unit-mode step in code order;
+// allocation by allocation, and replay_training_step the training step in code order;
 // tests/train/test_memory_estimate.cpp catches any drift by comparing with the tracker after
 // real training steps.
 #include "framework/train/memory_estimate.h"
@@ -129,24 +129,27 @@ size_t unit_of(const models::FlatLayout& layout, int64_t offset) {
   return size_t(after - units.begin()) - 1;
 }
 
-// One unit-mode training step on top of what `replay` already holds (the persistent buffers),
-// in code order. The model over ZeroUnitStorage (transformer.cpp, zero_unit_storage.cpp):
-//   a gather (started by prefetch_params right after the previous unit's acquire, or by
-//     acquire_unit itself): the send slot (L_u owned elements, zero-padded, bf16 or the fp32
-//     master) and the receive buffer (P_u fp32 parameters for the master, else P_u bf16);
-//   acquire_unit: for bf16 the fp32 parameters (P_u) widened from the receive buffer, which goes
-//     with the send slot; then at bf16/fp16 compute the unit's 16-bit GEMM copy (its span);
+// One training step on top of what `replay` already holds (the persistent buffers), in code
+// order. The model over the ParamStore (transformer.cpp, dist/param_store.cpp):
+//   at ZeRO-3 over several ranks, a gather (started by prefetch_params right after the previous
+//     unit's acquire, or by acquire_unit itself): the send slot (L_u owned elements, zero-padded,
+//     bf16 or the fp32 master) and the receive buffer (P_u fp32 parameters for the master, else
+//     P_u bf16); acquire_unit then widens the bf16 into fp32 parameters (P_u), and the receive
+//     buffer goes with the send slot;
+//   where the whole unit is local (stages 1-2, or one rank): acquire_unit widens or copies it
+//     straight into its fp32 parameters (P_u): no send slot, receive buffer or prefetch;
+//   then at bf16/fp16 compute the unit's 16-bit GEMM copy (its span);
 //   G() on a unit's first gradient: a zero-filled fp32 accumulator (P_u);
-//   unit_grads_done: the owned block (L_u f32) and MpiCommunicator::reduce_scatter's received
-//     blocks (world · L_u = P_u f32), then the accumulator and the blocks go, and the trainer's
-//     on_unit_grads runs (with the optimizer fused in, AdamW's two small all-reduces).
-// On one rank both collectives are skipped: acquire_unit copies or widens the owned unit straight
-// into its fp32 parameters (P_u), no send slot, receive buffer or received blocks, no prefetch.
+//   unit_grads_done over several ranks: at stage 1 the all-reduce of the unit's span in place
+//     (MpiCommunicator's temporaries); at stages 2-3 the owned block (L_u f32) and
+//     reduce_scatter's received blocks (P_u f32), and the accumulator goes before the step;
+//     fused, a bf16 copy of the owned gradients where they are kept in bf16, and AdamW's two
+//     small all-reduces.
 // Order: the embedding is acquired first and kept to the end (a tied head reads it last, so
 // then its gradients live from the loss to the end); blocks one at a time forward; the head
 // from the final norm until its norm's backward; blocks again in reverse with their gradients;
 // the embedding's gradients last. Evaluation runs the same forward without gradients: lower.
-void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSpec& spec,
+void replay_training_step(AllocationReplay& replay, const models::TransformerSpec& spec,
                            const dist::ZeroLayout& zero, const recipe::RunConfig& config, bool gather_f32) {
   using C = MemoryCategory;
   const models::FlatLayout& layout = spec.layout;
@@ -154,7 +157,10 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
   const bool narrow = config.train.precision != "fp32";
   const bool fused = config.train.optimizer_in_backward;
   const int64_t world = zero.world_size();
+  const int stage = config.distributed.zero_stage;
   const bool solo = world == 1;
+  const bool local = solo || stage < 3;  // whole units on this rank: no gathers
+  const bool bf16_grads = world * config.train.grad_accum == 1;  // dist::kept_gradient_dtype
   const int64_t send_elem_bytes = gather_f32 ? 4 : 2;
   std::vector<char> has_grads(units.size(), 0);
 
@@ -162,7 +168,7 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
   // parameters themselves when the master is gathered, else bf16 to widen on acquire.
   std::vector<char> in_flight(units.size(), 0);
   auto start_gather = [&](size_t u, const std::string& at) {
-    if (solo) return;
+    if (local) return;
     replay.hold(C::kCommBuffers, zero.shard_elems(u) * send_elem_bytes, at);
     if (gather_f32) replay.hold(C::kWeights, zero.padded_elems(u) * 4, at);
     else replay.hold(C::kCommBuffers, zero.padded_elems(u) * 2, at);
@@ -176,13 +182,13 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
     const std::string at = phase + ": all-gathering " + units[u].name;
     if (!in_flight[u]) start_gather(u, at);
     in_flight[u] = 0;
-    if (solo) {
+    if (local) {
       replay.hold(C::kWeights, padded * 4, phase + ": widening " + units[u].name);
     } else if (!gather_f32) {  // widened into the fp32 parameters, then the receive buffer goes
       replay.hold(C::kWeights, padded * 4, at);
       replay.drop(C::kCommBuffers, padded * 2);
     }
-    if (!solo) replay.drop(C::kCommBuffers, shard * send_elem_bytes);
+    if (!local) replay.drop(C::kCommBuffers, shard * send_elem_bytes);
     if (narrow) replay.hold(C::kWeights, units[u].span_elems() * 2, phase + ": " + units[u].name + " in use");
   };
   auto release = [&](size_t u) {
@@ -194,22 +200,30 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
     has_grads[u] = 1;
     replay.hold(C::kGrads, zero.padded_elems(u) * 4, phase + ": " + units[u].name + "'s gradients");
   };
+  auto fused_step = [&](size_t u, const std::string& at) {  // ParamStore's hook: the trainer's step_unit
+    const int64_t owned = zero.owned(u, zero.rank()).size();
+    if (bf16_grads && owned > 0) replay.hold(C::kGrads, owned * 2, at);
+    replay.touch(C::kCommBuffers, all_reduce_temp_bytes(2, world, 8), at);  // inspect_shard_grads
+    replay.touch(C::kCommBuffers, all_reduce_temp_bytes(4, world, 8), at);  // step_shards
+    return bf16_grads ? owned * 2 : 0;
+  };
   auto grads_done = [&](size_t u) {
     if (!has_grads[u]) return;
     has_grads[u] = 0;
     const int64_t shard = zero.shard_elems(u), padded = zero.padded_elems(u);
-    const std::string at = "backward: reduce-scattering " + units[u].name + "'s gradients";
-    if (solo) {  // the owner's step reads the accumulator itself
+    const int64_t span = zero.aligned_end(u) - zero.units()[u].begin;
+    const std::string at = "backward: reducing " + units[u].name + "'s gradients";
+    if (solo || stage == 1) {  // summed in place (or nothing to sum); the step reads the accumulator
+      if (!solo) replay.touch(C::kCommBuffers, all_reduce_temp_bytes(span, world, 4), at);
+      const int64_t narrowed = fused ? fused_step(u, at) : 0;
       replay.drop(C::kGrads, padded * 4);
+      replay.drop(C::kGrads, narrowed);
       return;
     }
     replay.hold(C::kCommBuffers, shard * 4, at);
     replay.touch(C::kCommBuffers, padded * 4, at);
     replay.drop(C::kGrads, padded * 4);
-    if (fused) {  // AdamW's inspect_shard_grads and step_shards reduce 2 and 4 doubles
-      replay.touch(C::kCommBuffers, all_reduce_temp_bytes(2, world, 8), at);
-      replay.touch(C::kCommBuffers, all_reduce_temp_bytes(4, world, 8), at);
-    }
+    if (fused) replay.drop(C::kGrads, fused_step(u, at));
     replay.drop(C::kCommBuffers, shard * 4);
   };
 
@@ -245,7 +259,7 @@ void replay_unit_mode_step(AllocationReplay& replay, const models::TransformerSp
   grads(embedding, "backward");
   grads_done(embedding);
   release(embedding);
-  // unit_mode_step after backward: the micro-batch loss sums; unfused, AdamW's two reductions.
+  // train_step after backward: the micro-batch loss sums; unfused, AdamW's two reductions.
   replay.touch(C::kCommBuffers, all_reduce_temp_bytes(world * config.train.grad_accum, world, 8), "loss all-reduce");
   if (!fused) {
     replay.touch(C::kCommBuffers, all_reduce_temp_bytes(2, world, 8), "optimizer step");
@@ -265,15 +279,15 @@ std::string shrink_advice(MemoryCategory c, const MemoryEstimate& e) {
       return "optimizer.master remainder16 or none, more ranks (--world-size)";
     case MemoryCategory::kWeights:
     case MemoryCategory::kGrads:
-      if (e.unit_mode) {
-        return std::string("more ranks (--world-size) shrink the owned shards; the gathered units stay whole (the "
+      if (e.zero_stage == 3) {
+        return std::string("more ranks (--world-size) shrink the owned shards; the units in use stay whole (the "
                            "embedding for the whole step, the largest block or head beside it), so a smaller "
                            "vocabulary or block only helps those") +
-               (e.grad_sum > 0 ? "; train.optimizer_in_backward drops the owned gradient sums" : "");
+               (e.grad_sum > 0 ? "; train.optimizer_in_backward drops the kept gradients" : "");
       }
-      return std::string("distributed.zero_stage 3 (weights and gradients sharded, units gathered when used) or "
-                         "train.optimizer_in_backward; without them weights and gradients are whole on every rank") +
-             (e.grad_sum > 0 ? "; train.grad_accum 1 drops the gradient sum" : "");
+      return std::string("distributed.zero_stage 3 (weights sharded too, units gathered when used) or 2 (gradients "
+                         "sharded), or train.optimizer_in_backward (no kept gradients)") +
+             (e.grad_bytes_per_elem == 4 && e.world_size == 1 ? "; train.grad_accum 1 keeps them in bf16" : "");
     case MemoryCategory::kCommBuffers:
     case MemoryCategory::kOther:
       return "fewer ranks or ZeRO stage 1";
@@ -366,26 +380,33 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.world_size = world_size;
   e.zero_stage = config.distributed.zero_stage;
   e.optimizer_in_backward = t.optimizer_in_backward;
-  e.unit_mode = e.zero_stage == 3 || e.optimizer_in_backward;  // trainer.cpp's unit_mode_
   const models::TransformerSpec spec = models::make_spec(model);
   const models::FlatLayout& layout = spec.layout;
   e.param_count = layout.param_count();
   e.flat_elems = layout.total_elems();
 
+  // Over the ParamStore the model allocates no whole parameter, gradient or GEMM-copy buffer.
   e.model_buffers = transformer_buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options_of(config));
-  if (e.unit_mode) {  // over a UnitStorage the model allocates neither of the three
-    e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
-  }
+  e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
 
   const OptimizerSetup setup = make_optimizer_setup(layout, config.optimizer, t.seed);
   const std::vector<dist::UnitRange> units = unit_ranges(layout);
-  // In unit mode the bf16 weights and the gradient sums are the owned shards too, so the rank
-  // that owns the most holds the most; otherwise only the master and moments differ by rank.
-  auto per_rank_bytes = [&](const AdamWStateBytes& state) {
-    int64_t bytes = state.master + state.state();
-    if (e.unit_mode) bytes += state.owned_elems * (e.optimizer_in_backward ? 2 : 2 + 4);
-    return bytes;
+  // dist::ParamStore's buffers (its constructor): whole bf16 weights at stages 1-2, owned shards
+  // at 3; kept gradients whole at stage 1, owned at 2-3, none fused, in fp32 when summed over
+  // micro-batches or ranks and bf16 otherwise (dist::kept_gradient_dtype); over several ranks at
+  // stages 1-2 ZeroCollectives' staging buffer and, when the compute reads the master, its
+  // gathered whole copy.
+  const bool compute_from_master = t.precision == "fp32" && setup.config.master_mode == optim::MasterMode::kF32;
+  const int64_t grad_bytes = world_size * t.grad_accum > 1 ? 4 : 2;
+  const bool whole_weights = e.zero_stage < 3;
+  const bool several_local = world_size > 1 && e.zero_stage < 3;
+  auto store_weights = [&](int64_t owned) { return (whole_weights ? e.flat_elems : owned) * 2; };
+  auto store_grads = [&](int64_t owned) {
+    if (e.optimizer_in_backward) return int64_t(0);
+    return (e.zero_stage == 1 ? e.flat_elems : owned) * grad_bytes;
   };
+  // The rank that owns the most holds the most (master, moments, and at stages 2-3 the kept
+  // gradients and at 3 the weights are owned shards).
   int64_t best_total = -1;
   for (int rank = 0; rank < world_size; ++rank) {
     const dist::ZeroLayout zero(units, world_size, rank);
@@ -394,8 +415,9 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
                    e.flat_elems, " elements in ", units.size(), " units of at least 256 per rank); "
                    "AdamW needs at least one shard per rank: use fewer ranks");
     const AdamWStateBytes state = adamw_state_bytes(setup.config, shards);
-    if (per_rank_bytes(state) <= best_total) continue;
-    best_total = per_rank_bytes(state);
+    const int64_t total = state.master + state.state() + store_weights(state.owned_elems) + store_grads(state.owned_elems);
+    if (total <= best_total) continue;
+    best_total = total;
     e.peak_rank = rank;
     e.optimizer = state;
     e.quantized_state_elems = 0;
@@ -408,85 +430,71 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
         }
       }
     }
-    if (e.unit_mode) continue;  // no ZeroCollectives; the collectives are replayed below
-    // ZeroCollectives' constructor: one f32 staging buffer of the largest P_u that needs one
-    // (none at world size 1, where every unit's storage is its aligned span).
-    int64_t staging_elems = 0;
-    for (size_t u = 0; u < units.size(); ++u) {
-      if (zero.needs_staging(u)) staging_elems = std::max(staging_elems, zero.padded_elems(u));
+    e.comm_staging = 0;
+    if (several_local) {  // ZeroCollectives' constructor: one f32 staging buffer of the largest P_u that needs one
+      int64_t staging_elems = 0;
+      for (size_t u = 0; u < units.size(); ++u) {
+        if (zero.needs_staging(u)) staging_elems = std::max(staging_elems, zero.padded_elems(u));
+      }
+      e.comm_staging = staging_elems * 4;
     }
-    e.comm_staging = staging_elems * 4;
-    e.comm_transient = comm_transient_bytes(zero, e.zero_stage, t.grad_accum);
   }
+  e.trainer_weights = store_weights(e.optimizer.owned_elems);
+  e.grad_sum = store_grads(e.optimizer.owned_elems);
+  e.grad_bytes_per_elem = e.optimizer_in_backward ? 0 : grad_bytes;
+  e.master_copy = several_local && compute_from_master ? e.flat_elems * 4 : 0;
 
-  auto at = [&](MemoryCategory c) -> int64_t& { return e.step_bytes[size_t(c)]; };
+  // Held for the whole run, in the trainer constructor's order: AdamW, the store, the model.
+  AllocationReplay replay;
+  const std::string between = "between steps";
+  replay.hold(MemoryCategory::kMaster, e.optimizer.master, between);
+  replay.hold(MemoryCategory::kOptimizerState, e.optimizer.state(), between);
+  replay.hold(MemoryCategory::kWeights, e.trainer_weights, between);
+  replay.hold(MemoryCategory::kGrads, e.grad_sum, between);
+  replay.hold(MemoryCategory::kCommBuffers, e.comm_staging, between);
+  replay.hold(MemoryCategory::kWeights, e.master_copy, between);
   const TransformerBufferBytes& m = e.model_buffers;
-  // ckpt::read_model_file holds every tensor as fp32 while the first weights are set up.
-  const int64_t file_bytes = config.model.path.empty() ? 0 : e.param_count * 4;
-  if (e.unit_mode) {
-    const int64_t owned = e.optimizer.owned_elems;
-    e.trainer_weights = owned * 2;
-    e.grad_sum = e.optimizer_in_backward ? 0 : owned * 4;
-    // Held for the whole run (trainer.cpp's constructor, AdamW's, the model's activations).
-    AllocationReplay replay;
-    const std::string between = "between steps";
-    replay.hold(MemoryCategory::kWeights, e.trainer_weights, between);
-    replay.hold(MemoryCategory::kGrads, e.grad_sum, between);
-    replay.hold(MemoryCategory::kMaster, e.optimizer.master, between);
-    replay.hold(MemoryCategory::kOptimizerState, e.optimizer.state(), between);
-    replay.hold(MemoryCategory::kActivations, m.activation_total(), between);
-    // ZeroUnitStorage gathers the fp32 master under precision fp32 + master f32 (trainer.cpp's
-    // params_from_master_), the bf16 weights otherwise.
-    const bool gather_f32 = t.precision == "fp32" && setup.config.master_mode == optim::MasterMode::kF32;
-    replay_unit_mode_step(replay, spec, dist::ZeroLayout(units, world_size, e.peak_rank), config, gather_f32);
-    e.step_bytes = replay.peaks();
-    e.step_peak_bytes = replay.total_peak();
-    e.step_peak_moment = replay.peak_moment();
-    e.unit_weights = at(MemoryCategory::kWeights) - e.trainer_weights;
-    e.unit_grads = at(MemoryCategory::kGrads) - e.grad_sum;
-    e.comm_transient = at(MemoryCategory::kCommBuffers);
+  replay.hold(MemoryCategory::kActivations, m.activation_total(), between);
+  const int64_t persistent = e.optimizer.master + e.optimizer.state() + e.trainer_weights + e.grad_sum +
+                             e.comm_staging + e.master_copy + m.activation_total();
+  replay_training_step(replay, spec, dist::ZeroLayout(units, world_size, e.peak_rank), config, compute_from_master);
+  e.step_bytes = replay.peaks();
+  e.step_peak_bytes = replay.total_peak();
+  e.step_peak_moment = replay.peak_moment();
+  e.unit_weights = e.bytes(MemoryCategory::kWeights) - e.trainer_weights - e.master_copy;
+  e.unit_grads = e.bytes(MemoryCategory::kGrads) - e.grad_sum;
+  e.comm_transient = e.bytes(MemoryCategory::kCommBuffers) - e.comm_staging;
 
-    // trainer.cpp's constructor: AdamW (master, moments) and the model (activations) exist when
-    // the whole fp32 buffer for the first weights is made; the file's tensors go before the
-    // owned bf16 weights are cut from it.
+  // While the trainer is built (its constructor): a model.path file's tensors (ckpt::read_model_file,
+  // fp32) beside everything above and the flat fp32 buffer they are laid out in; from a preset,
+  // one unit's fp32 values at a time.
+  e.from_file = !config.model.path.empty();
+  if (e.from_file) {
     e.initial_weights = e.flat_elems * 4;
-    e.load_peak_bytes = e.optimizer.master + e.optimizer.state() + m.activation_total() + e.initial_weights +
-                        std::max(file_bytes, e.trainer_weights);
-    e.load_peak_moment = config.model.path.empty()
-                             ? "while setting up the first weights: a whole fp32 copy, then this rank's shards"
-                             : "while loading model.path: its fp32 tensors and a whole fp32 copy of the weights";
+    e.load_peak_bytes = e.param_count * 4 + persistent + e.initial_weights;
+    e.load_peak_moment = "while loading model.path: its fp32 tensors and a flat fp32 copy of them";
   } else {
-    e.trainer_weights = e.flat_elems * 2;
-    e.grad_sum = t.grad_accum > 1 ? e.flat_elems * 4 : 0;
-    at(MemoryCategory::kWeights) = m.params + m.working + e.trainer_weights;
-    at(MemoryCategory::kGrads) = m.grads + e.grad_sum;
-    at(MemoryCategory::kMaster) = e.optimizer.master;
-    at(MemoryCategory::kOptimizerState) = e.optimizer.state();
-    at(MemoryCategory::kActivations) = m.activation_total();
-    at(MemoryCategory::kCommBuffers) = e.comm_staging + e.comm_transient;
-    for (int64_t b : e.step_bytes) e.step_peak_bytes += b;
-    e.step_peak_moment = e.comm_transient > 0 ? "gradient reduction (everything above at once)"
-                                              : "backward (everything above at once)";
-    if (file_bytes > 0) {
-      // trainer.cpp's constructor: ZeroCollectives and AdamW, then the model, exist while the
-      // file's tensors are copied in; the bf16 weights come after the file is released.
-      e.load_peak_bytes = file_bytes + e.comm_staging + e.optimizer.master + e.optimizer.state() + m.params +
-                          m.grads + m.working + m.activation_total();
-      e.load_peak_moment = "while loading model.path";
+    int64_t largest_span = 0;
+    for (size_t u = 0; u < units.size(); ++u) {
+      largest_span = std::max(largest_span, dist::ZeroLayout(units, 1, 0).aligned_end(u) - units[u].begin);
     }
+    e.initial_weights = largest_span * 4;
+    e.load_peak_bytes = persistent + e.initial_weights;
+    e.load_peak_moment = "while setting up the first weights, one unit's fp32 values at a time";
   }
   e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);
 
-  const bool compute_f32 = t.precision == "fp32";
   e.nominal = optim::bytes_per_param(optim::parse_state_format(config.optimizer.state),
                                      optim::parse_master_mode(config.optimizer.master),
-                                     compute_f32 ? DType::kF32 : DType::kBF16, compute_f32 ? DType::kF32 : DType::kBF16);
+                                     DType::kBF16, DType::kBF16);
   // §6's ZeRO rows: stage 1 divides the master and moments over the ranks, stage 2 the gradients
-  // too, unit mode the weights as well; a step fused into backward keeps no gradients.
+  // too, stage 3 the weights as well; a step fused into backward keeps no gradients. Kept
+  // gradients are 2 B (bf16) for one backward, 4 B (fp32) when summed.
+  e.nominal.grads = double(grad_bytes);
   e.nominal.master /= double(world_size);
   e.nominal.moments /= double(world_size);
-  if (e.zero_stage >= 2 || e.unit_mode) e.nominal.grads /= double(world_size);
-  if (e.unit_mode) e.nominal.weights /= double(world_size);
+  if (e.zero_stage >= 2) e.nominal.grads /= double(world_size);
+  if (e.zero_stage == 3) e.nominal.weights /= double(world_size);
   if (e.optimizer_in_backward) e.nominal.grads = 0.0;
   return e;
 }
@@ -512,10 +520,10 @@ BudgetCheck check_budget(const MemoryEstimate& e, int64_t budget_bytes) {
                   format_bytes(e.step_bytes[size_t(largest)]) + "). To shrink it: " +
                   shrink_advice(MemoryCategory(largest), e);
   if (e.load_peak_bytes > e.step_peak_bytes) {
-    check.message += e.unit_mode ? ". The peak itself comes before training, around a whole fp32 copy of the weights (" +
-                                       format_bytes(e.initial_weights) + ") that more ranks do not shrink"
-                                 : ". The peak itself comes while model.path loads, its fp32 tensors (" +
-                                       format_bytes(e.param_count * 4) + ") beside the model's buffers";
+    check.message += e.from_file ? ". The peak itself comes while model.path loads: its fp32 tensors (" +
+                                              format_bytes(e.param_count * 4) + ") and a flat fp32 copy of them (" +
+                                              format_bytes(e.initial_weights) + ") that more ranks do not shrink"
+                                        : ". The peak itself comes before training, while the first weights are set up";
   }
   return check;
 }

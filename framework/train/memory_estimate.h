@@ -3,20 +3,20 @@
 // (ARCHITECTURE.md §6).
 //
 // Every byte count repeats one allocation the trainer makes (framework/train/trainer.cpp):
-// the model's buffers (models/common/transformer.cpp's constructor), the trainer's bf16 weights
-// and grad_accum sum, AdamW's master and moments over the rank's ZeRO shards
-// (framework/optim/adamw.cpp's constructor), ZeroCollectives' staging buffer and the MPI
-// communicator's temporaries. So the prediction is of what the memory tracker
-// (framework/core/memory.h) counts, and a real run's tracked peak checks it; the dataset, the
-// tokenizer and the kernels' per-thread scratch are not tracked, and not predicted.
-// Unit mode (ZeRO-3 or optimizer_in_backward: the model runs over ZeroUnitStorage) keeps only
-// owned shards whole and gathers units as it goes, so its categories may peak at different moments:
-// the step is replayed allocation by allocation in code order (transformer.cpp's forward_trunk,
-// loss_and_head, backward_from_head; zero_unit_storage.cpp; the trainer's unit_mode_step).
+// AdamW's master and moments over the rank's ZeRO shards (framework/optim/adamw.cpp), the
+// parameter store's bf16 weights, kept gradients and staging (framework/dist/param_store.cpp),
+// the model's activations (models/common/transformer.cpp), and the MPI communicator's
+// temporaries. So the prediction is of what the memory tracker (framework/core/memory.h)
+// counts, and a real run's tracked peak checks it; the dataset, the tokenizer and the kernels'
+// per-thread scratch are not tracked, and not predicted. Units come and go during a step (each
+// unit's fp32 parameters, 16-bit GEMM copy, gradient accumulator, gathers and reductions), so
+// categories may peak at different moments: the step is replayed allocation by allocation in
+// code order (transformer.cpp's forward_trunk, loss_and_head, backward_from_head;
+// param_store.cpp; the trainer's train_step).
 // Relies on: models/common (spec, layout), framework/dist/zero_layout.h,
 // framework/train/optimizer_setup.h, framework/optim/memory_plan.h.
-// Tested by: tests/train/test_memory_estimate.cpp (real Trainer runs, stages 1-2 and unit mode;
-// budget refusal).
+// Tested by: tests/train/test_memory_estimate.cpp (real Trainer runs at every stage, fused and
+// not, from presets and files; budget refusal).
 #pragma once
 
 #include "framework/train/progress.h"  // format_bytes
@@ -70,43 +70,40 @@ struct MemoryEstimate {
   int peak_rank = 0;        // the rank with the largest peak (ranks own unequal shards)
   int64_t quantized_state_elems = 0;  // owned elements of peak_rank whose moments are 8/4-bit
 
-  // Unit mode: ZeRO-3 or optimizer_in_backward. The model has no whole parameter, gradient or
-  // GEMM-copy buffer (model_buffers' params, grads and working are 0); units are all-gathered
-  // when used and their gradients reduce-scattered to the owners as backward finishes them.
-  bool unit_mode = false;
   bool optimizer_in_backward = false;
+  bool from_file = false;  // model.path (else a preset's random init)
 
   TransformerBufferBytes model_buffers;
-  int64_t trainer_weights = 0;  // the trainer's bf16 weights: whole, or the owned shards in unit mode (kWeights)
-  int64_t grad_sum = 0;         // fp32 gradient sum: whole when grad_accum > 1; in unit mode the owned
-                                // shards unless optimizer_in_backward (kGrads)
+  int64_t trainer_weights = 0;  // the store's bf16 weights: whole at stages 1-2, owned shards at 3 (kWeights)
+  int64_t grad_sum = 0;         // the store's kept gradients: whole at stage 1, owned at 2-3, none fused (kGrads)
+  int64_t grad_bytes_per_elem = 0;  // of the kept gradients: 2 (bf16, one backward) or 4 (fp32, a sum)
+  int64_t master_copy = 0;      // precision fp32 + f32 master over several ranks at stages 1-2: the gathered master (kWeights)
   AdamWStateBytes optimizer;    // peak_rank's shards
   int64_t comm_staging = 0;     // ZeroCollectives' staging buffer, held for the run (kCommBuffers)
-  int64_t comm_transient = 0;   // the largest collective's MPI temporaries, held during it (kCommBuffers)
-  // Unit mode, at each category's peak: the gathered units' fp32 parameters and 16-bit GEMM copies
-  // (the embedding, kept for the whole step, beside the largest block or the head), and the
-  // units' fp32 gradient accumulators alive at once (a tied head's embedding beside a block's).
+  int64_t comm_transient = 0;   // the largest collective's buffers and MPI temporaries, at their peak (kCommBuffers)
+  // At each category's peak: the units' fp32 parameters and 16-bit GEMM copies in use (the
+  // embedding, kept for the whole step, beside the largest block or the head), and the units'
+  // fp32 gradient accumulators alive at once (a tied head's embedding beside a block's).
   int64_t unit_weights = 0;
   int64_t unit_grads = 0;
-  int64_t initial_weights = 0;  // unit mode: the whole fp32 buffer the first weights are set up in (kOther)
+  // While the trainer is built: the flat fp32 copy of a model.path file's tensors, or one unit's
+  // fp32 values made from a preset (kOther).
+  int64_t initial_weights = 0;
 
   // peak_rank's bytes by category, each at its own peak during a training step (as the tracker's
-  // per-category peaks). Stages 1-2 hold everything above at once, so these sum to
-  // step_peak_bytes; in unit mode they may peak at different moments, and step_peak_bytes, the
-  // peak of the sum, can be less than their sum.
+  // per-category peaks); step_peak_bytes, the peak of their sum, can be less than their sum.
   std::array<int64_t, kNumMemoryCategories> step_bytes{};
   int64_t step_peak_bytes = 0;
   std::string step_peak_moment;  // when the step peaks, in words
-  // While the first weights are set up: a model.path file's fp32 tensors beside the optimizer
-  // and the model's buffers, or in unit mode a whole fp32 copy of the weights (model.path or
-  // not). 0 when there is no such moment above the step's (stages 1-2 from a preset).
+  // While the trainer is built: everything held for the run beside the first weights being set up
+  // (see initial_weights) and, from model.path, the file's own fp32 tensors.
   int64_t load_peak_bytes = 0;
   std::string load_peak_moment;
   int64_t peak_bytes = 0;  // the larger of the two: what a rank must have
 
   // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings on one rank (the master
-  // and moments divided over the ranks, the gradients too at ZeRO stage 2, and in unit mode the
-  // weights as well; no gradients with optimizer_in_backward).
+  // and moments divided over the ranks, the gradients too at ZeRO stage 2, the weights as well at
+  // stage 3; no gradients with optimizer_in_backward).
   optim::BytesPerParam nominal;
 
   int64_t bytes(MemoryCategory c) const { return step_bytes[size_t(c)]; }

@@ -1,8 +1,6 @@
 // trainer.cpp — see trainer.h.
 #include "framework/train/trainer.h"
 
-#include <omp.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -13,7 +11,6 @@
 #include "framework/optim/grad_clip.h"
 #include "framework/recipe/recipe.h"
 #include "framework/train/optimizer_setup.h"
-#include "kernels/cpu/cast_cpu.h"
 #include "models/common/presets.h"
 #include "models/common/weights_from_file.h"
 
@@ -91,92 +88,68 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
       source_(open_source(config_)),
       data_(open_data(config_, source_)) {
   const recipe::TrainSection& t = config_.train;
-  unit_mode_ = config_.distributed.zero_stage == 3 || t.optimizer_in_backward;
   sampler_ = std::make_unique<data::EpochSampler>(data_.train.size(), t.seed, config_.data.shuffle);
   models::TransformerSpec spec = models::make_spec(source_.config);
 
   zero_ = std::make_unique<dist::ZeroLayout>(unit_ranges(spec.layout), comm_.world_size(), comm_.rank());
-  if (!unit_mode_) collectives_ = std::make_unique<dist::ZeroCollectives>(*zero_, comm_);
+  FARTHING_CHECK(zero_->global_elems() == spec.layout.total_elems(), "the ZeRO layout spans ", zero_->global_elems(),
+                 " elements but the model's flat layout ", spec.layout.total_elems());
   OptimizerSetup setup = make_optimizer_setup(spec.layout, config_.optimizer, t.seed);
   demoted_ = setup.demoted;
   optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards());
   optimizer_->set_reduce_hook([this](std::span<double> values) {
     comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
   });
-  // Which shard holds each unit's owned part (a rank owns one contiguous part per unit), and
-  // where it sits in the compact per-rank buffers of unit mode.
-  const auto& shards = optimizer_->shards();
-  shard_of_unit_.assign(zero_->units().size(), -1);
-  compact_offset_.assign(shards.size(), 0);
-  int64_t owned_total = 0;
-  for (size_t s = 0; s < shards.size(); ++s) {
-    shard_of_unit_[size_t(unit_index(int64_t(shards[s].global_offset)))] = int(s);
-    compact_offset_[s] = owned_total;
-    owned_total += int64_t(shards[s].numel);
-  }
-  params_from_master_ = t.precision == "fp32" && optimizer_->config().master_mode == optim::MasterMode::kF32;
-  if (unit_mode_) {
-    ZeroUnitStorage::Sources sources;
-    sources.params_dtype = params_from_master_ ? DType::kF32 : DType::kBF16;
-    sources.owned_params = [this](int unit) -> const void* {
-      const int s = shard_of_unit_[size_t(unit)];
-      if (s < 0) return nullptr;
-      if (params_from_master_) return optimizer_->master(size_t(s));
-      return static_cast<const uint16_t*>(weights_.data()) + compact_offset_[size_t(s)];
-    };
-    sources.on_unit_grads = [this](int unit, const float* grads) { on_unit_grads(unit, grads); };
-    storage_ = std::make_unique<ZeroUnitStorage>(*zero_, comm_, std::move(sources));
-  }
+  dist::ParamStoreOptions store_options;
+  store_options.zero_stage = config_.distributed.zero_stage;
+  store_options.grad_accum = t.grad_accum;
+  store_options.optimizer_in_backward = t.optimizer_in_backward;
+  store_options.compute_from_master =
+      t.precision == "fp32" && optimizer_->config().master_mode == optim::MasterMode::kF32;
+  store_ = std::make_unique<dist::ParamStore>(*zero_, comm_, backend_for(Device::cpu()), store_options);
+  store_->set_master_source([this](size_t shard) { return optimizer_->master(shard); });
+  store_->set_unit_grads_hook([this](int unit, int shard, const Tensor& grads) { step_unit(unit, shard, grads); });
   models::ModelOptions options = model_options(config_);
-  options.unit_storage = storage_.get();
+  options.unit_storage = store_.get();
   model_ = std::make_unique<models::Transformer>(std::move(spec), t.micro_batch, config_.data.seq_len, options);
   const models::FlatLayout& layout = model_->layout();
   const int64_t total = layout.total_elems();
 
-  // The first weights in fp32: in the model's buffer, or in unit mode (where the model has none)
-  // in a temporary whole one, of which each rank keeps its owned parts.
-  Buffer initial;
-  float* first = model_->params();
-  if (unit_mode_) {
-    initial = Buffer(Device::cpu(), size_t(total) * sizeof(float), MemoryCategory::kOther);
-    first = static_cast<float*>(initial.data());
-  }
+  // The first weights in fp32, a unit at a time: the store keeps them as bf16 (the parts this
+  // rank holds) and the master (when kept) starts as their exact values. A model.path file is
+  // whole in memory already (ckpt::read_model_file), so its tensors are laid out in one flat fp32
+  // buffer; a preset's random values are made per unit.
+  Buffer from_file;
   if (source_.file) {
-    models::copy_weights_from_file(*source_.file, layout, first);
-    source_.file.reset();  // the fp32 copy of the file is no longer needed
-  } else {
-    models::Transformer::init_weights(model_->spec(), first, t.seed, float(config_.model.init_std));
+    from_file = Buffer(Device::cpu(), size_t(total) * sizeof(float), MemoryCategory::kOther);
+    models::copy_weights_from_file(*source_.file, layout, static_cast<float*>(from_file.data()));
+    source_.file.reset();  // the file's own tensors are no longer needed
   }
-
-  // The bf16 working weights start as the round-to-nearest cast of the first weights; the
-  // master (when kept) starts as the exact fp32 values.
-  weights_ = Buffer(Device::cpu(), size_t(unit_mode_ ? owned_total : total) * 2, MemoryCategory::kWeights);
-  if (unit_mode_) {
-    for (const optim::ShardSpec& shard : shards) {
-      kernels::cast_f32_to_narrow_cpu(kernels::NarrowFormat::kBf16, first + shard.global_offset,
-                                      weight_at(int64_t(shard.global_offset)), size_t(shard.numel),
-                                      numerics::Overflow::kToInfOrNan);
+  const auto& shards = optimizer_->shards();
+  const bool keeps_master = optimizer_->config().master_mode != optim::MasterMode::kNone;
+  for (size_t u = 0; u < zero_->units().size(); ++u) {
+    const int64_t begin = zero_->units()[u].begin, span = zero_->aligned_end(u) - begin;
+    Buffer made;
+    const float* values = nullptr;
+    if (from_file.data() != nullptr) {
+      values = static_cast<const float*>(from_file.data()) + begin;
+    } else {
+      made = Buffer(Device::cpu(), size_t(span) * sizeof(float), MemoryCategory::kOther);
+      models::Transformer::init_weights_range(model_->spec(), static_cast<float*>(made.data()), begin, begin + span,
+                                              t.seed, float(config_.model.init_std));
+      values = static_cast<const float*>(made.data());
     }
-  } else {
-    kernels::cast_f32_to_narrow_cpu(kernels::NarrowFormat::kBf16, first, weights_.data(), size_t(total),
-                                    numerics::Overflow::kToInfOrNan);
-  }
-  if (optimizer_->config().master_mode != optim::MasterMode::kNone) {
-    for (size_t s = 0; s < shards.size(); ++s) {
+    store_->set_initial_weights(begin, span, values);
+    for (size_t s = 0; keeps_master && s < shards.size(); ++s) {
       const int64_t off = int64_t(shards[s].global_offset), n = int64_t(shards[s].numel);
-      const Tensor values(first + off, DType::kF32, Shape{n});
-      const Tensor shard_weights(weight_at(off), DType::kBF16, Shape{n});
-      optimizer_->init_master(s, values, &shard_weights);
+      if (off < begin || off >= begin + span) continue;  // a shard lies inside one unit
+      const Tensor shard_values(const_cast<float*>(values) + (off - begin), DType::kF32, Shape{n});
+      const Tensor shard_weights = store_->weights(s);
+      optimizer_->init_master(s, shard_values, &shard_weights);
     }
   }
-  initial = Buffer();
-  if (!unit_mode_ && !params_from_master_) sync_model_params();
-  if (!unit_mode_ && t.grad_accum > 1) {
-    grad_sum_ = Buffer(Device::cpu(), size_t(total) * 4, MemoryCategory::kGrads);
-  }
-  if (unit_mode_ && !t.optimizer_in_backward) {
-    grad_sum_ = Buffer(Device::cpu(), size_t(owned_total) * 4, MemoryCategory::kGrads);  // owned parts only
-  }
+  from_file = Buffer();
+  store_->publish_weights();  // the owners' weights as the master set them (remainder16: its high half)
 
   recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
   model_config_json_ = models::config_to_hf_json(source_.config);
@@ -201,50 +174,15 @@ double Trainer::scaler_options_and_schedule() {
   return scaler_->scale();
 }
 
-int Trainer::unit_index(int64_t global_offset) const {
-  const auto& units = zero_->units();
-  for (size_t u = 0; u < units.size(); ++u) {
-    if (global_offset >= units[u].begin && global_offset < zero_->aligned_end(u)) return int(u);
-  }
-  FARTHING_FAIL("global offset ", global_offset, " lies in no unit");
-}
-
-uint16_t* Trainer::weight_at(int64_t global_offset) const {
-  auto* base = static_cast<uint16_t*>(weights_.data());
-  if (!unit_mode_) return base + global_offset;
-  const int s = shard_of_unit_[size_t(unit_index(global_offset))];
-  FARTHING_CHECK(s >= 0, "weight_at: global element ", global_offset, " is not owned by rank ", comm_.rank());
-  return base + compact_offset_[size_t(s)] + (global_offset - int64_t(optimizer_->shards()[size_t(s)].global_offset));
-}
-
-float* Trainer::owned_grads(size_t shard) const {
-  return static_cast<float*>(grad_sum_.data()) + compact_offset_[shard];
-}
-
-// Unit mode: a unit's summed gradients (this rank's owned part) arrive during backward.
-void Trainer::on_unit_grads(int unit, const float* grads) {
-  const int s = shard_of_unit_[size_t(unit)];
-  if (!config_.train.optimizer_in_backward) {  // ZeRO-3: keep them, summed over micro-batches
-    if (s < 0) return;
-    const int64_t n = int64_t(optimizer_->shards()[size_t(s)].numel);
-    float* dst = owned_grads(size_t(s));
-    if (micro_batch_ == 0) {
-      std::memcpy(dst, grads, size_t(n) * sizeof(float));
-    } else {
-#pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < n; ++i) dst[i] += grads[i];
-    }
-    return;
-  }
-  // The optimizer step fused into backward: step this unit now (the recipe rules out clipping,
-  // accumulation and loss scaling, which would need every gradient first).
+// The optimizer step fused into backward: this unit's owned shard (if any) steps now. The recipe
+// rules out clipping, accumulation and loss scaling, which would need every gradient first.
+void Trainer::step_unit(int unit, int shard, const Tensor& grads) {
   std::vector<size_t> ids;
   std::vector<Tensor> g, w;
-  if (s >= 0) {
-    const optim::ShardSpec& shard = optimizer_->shards()[size_t(s)];
-    ids.push_back(size_t(s));
-    g.emplace_back(const_cast<float*>(grads), DType::kF32, Shape{int64_t(shard.numel)});
-    w.emplace_back(weight_at(int64_t(shard.global_offset)), DType::kBF16, Shape{int64_t(shard.numel)});
+  if (shard >= 0) {
+    ids.push_back(size_t(shard));
+    g.push_back(grads);
+    w.push_back(store_->weights(size_t(shard)));
   }
   const optim::GradReport report = optimizer_->inspect_shard_grads(ids, g);
   FARTHING_CHECK(report.nonfinite == 0, "step ", progress_.step + 1, ": unit ", unit, " has ", report.nonfinite,
@@ -270,30 +208,14 @@ fs::path Trainer::resolve_checkpoint(const std::string& which) const {
   return *latest;
 }
 
-void Trainer::sync_model_params() {
-  float* params = model_->params();
-  if (params_from_master_) {
-    const auto& shards = optimizer_->shards();
-    for (size_t s = 0; s < shards.size(); ++s) {
-      std::memcpy(params + shards[s].global_offset, optimizer_->master(s), size_t(shards[s].numel) * sizeof(float));
-    }
-    collectives_->gather_owned(params, DType::kF32);
-  } else {
-    kernels::cast_narrow_to_f32_cpu(kernels::NarrowFormat::kBf16, weights_.data(), params,
-                                    size_t(model_->layout().total_elems()));
-  }
-}
-
 void Trainer::load_checkpoint(const fs::path& path) {
   progress_ = load_train_checkpoint(path, comm_, model_->layout(), *zero_,
-                                    [this](int64_t g) { return weight_at(g); }, *optimizer_, model_config_json_);
+                                    [this](int64_t g) { return store_->weight_at(g); }, *optimizer_, model_config_json_);
   FARTHING_CHECK(progress_.seed == config_.train.seed, "checkpoint ", path.string(), " was trained with train.seed ",
                  progress_.seed, " but this recipe has ", config_.train.seed,
                  "; the seed keys the data order and stochastic rounding, so resuming needs the same seed");
   scaler_->restore(progress_.loss_scale, progress_.loss_scale_clean_steps);
-  if (unit_mode_) return;  // units are gathered from the owned parts when used
-  collectives_->gather_owned(weights_.data(), DType::kBF16);
-  sync_model_params();
+  store_->publish_weights();
 }
 
 void Trainer::fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets) {
@@ -322,17 +244,15 @@ Trainer::StepOutcome Trainer::train_step() {
   const float loss_grad_scale = counted > 0 ? float(loss_scale / double(counted)) : 0.0f;
 
   // Forward and backward of every micro-batch; each one's loss sum in global order, added in
-  // that order on every rank.
+  // that order on every rank. The store keeps (or, fused, steps) each unit's gradients as
+  // backward finishes it.
   std::vector<double> loss_sums(size_t(W * A), 0.0);
   fused_grad_norm_sq_ = 0.0;
-  const float* whole_grads = nullptr;
   for (int64_t a = 0; a < A; ++a) {
-    micro_batch_ = a;
-    model_->zero_grads();
+    store_->begin_micro_batch(a);
     const models::Transformer::LossSum ls =
         model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale);
     loss_sums[size_t(r * A + a)] = ls.sum;
-    if (!unit_mode_) whole_grads = add_micro_batch_grads(a);
   }
   comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
   double loss_total = 0.0;
@@ -341,18 +261,15 @@ Trainer::StepOutcome Trainer::train_step() {
   out.loss = counted > 0 ? loss_total / double(counted) : 0.0;
   out.tokens = W * A * mb * T;
 
-  if (t.optimizer_in_backward) {  // every unit stepped as backward finished it (on_unit_grads)
+  if (t.optimizer_in_backward) {  // every unit stepped as backward finished it (step_unit)
     optimizer_->finish_step();
     out.grad_norm = std::sqrt(fused_grad_norm_sq_);
+    store_->publish_weights();
   } else {
-    if (!unit_mode_) collectives_->reduce_gradients(const_cast<float*>(whole_grads), config_.distributed.zero_stage);
     std::vector<Tensor> grad_views, weight_views;
-    const auto& shards = optimizer_->shards();
-    for (size_t s = 0; s < shards.size(); ++s) {
-      const int64_t offset = int64_t(shards[s].global_offset), n = int64_t(shards[s].numel);
-      float* g = unit_mode_ ? owned_grads(s) : const_cast<float*>(whole_grads) + offset;
-      grad_views.emplace_back(g, DType::kF32, Shape{n});
-      weight_views.emplace_back(weight_at(offset), DType::kBF16, Shape{n});
+    for (size_t s = 0; s < optimizer_->shards().size(); ++s) {
+      grad_views.push_back(store_->grads(s));
+      weight_views.push_back(store_->weights(s));
     }
     optim::GradOptions grad_options;
     grad_options.max_grad_norm = t.max_grad_norm;
@@ -369,10 +286,7 @@ Trainer::StepOutcome Trainer::train_step() {
     } else {
       optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1));
       scaler_->update(false);
-      if (!unit_mode_) {  // unit mode gathers units from the owned parts when the model uses them
-        collectives_->gather_owned(weights_.data(), DType::kBF16);
-        sync_model_params();
-      }
+      store_->publish_weights();
     }
   }
   progress_.data_position += W * A * mb;
@@ -381,22 +295,6 @@ Trainer::StepOutcome Trainer::train_step() {
   progress_.loss_scale_clean_steps = scaler_->clean_steps();
   ++progress_.step;
   return out;
-}
-
-// Whole-buffer mode: micro-batch a's gradient (fresh in the model's buffer) added to the sum,
-// ((g0 + g1) + g2)... (see trainer.h); returns the buffer that holds the sum so far.
-const float* Trainer::add_micro_batch_grads(int64_t a) {
-  const float* grads = model_->grads();
-  if (config_.train.grad_accum == 1) return grads;
-  const int64_t total = model_->layout().total_elems();
-  float* sum = static_cast<float*>(grad_sum_.data());
-  if (a == 0) {
-    std::memcpy(sum, grads, size_t(total) * sizeof(float));
-  } else {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < total; ++i) sum[i] += grads[i];
-  }
-  return sum;
 }
 
 EvalResult Trainer::evaluate(int64_t max_batches) {
@@ -408,12 +306,12 @@ EvalResult Trainer::evaluate(int64_t max_batches) {
   std::vector<double> sums(size_t(batches), 0.0);
   std::vector<int64_t> counts(size_t(batches), 0);
   std::vector<int32_t> tokens(static_cast<size_t>(mb * T)), targets(static_cast<size_t>(mb * T));
-  // Batch e runs on rank e % W. In unit mode a forward pass gathers units (collectives), so every
+  // Batch e runs on rank e % W. At ZeRO-3 a forward pass gathers units (collectives), so every
   // rank runs the same number of passes: a rank out of batches runs one whose targets count for nothing.
   const int64_t rounds = (batches + W - 1) / W;
   for (int64_t round = 0; round < rounds; ++round) {
     const int64_t e = round * W + r;
-    if (e >= batches && !unit_mode_) break;
+    if (e >= batches && config_.distributed.zero_stage < 3) break;
     for (int64_t b = 0; b < mb; ++b) {
       const int64_t index = e * mb + b;
       if (e < batches && index < n) {
@@ -457,7 +355,7 @@ fs::path Trainer::save(bool final_save) {
   commit.keep_last = config_.checkpoint.keep_last;
   const fs::path path =
       save_train_checkpoint(checkpoint_dir(), comm_, model_->layout(), *zero_,
-                            [this](int64_t g) { return weight_at(g); }, *optimizer_, progress_,
+                            [this](int64_t g) { return store_->weight_at(g); }, *optimizer_, progress_,
                             CheckpointIdentity{recipe_yaml_, model_config_json_}, commit);
   progress_line_->note(std::string(final_save ? "saved the final checkpoint " : "saved checkpoint ") + path.string());
   return path;

@@ -6,21 +6,21 @@
 //      micro_batch sequences; rank r takes micro-batches r·grad_accum ...; data position k);
 //   2. count the global batch's loss targets (one integer all-reduce) so every micro-batch's
 //      gradient is that of the global mean (× the fp16 loss scale), whatever the split;
-//   3. forward + backward per micro-batch; with grad_accum > 1 each micro-batch's gradient is
-//      computed alone and added in order, ((g0 + g1) + g2)..., the same association as the
-//      ranks' fixed-order reduction — so np=1 with 2 micro-batches equals np=2 with 1, bit for bit;
-//   4. ZeRO: reduce the fp32 gradients (stage 1 all-reduce, stage 2 reduce-scatter to owners);
-//   5. global grad norm and non-finite count (one reduction): skip the step on inf/NaN (fp16
+//   3. forward + backward per micro-batch over the parameter store (dist/param_store.h): each
+//      unit's weights are widened (or gathered, at ZeRO-3) when used, and its gradients summed
+//      over ranks as backward finishes it (all-reduce at stage 1, reduce-scatter to the owners
+//      at 2-3) and kept, added in micro-batch order ((g0 + g1) + g2)..., the same association as
+//      the ranks' fixed-order reduction — so np=1 with 2 micro-batches equals np=2 with 1, bit
+//      for bit; with the optimizer step fused into backward each unit steps right there instead;
+//   4. global grad norm and non-finite count (one reduction): skip the step on inf/NaN (fp16
 //      loss scaler backs off) or fail, per the recipe; else one fused AdamW pass over each
 //      rank's shards (clip and unscale folded in), bf16 weights cast RN or SR;
-//   6. all-gather the new shards; the model computes with the bf16 weights (widened exactly to
-//      its fp32 buffer), or with the fp32 master under precision fp32 + master f32.
+//   5. the store publishes the new shards (an all-gather at stages 1-2; ZeRO-3 gathers on use).
+// The bf16 weights are the only copy of the weights: no whole fp32 parameter or gradient buffer
+// exists at any stage (the master, when kept, is sharded like the moments).
 // Evaluation, metrics.jsonl, the progress line and checkpoints (train_checkpoint.h) around it.
 // Resume restores everything that determines the future, so N straight steps equal K steps +
 // save + resume to N bit for bit, at any world size that keeps the global batch.
-// ZeRO-3 and the optimizer step fused into backward run the model over a UnitStorage
-// (zero_unit_storage.h): no whole parameter or gradient buffer exists; each rank keeps its owned
-// bf16 weights (and master, moments, gradient sums) and units are gathered when used.
 // Relies on: models/, framework/{optim,data,ckpt,dist,recipe}. Tested by: tests/train/, tests/cli/.
 #pragma once
 
@@ -35,7 +35,7 @@
 #include "framework/data/dataset.h"
 #include "framework/data/sampler.h"
 #include "framework/dist/mpi_communicator.h"
-#include "framework/dist/zero_collectives.h"
+#include "framework/dist/param_store.h"
 #include "framework/dist/zero_layout.h"
 #include "framework/optim/adamw.h"
 #include "framework/optim/loss_scaler.h"
@@ -45,7 +45,6 @@
 #include "framework/train/model_source.h"
 #include "framework/train/progress.h"
 #include "framework/train/train_checkpoint.h"
-#include "framework/train/zero_unit_storage.h"
 #include "models/common/transformer.h"
 
 namespace farthing::train {
@@ -90,9 +89,7 @@ class Trainer {
   };
   StepOutcome train_step();
   // Bytes this rank sent in ZeRO's gradient and weight collectives so far.
-  int64_t bytes_communicated() const {
-    return storage_ ? storage_->bytes_sent() : collectives_->bytes_communicated();
-  }
+  int64_t bytes_communicated() const { return store_->bytes_sent(); }
 
   // Mean loss over the eval set (max_batches micro-batches, 0: all), split over ranks.
   EvalResult evaluate(int64_t max_batches);
@@ -113,13 +110,8 @@ class Trainer {
 
  private:
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
-  const float* add_micro_batch_grads(int64_t micro_batch);
-  void on_unit_grads(int unit, const float* grads);
+  void step_unit(int unit, int shard, const Tensor& grads);  // the optimizer step fused into backward
   double scaler_options_and_schedule();
-  int unit_index(int64_t global_offset) const;  // the ZeRO unit holding a global element
-  uint16_t* weight_at(int64_t global_offset) const;  // WeightLocator over weights_
-  float* owned_grads(size_t shard) const;           // unit mode: shard's part of grad_sum_
-  void sync_model_params();  // after the weights (or master) changed: the model's fp32 view
   std::filesystem::path save(bool final_save);
   void log_eval(const EvalResult& r, const char* when);
 
@@ -129,26 +121,14 @@ class Trainer {
   ModelSource source_;
   data::SplitData data_;
   std::unique_ptr<data::EpochSampler> sampler_;
-  std::unique_ptr<models::Transformer> model_;
   std::unique_ptr<dist::ZeroLayout> zero_;
-  std::unique_ptr<dist::ZeroCollectives> collectives_;
+  std::unique_ptr<dist::ParamStore> store_;  // weights, gradients and the units the model uses
+  std::unique_ptr<models::Transformer> model_;
   std::unique_ptr<optim::AdamW> optimizer_;
   optim::LrSchedule schedule_;
   std::unique_ptr<optim::LossScaler> scaler_;
-  // bf16 working weights (kWeights): the whole flat space, or in unit mode (ZeRO-3,
-  // optimizer-in-backward) only this rank's owned parts, compactly in shard order.
-  Buffer weights_;
-  // fp32 gradient sums (kGrads): the whole flat space when grad_accum > 1; in unit mode (not
-  // fused) the owned parts, summed over micro-batches as the storage delivers them.
-  Buffer grad_sum_;
-  bool unit_mode_ = false;
-  std::unique_ptr<ZeroUnitStorage> storage_;
-  std::vector<int> shard_of_unit_;         // optimizer shard of each unit's owned part, or -1
-  std::vector<int64_t> compact_offset_;    // per shard: where it starts in the compact buffers
-  int64_t micro_batch_ = 0;                // the micro-batch being computed (unit mode)
-  double fused_grad_norm_sq_ = 0.0;        // optimizer-in-backward: sum of the units' squared norms
+  double fused_grad_norm_sq_ = 0.0;          // optimizer-in-backward: sum of the units' squared norms
   std::string recipe_yaml_, model_config_json_;
-  bool params_from_master_ = false;  // precision fp32 with an fp32 master
   int64_t demoted_ = 0;
   TrainProgressState progress_;
   std::unique_ptr<MetricsLog> metrics_;

@@ -136,24 +136,29 @@ void Transformer::init_weights(uint64_t seed, float std) {
 }
 
 void Transformer::init_weights(const TransformerSpec& spec, float* p, uint64_t seed, float std) {
-  std::memset(p, 0, size_t(spec.layout.total_elems()) * sizeof(float));
+  init_weights_range(spec, p, 0, spec.layout.total_elems(), seed, std);
+}
+
+void Transformer::init_weights_range(const TransformerSpec& spec, float* p, int64_t begin, int64_t end, uint64_t seed,
+                                     float std) {
+  // p[g - begin] is global element g: the values depend only on (seed, g), not on the range.
+  std::memset(p, 0, size_t(end - begin) * sizeof(float));
   for (const ParamEntry& e : spec.layout.entries()) {
-    const int64_t begin = e.offset_elems, count = e.numel();
+    const int64_t first = std::max(begin, e.offset_elems), last = std::min(end, e.offset_elems + e.numel());
+    if (first >= last) continue;
+    // NOTE: norm weights start at 1 and biases at 0, as in both reference implementations.
+    const bool one = std::find(spec.ones.begin(), spec.ones.end(), e.offset_elems) != spec.ones.end();
+    if (one || e.name.ends_with(".bias")) {
+      std::fill(p + (first - begin), p + (last - begin), one ? 1.0f : 0.0f);
+      continue;
+    }
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < count; ++i) {
-      const uint64_t g = uint64_t(begin + i);
-      const uint64_t r1 = splitmix(seed ^ splitmix(2 * g)), r2 = splitmix(seed ^ splitmix(2 * g + 1));
+    for (int64_t g = first; g < last; ++g) {
+      const uint64_t r1 = splitmix(seed ^ splitmix(2 * uint64_t(g))), r2 = splitmix(seed ^ splitmix(2 * uint64_t(g) + 1));
       const double u1 = (double(r1 >> 11) + 1.0) * (1.0 / 9007199254740992.0);
       const double u2 = double(r2 >> 11) * (1.0 / 9007199254740992.0);
       const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-      p[begin + i] = float(z * double(std));
-    }
-  }
-  // NOTE: norm weights start at 1 and biases at 0, as in both reference implementations.
-  for (const ParamEntry& e : spec.layout.entries()) {
-    const bool one = std::find(spec.ones.begin(), spec.ones.end(), e.offset_elems) != spec.ones.end();
-    if (one || e.name.ends_with(".bias")) {
-      std::fill(p + e.offset_elems, p + e.offset_elems + e.numel(), one ? 1.0f : 0.0f);
+      p[g - begin] = float(z * double(std));
     }
   }
 }

@@ -19,6 +19,7 @@
 
 #include "framework/backend/nn_ops.h"
 #include "framework/core/memory.h"
+#include "framework/dist/unit_storage.h"
 #include "models/common/transformer_spec.h"
 
 namespace farthing::models {
@@ -29,25 +30,9 @@ namespace farthing::models {
 enum class ComputeMode : uint8_t { kF32, kBF16, kF16 };
 enum class Checkpointing : uint8_t { kNone, kPerBlock };
 
-// Where the parameters and gradients live when they are not whole on this process (ZeRO-3,
-// the optimizer step fused into backward): the model asks for a unit's fp32 parameters just
-// before it uses them and releases them after (forward, then again in backward), and hands a
-// unit's gradients over as soon as backward has finished them. A pointer addresses the unit's
-// global span: p[g - unit.begin_elems] is global element g. Calls come in the same order on
-// every rank, so an implementation may run collectives in them.
-class UnitStorage {
- public:
-  virtual ~UnitStorage() = default;
-  virtual const float* acquire_params(int unit) = 0;
-  virtual void release_params(int unit) = 0;
-  // A hint, given right after the previous unit was acquired: `unit` is acquired next, so its
-  // gather may start now and overlap the compute in between.
-  virtual void prefetch_params(int unit) { (void)unit; }
-  // A zero-filled fp32 gradient accumulator for the unit, for one backward.
-  virtual float* acquire_grads(int unit) = 0;
-  // The unit's gradients of this backward are complete (the accumulator may be freed).
-  virtual void grads_ready(int unit) = 0;
-};
+// Parameters and gradients that are not whole on this process come unit by unit through a
+// UnitStorage (framework/dist/unit_storage.h): the trainer's ParamStore at every ZeRO stage.
+using dist::UnitStorage;
 
 struct ModelOptions {
   ComputeMode compute = ComputeMode::kF32;
@@ -80,6 +65,9 @@ class Transformer {
   void init_weights(uint64_t seed, float std = 0.02f);
   // The same values into any flat buffer of spec's layout (total_elems() floats).
   static void init_weights(const TransformerSpec& spec, float* flat, uint64_t seed, float std = 0.02f);
+  // Global elements [begin, end) of them into p (p[g - begin] is element g): a unit at a time.
+  static void init_weights_range(const TransformerSpec& spec, float* p, int64_t begin, int64_t end, uint64_t seed,
+                                 float std = 0.02f);
   void zero_grads();
 
   // tokens, targets: (batch, seq); targets < 0 (e.g. -100) are ignored. Returns the mean

@@ -126,6 +126,10 @@ class RecordingOps final : public NnOps {
     ++calls["zero"];
     cpu_.zero(dst, count);
   }
+  void accumulate(float* dst, const float* src, int64_t count) override {
+    ++calls["accumulate"];
+    cpu_.accumulate(dst, src, count);
+  }
 
  private:
   CpuNnOps cpu_;

@@ -1,10 +1,10 @@
 // test_memory_estimate.cpp — `farthing plan`'s arithmetic (framework/train/memory_estimate.h)
 // against real training: for several configurations the real Trainer (world size 1) takes two
 // steps and the memory tracker's peak is compared with the prediction, in total and per
-// category, and so is the peak while the Trainer is built (loading model.path, or unit mode's
-// whole fp32 copy of the first weights). Stages 1-2 and unit mode (ZeRO-3, optimizer in
-// backward; tied and untied heads, bf16 and fp32 gathers). The budget check refuses a plan that
-// does not fit.
+// category, and so is the peak while the Trainer is built (loading model.path, or a preset's
+// first weights unit by unit). Every stage, the optimizer in backward, tied and untied heads,
+// bf16 and fp32 kept gradients, the master read by the compute. The budget check refuses a plan
+// that does not fit.
 // Data is a token file of random ids, so neither a tokenizer nor ../shared is needed.
 #include <gtest/gtest.h>
 
@@ -115,23 +115,18 @@ void expect_within_10_percent(const recipe::RunConfig& config, const models::Mod
               (long long)m.construction_peak);
   // The contract `farthing plan` promises (issue 6): the predicted peak within 10% of the measured one.
   EXPECT_NEAR(double(e.step_peak_bytes), double(m.peak), 0.10 * double(m.peak)) << label;
-  // At world size 1 the estimate repeats every tracked allocation (persistent ones, and in unit
-  // mode each unit's gathers, gradients and reduce-scatters in code order), so it is exact, in
-  // total and category by category: any difference means memory_estimate.cpp no longer mirrors
-  // the code it copies (transformer.cpp, zero_unit_storage.cpp, adamw.cpp, trainer.cpp).
+  // At world size 1 the estimate repeats every tracked allocation (persistent ones, and each
+  // unit's parameters, gradients and reductions in code order), so it is exact, in total and
+  // category by category: any difference means memory_estimate.cpp no longer mirrors the code it
+  // copies (transformer.cpp, param_store.cpp, adamw.cpp, trainer.cpp).
   EXPECT_EQ(e.step_peak_bytes, m.peak) << label;
   for (int c = 0; c < kNumMemoryCategories; ++c) {
     const auto category = MemoryCategory(c);
     EXPECT_EQ(e.bytes(category), m.category_peaks[size_t(c)])
         << label << ": " << memory_category_name(category) << " drifted from what the trainer allocates";
   }
-  // The moment before training: loading model.path, or unit mode's whole fp32 first weights.
-  // Without one (stages 1-2 from a preset) building holds less than a step does.
-  if (e.load_peak_bytes > 0) {
-    EXPECT_EQ(e.load_peak_bytes, m.construction_peak) << label << ": the peak while building the trainer";
-  } else {
-    EXPECT_LE(m.construction_peak, e.step_peak_bytes) << label;
-  }
+  // The moment before training: loading model.path, or a preset's first weights unit by unit.
+  EXPECT_EQ(e.load_peak_bytes, m.construction_peak) << label << ": the peak while building the trainer";
 }
 
 // An HF safetensors directory (config.json + weights ~ N(0, 0.02), seeded) for `config`, so a
@@ -226,8 +221,8 @@ TEST(MemoryEstimate, ZeroStage3Bf16GradAccum) {
   c.optimizer.master = "f32";
   c.train.grad_accum = 2;
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), 1);
-  EXPECT_TRUE(e.unit_mode);
   EXPECT_EQ(e.model_buffers.params + e.model_buffers.grads + e.model_buffers.working, 0);
+  EXPECT_EQ(e.grad_bytes_per_elem, 4);  // summed over two micro-batches: fp32
   int64_t category_sum = 0;  // categories may peak at different moments; here all at the last block's reduce-scatter
   for (int64_t b : e.step_bytes) category_sum += b;
   EXPECT_LE(e.step_peak_bytes, category_sum);
@@ -248,7 +243,6 @@ TEST(MemoryEstimate, OptimizerInBackwardFp32) {
   c.optimizer.master = "f32";
   c.optimizer.weight_rounding = "nearest";
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), 1);
-  EXPECT_TRUE(e.unit_mode);
   EXPECT_EQ(e.grad_sum, 0);
   EXPECT_EQ(e.nominal.grads, 0.0);
   expect_within_10_percent(c, models::preset_config("stories260k"), "optimizer in backward, fp32, f32 state");
@@ -286,7 +280,11 @@ TEST(MemoryEstimate, ShardsOptimizerStateOverRanks) {
   const MemoryEstimate four = estimate_memory(c, model, 4);
   EXPECT_EQ(one.bytes(MemoryCategory::kCommBuffers), 0);
   EXPECT_GT(four.bytes(MemoryCategory::kCommBuffers), 0);
-  EXPECT_EQ(four.bytes(MemoryCategory::kWeights), one.bytes(MemoryCategory::kWeights));
+  // Stage 1 keeps the whole bf16 weights on every rank; the units in use grow only by their
+  // padding to a multiple of 256 * world (fp32, at most three units at once).
+  EXPECT_EQ(four.trainer_weights, one.trainer_weights);
+  EXPECT_GE(four.unit_weights, one.unit_weights);
+  EXPECT_LT(four.unit_weights, one.unit_weights + 3 * 4 * 256 * 4);
   EXPECT_EQ(four.bytes(MemoryCategory::kActivations), one.bytes(MemoryCategory::kActivations));
   EXPECT_LT(four.optimizer.master, one.optimizer.master / 4 * 2);
   EXPECT_GE(four.optimizer.master * 4, one.optimizer.master);
@@ -306,16 +304,23 @@ TEST(MemoryEstimate, BudgetRefusesAnOverBudgetPlan) {
   // A 7B model's model state alone is far past 1 GiB.
   const MemoryEstimate big = estimate_memory(c, models::preset_config("qwen2.5-7b"), 8);
   EXPECT_FALSE(check_budget(big, int64_t(1) << 30).fits);
-  // ZeRO-3 shrinks the step, but every rank still sets up the first weights in one whole fp32
-  // buffer: a budget that only the step fits is refused, and the message says why.
+  // From model.path every rank still reads the whole file and lays it out in fp32 (streaming
+  // load is not there yet): a budget that only the step fits is refused, and the message says why.
   recipe::RunConfig z3 = c;
   z3.distributed.zero_stage = 3;
+  z3.model.preset = "";
+  z3.model.path = "model.safetensors";  // the estimate reads no file
   const MemoryEstimate sharded = estimate_memory(z3, models::preset_config("qwen2.5-7b"), 8);
   EXPECT_GT(sharded.load_peak_bytes, sharded.step_peak_bytes);
   EXPECT_EQ(sharded.peak_bytes, sharded.load_peak_bytes);
   const BudgetCheck step_only = check_budget(sharded, sharded.step_peak_bytes);
   EXPECT_FALSE(step_only.fits);
-  EXPECT_NE(step_only.message.find("before training"), std::string::npos) << step_only.message;
+  EXPECT_NE(step_only.message.find("model.path loads"), std::string::npos) << step_only.message;
+  // From a preset the first weights are made unit by unit: building holds less than a step.
+  z3.model.path = "";
+  z3.model.preset = "qwen2.5-7b";
+  const MemoryEstimate preset = estimate_memory(z3, models::preset_config("qwen2.5-7b"), 8);
+  EXPECT_EQ(preset.peak_bytes, preset.step_peak_bytes);
 }
 
 // ZeRO-3 over more ranks: the owned shards (bf16 weights, gradient sums, master, moments) shrink
@@ -331,7 +336,11 @@ TEST(MemoryEstimate, ZeroStage3ShardsWeightsOverRanks) {
   const MemoryEstimate eight = estimate_memory(c, model, 8);
   EXPECT_LT(eight.trainer_weights, one.trainer_weights / 8 * 2);
   EXPECT_GE(eight.trainer_weights * 8, one.trainer_weights);
-  EXPECT_LT(eight.grad_sum, one.grad_sum / 8 * 2);
+  // One rank keeps one backward's gradient in bf16; eight keep fp32 sums of their owned shards.
+  EXPECT_EQ(one.grad_bytes_per_elem, 2);
+  EXPECT_EQ(eight.grad_bytes_per_elem, 4);
+  EXPECT_LT(eight.grad_sum / 4, one.grad_sum / 2 / 8 * 2);
+  EXPECT_GE(eight.grad_sum / 4 * 8, one.grad_sum / 2);
   EXPECT_LT(eight.optimizer.state(), one.optimizer.state() / 8 * 2);
   EXPECT_EQ(eight.bytes(MemoryCategory::kActivations), one.bytes(MemoryCategory::kActivations));
   // Each gathered unit is padded to a multiple of 256 * world, so it can only grow.
@@ -340,9 +349,16 @@ TEST(MemoryEstimate, ZeroStage3ShardsWeightsOverRanks) {
   EXPECT_GT(eight.bytes(MemoryCategory::kCommBuffers), 0);
   EXPECT_EQ(eight.comm_staging, 0);
   EXPECT_LT(eight.step_peak_bytes, one.step_peak_bytes);
-  // Stage 2 keeps whole weights and gradients on every rank: stage 3 holds less.
+  // Stage 2 keeps whole weights on every rank, stage 1 whole gradients too: each holds more.
   c.distributed.zero_stage = 2;
-  EXPECT_LT(eight.step_peak_bytes, estimate_memory(c, model, 8).step_peak_bytes);
+  const MemoryEstimate two = estimate_memory(c, model, 8);
+  EXPECT_LT(eight.step_peak_bytes, two.step_peak_bytes);
+  EXPECT_EQ(two.trainer_weights, one.trainer_weights);
+  EXPECT_EQ(two.grad_sum, eight.grad_sum);
+  c.distributed.zero_stage = 1;
+  const MemoryEstimate stage1 = estimate_memory(c, model, 8);
+  EXPECT_LT(two.step_peak_bytes, stage1.step_peak_bytes);
+  EXPECT_EQ(stage1.grad_sum, stage1.flat_elems * 4);  // whole, and fp32: summed over 8 ranks
 }
 
 TEST(MemoryEstimate, RefusesWhatCannotBeBuilt) {

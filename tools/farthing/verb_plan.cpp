@@ -159,22 +159,20 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
   const train::TransformerBufferBytes& m = e.model_buffers;
   const bool narrow = r.train.precision != "fp32";
   switch (c) {
-    case MemoryCategory::kWeights:
-      if (e.unit_mode) {
-        return "bf16 owned shards " + train::format_bytes(e.trainer_weights) + " + gathered fp32 units" +
-               (narrow ? " and their " + r.train.precision + " GEMM copies " : " ") +
-               train::format_bytes(e.unit_weights) + " (embedding + one block or the head)";
-      }
-      return std::string("model fp32 params") + (m.working > 0 ? " + " + r.train.precision + " GEMM copy" : "") +
-             " + trainer bf16 weights";
-    case MemoryCategory::kGrads:
-      if (e.unit_mode) {
-        const std::string units = "units' fp32 grads while backward fills them " + train::format_bytes(e.unit_grads);
-        return e.optimizer_in_backward ? units + " (each unit steps as soon as they are reduced)"
-                                       : "fp32 sums of owned shards " + train::format_bytes(e.grad_sum) + " + " + units;
-      }
-      return e.grad_sum > 0 ? "model fp32 grads + fp32 sum over grad_accum " + std::to_string(r.train.grad_accum)
-                            : "model fp32 grads (full on every rank)";
+    case MemoryCategory::kWeights: {
+      const std::string kept = e.zero_stage == 3 ? "bf16 owned shards " : "bf16 weights (whole) ";
+      return kept + train::format_bytes(e.trainer_weights) +
+             (e.master_copy > 0 ? " + gathered fp32 master " + train::format_bytes(e.master_copy) : "") +
+             " + fp32 units in use" + (narrow ? " and their " + r.train.precision + " GEMM copies " : " ") +
+             train::format_bytes(e.unit_weights);
+    }
+    case MemoryCategory::kGrads: {
+      const std::string units = "units' fp32 accumulators " + train::format_bytes(e.unit_grads);
+      if (e.optimizer_in_backward) return units + " (each unit steps as soon as it is reduced; none kept)";
+      const std::string dtype = e.grad_bytes_per_elem == 2 ? "bf16 (one backward)" : "fp32 sums";
+      const std::string where = e.zero_stage == 1 ? " whole " : " of owned shards ";
+      return dtype + where + train::format_bytes(e.grad_sum) + " + " + units;
+    }
     case MemoryCategory::kMaster:
       return r.optimizer.master == "none" ? "none (bf16 weights are the only copy)"
                                           : r.optimizer.master + " of this rank's ZeRO shards";
@@ -192,14 +190,12 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
              (r.model.activation_checkpointing == "per_block" ? ", per-block checkpointing" : ", every block stored") +
              ", logits " + std::to_string(r.model.loss_chunk_rows) + " rows";
     case MemoryCategory::kCommBuffers:
-      if (e.unit_mode) return "one unit's gather slots or gradient reduce-scatter at a time (the largest)";
-      return e.world_size == 1 ? "none at world size 1"
-                               : "ZeRO staging " + train::format_bytes(e.comm_staging) + " + largest MPI collective " +
-                                     train::format_bytes(e.comm_transient);
+      if (e.world_size == 1) return "none at world size 1";
+      return (e.comm_staging > 0 ? "ZeRO staging " + train::format_bytes(e.comm_staging) + " + " : std::string()) +
+             "one unit's gather or gradient reduction at a time (the largest) " + train::format_bytes(e.comm_transient);
     case MemoryCategory::kOther:
-      return e.initial_weights > 0 ? "whole fp32 first weights " + train::format_bytes(e.initial_weights) +
-                                         ", only while the trainer is built"
-                                   : "";
+      return e.from_file ? "model.path laid out as flat fp32, only while the trainer is built"
+                         : "one unit's fp32 first weights, only while the trainer is built";
   }
   return "";
 }
@@ -268,52 +264,37 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   int64_t category_sum = 0;
   for (int64_t b : e.step_bytes) category_sum += b;
   const std::string step_moment =
-      !e.unit_mode ? "all of the above at once"
-      : category_sum == e.step_peak_bytes
+      category_sum == e.step_peak_bytes
           ? "at " + e.step_peak_moment + " (all of the above at once)"
           : "at " + e.step_peak_moment + " (categories peak at different moments; their sum is " +
                 train::format_bytes(category_sum) + ")";
-  if (e.load_peak_bytes > 0) {
-    std::printf("%-16s %8s %8s %12s  %s\n", "  training step", "", "", train::format_bytes(e.step_peak_bytes).c_str(),
-                step_moment.c_str());
-    const std::string building =
-        !e.unit_mode ? "the file's tensors as fp32 beside the optimizer and the model's buffers"
-        : r.model.path.empty()
-            ? "the whole fp32 first weights, then this rank's bf16 shards, beside the optimizer and activations"
-            : "the file's fp32 tensors and the whole fp32 first weights, beside the optimizer and activations";
-    std::printf("%-16s %8s %8s %12s  %s\n", e.unit_mode ? "  while building" : "  while loading", "", "",
-                train::format_bytes(e.load_peak_bytes).c_str(), building.c_str());
-  }
-  // Why weights and grads differ from section 6's figures, so that the gap is not a surprise.
-  if (e.unit_mode) {
-    const bool gather_master = r.train.precision == "fp32" && r.optimizer.master == "f32";
-    std::printf("\nunit mode (%s): no rank holds whole weights or gradients.\n",
-                e.zero_stage == 3 && e.optimizer_in_backward ? "ZeRO-3, optimizer step fused into backward"
-                : e.zero_stage == 3                           ? "ZeRO-3"
-                                                              : "optimizer step fused into backward");
-    std::printf("  sharded   each rank keeps only the parts it owns: bf16 weights, %smaster and moments\n",
-                e.optimizer_in_backward ? "" : "fp32 gradient sums, ");
-    std::printf("  gathered  each unit's fp32 parameters while it is used, all-gathered from the owners'\n"
-                "            %s%s\n",
-                gather_master ? "fp32 master" : "bf16 weights",
-                r.train.precision != "fp32" ? (", plus a " + r.train.precision + " GEMM copy").c_str() : "");
-    std::printf("  alive     the embedding for the whole step, one block at a time in forward and again\n"
-                "            in backward, the head from the final norm to its backward\n");
-    std::printf("  reduced   a unit's fp32 gradients live until backward finishes the unit, then are\n"
-                "            reduce-scattered to the owners, %s\n",
-                e.optimizer_in_backward ? "which step it at once (no gradient sums are kept)"
-                                        : "which add them to their sums");
-    std::printf("  built     before training, every rank sets up the first weights in one whole fp32\n"
-                "            buffer (\"other\") and keeps only its owned parts\n");
-    std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings; the gathered units come on\n"
-                "top (flat space %lld elements for %lld parameters).\n",
-                (long long)e.flat_elems, (long long)e.param_count);
-    return;
-  }
-  std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings. The trainer also holds the model's\n"
-              "fp32 parameters (and a GEMM copy at bf16/fp16) beside its bf16 weights, computes fp32 gradients,\n"
-              "and aligns tensors in the flat space (%lld elements for %lld parameters). distributed.zero_stage 3\n"
-              "or train.optimizer_in_backward keep only owned shards and gather units when used.\n",
+  std::printf("%-16s %8s %8s %12s  %s\n", "  training step", "", "", train::format_bytes(e.step_peak_bytes).c_str(),
+              step_moment.c_str());
+  std::printf("%-16s %8s %8s %12s  %s\n", "  while building", "", "", train::format_bytes(e.load_peak_bytes).c_str(),
+              e.from_file ? "the file's fp32 tensors and their flat fp32 copy, beside everything held for the run"
+                          : "everything held for the run, and one unit's fp32 first weights");
+  // What the store keeps, so that the gap to section 6's figures is not a surprise.
+  const bool gather_master = r.train.precision == "fp32" && r.optimizer.master == "f32";
+  std::printf("\nparameter store (ZeRO stage %d%s): the bf16 weights are the only copy of the weights.\n", e.zero_stage,
+              e.optimizer_in_backward ? ", optimizer step fused into backward" : "");
+  std::printf("  weights   %s\n", e.zero_stage == 3 ? "bf16, this rank's owned shards only"
+                                                    : "bf16, whole on every rank (all-gathered after each step)");
+  std::printf("  in use    each unit's fp32 parameters while it runs, %s from the %s%s\n",
+              e.zero_stage == 3 && e.world_size > 1 ? "all-gathered" : "widened exactly",
+              gather_master ? "fp32 master" : "bf16 weights",
+              r.train.precision != "fp32" ? (", plus a " + r.train.precision + " GEMM copy").c_str() : "");
+  std::printf("  alive     the embedding for the whole step, one block at a time in forward and again\n"
+              "            in backward, the head from the final norm to its backward\n");
+  std::printf("  gradients a unit's fp32 accumulator lives until backward finishes the unit, then is %s\n"
+              "            and %s\n",
+              e.world_size == 1         ? "(world size 1) taken as it is"
+              : e.zero_stage == 1       ? "all-reduced"
+                                        : "reduce-scattered to the owners",
+              e.optimizer_in_backward    ? "stepped at once (no gradients are kept)"
+              : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
+                                           : "added to the kept fp32 sums (grad_accum or several ranks)");
+  std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings; the units in use come on\n"
+              "top (flat space %lld elements for %lld parameters).\n",
               (long long)e.flat_elems, (long long)e.param_count);
 }
 
@@ -332,7 +313,6 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
           {"world_size", e.world_size},
           {"zero_stage", e.zero_stage},
           {"optimizer_in_backward", e.optimizer_in_backward},
-          {"unit_mode", e.unit_mode},
           {"peak_rank", e.peak_rank},
           {"model",
            {{"name", c.name},

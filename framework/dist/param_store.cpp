@@ -1,0 +1,281 @@
+// param_store.cpp — see param_store.h.
+#include "framework/dist/param_store.h"
+
+#include <algorithm>
+
+#include "framework/core/error.h"
+
+namespace farthing::dist {
+
+namespace {
+
+// Zero-fills `bytes` bytes (a multiple of 4) of device memory through the float fill.
+void zero_bytes(NnOps& ops, void* data, int64_t bytes) { ops.zero(static_cast<float*>(data), bytes / 4); }
+
+}  // namespace
+
+DType kept_gradient_dtype(const ParamStoreOptions& options, int world_size) {
+  // NOTE (numerics): a sum over micro-batches or ranks is added in fp32; one backward's gradient
+  // (already accumulated in fp32 within the unit) is read once by the optimizer, so bf16 keeps it.
+  return options.grad_accum * world_size > 1 ? DType::kF32 : DType::kBF16;
+}
+
+ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& backend, ParamStoreOptions options)
+    : zero_(zero), comm_(comm), backend_(backend), options_(options), shards_(zero.owned_shards()) {
+  FARTHING_CHECK(options_.zero_stage >= 1 && options_.zero_stage <= 3, "distributed.zero_stage must be 1, 2 or 3, not ",
+                 options_.zero_stage);
+  FARTHING_CHECK(comm_.world_size() == zero_.world_size() && comm_.rank() == zero_.rank(),
+                 "ParamStore: the ZeRO layout is for rank ", zero_.rank(), " of ", zero_.world_size(),
+                 " but the communicator is rank ", comm_.rank(), " of ", comm_.world_size());
+  const size_t units = zero_.units().size();
+  shard_of_unit_.assign(units, -1);
+  compact_offset_.assign(shards_.size(), 0);
+  int64_t owned_total = 0;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    const int64_t g = int64_t(shards_[s].global_offset);
+    for (size_t u = 0; u < units; ++u) {
+      if (g >= zero_.units()[u].begin && g < zero_.aligned_end(u)) shard_of_unit_[u] = int(s);
+    }
+    compact_offset_[s] = owned_total;
+    owned_total += int64_t(shards_[s].numel);
+  }
+  const Device device = backend_.device();
+  const int64_t whole = zero_.global_elems();
+  whole_weights_ = options_.zero_stage < 3;
+  weights_ = Buffer(device, size_t(whole_weights_ ? whole : owned_total) * 2, MemoryCategory::kWeights);
+  grad_dtype_ = kept_gradient_dtype(options_, zero_.world_size());
+  if (!options_.optimizer_in_backward) {
+    whole_grads_ = options_.zero_stage == 1;
+    grads_ = Buffer(device, size_t(whole_grads_ ? whole : owned_total) * dtype_size_bytes(grad_dtype_),
+                    MemoryCategory::kGrads);
+  }
+  if (zero_.world_size() > 1 && options_.zero_stage < 3) {
+    collectives_ = std::make_unique<ZeroCollectives>(zero_, comm_);
+    if (options_.compute_from_master) {
+      master_whole_ = Buffer(device, size_t(whole) * 4, MemoryCategory::kWeights);
+    }
+  }
+  // Alignment gaps between units belong to no unit and are never computed with; zero them once
+  // so checkpoints and gathers only ever move defined values.
+  zero_bytes(backend_.nn(), weights_.data(), int64_t(weights_.bytes()));
+  if (grads_.data() != nullptr) zero_bytes(backend_.nn(), grads_.data(), int64_t(grads_.bytes()));
+  params_.resize(units);
+  accumulators_.resize(units);
+  pending_.resize(units);
+}
+
+uint16_t* ParamStore::weight_at(int64_t global) const {
+  auto* base = static_cast<uint16_t*>(weights_.data());
+  if (whole_weights_) return base + global;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    const int64_t begin = int64_t(shards_[s].global_offset);
+    if (global >= begin && global < begin + int64_t(shards_[s].numel)) {
+      return base + compact_offset_[s] + (global - begin);
+    }
+  }
+  FARTHING_FAIL("global element ", global, " is not held by rank ", zero_.rank(), " (ZeRO-3 keeps owned shards only)");
+}
+
+Tensor ParamStore::weights(size_t shard) const {
+  const optim::ShardSpec& s = shards_.at(shard);
+  return Tensor(weight_at(int64_t(s.global_offset)), DType::kBF16, Shape{int64_t(s.numel)}, backend_.device());
+}
+
+Tensor ParamStore::grads(size_t shard) const {
+  const optim::ShardSpec& s = shards_.at(shard);
+  if (grads_.data() == nullptr) return Tensor();
+  const int64_t index = whole_grads_ ? int64_t(s.global_offset) : compact_offset_[shard];
+  auto* base = static_cast<std::byte*>(grads_.data()) + size_t(index) * dtype_size_bytes(grad_dtype_);
+  return Tensor(base, grad_dtype_, Shape{int64_t(s.numel)}, backend_.device());
+}
+
+void ParamStore::set_initial_weights(int64_t begin, int64_t count, const float* values) {
+  const Device device = backend_.device();
+  auto narrow_range = [&](int64_t from, int64_t to) {  // global [from, to), inside [begin, begin + count)
+    if (from >= to) return;
+    backend_.cast(Tensor(weight_at(from), DType::kBF16, Shape{to - from}, device),
+                  Tensor(const_cast<float*>(values) + (from - begin), DType::kF32, Shape{to - from}, device),
+                  CastOptions{});
+  };
+  const int64_t end = begin + count;
+  if (whole_weights_) {
+    narrow_range(begin, end);
+  } else {
+    for (const optim::ShardSpec& s : shards_) {
+      narrow_range(std::max(begin, int64_t(s.global_offset)), std::min(end, int64_t(s.global_offset + s.numel)));
+    }
+  }
+  if (master_whole_.data() != nullptr) {
+    backend_.nn().copy(static_cast<float*>(master_whole_.data()) + begin, values, count);
+  }
+}
+
+void ParamStore::publish_weights() {
+  if (!collectives_) return;
+  collectives_->gather_owned(weights_.data(), DType::kBF16);
+  if (master_whole_.data() == nullptr) return;
+  auto* dst = static_cast<float*>(master_whole_.data());
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    const int64_t n = int64_t(shards_[s].numel);
+    backend_.nn().copy(dst + shards_[s].global_offset, master_(s), n);
+  }
+  collectives_->gather_owned(dst, DType::kF32);
+}
+
+// A unit's parameters from what this rank holds: its whole span at stages 1-2 (or at world 1).
+void ParamStore::fill_local_params(int unit, float* dst) {
+  const size_t u = size_t(unit);
+  const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
+  const Device device = backend_.device();
+  if (options_.compute_from_master) {
+    // At world 1 the owned master is the whole unit; over several ranks its gathered copy.
+    const float* src = master_whole_.data() != nullptr ? static_cast<const float*>(master_whole_.data()) + begin
+                                                      : master_(size_t(shard_of(unit)));
+    backend_.nn().copy(dst, src, span);
+  } else {
+    backend_.cast(Tensor(dst, DType::kF32, Shape{span}, device), Tensor(weight_at(begin), DType::kBF16, Shape{span}, device),
+                  CastOptions{});
+  }
+  backend_.nn().zero(dst + span, zero_.padded_elems(u) - span);
+}
+
+void ParamStore::start_gather(int unit, Pending& p) {
+  const size_t u = size_t(unit);
+  const int64_t shard = zero_.shard_elems(u), padded = zero_.padded_elems(u);
+  const UnitRange owned = zero_.owned(u, zero_.rank());
+  const DType dtype = options_.compute_from_master ? DType::kF32 : DType::kBF16;
+  const size_t elem = dtype_size_bytes(dtype);
+  const Device device = backend_.device();
+  // Every rank sends its shard slot (owned elements, zeros past them); the gathered slots in rank
+  // order are the unit's padded span.
+  p.send = Buffer(device, size_t(shard) * elem, MemoryCategory::kCommBuffers);
+  zero_bytes(backend_.nn(), p.send.data(), int64_t(p.send.bytes()));
+  if (!owned.empty()) {
+    const void* src = options_.compute_from_master ? static_cast<const void*>(master_(size_t(shard_of(unit))))
+                                                   : static_cast<const void*>(weight_at(owned.begin));
+    backend_.copy(Tensor(p.send.data(), dtype, Shape{owned.size()}, device),
+                  Tensor(const_cast<void*>(src), dtype, Shape{owned.size()}, device));
+  }
+  // fp32 (the master) lands directly in the parameters; bf16 in a buffer widened on acquire.
+  p.received = dtype == DType::kF32 ? Buffer(device, size_t(padded) * 4, MemoryCategory::kWeights)
+                                    : Buffer(device, size_t(padded) * 2, MemoryCategory::kCommBuffers);
+  p.handle = comm_.all_gather_async(p.received.view(dtype, Shape{padded}), p.send.view(dtype, Shape{shard}));
+  bytes_sent_ += (comm_.world_size() - 1) * shard * int64_t(elem);
+}
+
+void ParamStore::prefetch_params(int unit) {
+  if (unit_is_local()) return;  // nothing to move: acquire widens what this rank holds
+  const size_t u = size_t(unit);
+  if (params_[u].data() != nullptr || pending_[u]) return;
+  pending_[u] = std::make_unique<Pending>();
+  start_gather(unit, *pending_[u]);
+}
+
+const float* ParamStore::acquire_params(int unit) {
+  const size_t u = size_t(unit);
+  FARTHING_CHECK(params_[u].data() == nullptr, "unit ", unit, " acquired twice");
+  const int64_t padded = zero_.padded_elems(u);
+  const Device device = backend_.device();
+  if (unit_is_local()) {
+    // NOTE: the whole unit is here, so no gather: its parameters are widened (or copied) from
+    // this rank's own copy, with no send or receive buffer and no communicator thread.
+    params_[u] = Buffer(device, size_t(padded) * 4, MemoryCategory::kWeights);
+    fill_local_params(unit, static_cast<float*>(params_[u].data()));
+    return static_cast<const float*>(params_[u].data());
+  }
+  std::unique_ptr<Pending> p = std::move(pending_[u]);
+  if (!p) {  // not prefetched: gather now
+    p = std::make_unique<Pending>();
+    start_gather(unit, *p);
+  }
+  p->handle.wait();
+  if (options_.compute_from_master) {
+    params_[u] = std::move(p->received);
+  } else {
+    params_[u] = Buffer(device, size_t(padded) * 4, MemoryCategory::kWeights);
+    backend_.cast(params_[u].view(DType::kF32, Shape{padded}), p->received.view(DType::kBF16, Shape{padded}),
+                  CastOptions{});
+  }
+  return static_cast<const float*>(params_[u].data());
+}
+
+void ParamStore::release_params(int unit) { params_[size_t(unit)] = Buffer(); }
+
+float* ParamStore::acquire_grads(int unit) {
+  const size_t u = size_t(unit);
+  FARTHING_CHECK(accumulators_[u].data() == nullptr, "unit ", unit, "'s gradients acquired twice in one backward");
+  const int64_t padded = zero_.padded_elems(u);
+  accumulators_[u] = Buffer(backend_.device(), size_t(padded) * 4, MemoryCategory::kGrads);
+  backend_.nn().zero(static_cast<float*>(accumulators_[u].data()), padded);
+  return static_cast<float*>(accumulators_[u].data());
+}
+
+// Global elements [begin, end) of the summed gradient, from src, into the kept gradients:
+// written by micro-batch 0, added by the later ones.
+void ParamStore::keep_gradients(int unit, const float* src, int64_t begin, int64_t end) {
+  const int64_t n = end - begin;
+  if (n == 0) return;
+  const int64_t index = whole_grads_ ? begin : compact_offset_[size_t(shard_of(unit))];
+  const Device device = backend_.device();
+  if (grad_dtype_ == DType::kBF16) {  // one backward: the cast is the whole story
+    auto* dst = static_cast<uint16_t*>(grads_.data()) + index;
+    backend_.cast(Tensor(dst, DType::kBF16, Shape{n}, device), Tensor(const_cast<float*>(src), DType::kF32, Shape{n}, device),
+                  CastOptions{});
+    return;
+  }
+  float* dst = static_cast<float*>(grads_.data()) + index;
+  if (micro_batch_ == 0) {
+    backend_.nn().copy(dst, src, n);
+  } else {
+    backend_.nn().accumulate(dst, src, n);
+  }
+}
+
+void ParamStore::grads_ready(int unit) {
+  const size_t u = size_t(unit);
+  const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
+  const int64_t shard = zero_.shard_elems(u), padded = zero_.padded_elems(u);
+  const UnitRange owned = zero_.owned(u, zero_.rank());
+  float* acc = static_cast<float*>(accumulators_[u].data());
+  const Device device = backend_.device();
+  const bool solo = zero_.world_size() == 1;
+  // The sum over ranks: in place over the unit's span (stage 1), or this rank's block (2-3).
+  Buffer mine;
+  const float* owned_sum = acc + (owned.begin - begin);
+  if (!solo && options_.zero_stage == 1) {
+    comm_.all_reduce(Tensor(acc, DType::kF32, Shape{span}, device), ReduceOp::kSum);
+    bytes_sent_ += 2 * (comm_.world_size() - 1) * ((span + comm_.world_size() - 1) / comm_.world_size()) * 4;
+  } else if (!solo) {
+    mine = Buffer(device, size_t(shard) * 4, MemoryCategory::kCommBuffers);
+    comm_.reduce_scatter(mine.view(DType::kF32, Shape{shard}), Tensor(acc, DType::kF32, Shape{padded}, device),
+                         ReduceOp::kSum);
+    bytes_sent_ += (comm_.world_size() - 1) * shard * 4;
+    owned_sum = static_cast<const float*>(mine.data());
+  }
+  if (options_.optimizer_in_backward) {
+    // The accumulator goes first where the sum landed in this rank's own block.
+    if (mine.data() != nullptr) accumulators_[u] = Buffer();
+    const int s = owned.empty() ? -1 : shard_of(unit);
+    Tensor g = s < 0 ? Tensor() : Tensor(const_cast<float*>(owned_sum), DType::kF32, Shape{owned.size()}, device);
+    // The step reads the gradient in the kept dtype, as the unfused step would: fusing changes
+    // when a unit steps, never its bits.
+    Buffer narrowed;
+    if (s >= 0 && grad_dtype_ == DType::kBF16) {
+      narrowed = Buffer(device, size_t(owned.size()) * 2, MemoryCategory::kGrads);
+      const Tensor n = narrowed.view(DType::kBF16, Shape{owned.size()});
+      backend_.cast(n, g, CastOptions{});
+      g = n;
+    }
+    hook_(unit, s, g);
+    accumulators_[u] = Buffer();
+    return;
+  }
+  if (whole_grads_) {
+    keep_gradients(unit, acc, begin, begin + span);
+  } else if (!owned.empty()) {
+    keep_gradients(unit, owned_sum, owned.begin, owned.end);
+  }
+  accumulators_[u] = Buffer();
+}
+
+}  // namespace farthing::dist

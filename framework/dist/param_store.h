@@ -1,0 +1,131 @@
+// param_store.h — one rank's parameters and gradients, unit by unit, at every ZeRO stage: the
+// storage the model runs over during training (unit_storage.h).
+//
+// What it keeps (ARCHITECTURE.md §2-3, §6):
+//   bf16 weights, the only copy of the weights: the whole model at stages 1-2, only this rank's
+//     owned shards at stage 3 (compactly, in shard order);
+//   gradients, as each stage defines them:
+//     stage 1: the whole gradient on every rank (each unit all-reduced as backward finishes it);
+//     stage 2: only the owned shard, each unit reduce-scattered as backward finishes it;
+//     stage 3: as stage 2 (and the weights are owned shards only);
+//     none with the optimizer step fused into backward: each unit's owned gradient goes to the
+//     hook (the trainer steps it) and is freed.
+// Kept gradients are fp32 where they are a sum of several backward passes (grad_accum > 1 or
+// more than one rank: summed in fp32 in a fixed order), and bf16 where they are one backward's
+// gradient, read once by the optimizer (world 1, grad_accum 1).
+// Transient: a unit's fp32 parameters while the model uses it (widened exactly from the bf16
+// weights, gathered from the owners at stage 3 with the next unit prefetched), and a unit's fp32
+// gradient accumulator during its backward. Under precision fp32 with an fp32 master the compute
+// reads the master's values instead (the owned master at world 1; at stages 1-2 over several
+// ranks a whole fp32 copy gathered after each step; at stage 3 gathered per unit).
+//
+// NOTE (numerics): gathers move exact values; gradient sums over ranks are the communicator's
+// fixed rank order, and sums over micro-batches are ((g0 + g1) + g2)..., so np=N with one
+// micro-batch each equals np=1 with N micro-batches bit for bit, at every stage.
+// Relies on: dist/{zero_layout,communicator,zero_collectives,unit_storage}.h, backend/backend.h.
+// Tested by: tests/train/test_train_mpi.sh (np 1/2/3 × stages 1-3), test_train_resume.sh,
+// test_memory_estimate.cpp (every buffer, to the byte).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "framework/backend/backend.h"
+#include "framework/core/memory.h"
+#include "framework/dist/communicator.h"
+#include "framework/dist/unit_storage.h"
+#include "framework/dist/zero_collectives.h"
+#include "framework/dist/zero_layout.h"
+
+namespace farthing::dist {
+
+struct ParamStoreOptions {
+  int zero_stage = 1;
+  int64_t grad_accum = 1;
+  bool optimizer_in_backward = false;
+  // Precision fp32 with an fp32 master: the compute reads the master's exact values.
+  bool compute_from_master = false;
+};
+
+// What a kept gradient is stored as, for these options over `world_size` ranks (see the header).
+DType kept_gradient_dtype(const ParamStoreOptions& options, int world_size);
+
+class ParamStore final : public UnitStorage {
+ public:
+  // shard s of this rank's optimizer is zero.owned_shards()[s]; a rank owns one range per unit.
+  using MasterSource = std::function<const float*(size_t shard)>;  // compute_from_master only
+  // Optimizer in backward: the unit's summed gradients of this rank's owned part (in grad_dtype(),
+  // as a kept gradient would be), or an empty tensor and shard -1 when it owns none of the unit.
+  // Called on every rank, in unit order.
+  using UnitGradsHook = std::function<void(int unit, int shard, const Tensor& owned_grads)>;
+
+  ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& backend, ParamStoreOptions options);
+
+  const ZeroLayout& layout() const { return zero_; }
+  const ParamStoreOptions& options() const { return options_; }
+  const std::vector<optim::ShardSpec>& shards() const { return shards_; }
+  void set_master_source(MasterSource source) { master_ = std::move(source); }
+  void set_unit_grads_hook(UnitGradsHook hook) { hook_ = std::move(hook); }
+
+  // The bf16 weight of global element g (this rank must hold it: any at stages 1-2, owned at 3).
+  uint16_t* weight_at(int64_t global) const;
+  Tensor weights(size_t shard) const;  // the owned shard's bf16 weights (updated in place by AdamW)
+  Tensor grads(size_t shard) const;    // its kept gradients (empty with the optimizer in backward)
+  DType grad_dtype() const { return grad_dtype_; }  // of kept (or, fused, stepped) gradients
+
+  // The first weights of global elements [begin, begin + count) (values[i] is element begin + i):
+  // the ones this rank holds, rounded to nearest-even. Called unit by unit, so no whole fp32 copy
+  // need exist; the caller sets the master from the same values.
+  void set_initial_weights(int64_t begin, int64_t count, const float* values);
+  // After the owners changed their weights (a step, a checkpoint load): stages 1-2 gather every
+  // owner's shards into the whole copies. Stage 3 gathers per unit when used: nothing to do.
+  void publish_weights();
+
+  // Backward of micro-batch a of this step begins: a = 0 overwrites the kept gradients, later
+  // ones add to them.
+  void begin_micro_batch(int64_t a) { micro_batch_ = a; }
+
+  const float* acquire_params(int unit) override;
+  void release_params(int unit) override;
+  void prefetch_params(int unit) override;
+  float* acquire_grads(int unit) override;
+  void grads_ready(int unit) override;
+
+  // Bytes this rank sent in gathers and gradient reductions so far.
+  int64_t bytes_sent() const { return bytes_sent_ + (collectives_ ? collectives_->bytes_communicated() : 0); }
+
+ private:
+  bool unit_is_local() const { return zero_.world_size() == 1 || options_.zero_stage < 3; }
+  int shard_of(int unit) const { return shard_of_unit_[size_t(unit)]; }
+  void fill_local_params(int unit, float* dst);
+  void keep_gradients(int unit, const float* src, int64_t begin, int64_t end);
+  struct Pending {  // a stage-3 gather in flight: its send slot, receive buffer and handle
+    Buffer send, received;
+    CommHandle handle;
+  };
+  void start_gather(int unit, Pending& pending);
+
+  ZeroLayout zero_;
+  Communicator& comm_;
+  Backend& backend_;
+  ParamStoreOptions options_;
+  std::vector<optim::ShardSpec> shards_;
+  std::vector<int> shard_of_unit_;       // the owned shard of each unit, or -1
+  std::vector<int64_t> compact_offset_;  // per shard: where it starts in compact (owned-only) buffers
+  bool whole_weights_ = true, whole_grads_ = true;
+  DType grad_dtype_ = DType::kF32;
+  Buffer weights_;       // bf16: whole (stages 1-2) or owned shards (stage 3)
+  Buffer master_whole_;  // compute_from_master at stages 1-2 over several ranks: the gathered master
+  Buffer grads_;         // kept gradients: whole (stage 1) or owned shards (2-3); none when fused
+  std::unique_ptr<ZeroCollectives> collectives_;  // stages 1-2 over several ranks: publish_weights
+  MasterSource master_;
+  UnitGradsHook hook_;
+  int64_t micro_batch_ = 0;
+  std::vector<Buffer> params_, accumulators_;  // per unit: fp32 parameters in use, gradient accumulator
+  std::vector<std::unique_ptr<Pending>> pending_;
+  int64_t bytes_sent_ = 0;
+};
+
+}  // namespace farthing::dist

@@ -1,0 +1,28 @@
+// unit_storage.h — how a model reaches parameters and gradients that it does not own: unit by unit.
+//
+// The model asks for a unit's fp32 parameters just before it uses them and releases them after
+// (forward, then again in backward), and hands a unit's gradients over as soon as backward has
+// finished them. A pointer addresses the unit's global span: p[g - unit.begin] is global element g.
+// Calls come in the same order on every rank, so an implementation may run collectives in them.
+// The trainer's implementation is ParamStore (param_store.h), at every ZeRO stage; a model with
+// no storage owns whole fp32 buffers instead (inference, tests).
+// Relies on: nothing. Tested by: tests/train/ (through ParamStore), tests/models/test_model_modes.cpp.
+#pragma once
+
+namespace farthing::dist {
+
+class UnitStorage {
+ public:
+  virtual ~UnitStorage() = default;
+  virtual const float* acquire_params(int unit) = 0;
+  virtual void release_params(int unit) = 0;
+  // A hint, given right after the previous unit was acquired: `unit` is acquired next, so its
+  // gather may start now and overlap the compute in between.
+  virtual void prefetch_params(int unit) { (void)unit; }
+  // A zero-filled fp32 gradient accumulator for the unit, for one backward.
+  virtual float* acquire_grads(int unit) = 0;
+  // The unit's gradients of this backward are complete (the accumulator may be freed).
+  virtual void grads_ready(int unit) = 0;
+};
+
+}  // namespace farthing::dist
