@@ -499,6 +499,21 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   return e;
 }
 
+int64_t MemoryEstimate::held_bytes(MemoryCategory c) const {
+  switch (c) {
+    case MemoryCategory::kWeights: return trainer_weights + master_copy;
+    case MemoryCategory::kGrads: return grad_sum;
+    case MemoryCategory::kMaster: return optimizer.master;
+    case MemoryCategory::kOptimizerState: return optimizer.state();
+    default: return 0;
+  }
+}
+
+int64_t MemoryEstimate::model_state_bytes() const {
+  return held_bytes(MemoryCategory::kWeights) + held_bytes(MemoryCategory::kGrads) +
+         held_bytes(MemoryCategory::kMaster) + held_bytes(MemoryCategory::kOptimizerState);
+}
+
 BudgetCheck check_budget(const MemoryEstimate& e, int64_t budget_bytes) {
   BudgetCheck check;
   check.fits = e.peak_bytes <= budget_bytes;

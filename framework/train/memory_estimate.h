@@ -107,6 +107,10 @@ struct MemoryEstimate {
   optim::BytesPerParam nominal;
 
   int64_t bytes(MemoryCategory c) const { return step_bytes[size_t(c)]; }
+  // Model state: what the run holds from start to end per category (weights, grads, master,
+  // optimizer state), without the units that come and go during a step (unit_weights, unit_grads).
+  int64_t held_bytes(MemoryCategory c) const;
+  int64_t model_state_bytes() const;
   double bytes_per_param(MemoryCategory c) const { return double(bytes(c)) / double(param_count); }
 };
 

@@ -156,23 +156,15 @@ std::string category_label(MemoryCategory c) {
 
 // What each category holds in this run, in words.
 std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, const farthing::recipe::RunConfig& r) {
-  const train::TransformerBufferBytes& m = e.model_buffers;
-  const bool narrow = r.train.precision != "fp32";
   switch (c) {
-    case MemoryCategory::kWeights: {
-      const std::string kept = e.zero_stage == 3 ? "bf16 owned shards " : "bf16 weights (whole) ";
-      return kept + train::format_bytes(e.trainer_weights) +
-             (e.master_copy > 0 ? " + gathered fp32 master " + train::format_bytes(e.master_copy) : "") +
-             " + fp32 units in use" + (narrow ? " and their " + r.train.precision + " GEMM copies " : " ") +
-             train::format_bytes(e.unit_weights);
-    }
-    case MemoryCategory::kGrads: {
-      const std::string units = "units' fp32 accumulators " + train::format_bytes(e.unit_grads);
-      if (e.optimizer_in_backward) return units + " (each unit steps as soon as it is reduced; none kept)";
-      const std::string dtype = e.grad_bytes_per_elem == 2 ? "bf16 (one backward)" : "fp32 sums";
-      const std::string where = e.zero_stage == 1 ? " whole " : " of owned shards ";
-      return dtype + where + train::format_bytes(e.grad_sum) + " + " + units;
-    }
+    case MemoryCategory::kWeights:
+      return (e.zero_stage == 3 ? "bf16, this rank's owned shards" : "bf16, whole (the only copy of the weights)") +
+             (e.master_copy > 0 ? " + the master gathered whole for fp32 compute " + train::format_bytes(e.master_copy)
+                                : std::string());
+    case MemoryCategory::kGrads:
+      if (e.optimizer_in_backward) return "none kept: each unit steps as soon as backward has reduced it";
+      return std::string(e.grad_bytes_per_elem == 2 ? "bf16 (one backward's gradient)" : "fp32 sums") +
+             (e.zero_stage == 1 ? ", whole" : ", owned shards only");
     case MemoryCategory::kMaster:
       return r.optimizer.master == "none" ? "none (bf16 weights are the only copy)"
                                           : r.optimizer.master + " of this rank's ZeRO shards";
@@ -240,16 +232,21 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               r.optimizer.master.c_str());
   if (e.world_size > 1) std::printf("          rank %d holds the most (ranks own unequal shards)\n", e.peak_rank);
   std::printf("\n%-16s %8s %8s %12s  %s\n", "category", "B/param", "sec. 6", "per rank", "what");
-  int64_t model_state = 0;
   double model_state_nominal = 0.0;
+  const double params = double(e.param_count);
   for (MemoryCategory cat : kModelState) {
-    model_state += e.bytes(cat);
     model_state_nominal += nominal_of(cat, e);
-    std::printf("%-16s %8.2f %8.2f %12s  %s\n", category_label(cat).c_str(), e.bytes_per_param(cat), nominal_of(cat, e),
-                train::format_bytes(e.bytes(cat)).c_str(), category_detail(cat, e, r).c_str());
+    std::printf("%-16s %8.2f %8.2f %12s  %s\n", category_label(cat).c_str(), double(e.held_bytes(cat)) / params,
+                nominal_of(cat, e), train::format_bytes(e.held_bytes(cat)).c_str(), category_detail(cat, e, r).c_str());
   }
-  std::printf("%-16s %8.2f %8.2f %12s  %s\n", "model state", double(model_state) / double(e.param_count),
-              model_state_nominal, train::format_bytes(model_state).c_str(), "per parameter, this rank");
+  std::printf("%-16s %8.2f %8.2f %12s  %s\n", "model state", double(e.model_state_bytes()) / params,
+              model_state_nominal, train::format_bytes(e.model_state_bytes()).c_str(), "held for the run, this rank");
+  const bool narrow = r.train.precision != "fp32";
+  std::printf("%-16s %8s %8s %12s  %s\n", "units in use", "-", "-",
+              train::format_bytes(e.unit_weights + e.unit_grads).c_str(),
+              ("fp32 parameters" + (narrow ? " and " + r.train.precision + " GEMM copies " : std::string(" ")) +
+               train::format_bytes(e.unit_weights) + ", fp32 gradient accumulators " + train::format_bytes(e.unit_grads))
+                  .c_str());
   for (MemoryCategory cat : kWorkspace) {
     std::printf("%-16s %8s %8s %12s  %s\n", category_label(cat).c_str(), "-", "-",
                 train::format_bytes(e.bytes(cat)).c_str(), category_detail(cat, e, r).c_str());
@@ -293,8 +290,8 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               e.optimizer_in_backward    ? "stepped at once (no gradients are kept)"
               : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
                                            : "added to the kept fp32 sums (grad_accum or several ranks)");
-  std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings; the units in use come on\n"
-              "top (flat space %lld elements for %lld parameters).\n",
+  std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings; the units in use and the\n"
+              "workspace come on top (flat space %lld elements for %lld parameters).\n",
               (long long)e.flat_elems, (long long)e.param_count);
 }
 
@@ -302,8 +299,9 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
                        const train::MemoryEstimate& e) {
   nlohmann::json categories = nlohmann::json::object();
   for (MemoryCategory cat : kModelState) {
-    categories[category_label(cat)] = {{"bytes", e.bytes(cat)},
-                                       {"bytes_per_param", e.bytes_per_param(cat)},
+    categories[category_label(cat)] = {{"bytes", e.bytes(cat)},  // the category's peak, units in use included
+                                       {"held_bytes", e.held_bytes(cat)},
+                                       {"held_bytes_per_param", double(e.held_bytes(cat)) / double(e.param_count)},
                                        {"nominal_bytes_per_param", nominal_of(cat, e)}};
   }
   for (MemoryCategory cat : kWorkspace) categories[category_label(cat)] = {{"bytes", e.bytes(cat)}};
@@ -335,6 +333,8 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
             {"optimizer_state", r.optimizer.state},
             {"master", r.optimizer.master}}},
           {"categories", categories},
+          {"model_state_bytes", e.model_state_bytes()},
+          {"model_state_bytes_per_param", double(e.model_state_bytes()) / double(e.param_count)},
           {"comm_staging_bytes", e.comm_staging},
           {"comm_transient_bytes", e.comm_transient},
           {"trainer_weights_bytes", e.trainer_weights},
