@@ -5,6 +5,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "framework/core/memory.h"
+#include "framework/dist/launcher_env.h"
 #include "framework/dist/mpi_check.h"
 
 namespace farthing {
@@ -68,6 +70,11 @@ void mpi_ensure_initialized() {
     MPI_Query_thread(&lifetime.thread_level);
     return;
   }
+  // A process that no launcher started is a world of one. Open MPI's singleton init would fork
+  // an orted daemon (found next to mpirun) only to support MPI_Comm_spawn, which farthing never
+  // calls; "isolated" skips it, so world size 1 needs neither mpirun nor orted installed (the
+  // GPU package, tools/gpu/, carries neither). An explicit setting in the environment wins.
+  if (read_launcher_env().launcher.empty()) setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
   int provided = MPI_THREAD_SINGLE;
   const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   FARTHING_CHECK(rc == MPI_SUCCESS, "MPI_Init_thread failed with code ", rc,

@@ -16,7 +16,8 @@
 // MemoryCategory::kCommBuffers (all_reduce of n elements holds 2n; reduce_scatter holds n).
 //
 // World size 1 needs no mpirun: MPI is initialised as a singleton (Open MPI supports that), so
-// single-process runs take exactly the same code path, and parallel HDF5 works too.
+// single-process runs take exactly the same code path, and parallel HDF5 works too. Without a
+// launcher in the environment the singleton is "isolated" (no orted daemon is started).
 // Relies on: MPI (Open MPI), framework/core.
 // Tested by: tests/dist/test_collectives.cpp (np 1, 2, 3), tests/dist/test_fault.sh.
 #pragma once
