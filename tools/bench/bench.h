@@ -20,6 +20,7 @@ struct BenchOptions {
   long long seq = 0;           // tokens per sequence (train suite; 0: default)
   long long batch = 0;         // sequences per step (train suite; 0: default)
   bool torch_amp = false;      // train suite: run the bf16-autocast peer even where bf16 is emulated
+  std::string device = "cpu";  // "cpu" or "cuda" (numerics, optim and gemm suites; device 0)
 };
 
 struct BenchSuite {
@@ -42,5 +43,9 @@ int run_numerics_bench(const BenchOptions& options);
 int run_optim_bench(const BenchOptions& options);
 int run_train_bench(const BenchOptions& options);
 int run_dist_bench(const BenchOptions& options);
+int run_gemm_bench(const BenchOptions& options);
+// The --device cuda forms (bench_numerics_cuda.cpp, bench_optim_cuda.cpp): exit 77 without a GPU.
+int run_numerics_bench_cuda(const BenchOptions& options);
+int run_optim_bench_cuda(const BenchOptions& options);
 
 }  // namespace farthing::bench

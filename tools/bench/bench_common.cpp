@@ -36,14 +36,16 @@ std::filesystem::path synthetic_token_file(const std::filesystem::path& dir, int
 
 const std::vector<BenchSuite>& bench_suites() {
   static const std::vector<BenchSuite> suites = {
-      {"numerics", "casts, stochastic-rounding casts, 8-bit block quantize/dequantize vs memcpy",
+      {"numerics", "casts, stochastic-rounding casts, 8-bit block quantize/dequantize vs memcpy (or the device copy)",
        &run_numerics_bench},
-      {"optim", "fused AdamW step per state/master/rounding configuration vs memcpy and torch.optim.AdamW",
+      {"optim", "fused AdamW step per state/master/rounding configuration vs memcpy (or the device copy) and torch.optim.AdamW",
        &run_optim_bench},
       {"train", "a full training step (forward, backward, AdamW; --preset --seq --batch) vs the GEMM ceiling and PyTorch",
        &run_train_bench},
       {"dist", "the trainer's ZeRO-1/2/3 step at this world size (run under mpirun -np N): time, memory, bytes sent",
        &run_dist_bench},
+      {"gemm", "cuBLASLt bf16 GEMM at a preset's layer shapes and 8192^3 in TFLOP/s (--device cuda only)",
+       &run_gemm_bench},
   };
   return suites;
 }

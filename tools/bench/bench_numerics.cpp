@@ -48,6 +48,7 @@ struct Row {
 }  // namespace
 
 int run_numerics_bench(const BenchOptions& options) {
+  if (options.device == "cuda") return run_numerics_bench_cuda(options);
   const int64_t n = options.elements > 0 ? options.elements : int64_t(64) << 20;  // 256 MiB of f32
   Backend& cpu = backend_for(Device::cpu());
   Buffer src_buf(Device::cpu(), size_t(n) * 4, MemoryCategory::kOther);

@@ -127,6 +127,7 @@ std::vector<Row> run_torch(long long n, int threads, double min_seconds, std::st
 }  // namespace
 
 int run_optim_bench(const BenchOptions& options) {
+  if (options.device == "cuda") return run_optim_bench_cuda(options);
   const int64_t n = options.elements > 0 ? options.elements : int64_t(100) * 1000 * 1000;
   const int threads = omp_get_max_threads();
   const Config configs[] = {

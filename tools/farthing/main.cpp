@@ -25,7 +25,8 @@ constexpr const char* kUsage =
     "\n"
     "verbs:\n"
     "  bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n"
-    "                 [--preset NAME] [--seq T] [--batch B] [--torch-amp]   (train suite)\n"
+    "                 [--preset NAME] [--seq T] [--batch B] [--torch-amp]   (train, gemm suites)\n"
+    "                 [--device cpu|cuda]   (numerics, optim: cuda measures the GPU; gemm: cuda only)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
     "  tokenize --tokenizer PATH (--ids TEXT | INPUT -o OUT.bin)\n"
     "                 text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)\n"
@@ -61,7 +62,7 @@ int run_info() {
 int run_bench(const std::vector<std::string>& args) {
   using namespace farthing::bench;
   auto print_suites = [](FILE* out) {
-    std::fprintf(out, "usage: farthing bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n\nsuites:\n");
+    std::fprintf(out, "usage: farthing bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T] [--device cpu|cuda]\n\nsuites:\n");
     for (const BenchSuite& s : bench_suites()) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
   };
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
@@ -83,6 +84,12 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--seq") options.seq = std::stoll(value());
     else if (a == "--batch") options.batch = std::stoll(value());
     else if (a == "--torch-amp") options.torch_amp = true;
+    else if (a == "--device") {
+      options.device = value();
+      if (options.device != "cpu" && options.device != "cuda") {
+        return usage_error("--device must be cpu or cuda, got '" + options.device + "'");
+      }
+    }
     else return usage_error("unknown bench option '" + a + "'");
   }
   if (options.threads > 0) omp_set_num_threads(options.threads);
