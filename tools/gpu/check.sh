@@ -1,128 +1,160 @@
 #!/usr/bin/env bash
-# check.sh — the one script to run on the GPU machine, against the bundle from bundle.sh.
+# check.sh — the one command to run on a GPU machine: unpack the package from
+# tools/gpu/package.sh, run every CUDA test, the device benchmarks and (time allowing) the CPU
+# suite, and write gpu-report.md.
 #
-# Runs, continuing after any failure: nvidia-smi -L; .gpu/bin/test_cuda_parity (CPU vs CUDA,
-# bitwise); every other .gpu/bin/test_* binary; `farthing info`; `farthing bench numerics`.
-# Prints each step's exit code as it goes and a summary table at the end. Full logs go to
-# $FARTHING_CHECK_LOG_DIR (default: $OUT/farthing-check when $OUT is set, else
-# /tmp/farthing-check); a failing step also shows the tail of its log inline.
-# FARTHING_SHARED_DIR is unset, so tests that need ../shared skip themselves.
+# Steps, in order of what matters most when time is short: unpack; nvidia-smi; find the
+# machine's CUDA and NCCL libraries; the package's library closure (closure.sh) and how this
+# machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda;
+# `farthing info`; `farthing bench gemm|numerics|optim --device cuda`; versions; every other
+# (CPU) test, in chunks. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
+# ignores the signal) and the whole run under a budget (default 420 s): a step that would
+# overrun it is cut short, later ones are marked "no time". A hang costs one step, never the
+# run. The report goes to $OUT/gpu-report.md when OUT is set (that folder comes back from the
+# GPU machine), else ./gpu-report.md; every step's full log to <report folder>/farthing-check/.
 #
-# usage: tools/gpu/check.sh   (from anywhere inside the repository copy that holds .gpu/)
-# exit status: 0 all passed (skips allowed except the parity test), 1 a step failed or timed
-# out, 2 the parity test was skipped (no GPU visible to CUDA), 3 no bundle.
-# Relies on: .gpu/ from tools/gpu/bundle.sh, bash, coreutils timeout. Tested by: running it on a
-# machine without a GPU, where it stops at "no CUDA device: skipped" for the parity test.
-set -u
+# usage: tools/gpu/check.sh          (from anywhere in the repository copy that holds .gpu/)
+#   FARTHING_GPU_PACKAGE     the archive (default .gpu/farthing-gpu.tar.xz)
+#   FARTHING_GPU_UNPACK_DIR  an empty or absent folder to unpack into (default: a new temp dir)
+#   FARTHING_CHECK_BUDGET_S  the whole run's budget in seconds (default 420)
+#   FARTHING_CHECK_STEP_MAX_S  the longest any step may run (default 90; dry_run.sh raises it
+#                            for this 2-core machine's CPU suite)
+# exit status: 0 all passed (skips allowed), 1 a step failed or timed out, 2 no CUDA device
+# (the CUDA tests and benchmarks skipped: a dry run), 3 no package.
+# Relies on: bash, coreutils (timeout), tar and xz (or python3's lzma), ctest, python3 (finding
+# NCCL, versions, the report); readelf when present (the closure step).
+# Tested by: tools/gpu/dry_run.sh (this machine, no GPU: stops at "no CUDA device").
+set -uo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-gpu="$root/.gpu"
-if [[ ! -d "$gpu/bin" ]]; then
-  echo "check.sh: $gpu/bin not found; run tools/gpu/bundle.sh on the build machine first" >&2
-  exit 3
-fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+archive="${FARTHING_GPU_PACKAGE:-$root/.gpu/farthing-gpu.tar.xz}"
+budget_s="${FARTHING_CHECK_BUDGET_S:-420}"
+report_dir="${OUT:-$PWD}"
+log_dir="$report_dir/farthing-check"
+report="$report_dir/gpu-report.md"
+step_max_s="${FARTHING_CHECK_STEP_MAX_S:-90}"
+SECONDS=0
 
-# Bundled libraries first; the target's own CUDA toolkit (if any) only for what was not bundled.
-export LD_LIBRARY_PATH="$gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
-  [[ -d "$dir" ]] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
-done
-unset FARTHING_SHARED_DIR
-# The compiled-in tests/data path is the build machine's; point at this copy's tests/data for
-# any test that honours the variable.
-export FARTHING_TEST_DATA_DIR="$root/tests/data"
-
-log_dir="${FARTHING_CHECK_LOG_DIR:-${OUT:-/tmp}/farthing-check}"
+[[ -f "$archive" ]] || { echo "check.sh: $archive not found; run tools/gpu/package.sh on the build machine" >&2; exit 3; }
 mkdir -p "$log_dir"
-step_timeout_s="${FARTHING_CHECK_TIMEOUT_S:-300}"
+steps_tsv="$log_dir/steps.tsv"
+: >"$steps_tsv"
 
-names=(); codes=(); states=(); seconds=()
-
-# run_step NAME COMMAND... — runs with a timeout, logs, records the outcome; never aborts.
+# run_step NAME MAX_SECONDS COMMAND... — runs with a timeout cut to the budget left; logs to
+# $log_dir/NAME.log; records "name, exit code, outcome, seconds" in steps.tsv; never aborts.
 run_step() {
-  local name="$1"; shift
-  local log="$log_dir/$name.log"
-  local start end rc state
-  echo
-  echo "== $name: $*"
-  start=$(date +%s.%N)
-  timeout --kill-after=10 "$step_timeout_s" "$@" >"$log" 2>&1
+  local name="$1" max_s="$2"; shift 2
+  local log="$log_dir/$name.log" left=$((budget_s - SECONDS)) limit rc state start=$SECONDS
+  ((max_s > step_max_s)) && max_s=$step_max_s
+  [[ $name == cpu-tests-* ]] && max_s=$step_max_s  # the CPU suite's chunks scale with the machine
+  limit=$((left - 5 < max_s ? left - 5 : max_s))
+  if ((limit < 5)); then
+    echo "== $name: no time left in the ${budget_s} s budget"
+    printf '%s\t-\tno time\t0\n' "$name" >>"$steps_tsv"
+    return 0
+  fi
+  echo "== $name (timeout ${limit} s): $*"
+  timeout -k 5 "$limit" "$@" >"$log" 2>&1
   rc=$?
-  end=$(date +%s.%N)
   case $rc in
     0) state=pass ;;
     77) state=skip ;;
     124|137) state=TIMEOUT ;;
-    126|127) state=NOT-RUN ;;  # not executable, or the loader could not start it
+    126|127) state=NOT-RUN ;;
     *) state=FAIL ;;
   esac
-  if [[ $state == pass || $state == skip ]]; then
-    tail -n 40 "$log" | sed 's/^/   | /'
-  else
-    tail -n 60 "$log" | sed 's/^/   | /'
-  fi
-  echo "== $name: exit $rc ($state), log $log"
-  names+=("$name"); codes+=("$rc"); states+=("$state")
-  seconds+=("$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')")
+  tail -n 25 "$log" | sed 's/^/   | /'
+  echo "== $name: exit $rc ($state) in $((SECONDS - start)) s"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$state" "$((SECONDS - start))" >>"$steps_tsv"
+  return 0
 }
 
-echo "== farthing GPU check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores"
-echo "== LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-if command -v nvidia-smi >/dev/null 2>&1; then
-  run_step nvidia-smi nvidia-smi -L
+echo "== farthing GPU check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores; budget ${budget_s} s"
+unpack_dir="${FARTHING_GPU_UNPACK_DIR:-$(mktemp -d /tmp/farthing-gpu.XXXXXX)}"
+mkdir -p "$unpack_dir"
+# xz through tar where the machine has it, else Python's lzma (Python is always there).
+if command -v xz >/dev/null; then
+  run_step unpack 60 tar -C "$unpack_dir" -xJf "$archive"
 else
-  echo "== nvidia-smi: not installed (no NVIDIA driver here?)"
-  names+=("nvidia-smi"); codes+=("-"); states+=("absent"); seconds+=("0.0")
+  run_step unpack 60 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' \
+    "$archive" "$unpack_dir"
 fi
+PKG="$unpack_dir/farthing-gpu"
+[[ -x "$PKG/bin/farthing" ]] || { echo "check.sh: unpacking $archive gave no farthing-gpu/bin/farthing" >&2; exit 3; }
+export PKG
+# The package's libraries were built against Debian 12's glibc; an older one cannot load them.
+glibc_have="$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')"
+glibc_need="$(cat "$PKG/GLIBC_MIN" 2>/dev/null || echo 0)"
+if [[ -n "$glibc_have" && "$(printf '%s\n%s\n' "$glibc_have" "$glibc_need" | sort -V | head -n1)" != "$glibc_need" ]]; then
+  echo "check.sh: this machine has glibc $glibc_have; the package needs >= $glibc_need (build it on an older system)" >&2
+  exit 3
+fi
+echo "== glibc $glibc_have (the package needs >= $glibc_need)"
+# shellcheck source=/dev/null
+source "$PKG/env.sh"
+export FARTHING_TEST_DATA_DIR="$root/tests/data"
+# The shared reference folder beside this repository copy, as the test list passes it to the
+# test scripts (tests that need it skip when it is absent, as on a bare GPU machine).
+export FARTHING_SHARED_DIR="${FARTHING_SHARED_DIR:-$root/../shared}"
+export OMP_WAIT_POLICY=passive
 
-echo
-echo "== libraries the loader cannot find (should be none)"
-missing=0
-for bin in "$gpu"/bin/*; do
-  [[ -f "$bin" && -x "$bin" ]] || continue
-  while read -r line; do
-    echo "   $(basename "$bin"): $line"; missing=1
-  done < <(ldd "$bin" 2>/dev/null | grep "not found")
-done
-[[ $missing -eq 0 ]] && echo "   none"
-
-# The parity test first: it is the point of running on a GPU.
-if [[ -x "$gpu/bin/test_cuda_parity" ]]; then
-  run_step test_cuda_parity "$gpu/bin/test_cuda_parity" --gtest_brief=1
+if command -v nvidia-smi >/dev/null; then
+  run_step nvidia-smi 20 nvidia-smi
 else
-  echo "== test_cuda_parity: missing from the bundle"
-  names+=("test_cuda_parity"); codes+=("-"); states+=("MISSING"); seconds+=("0.0")
+  echo "== nvidia-smi: not installed (no NVIDIA driver here)"
+  printf 'nvidia-smi\t-\tabsent\t0\n' >>"$steps_tsv"
 fi
-for bin in "$gpu"/bin/test_*; do
-  [[ -f "$bin" && -x "$bin" ]] || continue
-  name="$(basename "$bin")"
-  [[ $name == test_cuda_parity ]] && continue
-  run_step "$name" "$bin" --gtest_brief=1
+
+# The machine's CUDA and NCCL libraries (never carried): the toolkit's folders, then any
+# Python wheel's nvidia/*/lib (NCCL comes from nvidia-nccl-cu13 there). Only folders holding
+# one of them join LD_LIBRARY_PATH, so the machine's tools keep their own libraries.
+cuda_dirs="$(timeout 30 python3 "$here/find_cuda_libs.py" 2>"$log_dir/find_cuda_libs.log")"
+[[ -n "$cuda_dirs" ]] && export LD_LIBRARY_PATH="$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "== CUDA/NCCL library folders: ${cuda_dirs:-none found}"
+
+if command -v readelf >/dev/null; then
+  run_step closure 30 "$here/closure.sh" "$PKG" "$here/gpu_machine_libs.txt"
+fi
+run_step resolve 60 "$here/resolve.sh" "$PKG" "$here/gpu_machine_libs.txt"
+
+# ctest on the package's relocated test list. WORKING_DIRECTORY folders are created first.
+ctest_dir="$PKG/ctest"
+sed -e "s|@PKG@|$PKG|g" -e "s|@SRC@|$root|g" "$ctest_dir/CTestTestfile.cmake.in" >"$ctest_dir/CTestTestfile.cmake"
+grep -o 'WORKING_DIRECTORY "[^"]*"' "$ctest_dir/CTestTestfile.cmake" | cut -d'"' -f2 | sort -u | xargs -r mkdir -p
+jobs="$(nproc)"
+# ctest in the package's test folder (no --test-dir: older ctest lacks it); no matching test
+# is an error, so a package without its CUDA tests cannot pass.
+in_ctest_dir() { (cd "$ctest_dir" && exec ctest --no-tests=error --output-on-failure "$@"); }
+export -f in_ctest_dir
+export ctest_dir
+run_step cuda-tests 90 bash -c 'in_ctest_dir "$@"' _ -L cuda --timeout 80
+run_step farthing-info 20 "$PKG/bin/farthing" info
+run_step bench-gemm 90 "$PKG/bin/farthing" bench gemm --device cuda
+run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda
+run_step bench-optim 90 "$PKG/bin/farthing" bench optim --device cuda
+run_step versions 20 python3 "$here/versions.py"
+# The CPU suite last: it is not what GPU time is for. In chunks of 16 tests (by number), each
+# its own step, so a slow chunk costs at most 90 s and the budget decides how far it gets.
+tests_total="$(grep -c '^add_test(' "$ctest_dir/CTestTestfile.cmake")"
+chunk=16
+for ((first = 1, part = 1; first <= tests_total; first += chunk, part++)); do
+  run_step "cpu-tests-$part" 90 bash -c 'in_ctest_dir "$@"' _ -LE cuda -j "$jobs" --timeout 60 \
+    -I "$first,$((first + chunk - 1))"
 done
 
-if [[ -x "$gpu/bin/farthing" ]]; then
-  run_step "farthing-info" "$gpu/bin/farthing" info
-  run_step "farthing-bench-numerics" "$gpu/bin/farthing" bench numerics
-fi
-
+python3 "$here/report.py" "$log_dir" "$archive" "$root" >"$report" || echo "check.sh: report.py failed" >&2
 echo
-echo "== summary (logs in $log_dir)"
-printf '%-30s %6s  %-8s %8s\n' step exit result seconds
-failed=0; parity_skipped=0
-for i in "${!names[@]}"; do
-  printf '%-30s %6s  %-8s %8s\n' "${names[$i]}" "${codes[$i]}" "${states[$i]}" "${seconds[$i]}"
-  case "${states[$i]}" in
-    FAIL|TIMEOUT|NOT-RUN|MISSING) failed=1 ;;
-  esac
-  [[ ${names[$i]} == test_cuda_parity && ${states[$i]} == skip ]] && parity_skipped=1
-done
+echo "== report: $report (logs: $log_dir), total $SECONDS s"
+cat "$report"
 
-if [[ $failed -ne 0 ]]; then
-  echo "== RESULT: some steps failed"
+outcomes="$(cut -f3 "$steps_tsv")"
+if grep -qE '^(FAIL|TIMEOUT|NOT-RUN)$' <<<"$outcomes"; then
+  echo "== RESULT: something failed (see the report)"
   exit 1
 fi
-if [[ $parity_skipped -ne 0 ]]; then
-  echo "== RESULT: no GPU visible to CUDA, so the parity test was skipped"
+if grep -q 'no CUDA device' "$log_dir"/bench-*.log 2>/dev/null; then
+  echo "== RESULT: no CUDA device: the CUDA tests and benchmarks were skipped"
   exit 2
 fi
 echo "== RESULT: all passed"
