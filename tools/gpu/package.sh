@@ -24,7 +24,7 @@
 # tools/gpu/closure.sh checks the package's library closure before it is compressed.
 #
 # usage: tools/gpu/package.sh        (JOBS=N build parallelism, default nproc; BUILD=build-gpu)
-# Relies on: cmake, ninja, the CUDA toolkit, binutils (readelf, strip), python3, xz, and the
+# Relies on: cmake, the CUDA toolkit, binutils (readelf, strip), python3, xz, and the
 # packages tools/setup.sh installs. Tested by: tests/gpu (size and closure of the package),
 # tools/gpu/dry_run.sh (unpack and run check.sh here with the system's copies hidden).
 set -euo pipefail
@@ -43,13 +43,18 @@ ompi_components=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 ompi_help=/usr/share/openmpi
 
 die() { echo "package.sh: $*" >&2; exit 1; }
-command -v ninja >/dev/null || die "ninja not found (apt-get install ninja-build)"
 command -v xz >/dev/null || die "xz not found (apt-get install xz-utils)"
+# Ninja when the machine has it, else make (build-essential); an existing build folder keeps
+# the generator it was configured with.
+generator=()
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  if command -v ninja >/dev/null; then generator=(-G Ninja); else generator=(-G "Unix Makefiles"); fi
+fi
 
 # Portable CPU code (x86-64-v3: AVX2 and FMA, which every H100/H200 host has) instead of
 # -march=native; CUDA for sm_90 (the default in cmake/FarthingDependencies.cmake).
 echo "== configure $build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFARTHING_CUDA=ON -DFARTHING_NATIVE=OFF \
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFARTHING_CUDA=ON -DFARTHING_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS=-march=x86-64-v3 -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib' \
   -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
 echo "== build ($jobs jobs)"
