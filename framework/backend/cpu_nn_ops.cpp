@@ -5,6 +5,7 @@
 
 #include "framework/core/error.h"
 #include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/cast_cpu.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/cpu/nn_cpu.h"
 
@@ -75,6 +76,11 @@ void CpuNnOps::embedding_forward(float* out, const int32_t* tokens, const float*
   k::embedding_forward_cpu(out, tokens, wte, wpe, n, seq, c);
 }
 
+void CpuNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                      int64_t n, int64_t seq, int64_t c) {
+  k::embedding_forward_bf16_cpu(out, tokens, wte, wpe, n, seq, c);
+}
+
 void CpuNnOps::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
                                   int64_t seq, int64_t c) {
   k::embedding_backward_cpu(dwte, dwpe, dout, tokens, n, seq, c);
@@ -98,6 +104,13 @@ void CpuNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t 
                  "narrow: the GEMM operand type must be bf16 or fp16");
   if (dtype == GemmDtype::kBF16) k::f32_to_bf16_cpu(dst, src, count);
   else k::f32_to_f16_cpu(dst, src, count);
+}
+
+void CpuNnOps::widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) {
+  FARTHING_CHECK(dtype == GemmDtype::kBF16 || dtype == GemmDtype::kF16,
+                 "widen: the GEMM operand type must be bf16 or fp16");
+  k::cast_narrow_to_f32_cpu(dtype == GemmDtype::kBF16 ? numerics::NarrowFormat::kBf16 : numerics::NarrowFormat::kFp16,
+                           src, dst, size_t(count));
 }
 
 void CpuNnOps::copy(float* dst, const float* src, int64_t count) {

@@ -33,6 +33,8 @@ class CpuNnOps final : public NnOps {
   void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override;
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override;
+  void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
+                              int64_t seq, int64_t c) override;
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
                           int64_t seq, int64_t c) override;
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
@@ -40,6 +42,7 @@ class CpuNnOps final : public NnOps {
   double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
                             bool want_grad) override;
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override;
+  void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override;
   void copy(float* dst, const float* src, int64_t count) override;
   void zero(float* dst, int64_t count) override;
   void accumulate(float* dst, const float* src, int64_t count) override;

@@ -76,6 +76,9 @@ class NnOps {
   // (wpe / dwpe may be null). tokens are device memory.
   virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                                  int64_t n, int64_t seq, int64_t c) = 0;
+  // The same lookup from bf16 tables (each value widened exactly): bitwise the fp32 lookup.
+  virtual void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                      int64_t n, int64_t seq, int64_t c) = 0;
   virtual void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
                                   int64_t seq, int64_t c) = 0;
 
@@ -90,6 +93,8 @@ class NnOps {
 
   // dst = src rounded to the 16-bit GEMM operand type (kBF16 or kF16), nearest-even.
   virtual void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) = 0;
+  // dst = src widened from the 16-bit type to fp32 (exact).
+  virtual void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) = 0;
   // dst = src / dst = 0, count floats (either side of copy may be host memory).
   virtual void copy(float* dst, const float* src, int64_t count) = 0;
   virtual void zero(float* dst, int64_t count) = 0;

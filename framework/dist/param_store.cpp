@@ -60,6 +60,7 @@ ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& back
   zero_bytes(backend_.nn(), weights_.data(), int64_t(weights_.bytes()));
   if (grads_.data() != nullptr) zero_bytes(backend_.nn(), grads_.data(), int64_t(grads_.bytes()));
   params_.resize(units);
+  gathered_.resize(units);
   accumulators_.resize(units);
   pending_.resize(units);
 }
@@ -166,7 +167,7 @@ void ParamStore::start_gather(int unit, Pending& p) {
 void ParamStore::prefetch_params(int unit) {
   if (unit_is_local()) return;  // nothing to move: acquire widens what this rank holds
   const size_t u = size_t(unit);
-  if (params_[u].data() != nullptr || pending_[u]) return;
+  if (params_[u].data() != nullptr || gathered_[u].data() != nullptr || pending_[u]) return;
   pending_[u] = std::make_unique<Pending>();
   start_gather(unit, *pending_[u]);
 }
@@ -199,7 +200,26 @@ const float* ParamStore::acquire_params(int unit) {
   return static_cast<const float*>(params_[u].data());
 }
 
-void ParamStore::release_params(int unit) { params_[size_t(unit)] = Buffer(); }
+const uint16_t* ParamStore::acquire_bf16_params(int unit) {
+  const size_t u = size_t(unit);
+  FARTHING_CHECK(params_[u].data() == nullptr && gathered_[u].data() == nullptr, "unit ", unit, " acquired twice");
+  FARTHING_CHECK(!options_.compute_from_master, "ParamStore: bf16 parameters asked for while the compute reads the "
+                 "fp32 master (precision fp32)");
+  if (unit_is_local()) return weight_at(zero_.units()[u].begin);  // this rank's own bf16 weights
+  std::unique_ptr<Pending> p = std::move(pending_[u]);
+  if (!p) {  // not prefetched: gather now
+    p = std::make_unique<Pending>();
+    start_gather(unit, *p);
+  }
+  p->handle.wait();
+  gathered_[u] = std::move(p->received);  // the unit's padded span, rank slots in order
+  return static_cast<const uint16_t*>(gathered_[u].data());
+}
+
+void ParamStore::release_params(int unit) {
+  params_[size_t(unit)] = Buffer();
+  gathered_[size_t(unit)] = Buffer();
+}
 
 float* ParamStore::acquire_grads(int unit) {
   const size_t u = size_t(unit);

@@ -13,9 +13,10 @@
 // Kept gradients are fp32 where they are a sum of several backward passes (grad_accum > 1 or
 // more than one rank: summed in fp32 in a fixed order), and bf16 where they are one backward's
 // gradient, read once by the optimizer (world 1, grad_accum 1).
-// Transient: a unit's fp32 parameters while the model uses it (widened exactly from the bf16
-// weights, gathered from the owners at stage 3 with the next unit prefetched), and a unit's fp32
-// gradient accumulator during its backward. Under precision fp32 with an fp32 master the compute
+// Transient: a unit's parameters while the model uses it — under bf16 compute the bf16 weights
+// themselves (no copy where this rank holds them; gathered from the owners at stage 3), else
+// fp32, widened exactly (or gathered and widened) — with the next unit's gather prefetched; and
+// a unit's fp32 gradient accumulator during its backward. Under precision fp32 with an fp32 master the compute
 // reads the master's values instead (the owned master at world 1; at stages 1-2 over several
 // ranks a whole fp32 copy gathered after each step; at stage 3 gathered per unit).
 //
@@ -88,6 +89,7 @@ class ParamStore final : public UnitStorage {
   void begin_micro_batch(int64_t a) { micro_batch_ = a; }
 
   const float* acquire_params(int unit) override;
+  const uint16_t* acquire_bf16_params(int unit) override;
   void release_params(int unit) override;
   void prefetch_params(int unit) override;
   float* acquire_grads(int unit) override;
@@ -123,7 +125,8 @@ class ParamStore final : public UnitStorage {
   MasterSource master_;
   UnitGradsHook hook_;
   int64_t micro_batch_ = 0;
-  std::vector<Buffer> params_, accumulators_;  // per unit: fp32 parameters in use, gradient accumulator
+  // Per unit: fp32 parameters in use, gathered bf16 weights in use (ZeRO-3), gradient accumulator.
+  std::vector<Buffer> params_, gathered_, accumulators_;
   std::vector<std::unique_ptr<Pending>> pending_;
   int64_t bytes_sent_ = 0;
 };

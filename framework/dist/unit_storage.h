@@ -9,12 +9,18 @@
 // Relies on: nothing. Tested by: tests/train/ (through ParamStore), tests/models/test_model_modes.cpp.
 #pragma once
 
+#include <cstdint>
+
 namespace farthing::dist {
 
 class UnitStorage {
  public:
   virtual ~UnitStorage() = default;
+  // The unit's parameters widened to fp32 (fp32 compute, and fp16 compute's own GEMM copy).
   virtual const float* acquire_params(int unit) = 0;
+  // bf16 compute: the unit's bf16 weights themselves, the GEMMs' operand, with no widened copy.
+  virtual const uint16_t* acquire_bf16_params(int unit) = 0;
+  // Ends either acquisition.
   virtual void release_params(int unit) = 0;
   // A hint, given right after the previous unit was acquired: `unit` is acquired next, so its
   // gather may start now and overlap the compute in between.

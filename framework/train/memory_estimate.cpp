@@ -155,6 +155,7 @@ void replay_training_step(AllocationReplay& replay, const models::TransformerSpe
   const models::FlatLayout& layout = spec.layout;
   const auto& units = layout.units();
   const bool narrow = config.train.precision != "fp32";
+  const bool bf16_direct = config.train.precision == "bf16";  // the GEMMs read the bf16 weights themselves
   const bool fused = config.train.optimizer_in_backward;
   const int64_t world = zero.world_size();
   const int stage = config.distributed.zero_stage;
@@ -182,6 +183,11 @@ void replay_training_step(AllocationReplay& replay, const models::TransformerSpe
     const std::string at = phase + ": all-gathering " + units[u].name;
     if (!in_flight[u]) start_gather(u, at);
     in_flight[u] = 0;
+    if (bf16_direct) {  // the store's bf16 weights (or the gathered ones, kept until release) + the 1-D tensors in fp32
+      if (!local) replay.drop(C::kCommBuffers, shard * send_elem_bytes);
+      replay.hold(C::kWeights, models::unit_vector_elems(layout, int(u)) * 4, phase + ": " + units[u].name + " in use");
+      return;
+    }
     if (local) {
       replay.hold(C::kWeights, padded * 4, phase + ": widening " + units[u].name);
     } else if (!gather_f32) {  // widened into the fp32 parameters, then the receive buffer goes
@@ -192,6 +198,11 @@ void replay_training_step(AllocationReplay& replay, const models::TransformerSpe
     if (narrow) replay.hold(C::kWeights, units[u].span_elems() * 2, phase + ": " + units[u].name + " in use");
   };
   auto release = [&](size_t u) {
+    if (bf16_direct) {
+      replay.drop(C::kWeights, models::unit_vector_elems(layout, int(u)) * 4);
+      if (!local) replay.drop(C::kCommBuffers, zero.padded_elems(u) * 2);
+      return;
+    }
     if (narrow) replay.drop(C::kWeights, units[u].span_elems() * 2);
     replay.drop(C::kWeights, zero.padded_elems(u) * 4);
   };

@@ -233,6 +233,23 @@ void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, 
   }
 }
 
+void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                int64_t n, int64_t seq, int64_t c) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const uint16_t* e = wte + int64_t(tokens[r]) * c;
+    float* o = out + r * c;
+    if (wpe) {
+      const uint16_t* p = wpe + (r % seq) * c;
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) o[i] = numerics::bf16_to_f32(e[i]) + numerics::bf16_to_f32(p[i]);
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) o[i] = numerics::bf16_to_f32(e[i]);
+    }
+  }
+}
+
 void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                             int64_t n, int64_t seq, int64_t c) {
   for_channel_ranges(c, [&](int64_t b, int64_t e) {

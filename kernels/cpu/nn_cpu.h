@@ -48,6 +48,10 @@ void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t cou
 // out[r] = wte[tok[r]] (+ wpe[r % seq])                                   out (N, C)
 void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                            int64_t n, int64_t seq, int64_t c);
+// The same from bf16 tables, each element widened exactly first: bitwise the fp32 lookup of
+// the widened tables, without a widened copy of the whole table.
+void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                int64_t n, int64_t seq, int64_t c);
 // dwte[tok[r]] += dout[r]; dwpe[r % seq] += dout[r] (dwpe may be null)
 void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                             int64_t n, int64_t seq, int64_t c);

@@ -71,6 +71,8 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
     unit_params_.assign(units, nullptr);
     unit_working_.resize(units);
     unit_grads_.assign(units, nullptr);
+    unit_bf16_.assign(units, nullptr);
+    unit_vectors_.resize(units);
   }
 
   const int64_t sets = options.checkpointing == Checkpointing::kPerBlock ? 1 : c.n_layers;
@@ -175,9 +177,27 @@ int Transformer::unit_of(int64_t offset) const {
   return int(after - units.begin()) - 1;
 }
 
+int64_t unit_vector_elems(const FlatLayout& layout, int unit) {
+  int64_t n = 0;
+  for (const ParamEntry& e : layout.entries()) {
+    if (e.unit == unit && e.shape.rank == 1) n += e.numel();
+  }
+  return n;
+}
+
 const float* Transformer::P(int64_t offset) const {
   if (options_.unit_storage == nullptr) return params() + offset;
   const int u = unit_of(offset);
+  if (unit_bf16_[size_t(u)] != nullptr) {  // bf16 compute: the unit's 1-D tensors, widened on acquire
+    int64_t position = 0;
+    for (const ParamEntry& e : layout().entries()) {
+      if (e.unit != u || e.shape.rank != 1) continue;
+      if (e.offset_elems == offset) return static_cast<const float*>(unit_vectors_[size_t(u)].data()) + position;
+      position += e.numel();
+    }
+    FARTHING_FAIL("element ", offset, " of unit ", layout().units()[size_t(u)].name, " is read as fp32 under bf16 "
+                  "compute, but only the starts of 1-D tensors (norm weights, biases) are widened");
+  }
   FARTHING_CHECK(unit_params_[size_t(u)] != nullptr, "unit ", layout().units()[size_t(u)].name,
                  " is used but was not acquired");
   return unit_params_[size_t(u)] + (offset - layout().units()[size_t(u)].begin_elems);
@@ -192,7 +212,24 @@ float* Transformer::G(int64_t offset) {
 }
 
 void Transformer::acquire_unit(int u) {
-  if (options_.unit_storage == nullptr || unit_params_[size_t(u)] != nullptr) return;
+  if (options_.unit_storage == nullptr || unit_params_[size_t(u)] != nullptr || unit_bf16_[size_t(u)] != nullptr) return;
+  if (options_.compute == ComputeMode::kBF16) {
+    // NOTE: the GEMMs read the store's bf16 weights as they are (the same bits that narrowing an
+    // exactly widened copy would give); only the 1-D tensors (norm weights, biases) are widened,
+    // and the embedding is looked up from bf16 rows.
+    const uint16_t* w = options_.unit_storage->acquire_bf16_params(u);
+    unit_bf16_[size_t(u)] = w;
+    const int64_t n = unit_vector_elems(layout(), u);
+    unit_vectors_[size_t(u)] = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kWeights);
+    auto* dst = static_cast<float*>(unit_vectors_[size_t(u)].data());
+    const int64_t begin = layout().units()[size_t(u)].begin_elems;
+    for (const ParamEntry& e : layout().entries()) {
+      if (e.unit != u || e.shape.rank != 1) continue;
+      ops_.widen(GemmDtype::kBF16, dst, w + (e.offset_elems - begin), e.numel());
+      dst += e.numel();
+    }
+    return;
+  }
   const float* p = options_.unit_storage->acquire_params(u);
   unit_params_[size_t(u)] = p;
   if (options_.compute != ComputeMode::kF32) {  // the unit's 16-bit GEMM copy
@@ -205,9 +242,13 @@ void Transformer::acquire_unit(int u) {
 }
 
 void Transformer::release_unit(int u) {
-  if (options_.unit_storage == nullptr || unit_params_[size_t(u)] == nullptr) return;
+  if (options_.unit_storage == nullptr || (unit_params_[size_t(u)] == nullptr && unit_bf16_[size_t(u)] == nullptr)) {
+    return;
+  }
   unit_working_[size_t(u)] = Buffer();
+  unit_vectors_[size_t(u)] = Buffer();
   unit_params_[size_t(u)] = nullptr;
+  unit_bf16_[size_t(u)] = nullptr;
   options_.unit_storage->release_params(u);
 }
 
@@ -218,7 +259,9 @@ void Transformer::unit_grads_done(int u) {
 }
 
 void Transformer::prefetch_unit(int u) {
-  if (options_.unit_storage != nullptr && unit_params_[size_t(u)] == nullptr) options_.unit_storage->prefetch_params(u);
+  if (options_.unit_storage != nullptr && unit_params_[size_t(u)] == nullptr && unit_bf16_[size_t(u)] == nullptr) {
+    options_.unit_storage->prefetch_params(u);
+  }
 }
 
 void Transformer::release_all_units() {
@@ -235,6 +278,7 @@ const void* Transformer::weight_ptr(int64_t offset) const {
   if (options_.compute == ComputeMode::kF32) return P(offset);
   if (options_.unit_storage == nullptr) return static_cast<const uint16_t*>(working_.data()) + offset;
   const int u = unit_of(offset);
+  if (unit_bf16_[size_t(u)] != nullptr) return unit_bf16_[size_t(u)] + (offset - layout().units()[size_t(u)].begin_elems);
   return static_cast<const uint16_t*>(unit_working_[size_t(u)].data()) +
          (offset - layout().units()[size_t(u)].begin_elems);
 }
@@ -313,6 +357,12 @@ void Transformer::embed(const int32_t* tokens) {
   }
   // NOTE: tokens and targets are host arrays, checked here; a device NnOps set will need them
   // copied to its memory first (only the CPU set exists today, where host is device).
+  if (options_.unit_storage != nullptr && options_.compute == ComputeMode::kBF16) {
+    const auto* wpe = spec_.pos_emb >= 0 ? static_cast<const uint16_t*>(weight_ptr(spec_.pos_emb)) : nullptr;
+    ops_.embedding_forward_bf16(resid_, tokens, static_cast<const uint16_t*>(weight_ptr(spec_.tok_emb)), wpe, M, seq_,
+                                c.dim);
+    return;
+  }
   ops_.embedding_forward(resid_, tokens, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M, seq_,
                          c.dim);
 }

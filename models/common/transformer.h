@@ -45,6 +45,10 @@ struct ModelOptions {
   NnOps* ops = nullptr;
 };
 
+// The elements of a unit's 1-D tensors (norm weights, biases): what a model under bf16 compute
+// widens to fp32 when it acquires the unit (everything else is read as bf16).
+int64_t unit_vector_elems(const FlatLayout& layout, int unit);
+
 class Transformer {
  public:
   // Allocates parameters, gradients and activations for batches of (batch, seq) tokens.
@@ -146,9 +150,12 @@ class Transformer {
         *dact_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
   uint16_t* bf16_slots_[2] = {nullptr, nullptr};
   int64_t bf16_slot_elems_ = 0;
-  // UnitStorage mode: per unit, its acquired parameters, 16-bit GEMM copy and gradients.
+  // UnitStorage mode: per unit, its acquired parameters, 16-bit GEMM copy and gradients; under
+  // bf16 compute instead its bf16 weights (the storage's) and its 1-D tensors widened to fp32.
   std::vector<const float*> unit_params_;
   std::vector<Buffer> unit_working_;
+  std::vector<const uint16_t*> unit_bf16_;
+  std::vector<Buffer> unit_vectors_;
   std::vector<float*> unit_grads_;
 };
 

@@ -96,6 +96,11 @@ class RecordingOps final : public NnOps {
     ++calls["embedding_forward"];
     cpu_.embedding_forward(out, tokens, wte, wpe, n, seq, c);
   }
+  void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
+                              int64_t seq, int64_t c) override {
+    ++calls["embedding_forward_bf16"];
+    cpu_.embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c);
+  }
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
                           int64_t seq, int64_t c) override {
     ++calls["embedding_backward"];
@@ -113,6 +118,10 @@ class RecordingOps final : public NnOps {
                             bool want_grad) override {
     ++calls["cross_entropy_rows"];
     return cpu_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad);
+  }
+  void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override {
+    ++calls["widen"];
+    cpu_.widen(dtype, dst, src, count);
   }
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override {
     ++calls["narrow"];
