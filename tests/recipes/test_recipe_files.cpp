@@ -1,6 +1,7 @@
 // test_recipe_files.cpp — every recipe in recipes/ parses, validates and round-trips; each
 // opens with the exact command that runs it, comments every knob, is named
-// <family>/<size>_<method>.yaml, appears in recipes/README.md; every model preset has a recipe.
+// <family>/<size>_<method>.yaml, appears in recipes/README.md; every model preset has a recipe;
+// each states `farthing plan`'s memory figures (tools/recipe_memory_comments.py), within 5%.
 // The folder is globbed at run time (FARTHING_RECIPES_DIR), so new recipes are checked with no edit here.
 // Covers: recipes/**, framework/recipe/recipe_load.cpp, recipe_validate.cpp.
 #include <gtest/gtest.h>
@@ -9,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "framework/recipe/recipe.h"
+#include "framework/train/memory_estimate.h"
 #include "models/common/presets.h"
 
 namespace farthing::recipe::test {
@@ -147,6 +150,43 @@ TEST(RecipeFiles, ReadmeListsEveryRecipe) {
   for (const auto& file : recipe_files()) {
     EXPECT_NE(readme.find(std::filesystem::relative(file, kRecipesDir).generic_string()), std::string::npos)
         << repo_relative(file) << " is not in recipes/README.md";
+  }
+}
+
+// "65.9 GiB" -> bytes (format_bytes' units).
+double parse_bytes(const std::string& number, const std::string& unit) {
+  const double scale = unit == "GiB" ? double(1 << 30) : unit == "MiB" ? double(1 << 20) : unit == "KiB" ? 1024.0 : 1.0;
+  return std::stod(number) * scale;
+}
+
+// The memory comment's figures come from the same estimate as `farthing plan` (a changed trainer
+// that was not followed by tools/recipe_memory_comments.py fails here).
+TEST(RecipeFiles, MemoryCommentsStatePlansFigures) {
+  const std::regex header(R"(# Memory per rank \(farthing plan --preset ([a-z0-9.\-]+)(?: --world-size (\d+))?\))");
+  const std::regex figure(R"((model state|training step peak|while building) ([0-9.]+) (GiB|MiB|KiB|B)\b)");
+  for (const auto& file : recipe_files()) {
+    SCOPED_TRACE(repo_relative(file));
+    const std::string text = read_text(file);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, header)) << "no '# Memory per rank (farthing plan ...' comment; run "
+                                                       "tools/recipe_memory_comments.py";
+    const std::string preset = m[1];
+    const int world = m[2].matched ? std::stoi(m[2]) : 1;
+    const RunConfig config = load_recipe(file.string());
+    const train::MemoryEstimate e = train::estimate_memory(config, models::preset_config(preset), world);
+    const std::map<std::string, double> planned = {{"model state", double(e.model_state_bytes())},
+                                                   {"training step peak", double(e.step_peak_bytes)},
+                                                   {"while building", double(e.load_peak_bytes)}};
+    std::map<std::string, double> stated;
+    const std::string block = text.substr(size_t(m.position(0)), 400);  // the comment's three lines
+    for (auto it = std::sregex_iterator(block.begin(), block.end(), figure); it != std::sregex_iterator(); ++it) {
+      stated[(*it)[1]] = parse_bytes((*it)[2], (*it)[3]);
+    }
+    for (const auto& [what, bytes] : planned) {
+      ASSERT_TRUE(stated.count(what)) << "the memory comment does not state the " << what;
+      EXPECT_NEAR(stated[what], bytes, 0.05 * bytes) << what << ": the comment says " << stated[what]
+                                                     << " B, plan says " << bytes << " B";
+    }
   }
 }
 

@@ -241,11 +241,13 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   }
   std::printf("%-16s %8.2f %8.2f %12s  %s\n", "model state", double(e.model_state_bytes()) / params,
               model_state_nominal, train::format_bytes(e.model_state_bytes()).c_str(), "held for the run, this rank");
-  const bool narrow = r.train.precision != "fp32";
+  const std::string in_use = r.train.precision == "bf16" ? "bf16 weights read in place, 1-D tensors widened "
+                             : r.train.precision == "fp16" ? "fp32 parameters and fp16 GEMM copies "
+                                                           : "fp32 parameters ";
   std::printf("%-16s %8s %8s %12s  %s\n", "units in use", "-", "-",
               train::format_bytes(e.unit_weights + e.unit_grads).c_str(),
-              ("fp32 parameters" + (narrow ? " and " + r.train.precision + " GEMM copies " : std::string(" ")) +
-               train::format_bytes(e.unit_weights) + ", fp32 gradient accumulators " + train::format_bytes(e.unit_grads))
+              (in_use + train::format_bytes(e.unit_weights) + ", fp32 gradient accumulators " +
+               train::format_bytes(e.unit_grads))
                   .c_str());
   for (MemoryCategory cat : kWorkspace) {
     std::printf("%-16s %8s %8s %12s  %s\n", category_label(cat).c_str(), "-", "-",
@@ -276,10 +278,15 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               e.optimizer_in_backward ? ", optimizer step fused into backward" : "");
   std::printf("  weights   %s\n", e.zero_stage == 3 ? "bf16, this rank's owned shards only"
                                                     : "bf16, whole on every rank (all-gathered after each step)");
-  std::printf("  in use    each unit's fp32 parameters while it runs, %s from the %s%s\n",
-              e.zero_stage == 3 && e.world_size > 1 ? "all-gathered" : "widened exactly",
-              gather_master ? "fp32 master" : "bf16 weights",
-              r.train.precision != "fp32" ? (", plus a " + r.train.precision + " GEMM copy").c_str() : "");
+  if (r.train.precision == "bf16") {
+    std::printf("  in use    the GEMMs read each unit's bf16 weights %s; only its 1-D tensors are widened\n",
+                e.zero_stage == 3 && e.world_size > 1 ? "as all-gathered" : "in place");
+  } else {
+    std::printf("  in use    each unit's fp32 parameters while it runs, %s from the %s%s\n",
+                e.zero_stage == 3 && e.world_size > 1 ? "all-gathered" : "widened exactly",
+                gather_master ? "fp32 master" : "bf16 weights",
+                r.train.precision == "fp16" ? ", plus an fp16 GEMM copy" : "");
+  }
   std::printf("  alive     the embedding for the whole step, one block at a time in forward and again\n"
               "            in backward, the head from the final norm to its backward\n");
   std::printf("  gradients a unit's fp32 accumulator lives until backward finishes the unit, then is %s\n"
