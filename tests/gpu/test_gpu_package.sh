@@ -3,8 +3,8 @@
 # every library its binaries and Open MPI components need is inside it or on the GPU machine's
 # list (tools/gpu/closure.sh), and this machine's loader resolves every binary into it
 # (tools/gpu/resolve.sh). Then the checks are shown to fail on copies broken on purpose: a
-# carried library removed, a DT_RUNPATH put back, a binary without the package RPATH, NCCL
-# dropped from the GPU machine's list. Building the package takes minutes, so this checks the
+# carried library removed or truncated, a DT_RUNPATH put back, a binary without the package
+# RPATH, NCCL dropped from the GPU machine's list. Building the package takes minutes, so this checks the
 # package that was built (.gpu/farthing-gpu.tar.xz) and skips (77) when there is none.
 #
 # usage: test_gpu_package.sh SOURCE_DIR
@@ -58,6 +58,8 @@ mv "$pkg/lib/libmpi.so.40" "$work/libmpi.so.40"
 expect_failure "a carried library removed (closure)" "needs libmpi.so.40: not in the package" "$closure" "$pkg" "$allow"
 # Not found (a machine without Open MPI) or found outside the package (this one): both fail.
 expect_failure "a carried library removed (loader)" "libmpi.so.40" "$resolve" "$pkg" "$allow"
+head -c 100 "$work/libmpi.so.40" >"$pkg/lib/libmpi.so.40"
+expect_failure "a carried library the loader cannot read" "the loader failed" "$resolve" "$pkg" "$allow"
 mv "$work/libmpi.so.40" "$pkg/lib/libmpi.so.40"
 
 python3 "$src/tools/gpu/runpath_to_rpath.py" --reverse "$pkg/lib/libmpi.so.40" >/dev/null

@@ -24,6 +24,13 @@ report() {  # the first 20 problems in full, then only counted
 for bin in "$pkg"/bin/*; do
   [[ -f "$bin" && -x "$bin" ]] || continue
   checked=$((checked + 1))
+  # A library the loader finds but cannot load ("file too short", wrong class) ends the trace
+  # with an error and no "=>" line for it: the exit status and the error text count too.
+  status=0
+  trace="$(LD_TRACE_LOADED_OBJECTS=1 "$bin" 2>&1)" || status=$?
+  if ((status != 0)) || grep -qi "error while loading" <<<"$trace"; then
+    report "$(basename "$bin"): the loader failed (exit $status): $(grep -m1 -i error <<<"$trace" || true)"
+  fi
   while read -r name arrow path _; do
     [[ "$arrow" == "=>" ]] || continue
     path="${path/\/bin\/..\/lib\///lib/}"  # the loader prints $ORIGIN/../lib unnormalised
@@ -32,7 +39,7 @@ for bin in "$pkg"/bin/*; do
     elif [[ "$path" != "$pkg/lib/"* && -z "${provided[$name]:-}" ]]; then
       report "$(basename "$bin") loads $name from $path, outside the package"
     fi
-  done < <(LD_TRACE_LOADED_OBJECTS=1 "$bin" 2>&1)
+  done <<<"$trace"
 done
 ((checked)) || { echo "resolve: no binaries in $pkg/bin" >&2; exit 2; }
 if ((problems)); then
