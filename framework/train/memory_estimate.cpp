@@ -165,7 +165,7 @@ void replay_training_step(AllocationReplay& replay, const models::TransformerSpe
   const int64_t send_elem_bytes = gather_f32 ? 4 : 2;
   std::vector<char> has_grads(units.size(), 0);
 
-  // A gather (ZeroUnitStorage::start_gather): the send slot, and the receive buffer — the fp32
+  // A gather (ParamStore::start_gather): the send slot, and the receive buffer — the fp32
   // parameters themselves when the master is gathered, else bf16 to widen on acquire.
   std::vector<char> in_flight(units.size(), 0);
   auto start_gather = [&](size_t u, const std::string& at) {

@@ -2,8 +2,8 @@
 // [--json]`:
 // what a run will hold per rank, before anything is allocated — bytes per parameter by
 // category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget.
-// ZeRO-3 and optimizer_in_backward (the trainer's unit mode) are explained in the table's notes:
-// what is sharded, what is gathered when used, and when the step peaks.
+// The parameter store's choices are explained in the table's notes: what is held whole or
+// sharded, what a unit in use costs, what happens to gradients, and when the step peaks.
 // The model's architecture comes from its preset, or from the config of model.path (only
 // config.json for a safetensors model, the stored model_config of a training checkpoint; GGUF
 // and llama2.c files are read whole, which costs their size in fp32 for a moment).
