@@ -42,8 +42,7 @@ def block(preset, world, p):
     cats = p["categories"]
     per = lambda name: cats[name]["held_bytes_per_param"]
     ws = f" --world-size {world}" if world > 1 else ""
-    building = ("the file laid out whole in fp32 until streaming load lands" if p["load_peak_bytes"] > p["step_peak_bytes"]
-                else "below the step")
+    building = "one unit of model.path decoded at a time"
     return [
         f"{BLOCK_START} --preset {preset}{ws}): model state {fmt(p['model_state_bytes'])}",
         f"#   ({p['model_state_bytes_per_param']:.2f} B/param: weights {per('weights'):.2f}, grads {per('grads'):.2f},"

@@ -1,6 +1,7 @@
 // gguf_model.cpp — see gguf_model.h.
 #include "framework/ckpt/gguf_model.h"
 
+#include <memory>
 #include <regex>
 
 #include "framework/ckpt/gguf.h"
@@ -34,8 +35,9 @@ std::string hf_llama_name(const std::string& name, int& layer, std::string& role
 }
 }  // namespace
 
-ModelFile read_gguf_model(const std::filesystem::path& path) {
-  GgufFile gguf(path);
+ModelFile read_gguf_model(const std::filesystem::path& path, bool lazy) {
+  const auto opened = std::make_shared<GgufFile>(path);
+  const GgufFile& gguf = *opened;
   ModelFile model;
   model.source = gguf.name();
   model.format = "gguf";
@@ -73,18 +75,31 @@ ModelFile read_gguf_model(const std::filesystem::path& path) {
     std::string role;
     std::string name = llama ? hf_llama_name(info.name, layer, role) : "";
     if (name.empty()) name = info.name;
-    ModelTensor t = make_model_tensor(shape_from_dims(dims, "tensor '" + info.name + "' in " + gguf.name()));
+    const Shape shape = shape_from_dims(dims, "tensor '" + info.name + "' in " + gguf.name());
+    int64_t heads = 0;  // > 0: q/k rows to take back from llama.cpp's interleaved RoPE order
     if (llama && (role == "attn_q" || role == "attn_k")) {
-      const int64_t heads = role == "attn_q" ? n_head : n_head_kv;
+      heads = role == "attn_q" ? n_head : n_head_kv;
       FARTHING_CHECK(heads > 0, gguf.name(), " has no llama.attention.head_count to undo the q/k permutation");
       FARTHING_CHECK(dims.size() == 2 && dims[0] % (2 * heads) == 0, "tensor '", info.name, "' in ",
-                     gguf.name(), " has shape ", t.shape.str(), " but a multiple of 2*", heads,
+                     gguf.name(), " has shape ", shape.str(), " but a multiple of 2*", heads,
                      " rows was expected");
+    }
+    auto decode = [opened, info, heads, dims](float* dst) {
+      if (heads == 0) {
+        opened->dequantize(info, dst);
+        return;
+      }
       std::vector<float> raw(size_t(info.n_elems));
-      gguf.dequantize(info, raw.data());
-      rope_interleaved_to_half(raw.data(), t.f32(), dims[0], dims[1], heads);
+      opened->dequantize(info, raw.data());
+      rope_interleaved_to_half(raw.data(), dst, dims[0], dims[1], heads);
+    };
+    ModelTensor t;
+    if (lazy) {
+      t.shape = shape;
+      t.decode = std::move(decode);
     } else {
-      gguf.dequantize(info, t.f32());
+      t = make_model_tensor(shape);
+      decode(t.f32());
     }
     model.tensors.emplace(std::move(name), std::move(t));
   }

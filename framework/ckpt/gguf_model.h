@@ -14,6 +14,6 @@
 
 namespace farthing::ckpt {
 
-ModelFile read_gguf_model(const std::filesystem::path& path);
+ModelFile read_gguf_model(const std::filesystem::path& path, bool lazy = false);  // lazy: as read_safetensors
 
 }  // namespace farthing::ckpt

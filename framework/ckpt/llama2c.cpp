@@ -2,14 +2,17 @@
 #include "framework/ckpt/llama2c.h"
 
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "framework/ckpt/mapped_file.h"
 #include "framework/ckpt/rope_permute.h"
 
 namespace farthing::ckpt {
 
-ModelFile read_llama2c(const std::filesystem::path& path) {
-  MappedFile file(path);
+ModelFile read_llama2c(const std::filesystem::path& path, bool lazy) {
+  const auto mapped = std::make_shared<MappedFile>(path);
+  const MappedFile& file = *mapped;
   const std::string& name = file.name();
   ByteReader r(file.data(), file.size(), name);
   int32_t h[7];
@@ -39,15 +42,26 @@ ModelFile read_llama2c(const std::filesystem::path& path) {
     const int64_t elems = rows * (cols == 0 ? 1 : cols);  // cols == 0: a vector of rows
     const uint64_t bytes = uint64_t(count * elems) * 4;
     r.need(bytes, what);
-    const auto* src = reinterpret_cast<const float*>(file.data() + r.offset());
+    const uint8_t* src = file.data() + r.offset();
     for (int64_t i = 0; i < count; ++i) {
-      ModelTensor t = make_model_tensor(cols == 0 ? Shape{rows} : Shape{rows, cols});
-      const float* s = src + i * elems;
-      if (permute_heads > 0) {
-        std::vector<float> tmp(s, s + elems);  // src may be unaligned for floats; copy first
-        rope_interleaved_to_half(tmp.data(), t.f32(), rows, cols, permute_heads);
+      const Shape shape = cols == 0 ? Shape{rows} : Shape{rows, cols};
+      const uint8_t* s = src + uint64_t(i * elems) * 4;
+      auto decode = [mapped, s, elems, rows, cols, permute_heads](float* dst) {
+        if (permute_heads > 0) {
+          std::vector<float> tmp(static_cast<size_t>(elems));  // src may be unaligned for floats; copy first
+          std::memcpy(tmp.data(), s, size_t(elems) * 4);
+          rope_interleaved_to_half(tmp.data(), dst, rows, cols, permute_heads);
+        } else {
+          std::memcpy(dst, s, size_t(elems) * 4);
+        }
+      };
+      ModelTensor t;
+      if (lazy) {
+        t.shape = shape;
+        t.decode = std::move(decode);
       } else {
-        std::memcpy(t.f32(), s, size_t(elems) * 4);
+        t = make_model_tensor(shape);
+        decode(t.f32());
       }
       model.tensors.emplace(hf_name(i), std::move(t));
     }

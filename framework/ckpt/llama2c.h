@@ -17,6 +17,6 @@
 
 namespace farthing::ckpt {
 
-ModelFile read_llama2c(const std::filesystem::path& path);
+ModelFile read_llama2c(const std::filesystem::path& path, bool lazy = false);  // lazy: as read_safetensors
 
 }  // namespace farthing::ckpt

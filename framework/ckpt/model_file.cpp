@@ -13,6 +13,14 @@ ModelTensor make_model_tensor(const Shape& shape) {
   return t;
 }
 
+void ModelTensor::read(float* dst) const {
+  if (lazy()) {
+    decode(dst);
+  } else if (numel() > 0) {
+    std::memcpy(dst, data.data(), size_t(numel()) * sizeof(float));
+  }
+}
+
 Shape shape_from_dims(const std::vector<int64_t>& dims, const std::string& what) {
   FARTHING_CHECK(dims.size() <= size_t(kMaxRank), what, " has rank ", dims.size(),
                  " but at most ", kMaxRank, " is supported");

@@ -1,5 +1,7 @@
 // model_file.h — what every checkpoint reader returns: the model's config (HF config.json
-// fields, whatever the file format) and its tensors as fp32 host buffers under HF names.
+// fields, whatever the file format) and its tensors as fp32 host buffers under HF names — or,
+// opened lazily (read_model.h's open_model_file), as decoders over the memory-mapped file, so
+// that a trainer converts one unit at a time and never holds the whole model in fp32.
 //
 // Readers: safetensors.h, gguf_model.h, llama2c.h. Mapping names onto a model layout is the
 // model code's job; at()/expect() give it errors that name the file, the tensor and the shape.
@@ -7,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "framework/core/error.h"
 #include "framework/core/memory.h"
 #include "framework/core/tensor.h"
 
@@ -20,9 +24,19 @@ namespace farthing::ckpt {
 
 struct ModelTensor {
   Shape shape;
-  Buffer data;  // fp32, host, charged to MemoryCategory::kWeights
+  Buffer data;  // fp32, host, charged to MemoryCategory::kWeights; empty when opened lazily
+  // Opened lazily: writes the numel() fp32 values to dst, decoded from the mapped file (which the
+  // decoder keeps open) on every call.
+  std::function<void(float* dst)> decode;
 
-  float* f32() const { return static_cast<float*>(data.data()); }
+  bool lazy() const { return static_cast<bool>(decode); }
+  // The values of an eagerly read tensor.
+  float* f32() const {
+    FARTHING_CHECK(!lazy(), "tensor of shape ", shape.str(), " was opened lazily; read() it into a buffer");
+    return static_cast<float*>(data.data());
+  }
+  // The values into dst (numel() floats), however the tensor was opened.
+  void read(float* dst) const;
   int64_t numel() const { return shape.numel(); }
   Tensor view() const { return Tensor(data.data(), DType::kF32, shape); }
 };

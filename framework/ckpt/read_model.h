@@ -13,5 +13,9 @@
 namespace farthing::ckpt {
 
 ModelFile read_model_file(const std::filesystem::path& path);
+// The same file opened lazily: config and every check now, the tensors decoded from the mapped
+// file when read (ModelTensor::read), so a trainer converts one unit at a time. A training
+// checkpoint (HDF5) is read whole, as by read_model_file.
+ModelFile open_model_file(const std::filesystem::path& path);
 
 }  // namespace farthing::ckpt

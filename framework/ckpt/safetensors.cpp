@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <set>
 
 #include "framework/ckpt/mapped_file.h"
@@ -32,9 +33,23 @@ json read_json_file(const fs::path& path) {
   }
 }
 
-// Reads every tensor of one .safetensors file into model.tensors.
-void read_file_into(const fs::path& path, ModelFile& model) {
-  MappedFile file(path);
+// fp32 values of n elements of a safetensors dtype.
+void convert_to_f32(const std::string& dtype, const uint8_t* src, float* dst, int64_t n) {
+  if (dtype == "F32") {
+    std::memcpy(dst, src, size_t(n) * 4);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, src + 2 * i, 2);
+    dst[i] = dtype == "BF16" ? numerics::bf16_to_f32(bits) : numerics::fp16_to_f32(bits);
+  }
+}
+
+// Reads every tensor of one .safetensors file into model.tensors (lazy: decoders over the mapping).
+void read_file_into(const fs::path& path, ModelFile& model, bool lazy) {
+  const auto mapped = std::make_shared<MappedFile>(path);
+  const MappedFile& file = *mapped;
   const std::string& name = file.name();
   ByteReader r(file.data(), file.size(), name);
   const uint64_t header_bytes = r.read<uint64_t>("the safetensors header length");
@@ -70,18 +85,15 @@ void read_file_into(const fs::path& path, ModelFile& model) {
       FARTHING_CHECK(offsets[1] - offsets[0] == expected, where, " has shape ", shape.str(), " of ", dtype,
                      ", which needs ", expected, " bytes, but its data_offsets span ", offsets[1] - offsets[0]);
       FARTHING_CHECK(!model.has(tensor), where, " appears twice in the checkpoint");
-      ModelTensor t = make_model_tensor(shape);
       const uint8_t* src = file.data() + data_begin + offsets[0];
-      float* dst = t.f32();
       const int64_t n = shape.numel();
-      if (dtype == "F32") {
-        std::memcpy(dst, src, size_t(n) * 4);
+      ModelTensor t;
+      if (lazy) {
+        t.shape = shape;
+        t.decode = [mapped, src, n, dtype](float* dst) { convert_to_f32(dtype, src, dst, n); };
       } else {
-        for (int64_t i = 0; i < n; ++i) {
-          uint16_t bits;
-          std::memcpy(&bits, src + 2 * i, 2);
-          dst[i] = dtype == "BF16" ? numerics::bf16_to_f32(bits) : numerics::fp16_to_f32(bits);
-        }
+        t = make_model_tensor(shape);
+        convert_to_f32(dtype, src, t.f32(), n);
       }
       model.tensors.emplace(tensor, std::move(t));
     } catch (const json::exception& e) {
@@ -131,7 +143,7 @@ void write_file(const fs::path& path, const ModelFile& model, const std::vector<
 
 }  // namespace
 
-ModelFile read_safetensors(const fs::path& path) {
+ModelFile read_safetensors(const fs::path& path, bool lazy) {
   ModelFile model;
   model.format = "safetensors";
   model.source = path.string();
@@ -152,13 +164,13 @@ ModelFile read_safetensors(const fs::path& path) {
                    " has no weight_map object");
     std::set<std::string> shards;
     for (const auto& [tensor, shard] : idx["weight_map"].items()) shards.insert(shard.get<std::string>());
-    for (const std::string& shard : shards) read_file_into(dir / shard, model);
+    for (const std::string& shard : shards) read_file_into(dir / shard, model, lazy);
     for (const auto& [tensor, shard] : idx["weight_map"].items()) {
       FARTHING_CHECK(model.has(tensor), "tensor '", tensor, "' is listed in ", index.string(), " but missing from ",
                      (dir / shard.get<std::string>()).string());
     }
   } else {
-    read_file_into(single, model);
+    read_file_into(single, model, lazy);
   }
   if (fs::exists(dir / "config.json")) model.config = read_json_file(dir / "config.json");
   return model;

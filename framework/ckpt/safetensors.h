@@ -21,8 +21,9 @@
 namespace farthing::ckpt {
 
 // path: a .safetensors file, a model.safetensors.index.json, or a directory holding either.
-// config.json beside it (when present) becomes ModelFile::config.
-ModelFile read_safetensors(const std::filesystem::path& path);
+// config.json beside it (when present) becomes ModelFile::config. lazy: the tensors decode from
+// the mapped files when read (ModelTensor::read), every header check done now.
+ModelFile read_safetensors(const std::filesystem::path& path, bool lazy = false);
 
 struct SafetensorsWriteOptions {
   uint64_t max_shard_bytes = uint64_t(5) << 30;  // HF's default "5GB" shards

@@ -476,23 +476,19 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.unit_grads = e.bytes(MemoryCategory::kGrads) - e.grad_sum;
   e.comm_transient = e.bytes(MemoryCategory::kCommBuffers) - e.comm_staging;
 
-  // While the trainer is built (its constructor): a model.path file's tensors (ckpt::read_model_file,
-  // fp32) beside everything above and the flat fp32 buffer they are laid out in; from a preset,
-  // one unit's fp32 values at a time.
+  // While the trainer is built (its constructor): everything above, and one unit's fp32 first
+  // values at a time, decoded from the memory-mapped model.path (ckpt::open_model_file: the
+  // mapping is the page cache's, not the tracker's) or made from a preset. (A training checkpoint
+  // as model.path is read whole: its fp32 tensors come on top, not predicted here.)
   e.from_file = !config.model.path.empty();
-  if (e.from_file) {
-    e.initial_weights = e.flat_elems * 4;
-    e.load_peak_bytes = e.param_count * 4 + persistent + e.initial_weights;
-    e.load_peak_moment = "while loading model.path: its fp32 tensors and a flat fp32 copy of them";
-  } else {
-    int64_t largest_span = 0;
-    for (size_t u = 0; u < units.size(); ++u) {
-      largest_span = std::max(largest_span, dist::ZeroLayout(units, 1, 0).aligned_end(u) - units[u].begin);
-    }
-    e.initial_weights = largest_span * 4;
-    e.load_peak_bytes = persistent + e.initial_weights;
-    e.load_peak_moment = "while setting up the first weights, one unit's fp32 values at a time";
+  int64_t largest_span = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    largest_span = std::max(largest_span, dist::ZeroLayout(units, 1, 0).aligned_end(u) - units[u].begin);
   }
+  e.initial_weights = largest_span * 4;
+  e.load_peak_bytes = persistent + e.initial_weights;
+  e.load_peak_moment = e.from_file ? "while loading model.path, one unit's fp32 values at a time"
+                                   : "while setting up the first weights, one unit's fp32 values at a time";
   e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);
 
   e.nominal = optim::bytes_per_param(optim::parse_state_format(config.optimizer.state),
@@ -546,10 +542,7 @@ BudgetCheck check_budget(const MemoryEstimate& e, int64_t budget_bytes) {
                   format_bytes(e.step_bytes[size_t(largest)]) + "). To shrink it: " +
                   shrink_advice(MemoryCategory(largest), e);
   if (e.load_peak_bytes > e.step_peak_bytes) {
-    check.message += e.from_file ? ". The peak itself comes while model.path loads: its fp32 tensors (" +
-                                              format_bytes(e.param_count * 4) + ") and a flat fp32 copy of them (" +
-                                              format_bytes(e.initial_weights) + ") that more ranks do not shrink"
-                                        : ". The peak itself comes before training, while the first weights are set up";
+    check.message += ". The peak itself comes before training, while the first weights are set up one unit at a time";
   }
   return check;
 }

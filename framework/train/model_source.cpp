@@ -30,7 +30,7 @@ ModelSource open_model_source(const recipe::ModelSection& model, bool need_token
   if (!model.path.empty()) {
     FARTHING_CHECK(fs::exists(model.path), "model.path '", model.path,
                    "' does not exist; point it at an HF model directory, a .safetensors, .gguf or llama2.c .bin file");
-    source.file = ckpt::read_model_file(model.path);
+    source.file = ckpt::open_model_file(model.path);  // tensors decoded unit by unit when training starts
     source.config = models::model_config_from_file(*source.file);
   } else {
     FARTHING_CHECK(!model.preset.empty(), "the recipe names no model: set model.preset or model.path");

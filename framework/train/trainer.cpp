@@ -113,31 +113,25 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   options.unit_storage = store_.get();
   model_ = std::make_unique<models::Transformer>(std::move(spec), t.micro_batch, config_.data.seq_len, options);
   const models::FlatLayout& layout = model_->layout();
-  const int64_t total = layout.total_elems();
 
   // The first weights in fp32, a unit at a time: the store keeps them as bf16 (the parts this
-  // rank holds) and the master (when kept) starts as their exact values. A model.path file is
-  // whole in memory already (ckpt::read_model_file), so its tensors are laid out in one flat fp32
-  // buffer; a preset's random values are made per unit.
-  Buffer from_file;
-  if (source_.file) {
-    from_file = Buffer(Device::cpu(), size_t(total) * sizeof(float), MemoryCategory::kOther);
-    models::copy_weights_from_file(*source_.file, layout, static_cast<float*>(from_file.data()));
-    source_.file.reset();  // the file's own tensors are no longer needed
-  }
+  // rank holds) and the master (when kept) starts as their exact values. A model.path file was
+  // opened lazily (ckpt::open_model_file): each unit's tensors are decoded from the mapped file
+  // into one unit-sized buffer, as a preset's random values are made per unit. At ZeRO-3 a rank
+  // reads only the units it owns a part of.
+  if (source_.file) models::check_weights_in_file(*source_.file, layout);
   const auto& shards = optimizer_->shards();
   const bool keeps_master = optimizer_->config().master_mode != optim::MasterMode::kNone;
   for (size_t u = 0; u < zero_->units().size(); ++u) {
     const int64_t begin = zero_->units()[u].begin, span = zero_->aligned_end(u) - begin;
-    Buffer made;
-    const float* values = nullptr;
-    if (from_file.data() != nullptr) {
-      values = static_cast<const float*>(from_file.data()) + begin;
+    if (config_.distributed.zero_stage == 3 && zero_->owned(u, comm_.rank()).empty()) continue;
+    Buffer made(Device::cpu(), size_t(span) * sizeof(float), MemoryCategory::kOther);
+    float* values = static_cast<float*>(made.data());
+    if (source_.file) {
+      models::copy_weights_range_from_file(*source_.file, layout, begin, begin + span, values);
     } else {
-      made = Buffer(Device::cpu(), size_t(span) * sizeof(float), MemoryCategory::kOther);
-      models::Transformer::init_weights_range(model_->spec(), static_cast<float*>(made.data()), begin, begin + span,
-                                              t.seed, float(config_.model.init_std));
-      values = static_cast<const float*>(made.data());
+      models::Transformer::init_weights_range(model_->spec(), values, begin, begin + span, t.seed,
+                                              float(config_.model.init_std));
     }
     store_->set_initial_weights(begin, span, values);
     for (size_t s = 0; keeps_master && s < shards.size(); ++s) {
@@ -148,7 +142,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
       optimizer_->init_master(s, shard_values, &shard_weights);
     }
   }
-  from_file = Buffer();
+  source_.file.reset();  // unmaps the file
   store_->publish_weights();  // the owners' weights as the master set them (remainder16: its high half)
 
   recipe_yaml_ = recipe::resolved_recipe_yaml(config_);

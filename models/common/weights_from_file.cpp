@@ -11,10 +11,22 @@ ModelConfig model_config_from_file(const ckpt::ModelFile& file) {
 }
 
 void copy_weights_from_file(const ckpt::ModelFile& file, const FlatLayout& layout, float* flat_params) {
-  std::fill(flat_params, flat_params + layout.total_elems(), 0.0f);
+  check_weights_in_file(file, layout);
+  copy_weights_range_from_file(file, layout, 0, layout.total_elems(), flat_params);
+}
+
+void check_weights_in_file(const ckpt::ModelFile& file, const FlatLayout& layout) {
+  for (const ParamEntry& entry : layout.entries()) file.expect(entry.name, entry.shape);
+}
+
+void copy_weights_range_from_file(const ckpt::ModelFile& file, const FlatLayout& layout, int64_t begin, int64_t end,
+                                  float* p) {
+  std::fill(p, p + (end - begin), 0.0f);  // alignment gaps
   for (const ParamEntry& entry : layout.entries()) {
-    const ckpt::ModelTensor& t = file.expect(entry.name, entry.shape);
-    std::copy(t.f32(), t.f32() + entry.numel(), flat_params + entry.offset_elems);
+    if (entry.offset_elems < begin || entry.offset_elems >= end) continue;
+    FARTHING_CHECK(entry.offset_elems + entry.numel() <= end, "tensor '", entry.name, "' runs past element ", end,
+                   " of the range being read");
+    file.expect(entry.name, entry.shape).read(p + (entry.offset_elems - begin));
   }
 }
 

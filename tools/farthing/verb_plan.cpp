@@ -186,7 +186,7 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
       return (e.comm_staging > 0 ? "ZeRO staging " + train::format_bytes(e.comm_staging) + " + " : std::string()) +
              "one unit's gather or gradient reduction at a time (the largest) " + train::format_bytes(e.comm_transient);
     case MemoryCategory::kOther:
-      return e.from_file ? "model.path laid out as flat fp32, only while the trainer is built"
+      return e.from_file ? "one unit of model.path decoded to fp32 at a time, only while the trainer is built"
                          : "one unit's fp32 first weights, only while the trainer is built";
   }
   return "";
@@ -270,7 +270,7 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   std::printf("%-16s %8s %8s %12s  %s\n", "  training step", "", "", train::format_bytes(e.step_peak_bytes).c_str(),
               step_moment.c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "  while building", "", "", train::format_bytes(e.load_peak_bytes).c_str(),
-              e.from_file ? "the file's fp32 tensors and their flat fp32 copy, beside everything held for the run"
+              e.from_file ? "everything held for the run, and one unit of the mapped model.path in fp32"
                           : "everything held for the run, and one unit's fp32 first weights");
   // What the store keeps, so that the gap to section 6's figures is not a surprise.
   const bool gather_master = r.train.precision == "fp32" && r.optimizer.master == "f32";
