@@ -19,7 +19,7 @@
 #   FARTHING_CHECK_BUDGET_S  the whole run's budget in seconds (default 420)
 #   FARTHING_CHECK_STEP_MAX_S  the longest any step may run (default 90; dry_run.sh raises it
 #                            for this 2-core machine's CPU suite)
-# exit status: 0 all passed (skips allowed), 1 a step failed or timed out, 2 no CUDA device
+# exit status: 0 all passed (skips allowed), 1 a step failed, timed out or got no time, 2 no CUDA device
 # (the CUDA tests and benchmarks skipped: a dry run), 3 no package.
 # Relies on: bash, coreutils (timeout), tar and xz (or python3's lzma), ctest, python3 (finding
 # NCCL, versions, the report); readelf when present (the closure step).
@@ -49,7 +49,7 @@ run_step() {
   ((max_s > step_max_s)) && max_s=$step_max_s
   [[ $name == cpu-tests-* ]] && max_s=$step_max_s  # the CPU suite's chunks scale with the machine
   limit=$((left - 5 < max_s ? left - 5 : max_s))
-  if ((limit < 5)); then
+  if ((limit < 1)); then
     echo "== $name: no time left in the ${budget_s} s budget"
     printf '%s\t-\tno time\t0\n' "$name" >>"$steps_tsv"
     return 0
@@ -151,6 +151,10 @@ cat "$report"
 outcomes="$(cut -f3 "$steps_tsv")"
 if grep -qE '^(FAIL|TIMEOUT|NOT-RUN)$' <<<"$outcomes"; then
   echo "== RESULT: something failed (see the report)"
+  exit 1
+fi
+if grep -q '^no time$' <<<"$outcomes"; then
+  echo "== RESULT: the budget ran out before every step ran (see the report)"
   exit 1
 fi
 if grep -q 'no CUDA device' "$log_dir"/bench-*.log 2>/dev/null; then
