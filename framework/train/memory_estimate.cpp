@@ -476,17 +476,19 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.unit_grads = e.bytes(MemoryCategory::kGrads) - e.grad_sum;
   e.comm_transient = e.bytes(MemoryCategory::kCommBuffers) - e.comm_staging;
 
-  // While the trainer is built (its constructor): everything above, and one unit's fp32 first
-  // values at a time, decoded from the memory-mapped model.path (ckpt::open_model_file: the
-  // mapping is the page cache's, not the tracker's) or made from a preset. (A training checkpoint
-  // as model.path is read whole: its fp32 tensors come on top, not predicted here.)
+  // While the trainer is built (its constructor): the optimizer's and the store's buffers, and one
+  // unit's fp32 first values at a time, decoded from the memory-mapped model.path
+  // (ckpt::open_model_file: the mapping is the page cache's, not the tracker's) or made from a
+  // preset; the model's activations come after. (A training checkpoint as model.path is read
+  // whole: its fp32 tensors come on top, not predicted here.)
   e.from_file = !config.model.path.empty();
   int64_t largest_span = 0;
   for (size_t u = 0; u < units.size(); ++u) {
     largest_span = std::max(largest_span, dist::ZeroLayout(units, 1, 0).aligned_end(u) - units[u].begin);
   }
   e.initial_weights = largest_span * 4;
-  e.load_peak_bytes = persistent + e.initial_weights;
+  e.load_peak_bytes = persistent - m.activation_total() + e.initial_weights;
+  e.built_bytes = persistent;
   e.load_peak_moment = e.from_file ? "while loading model.path, one unit's fp32 values at a time"
                                    : "while setting up the first weights, one unit's fp32 values at a time";
   e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);

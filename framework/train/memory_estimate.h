@@ -99,6 +99,7 @@ struct MemoryEstimate {
   // (see initial_weights) and, from model.path, the file's own fp32 tensors.
   int64_t load_peak_bytes = 0;
   std::string load_peak_moment;
+  int64_t built_bytes = 0;  // held once the trainer is built, before the first step (activations included)
   int64_t peak_bytes = 0;  // the larger of the two: what a rank must have
 
   // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings on one rank (the master

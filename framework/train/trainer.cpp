@@ -109,16 +109,29 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   store_ = std::make_unique<dist::ParamStore>(*zero_, comm_, backend_for(Device::cpu()), store_options);
   store_->set_master_source([this](size_t shard) { return optimizer_->master(shard); });
   store_->set_unit_grads_hook([this](int unit, int shard, const Tensor& grads) { step_unit(unit, shard, grads); });
+  set_up_first_weights(spec);  // before the model allocates its activations: loading peaks lower
+  loading_peak_bytes_ = memory_tracker(Device::cpu()).snapshot().total_peak_bytes;
   models::ModelOptions options = model_options(config_);
   options.unit_storage = store_.get();
   model_ = std::make_unique<models::Transformer>(std::move(spec), t.micro_batch, config_.data.seq_len, options);
-  const models::FlatLayout& layout = model_->layout();
 
-  // The first weights in fp32, a unit at a time: the store keeps them as bf16 (the parts this
-  // rank holds) and the master (when kept) starts as their exact values. A model.path file was
-  // opened lazily (ckpt::open_model_file): each unit's tensors are decoded from the mapped file
-  // into one unit-sized buffer, as a preset's random values are made per unit. At ZeRO-3 a rank
-  // reads only the units it owns a part of.
+  recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
+  model_config_json_ = models::config_to_hf_json(source_.config);
+  progress_.seed = t.seed;
+  progress_.loss_scale = scaler_options_and_schedule();
+  progress_line_ = std::make_unique<ProgressLine>(output_.progress && comm_.rank() == 0);
+  build_note_ = "set up: loading the weights peaked at " + format_bytes(loading_peak_bytes_) + " (tracked), " +
+                format_bytes(memory_tracker(Device::cpu()).snapshot().total_current_bytes) + " held with the activations";
+}
+
+// The first weights in fp32, a unit at a time: the store keeps them as bf16 (the parts this
+// rank holds) and the master (when kept) starts as their exact values. A model.path file was
+// opened lazily (ckpt::open_model_file): each unit's tensors are decoded from the mapped file
+// into one unit-sized buffer, as a preset's random values are made per unit. At ZeRO-3 a rank
+// reads only the units it owns a part of.
+void Trainer::set_up_first_weights(const models::TransformerSpec& spec) {
+  const recipe::TrainSection& t = config_.train;
+  const models::FlatLayout& layout = spec.layout;
   if (source_.file) models::check_weights_in_file(*source_.file, layout);
   const auto& shards = optimizer_->shards();
   const bool keeps_master = optimizer_->config().master_mode != optim::MasterMode::kNone;
@@ -130,7 +143,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
     if (source_.file) {
       models::copy_weights_range_from_file(*source_.file, layout, begin, begin + span, values);
     } else {
-      models::Transformer::init_weights_range(model_->spec(), values, begin, begin + span, t.seed,
+      models::Transformer::init_weights_range(spec, values, begin, begin + span, t.seed,
                                               float(config_.model.init_std));
     }
     store_->set_initial_weights(begin, span, values);
@@ -144,12 +157,6 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   }
   source_.file.reset();  // unmaps the file
   store_->publish_weights();  // the owners' weights as the master set them (remainder16: its high half)
-
-  recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
-  model_config_json_ = models::config_to_hf_json(source_.config);
-  progress_.seed = t.seed;
-  progress_.loss_scale = scaler_options_and_schedule();
-  progress_line_ = std::make_unique<ProgressLine>(output_.progress && comm_.rank() == 0);
 }
 
 // The lr schedule and the fp16 loss scaler from the recipe; returns the initial loss scale.
@@ -375,6 +382,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
     load_checkpoint(resolve_checkpoint(resume));
   }
   if (comm_.rank() == 0) write_text_file(run_dir / "recipe.yaml", recipe_yaml_);
+  progress_line_->note(build_note_);
   metrics_ = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl", resume.empty() ? -1 : progress_.step,
                                           comm_.rank() == 0);
 

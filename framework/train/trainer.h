@@ -105,11 +105,15 @@ class Trainer {
   const optim::AdamW& optimizer() const { return *optimizer_; }
   const TrainProgressState& progress() const { return progress_; }
   std::filesystem::path checkpoint_dir() const;
+  // The memory tracker's peak (all tracked host memory) when the first weights had been set up,
+  // before the model's activations were allocated.
+  int64_t loading_peak_bytes() const { return loading_peak_bytes_; }
   // Optimizer ranges that could not take 8-bit state (off a block boundary).
   int64_t demoted_ranges() const { return demoted_; }
 
  private:
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
+  void set_up_first_weights(const models::TransformerSpec& spec);  // from model.path or the preset, unit by unit
   void step_unit(int unit, int shard, const Tensor& grads);  // the optimizer step fused into backward
   double scaler_options_and_schedule();
   std::filesystem::path save(bool final_save);
@@ -129,6 +133,8 @@ class Trainer {
   std::unique_ptr<optim::LossScaler> scaler_;
   double fused_grad_norm_sq_ = 0.0;          // optimizer-in-backward: sum of the units' squared norms
   std::string recipe_yaml_, model_config_json_;
+  std::string build_note_;  // what setting up held, for the first progress note
+  int64_t loading_peak_bytes_ = 0;
   int64_t demoted_ = 0;
   TrainProgressState progress_;
   std::unique_ptr<MetricsLog> metrics_;

@@ -270,8 +270,8 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   std::printf("%-16s %8s %8s %12s  %s\n", "  training step", "", "", train::format_bytes(e.step_peak_bytes).c_str(),
               step_moment.c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "  while building", "", "", train::format_bytes(e.load_peak_bytes).c_str(),
-              e.from_file ? "everything held for the run, and one unit of the mapped model.path in fp32"
-                          : "everything held for the run, and one unit's fp32 first weights");
+              e.from_file ? "model state, and one unit of the mapped model.path in fp32 (activations come after)"
+                          : "model state, and one unit's fp32 first weights (activations come after)");
   // What the store keeps, so that the gap to section 6's figures is not a surprise.
   const bool gather_master = r.train.precision == "fp32" && r.optimizer.master == "f32";
   std::printf("\nparameter store (ZeRO stage %d%s): the bf16 weights are the only copy of the weights.\n", e.zero_stage,
