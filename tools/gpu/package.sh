@@ -21,6 +21,7 @@
 #   env.sh        the environment the binaries run with (sourced by check.sh)
 #   MANIFEST      each carried file and where it came from; components left out and why
 #   GLIBC_MIN     the oldest glibc the package runs on (Debian 12's libraries need 2.36)
+#   BUILT_FROM    the commit the binaries were built from, and whether the tree was clean
 # tools/gpu/closure.sh checks the package's library closure before it is compressed.
 #
 # usage: tools/gpu/package.sh        (JOBS=N build parallelism, default nproc; BUILD=build-gpu)
@@ -136,6 +137,11 @@ for comp in "$ompi_components"/mca_*.so; do
 done
 cp -r "$ompi_help" "$pkg/share/openmpi"
 echo "share/openmpi/ <- $ompi_help" >>"$manifest"
+
+# What the binaries were built from (the working tree may hold uncommitted changes).
+{ git log -1 --format='%h %s' 2>/dev/null || echo "no git history"
+  echo "uncommitted changes in $(git status --porcelain --untracked-files=no 2>/dev/null | wc -l) tracked files"
+  date -u +"built %Y-%m-%dT%H:%M:%SZ on $(hostname)"; } >"$pkg/BUILT_FROM"
 
 cat >"$pkg/env.sh" <<'ENV'
 # env.sh — the environment for the package's binaries; source it with PKG set to this folder.

@@ -64,7 +64,9 @@ def main():
     size = os.path.getsize(archive) if os.path.exists(archive) else 0
     out.append(f"- when: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')}; "
                f"host {platform.node()}, {os.cpu_count()} cores")
-    out.append(f"- package: {os.path.basename(archive)}, {size / 2**20:.1f} MiB; repository: {commit or 'no git history here'}")
+    built = (read(os.path.join(os.environ.get("PKG", ""), "BUILT_FROM")) or "unknown").strip().replace("\n", "; ")
+    out.append(f"- package: {os.path.basename(archive)}, {size / 2**20:.1f} MiB, binaries from: {built}")
+    out.append(f"- repository here: {commit or 'no git history'}")
     total = sum(int(s[3]) for s in steps if len(s) == 4 and s[3].isdigit())
     out.append(f"- wall time of the steps: {total} s")
     out.append("")
