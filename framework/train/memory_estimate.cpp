@@ -380,9 +380,11 @@ AdamWStateBytes adamw_state_bytes(const optim::OptimizerConfig& config, const st
   return b;
 }
 
-MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size) {
+MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size,
+                               int rank) {
   const recipe::TrainSection& t = config.train;
   FARTHING_CHECK(world_size >= 1, "world size ", world_size, " must be at least 1");
+  FARTHING_CHECK(rank >= -1 && rank < world_size, "rank ", rank, " is not one of ", world_size);
   FARTHING_CHECK(config.data.seq_len <= model.max_seq_len, "data.seq_len (", config.data.seq_len,
                  ") exceeds the model's max_position_embeddings (", model.max_seq_len, ")");
 
@@ -419,24 +421,24 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   // The rank that owns the most holds the most (master, moments, and at stages 2-3 the kept
   // gradients and at 3 the weights are owned shards).
   int64_t best_total = -1;
-  for (int rank = 0; rank < world_size; ++rank) {
-    const dist::ZeroLayout zero(units, world_size, rank);
+  for (int r = 0; r < world_size; ++r) {
+    const dist::ZeroLayout zero(units, world_size, r);
     const std::vector<optim::ShardSpec> shards = zero.owned_shards();
-    FARTHING_CHECK(!shards.empty(), "at world size ", world_size, " rank ", rank, " owns no parameters (",
+    FARTHING_CHECK(!shards.empty(), "at world size ", world_size, " rank ", r, " owns no parameters (",
                    e.flat_elems, " elements in ", units.size(), " units of at least 256 per rank); "
                    "AdamW needs at least one shard per rank: use fewer ranks");
     const AdamWStateBytes state = adamw_state_bytes(setup.config, shards);
     const int64_t total = state.master + state.state() + store_weights(state.owned_elems) + store_grads(state.owned_elems);
-    if (total <= best_total) continue;
+    if (rank >= 0 ? r != rank : total <= best_total) continue;
     best_total = total;
-    e.peak_rank = rank;
+    e.peak_rank = r;
     e.optimizer = state;
     e.quantized_state_elems = 0;
     for (const optim::ShardSpec& s : shards) {
-      for (const optim::ParamRange& r : setup.config.ranges) {
-        const uint64_t begin = std::max(s.global_offset, r.global_offset);
-        const uint64_t end = std::min(s.global_offset + s.numel, r.global_offset + r.numel);
-        if (begin < end && optim::is_quantized(optim::effective_state_format(setup.config, r))) {
+      for (const optim::ParamRange& range : setup.config.ranges) {
+        const uint64_t begin = std::max(s.global_offset, range.global_offset);
+        const uint64_t end = std::min(s.global_offset + s.numel, range.global_offset + range.numel);
+        if (begin < end && optim::is_quantized(optim::effective_state_format(setup.config, range))) {
           e.quantized_state_elems += int64_t(end - begin);
         }
       }

@@ -115,10 +115,11 @@ struct MemoryEstimate {
   double bytes_per_param(MemoryCategory c) const { return double(bytes(c)) / double(param_count); }
 };
 
-// The per-rank estimate for `config` training `model` over world_size ranks (the rank that
-// holds the most). Throws naming the recipe key when the run could not be built (seq_len past
-// the model's positions, a rank with no shard).
-MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size);
+// The per-rank estimate for `config` training `model` over world_size ranks: for `rank`, or with
+// rank -1 for the rank that holds the most. Throws naming the recipe key when the run could not
+// be built (seq_len past the model's positions, a rank with no shard).
+MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size,
+                               int rank = -1);
 
 // Whether the predicted peak fits budget_bytes; the message says by how much it does or does
 // not, and what would shrink it.

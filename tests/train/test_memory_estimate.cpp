@@ -35,15 +35,23 @@ MpiCommunicator& world() {
   return *comm;
 }
 
-// A fresh temporary directory per test, removed afterwards.
+// A fresh temporary directory per test, removed afterwards, that every rank of an mpirun job
+// names alike (their parent, mpirun, is the same process): rank 0 makes it and writes its files.
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / ("farthing_memest_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
+    path = fs::temp_directory_path() / ("farthing_memest_" + name + "_" + std::to_string(int(::getppid())));
+    if (world().rank() == 0) {
+      fs::remove_all(path);
+      fs::create_directories(path);
+    }
+    world().barrier();
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~TempDir() {
+    world().barrier();
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
 };
 
 constexpr int64_t kVocab = 512;  // stories260k's
@@ -54,7 +62,8 @@ fs::path write_random_tokens(const fs::path& dir) {
   std::vector<int32_t> ids(40000);
   for (int32_t& x : ids) x = id(rng);
   const fs::path path = dir / "train.tok";
-  data::write_token_file(path, ids, uint32_t(kVocab));
+  if (world().rank() == 0) data::write_token_file(path, ids, uint32_t(kVocab));
+  world().barrier();
   return path;
 }
 
@@ -103,8 +112,9 @@ Measured train_and_measure(const recipe::RunConfig& config) {
   return m;
 }
 
+// The prediction for this rank of however many ranks run the test (np 1, or under mpirun).
 void expect_within_10_percent(const recipe::RunConfig& config, const models::ModelConfig& model, const char* label) {
-  const MemoryEstimate e = estimate_memory(config, model, 1);
+  const MemoryEstimate e = estimate_memory(config, model, world().world_size(), world().rank());
   const Measured m = train_and_measure(config);
   std::printf("[%s] predicted peak %lld B (%s), measured peak %lld B (%s), ratio %.4f; peak at %s\n", label,
               (long long)e.step_peak_bytes, format_bytes(e.step_peak_bytes).c_str(), (long long)m.peak,
@@ -147,7 +157,8 @@ void write_random_safetensors(const models::ModelConfig& config, const std::file
     for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
     file.tensors.emplace(entry.name, std::move(t));
   }
-  ckpt::write_safetensors(dir, file);
+  if (world().rank() == 0) ckpt::write_safetensors(dir, file);
+  world().barrier();
 }
 
 TEST(MemoryEstimate, Bf16Compute8BitStateF32Master) {
@@ -213,9 +224,9 @@ TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
   expect_within_10_percent(c, gpt2, "gpt2 from safetensors, bf16 state, remainder16 master");
 }
 
-// Unit mode (ZeRO-3): units gathered when used, bf16 gathers widened to fp32 plus each unit's bf16
-// GEMM copy, the owned fp32 gradient sums over two micro-batches; tied head (the embedding's
-// gradients live from the head to the end of backward).
+// ZeRO-3: units gathered when used (over several ranks), the GEMMs reading the bf16 weights, the
+// owned fp32 gradient sums over two micro-batches; tied head (the embedding's gradients live from
+// the head to the end of backward).
 TEST(MemoryEstimate, ZeroStage3Bf16GradAccum) {
   TempDir dir("zero3_bf16");
   recipe::RunConfig c = base_config(dir.path);
@@ -252,9 +263,24 @@ TEST(MemoryEstimate, OptimizerInBackwardFp32) {
   expect_within_10_percent(c, models::preset_config("stories260k"), "optimizer in backward, fp32, f32 state");
 }
 
-// Unit mode from a file with an untied head (the head unit holds lm_head: its gradients start at
-// the loss, the embedding's only at the end), fp32 compute from bf16 weights (bf16 gathers, no
-// 16-bit copies), and the load-time peak: the file's tensors beside the whole fp32 copy.
+// ZeRO-2 with fp32 compute from an fp32 master: over several ranks the store keeps the master
+// gathered whole for the compute beside the bf16 weights, and reduce-scatters the gradients.
+TEST(MemoryEstimate, ZeroStage2Fp32ComputeFromMaster) {
+  TempDir dir("zero2_master");
+  recipe::RunConfig c = base_config(dir.path);
+  c.distributed.zero_stage = 2;
+  c.train.precision = "fp32";
+  c.optimizer.state = "8bit";
+  c.optimizer.master = "f32";
+  c.optimizer.weight_rounding = "nearest";
+  const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size(), world().rank());
+  EXPECT_EQ(e.master_copy > 0, world().world_size() > 1);
+  expect_within_10_percent(c, models::preset_config("stories260k"), "zero2, fp32 compute from the f32 master");
+}
+
+// ZeRO-3 from a file with an untied head (the head unit holds lm_head: its gradients start at the
+// loss, the embedding's only at the end), fp32 compute from bf16 weights (bf16 gathers widened),
+// and the loading peak: one unit of the mapped file at a time.
 TEST(MemoryEstimate, ZeroStage3UntiedLlamaFromSafetensors) {
   TempDir dir("zero3_untied");
   models::ModelConfig llama = models::preset_config("stories260k");
