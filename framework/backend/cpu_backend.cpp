@@ -15,14 +15,12 @@ CpuBackend::CpuBackend()
       unsigned_map_(kernels::make_quant_map_cpu(numerics::MapSign::kUnsigned)) {}
 
 void* CpuBackend::allocate_bytes(size_t bytes) {
-  constexpr size_t kAlignment = 64;  // one cache line, and whole AVX-512 vectors
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* data = std::aligned_alloc(kAlignment, rounded);
+  void* data = blocks_.allocate(bytes);
   FARTHING_CHECK(data != nullptr, "host allocation of ", bytes, " bytes failed (out of memory)");
   return data;
 }
 
-void CpuBackend::free_bytes(void* data) { std::free(data); }
+void CpuBackend::free_bytes(void* data) { blocks_.free(data); }
 
 void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
   FARTHING_CHECK(dst.dtype() == src.dtype() && dst.numel() == src.numel(), "copy from ",

@@ -4,6 +4,7 @@
 
 #include "framework/backend/backend.h"
 #include "framework/backend/cpu_nn_ops.h"
+#include "framework/backend/host_block_cache.h"
 #include "kernels/cpu/block_quant_cpu.h"
 
 namespace farthing {
@@ -28,6 +29,8 @@ class CpuBackend final : public Backend {
   kernels::QuantMapCpu signed_map_;
   kernels::QuantMapCpu unsigned_map_;
   CpuNnOps nn_;
+  // Freed blocks of 1 MiB and more, up to 512 MiB, kept for reuse (host_block_cache.h).
+  HostBlockCache blocks_{size_t(512) << 20, size_t(1) << 20};
 };
 
 }  // namespace farthing

@@ -217,37 +217,40 @@ void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t cou
   }
 }
 
-void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                           int64_t n, int64_t seq, int64_t c) {
+namespace {
+
+inline float widened(float x) { return x; }
+inline float widened(uint16_t bf16) { return numerics::bf16_to_f32(bf16); }
+
+// out[r] = wte[tok[r]] (+ wpe[r % seq]), each table element widened exactly to fp32 first.
+template <class T>
+void embedding_forward_rows(float* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+                            int64_t c) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
-    const float* e = wte + int64_t(tokens[r]) * c;
+    const T* e = wte + int64_t(tokens[r]) * c;
     float* o = out + r * c;
     if (wpe) {
-      const float* p = wpe + (r % seq) * c;
+      const T* p = wpe + (r % seq) * c;
 #pragma omp simd
-      for (int64_t i = 0; i < c; ++i) o[i] = e[i] + p[i];
+      for (int64_t i = 0; i < c; ++i) o[i] = widened(e[i]) + widened(p[i]);
     } else {
-      std::memcpy(o, e, size_t(c) * 4);
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) o[i] = widened(e[i]);
     }
   }
 }
 
+}  // namespace
+
+void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                           int64_t n, int64_t seq, int64_t c) {
+  embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
+}
+
 void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                 int64_t n, int64_t seq, int64_t c) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    const uint16_t* e = wte + int64_t(tokens[r]) * c;
-    float* o = out + r * c;
-    if (wpe) {
-      const uint16_t* p = wpe + (r % seq) * c;
-#pragma omp simd
-      for (int64_t i = 0; i < c; ++i) o[i] = numerics::bf16_to_f32(e[i]) + numerics::bf16_to_f32(p[i]);
-    } else {
-#pragma omp simd
-      for (int64_t i = 0; i < c; ++i) o[i] = numerics::bf16_to_f32(e[i]);
-    }
-  }
+  embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
 }
 
 void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
