@@ -97,20 +97,16 @@ std::string range_dataset(const optim::ParamRange& r, const std::string& suffix)
   return "optim/" + r.name + "/" + suffix;
 }
 
-fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const models::FlatLayout& layout,
-                                const dist::ZeroLayout& zero, const WeightLocator& weights, optim::AdamW& optimizer,
-                                const TrainProgressState& progress, const CheckpointIdentity& identity,
-                                const CheckpointCommitOptions& commit);
+fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const TrainState& state,
+                                const CheckpointIdentity& identity, const CheckpointCommitOptions& commit);
 
 }  // namespace
 
-fs::path save_train_checkpoint(const fs::path& checkpoint_dir, MpiCommunicator& comm, const models::FlatLayout& layout,
-                               const dist::ZeroLayout& zero, const WeightLocator& weights, optim::AdamW& optimizer,
-                               const TrainProgressState& progress, const CheckpointIdentity& identity,
-                               const CheckpointCommitOptions& commit) {
-  const fs::path final_path = checkpoint_path_for_step(checkpoint_dir, progress.step);
+fs::path save_train_checkpoint(const fs::path& checkpoint_dir, MpiCommunicator& comm, const TrainState& state,
+                               const CheckpointIdentity& identity, const CheckpointCommitOptions& commit) {
+  const fs::path final_path = checkpoint_path_for_step(checkpoint_dir, state.progress.step);
   try {
-    return write_train_checkpoint(final_path, comm, layout, zero, weights, optimizer, progress, identity, commit);
+    return write_train_checkpoint(final_path, comm, state, identity, commit);
   } catch (const std::exception& e) {
     FARTHING_FAIL("saving checkpoint ", final_path.string(), " failed (disk full or unwritable?); the previous "
                   "checkpoint and `latest` are untouched. Cause: ", e.what());
@@ -119,15 +115,15 @@ fs::path save_train_checkpoint(const fs::path& checkpoint_dir, MpiCommunicator& 
 
 namespace {
 
-fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const models::FlatLayout& layout,
-                                const dist::ZeroLayout& zero, const WeightLocator& weights, optim::AdamW& optimizer,
-                                const TrainProgressState& progress, const CheckpointIdentity& identity,
-                                const CheckpointCommitOptions& commit) {
+fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const TrainState& state,
+                                const CheckpointIdentity& identity, const CheckpointCommitOptions& commit) {
   H5CheckpointWriter writer(final_path, comm);
   static uint64_t nothing = 0;  // a non-null pointer for ranks that write no elements
-  for (const models::ParamEntry& e : layout.entries()) {
-    const Slice s = owned_part(zero, e.unit, e.offset_elems, e.numel());
-    void* data = s.count() > 0 ? weights(s.begin) : static_cast<void*>(&nothing);
+  const TrainProgressState& progress = state.progress;
+  optim::AdamW& optimizer = state.optimizer;
+  for (const models::ParamEntry& e : state.layout.entries()) {
+    const Slice s = owned_part(state.store.layout(), e.unit, e.offset_elems, e.numel());
+    void* data = s.count() > 0 ? state.store.weight_at(s.begin) : static_cast<void*>(&nothing);
     writer.write_tensor("model/" + e.name, DType::kBF16, e.shape, s.count() > 0 ? s.begin - e.offset_elems : 0,
                         Tensor(data, DType::kBF16, Shape{s.count()}));
   }
@@ -154,9 +150,9 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
 
 }  // namespace
 
-TrainProgressState load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, const models::FlatLayout& layout,
-                                         const dist::ZeroLayout& zero, const WeightLocator& weights, optim::AdamW& optimizer,
-                                         const std::string& model_config_json) {
+void load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, TrainState& state,
+                           const std::string& model_config_json) {
+  optim::AdamW& optimizer = state.optimizer;
   H5CheckpointReader reader(path);
   reader.verify_distributed(comm);
   const std::string stored_config = reader.read_string("model_config");
@@ -172,14 +168,15 @@ TrainProgressState load_train_checkpoint(const fs::path& path, MpiCommunicator& 
     FARTHING_FAIL("checkpoint ", path.string(), " holds another model:", diff.empty() ? " configs differ" : diff,
                   " resume it with the recipe that wrote it, or start a new run_dir");
   }
-  for (const models::ParamEntry& e : layout.entries()) {
+  for (const models::ParamEntry& e : state.layout.entries()) {
     const std::string name = "model/" + e.name;
     const H5TensorInfo& info = reader.tensor(name);
     FARTHING_CHECK(info.dtype == DType::kBF16 && info.shape == e.shape, "checkpoint ", path.string(), ": '", name,
                    "' is ", dtype_name(info.dtype), info.shape.str(), ", expected bf16", e.shape.str());
-    const Slice s = owned_part(zero, e.unit, e.offset_elems, e.numel());
+    const Slice s = owned_part(state.store.layout(), e.unit, e.offset_elems, e.numel());
     if (s.count() > 0) {
-      reader.read_slice(name, s.begin - e.offset_elems, Tensor(weights(s.begin), DType::kBF16, Shape{s.count()}));
+      reader.read_slice(name, s.begin - e.offset_elems,
+                        Tensor(state.store.weight_at(s.begin), DType::kBF16, Shape{s.count()}));
     }
   }
   const std::vector<optim::AdamW::SegmentView> views = optimizer.segment_views();
@@ -198,7 +195,7 @@ TrainProgressState load_train_checkpoint(const fs::path& path, MpiCommunicator& 
   }
   optimizer.set_steps_taken(reader.attribute_i64("optimizer_steps"));
   optimizer.on_state_loaded();
-  TrainProgressState progress;
+  TrainProgressState& progress = state.progress;
   progress.step = reader.attribute_i64("step");
   progress.data_position = reader.attribute_i64("data_position");
   progress.tokens_seen = reader.attribute_i64("tokens_seen");
@@ -206,7 +203,7 @@ TrainProgressState load_train_checkpoint(const fs::path& path, MpiCommunicator& 
   progress.loss_scale = reader.attribute_f64("loss_scale");
   progress.loss_scale_clean_steps = reader.attribute_i64("loss_scale_clean_steps");
   progress.seed = uint64_t(reader.attribute_i64("seed"));
-  return progress;
+  state.store.publish_weights();
 }
 
 }  // namespace farthing::train

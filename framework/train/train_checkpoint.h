@@ -13,8 +13,9 @@
 // whatever it was.
 // Each rank writes the slices of its ZeRO-owned ranges, so a save at np=2 resumes at 1 or 3:
 // the reader takes exactly the slices its own layout owns, and 8-bit blocks move whole.
-// Relies on: ckpt/h5_checkpoint_{writer,reader}, dist/zero_layout, optim/adamw.
-// Tested by: tests/train/test_trainer.cpp, tests/cli/ (resume, crash, reshard).
+// Relies on: ckpt/h5_checkpoint_{writer,reader}, dist/param_store, optim/adamw.
+// Tested by: tests/train/test_train_resume.sh, test_train_crash.sh, test_train_mpi.sh (resume,
+// crash safety, resharded resume), tests/ckpt/test_bad_files.cpp.
 #pragma once
 
 #include <cstdint>
@@ -24,15 +25,11 @@
 
 #include "framework/ckpt/h5_checkpoint_writer.h"
 #include "framework/dist/mpi_communicator.h"
-#include "framework/dist/zero_layout.h"
+#include "framework/dist/param_store.h"
 #include "framework/optim/adamw.h"
 #include "models/common/flat_layout.h"
 
 namespace farthing::train {
-
-// The bf16 weight at a global flat offset this rank owns (the weights may be stored whole, or
-// only the owned shards, compactly, at ZeRO-3); a run of owned elements is contiguous.
-using WeightLocator = std::function<uint16_t*(int64_t global_offset)>;
 
 struct TrainProgressState {
   int64_t step = 0;             // optimizer steps taken (including skipped ones)
@@ -44,25 +41,31 @@ struct TrainProgressState {
   uint64_t seed = 0;
 };
 
+// Everything a checkpoint saves and restores: the bf16 weights (the parameter store's owned
+// ranges; its ZeRO layout says which), the optimizer's state, and the loop's progress.
+struct TrainState {
+  const models::FlatLayout& layout;
+  dist::ParamStore& store;
+  optim::AdamW& optimizer;
+  TrainProgressState& progress;
+};
+
 // What a checkpoint's state belongs to (compared on load; a mismatch names the field).
 struct CheckpointIdentity {
   std::string recipe_yaml;
   std::string model_config_json;
 };
 
-// Collective. Each rank writes the owned ranges of the weights.
+// Collective. Each rank writes the owned ranges of the weights and its optimizer state.
 std::filesystem::path save_train_checkpoint(const std::filesystem::path& checkpoint_dir, MpiCommunicator& comm,
-                                            const models::FlatLayout& layout, const dist::ZeroLayout& zero,
-                                            const WeightLocator& weights, optim::AdamW& optimizer,
-                                            const TrainProgressState& progress, const CheckpointIdentity& identity,
+                                            const TrainState& state, const CheckpointIdentity& identity,
                                             const CheckpointCommitOptions& commit);
 
-// Verifies the file (checksums, completion mark), checks that it holds this model, then reads
-// this rank's owned ranges of the weights (the caller gathers the rest when it keeps them
-// whole) and its optimizer state. Throws naming the file and the dataset or field that does not fit.
-TrainProgressState load_train_checkpoint(const std::filesystem::path& path, MpiCommunicator& comm,
-                                         const models::FlatLayout& layout, const dist::ZeroLayout& zero,
-                                         const WeightLocator& weights, optim::AdamW& optimizer,
-                                         const std::string& model_config_json);
+// Collective. Verifies the file (checksums, completion mark), checks that it holds this model,
+// then reads this rank's owned ranges of the weights, its optimizer state and the progress, and
+// has the store publish the weights (stages 1-2 gather the rest). Throws naming the file and the
+// dataset or field that does not fit.
+void load_train_checkpoint(const std::filesystem::path& path, MpiCommunicator& comm, TrainState& state,
+                           const std::string& model_config_json);
 
 }  // namespace farthing::train

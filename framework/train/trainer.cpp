@@ -210,13 +210,12 @@ fs::path Trainer::resolve_checkpoint(const std::string& which) const {
 }
 
 void Trainer::load_checkpoint(const fs::path& path) {
-  progress_ = load_train_checkpoint(path, comm_, model_->layout(), *zero_,
-                                    [this](int64_t g) { return store_->weight_at(g); }, *optimizer_, model_config_json_);
+  TrainState state = train_state();
+  load_train_checkpoint(path, comm_, state, model_config_json_);
   FARTHING_CHECK(progress_.seed == config_.train.seed, "checkpoint ", path.string(), " was trained with train.seed ",
                  progress_.seed, " but this recipe has ", config_.train.seed,
                  "; the seed keys the data order and stochastic rounding, so resuming needs the same seed");
   scaler_->restore(progress_.loss_scale, progress_.loss_scale_clean_steps);
-  store_->publish_weights();
 }
 
 void Trainer::fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets) {
@@ -355,9 +354,8 @@ fs::path Trainer::save(bool final_save) {
   commit.update_latest = true;
   commit.keep_last = config_.checkpoint.keep_last;
   const fs::path path =
-      save_train_checkpoint(checkpoint_dir(), comm_, model_->layout(), *zero_,
-                            [this](int64_t g) { return store_->weight_at(g); }, *optimizer_, progress_,
-                            CheckpointIdentity{recipe_yaml_, model_config_json_}, commit);
+      save_train_checkpoint(checkpoint_dir(), comm_, train_state(), CheckpointIdentity{recipe_yaml_, model_config_json_},
+                            commit);
   progress_line_->note(std::string(final_save ? "saved the final checkpoint " : "saved checkpoint ") + path.string());
   return path;
 }

@@ -113,7 +113,8 @@ class Trainer {
 
  private:
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
-  void set_up_first_weights(const models::TransformerSpec& spec);  // from model.path or the preset, unit by unit
+  void set_up_first_weights(const models::TransformerSpec& spec);
+  TrainState train_state() { return TrainState{model_->layout(), *store_, *optimizer_, progress_}; }  // from model.path or the preset, unit by unit
   void step_unit(int unit, int shard, const Tensor& grads);  // the optimizer step fused into backward
   double scaler_options_and_schedule();
   std::filesystem::path save(bool final_save);
