@@ -40,21 +40,14 @@ ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& back
     owned_total += int64_t(shards_[s].numel);
   }
   const Device device = backend_.device();
-  const int64_t whole = zero_.global_elems();
+  const ParamStoreBytes bytes = planned_bytes(zero_, options_);
   whole_weights_ = options_.zero_stage < 3;
-  weights_ = Buffer(device, size_t(whole_weights_ ? whole : owned_total) * 2, MemoryCategory::kWeights);
+  whole_grads_ = options_.zero_stage == 1;
   grad_dtype_ = kept_gradient_dtype(options_, zero_.world_size());
-  if (!options_.optimizer_in_backward) {
-    whole_grads_ = options_.zero_stage == 1;
-    grads_ = Buffer(device, size_t(whole_grads_ ? whole : owned_total) * dtype_size_bytes(grad_dtype_),
-                    MemoryCategory::kGrads);
-  }
-  if (zero_.world_size() > 1 && options_.zero_stage < 3) {
-    collectives_ = std::make_unique<ZeroCollectives>(zero_, comm_);
-    if (options_.compute_from_master) {
-      master_whole_ = Buffer(device, size_t(whole) * 4, MemoryCategory::kWeights);
-    }
-  }
+  weights_ = Buffer(device, size_t(bytes.weights), MemoryCategory::kWeights);
+  if (bytes.grads > 0) grads_ = Buffer(device, size_t(bytes.grads), MemoryCategory::kGrads);
+  if (zero_.world_size() > 1 && options_.zero_stage < 3) collectives_ = std::make_unique<ZeroCollectives>(zero_, comm_);
+  if (bytes.master_copy > 0) master_whole_ = Buffer(device, size_t(bytes.master_copy), MemoryCategory::kWeights);
   // Alignment gaps between units belong to no unit and are never computed with; zero them once
   // so checkpoints and gathers only ever move defined values.
   zero_bytes(backend_.nn(), weights_.data(), int64_t(weights_.bytes()));
@@ -63,6 +56,20 @@ ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& back
   gathered_.resize(units);
   accumulators_.resize(units);
   pending_.resize(units);
+}
+
+ParamStoreBytes ParamStore::planned_bytes(const ZeroLayout& zero, const ParamStoreOptions& options) {
+  const int64_t whole = zero.global_elems(), owned = zero.owned_elems();
+  const bool several_hold_whole = zero.world_size() > 1 && options.zero_stage < 3;
+  ParamStoreBytes b;
+  b.weights = (options.zero_stage < 3 ? whole : owned) * 2;
+  if (!options.optimizer_in_backward) {
+    b.grads = (options.zero_stage == 1 ? whole : owned) *
+              int64_t(dtype_size_bytes(kept_gradient_dtype(options, zero.world_size())));
+  }
+  if (several_hold_whole && options.compute_from_master) b.master_copy = whole * 4;
+  if (several_hold_whole) b.staging = ZeroCollectives::staging_bytes(zero);
+  return b;
 }
 
 uint16_t* ParamStore::weight_at(int64_t global) const {

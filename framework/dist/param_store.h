@@ -53,6 +53,16 @@ struct ParamStoreOptions {
 // What a kept gradient is stored as, for these options over `world_size` ranks (see the header).
 DType kept_gradient_dtype(const ParamStoreOptions& options, int world_size);
 
+// What a ParamStore holds for the whole run, in bytes (its constructor allocates exactly these):
+// `farthing plan` adds them up rather than repeating them.
+struct ParamStoreBytes {
+  int64_t weights = 0;      // bf16: whole at stages 1-2, owned shards at 3 (kWeights)
+  int64_t grads = 0;        // kept gradients: whole at stage 1, owned at 2-3, none fused (kGrads)
+  int64_t master_copy = 0;  // compute from the master at stages 1-2 over several ranks: its whole copy (kWeights)
+  int64_t staging = 0;      // ZeroCollectives' staging at stages 1-2 over several ranks (kCommBuffers)
+  int64_t total() const { return weights + grads + master_copy + staging; }
+};
+
 class ParamStore final : public UnitStorage {
  public:
   // shard s of this rank's optimizer is zero.owned_shards()[s]; a rank owns one range per unit.
@@ -63,6 +73,7 @@ class ParamStore final : public UnitStorage {
   using UnitGradsHook = std::function<void(int unit, int shard, const Tensor& owned_grads)>;
 
   ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& backend, ParamStoreOptions options);
+  static ParamStoreBytes planned_bytes(const ZeroLayout& zero, const ParamStoreOptions& options);
 
   const ZeroLayout& layout() const { return zero_; }
   const ParamStoreOptions& options() const { return options_; }

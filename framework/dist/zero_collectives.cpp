@@ -56,15 +56,18 @@ ZeroCollectives::ZeroCollectives(const ZeroLayout& layout, Communicator& comm)
   FARTHING_CHECK(comm.device().is_cpu(), "ZeroCollectives: the communicator moves ",
                  comm.device().name(), " buffers, but ZeRO's staging copies are host copies; "
                  "use an MPI (host) communicator");
+  const int64_t bytes = staging_bytes(layout_);
+  if (bytes > 0) staging_ = Buffer(Device::cpu(), size_t(bytes), MemoryCategory::kCommBuffers);
+}
+
+int64_t ZeroCollectives::staging_bytes(const ZeroLayout& layout) {
+  if (layout.world_size() == 1) return 0;  // every unit's storage is its aligned span
   int64_t staging_elems = 0;
-  for (size_t u = 0; u < layout_.units().size(); ++u) {
-    if (layout_.needs_staging(u)) staging_elems = std::max(staging_elems, layout_.padded_elems(u));
+  for (size_t u = 0; u < layout.units().size(); ++u) {
+    if (layout.needs_staging(u)) staging_elems = std::max(staging_elems, layout.padded_elems(u));
   }
   // NOTE: f32 staging also fits every narrower dtype gather_owned accepts.
-  if (staging_elems > 0) {
-    staging_ = Buffer(Device::cpu(), size_t(staging_elems) * sizeof(float),
-                      MemoryCategory::kCommBuffers);
-  }
+  return staging_elems * int64_t(sizeof(float));
 }
 
 void ZeroCollectives::reduce_gradients(float* grads, int stage) {

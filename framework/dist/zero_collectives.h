@@ -30,6 +30,8 @@ class ZeroCollectives {
   // layout must describe comm's world (same size, same rank); comm must move host buffers.
   // Both are kept: layout by copy, comm by reference (it must outlive this object).
   ZeroCollectives(const ZeroLayout& layout, Communicator& comm);
+  // The staging buffer it holds for `layout` (0 when no unit needs one), before building one.
+  static int64_t staging_bytes(const ZeroLayout& layout);
 
   const ZeroLayout& layout() const { return layout_; }
 

@@ -62,6 +62,10 @@ const float* quant_map4(numerics::MapSign sign) {
   return (sign == numerics::MapSign::kSigned ? signed_map : unsigned_map).data();
 }
 
+size_t master_bytes_per_elem(MasterMode mode) {
+  return mode == MasterMode::kF32 ? sizeof(float) : mode == MasterMode::kRemainder16 ? sizeof(uint16_t) : 0;
+}
+
 kernels::GradFormat grad_format_of(const Tensor& t) {
   return t.dtype() == DType::kBF16 ? kernels::GradFormat::kBf16 : kernels::GradFormat::kF32;
 }
@@ -71,6 +75,48 @@ const std::byte* byte_ptr(const Tensor& t, uint64_t element) {
 }
 
 }  // namespace
+
+AdamW::ShardLayout AdamW::lay_out_shard(const OptimizerConfig& config, const ShardSpec& spec) {
+  ShardLayout layout;
+  const uint64_t shard_begin = spec.global_offset, shard_end = shard_begin + spec.numel;
+  size_t offset = 0;
+  for (size_t r = 0; r < config.ranges.size(); ++r) {
+    const ParamRange& range = config.ranges[r];
+    const uint64_t begin = std::max(shard_begin, range.global_offset);
+    const uint64_t end = std::min(shard_end, range.global_offset + range.numel);
+    if (begin >= end) continue;
+    Segment seg;
+    seg.range = r;
+    seg.format = effective_state_format(config, range);
+    seg.global_offset = begin;
+    seg.local_offset = begin - shard_begin;
+    seg.numel = end - begin;
+    seg.values_offset_bytes = offset;
+    const size_t values = align_up(moment_value_bytes(seg.format, seg.numel));
+    offset += values;
+    layout.moment_value_bytes += values;
+    if (is_quantized(seg.format)) {
+      seg.absmax_offset_bytes = offset;
+      const size_t absmax = align_up(blocks_of(seg.format, seg.numel) * sizeof(float));
+      offset += absmax;
+      layout.absmax_bytes += absmax;
+    }
+    layout.segments.push_back(seg);
+  }
+  return layout;
+}
+
+AdamWStateBytes AdamW::planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards) {
+  AdamWStateBytes b;
+  for (const ShardSpec& spec : shards) {
+    const ShardLayout layout = lay_out_shard(config, spec);
+    b.owned_elems += int64_t(spec.numel);
+    b.master += int64_t(spec.numel) * int64_t(master_bytes_per_elem(config.master_mode));
+    b.moment_values += 2 * int64_t(layout.moment_value_bytes);  // m and v
+    b.absmax += 2 * int64_t(layout.absmax_bytes);
+  }
+  return b;
+}
 
 AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards)
     : config_(std::move(config)), specs_(std::move(shards)) {
@@ -85,30 +131,12 @@ AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards)
   for (size_t s = 0; s < specs_.size(); ++s) {
     ShardState& shard = shards_[s];
     shard.spec = specs_[s];
-    const uint64_t shard_begin = shard.spec.global_offset, shard_end = shard_begin + shard.spec.numel;
-    size_t state_bytes = 0;
-    for (size_t r = 0; r < config_.ranges.size(); ++r) {
-      const ParamRange& range = config_.ranges[r];
-      const uint64_t begin = std::max(shard_begin, range.global_offset);
-      const uint64_t end = std::min(shard_end, range.global_offset + range.numel);
-      if (begin >= end) continue;
-      Segment seg;
-      seg.range = r;
-      seg.format = effective_state_format(config_, range);
-      seg.global_offset = begin;
-      seg.local_offset = begin - shard_begin;
-      seg.numel = end - begin;
-      seg.values_offset_bytes = state_bytes;
-      state_bytes += align_up(moment_value_bytes(seg.format, seg.numel));
-      if (is_quantized(seg.format)) {
-        seg.absmax_offset_bytes = state_bytes;
-        state_bytes += align_up(blocks_of(seg.format, seg.numel) * sizeof(float));
-      }
-      shard.segments.push_back(seg);
-    }
+    ShardLayout layout = lay_out_shard(config_, shard.spec);
+    shard.segments = std::move(layout.segments);
+    const size_t state_bytes = layout.state_bytes();
     if (config_.master_mode != MasterMode::kNone) {
-      const size_t bytes_per = config_.master_mode == MasterMode::kF32 ? sizeof(float) : sizeof(uint16_t);
-      shard.master = Buffer(Device::cpu(), size_t(shard.spec.numel) * bytes_per, MemoryCategory::kMaster);
+      shard.master = Buffer(Device::cpu(), size_t(shard.spec.numel) * master_bytes_per_elem(config_.master_mode),
+                            MemoryCategory::kMaster);
       std::memset(shard.master.data(), 0, shard.master.bytes());
     }
     shard.m = Buffer(Device::cpu(), state_bytes, MemoryCategory::kOptimizerState);

@@ -34,8 +34,21 @@ struct StateSpan {
   std::span<std::byte> bytes;
 };
 
+// What AdamW allocates over a set of shards, in bytes (its constructor lays its buffers out with
+// the same arithmetic): `farthing plan` adds these up rather than repeating them.
+struct AdamWStateBytes {
+  int64_t owned_elems = 0;
+  int64_t master = 0;         // f32 (4 B/elem) or remainder16 (2 B/elem) of the owned elements (kMaster)
+  int64_t moment_values = 0;  // m and v values or codes, each segment aligned to 64 B (kOptimizerState)
+  int64_t absmax = 0;         // m and v block scales of quantized segments, aligned (kOptimizerState)
+  int64_t state() const { return moment_values + absmax; }
+};
+
 class AdamW {
  public:
+  // The bytes an AdamW over `shards` with `config` allocates, before building one.
+  static AdamWStateBytes planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards);
+
   AdamW(OptimizerConfig config, std::vector<ShardSpec> shards);
 
   const OptimizerConfig& config() const { return config_; }
@@ -114,6 +127,14 @@ class AdamW {
     size_t values_offset_bytes = 0;  // in the shard's m and v buffers (same layout)
     size_t absmax_offset_bytes = 0;  // kBlock8 only
   };
+  // A shard's segments and the bytes of each of its m and v buffers (values, then absmax, per
+  // segment, each 64-byte aligned).
+  struct ShardLayout {
+    std::vector<Segment> segments;
+    size_t moment_value_bytes = 0, absmax_bytes = 0;
+    size_t state_bytes() const { return moment_value_bytes + absmax_bytes; }
+  };
+  static ShardLayout lay_out_shard(const OptimizerConfig& config, const ShardSpec& spec);
   struct ShardState {
     ShardSpec spec;
     Buffer master;

@@ -10,9 +10,9 @@
 #include <cstdio>
 
 #include "framework/core/error.h"
+#include "framework/dist/param_store.h"
 #include "framework/dist/zero_layout.h"
 #include "framework/train/optimizer_setup.h"
-#include "kernels/numerics/block_quant4.h"
 #include "models/common/presets.h"
 
 namespace farthing::train {
@@ -22,26 +22,7 @@ namespace {
 // models/common/transformer.cpp's Carver: every carved array is rounded up to 16 floats.
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
-// framework/optim/adamw.cpp's state layout: every segment's values and absmax aligned to 64 B.
-int64_t align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int64_t moment_value_bytes(optim::StateFormat format, int64_t numel) {
-  switch (format) {
-    case optim::StateFormat::kF32: return numel * 4;
-    case optim::StateFormat::kBf16: return numel * 2;
-    case optim::StateFormat::kBlock8: return numel;
-    case optim::StateFormat::kBlock4: return (numel + 1) / 2;
-  }
-  return 0;
-}
-
-int64_t absmax_bytes(optim::StateFormat format, int64_t numel) {
-  if (format == optim::StateFormat::kBlock8) return ceil_div(numel, int64_t(optim::kQuantBlockElems)) * 4;
-  if (format == optim::StateFormat::kBlock4) return ceil_div(numel, int64_t(numerics::kQuant4BlockElems)) * 4;
-  return 0;
-}
 
 // The temporaries MpiCommunicator::all_reduce_async holds for n f32/f64 elements at world W:
 // the zero-padded copy and the received blocks, ceil(n/W)·W elements each (mpi_communicator.cpp).
@@ -161,7 +142,8 @@ void replay_training_step(AllocationReplay& replay, const models::TransformerSpe
   const int stage = config.distributed.zero_stage;
   const bool solo = world == 1;
   const bool local = solo || stage < 3;  // whole units on this rank: no gathers
-  const bool bf16_grads = world * config.train.grad_accum == 1;  // dist::kept_gradient_dtype
+  const bool bf16_grads =
+      dist::kept_gradient_dtype({.grad_accum = config.train.grad_accum}, int(world)) == DType::kBF16;
   const int64_t send_elem_bytes = gather_f32 ? 4 : 2;
   std::vector<char> has_grads(units.size(), 0);
 
@@ -356,30 +338,6 @@ TransformerBufferBytes transformer_buffer_bytes(const models::TransformerSpec& s
   return b;
 }
 
-AdamWStateBytes adamw_state_bytes(const optim::OptimizerConfig& config, const std::vector<optim::ShardSpec>& shards) {
-  // Mirrors AdamW::AdamW (framework/optim/adamw.cpp): per shard, one segment per range it
-  // meets; m and v are two buffers of the same layout.
-  AdamWStateBytes b;
-  const int64_t master_per_elem = config.master_mode == optim::MasterMode::kF32           ? 4
-                                  : config.master_mode == optim::MasterMode::kRemainder16 ? 2
-                                                                                          : 0;
-  for (const optim::ShardSpec& shard : shards) {
-    const uint64_t shard_begin = shard.global_offset, shard_end = shard_begin + shard.numel;
-    b.owned_elems += int64_t(shard.numel);
-    b.master += int64_t(shard.numel) * master_per_elem;
-    for (const optim::ParamRange& range : config.ranges) {
-      const uint64_t begin = std::max(shard_begin, range.global_offset);
-      const uint64_t end = std::min(shard_end, range.global_offset + range.numel);
-      if (begin >= end) continue;
-      const optim::StateFormat format = optim::effective_state_format(config, range);
-      const int64_t numel = int64_t(end - begin);
-      b.moment_values += 2 * align64(moment_value_bytes(format, numel));
-      if (optim::is_quantized(format)) b.absmax += 2 * align64(absmax_bytes(format, numel));
-    }
-  }
-  return b;
-}
-
 MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size,
                                int rank) {
   const recipe::TrainSection& t = config.train;
@@ -404,20 +362,15 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
 
   const OptimizerSetup setup = make_optimizer_setup(layout, config.optimizer, t.seed);
   const std::vector<dist::UnitRange> units = unit_ranges(layout);
-  // dist::ParamStore's buffers (its constructor): whole bf16 weights at stages 1-2, owned shards
-  // at 3; kept gradients whole at stage 1, owned at 2-3, none fused, in fp32 when summed over
-  // micro-batches or ranks and bf16 otherwise (dist::kept_gradient_dtype); over several ranks at
-  // stages 1-2 ZeroCollectives' staging buffer and, when the compute reads the master, its
-  // gathered whole copy.
+  // The owners report what they hold for the run: AdamW (master, moments) and the parameter
+  // store (bf16 weights, kept gradients, staging, the master's whole copy), for each rank.
   const bool compute_from_master = t.precision == "fp32" && setup.config.master_mode == optim::MasterMode::kF32;
-  const int64_t grad_bytes = world_size * t.grad_accum > 1 ? 4 : 2;
-  const bool whole_weights = e.zero_stage < 3;
-  const bool several_local = world_size > 1 && e.zero_stage < 3;
-  auto store_weights = [&](int64_t owned) { return (whole_weights ? e.flat_elems : owned) * 2; };
-  auto store_grads = [&](int64_t owned) {
-    if (e.optimizer_in_backward) return int64_t(0);
-    return (e.zero_stage == 1 ? e.flat_elems : owned) * grad_bytes;
-  };
+  dist::ParamStoreOptions store_options;  // as the trainer's constructor sets them
+  store_options.zero_stage = e.zero_stage;
+  store_options.grad_accum = t.grad_accum;
+  store_options.optimizer_in_backward = t.optimizer_in_backward;
+  store_options.compute_from_master = compute_from_master;
+  dist::ParamStoreBytes store;
   // The rank that owns the most holds the most (master, moments, and at stages 2-3 the kept
   // gradients and at 3 the weights are owned shards).
   int64_t best_total = -1;
@@ -427,12 +380,14 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
     FARTHING_CHECK(!shards.empty(), "at world size ", world_size, " rank ", r, " owns no parameters (",
                    e.flat_elems, " elements in ", units.size(), " units of at least 256 per rank); "
                    "AdamW needs at least one shard per rank: use fewer ranks");
-    const AdamWStateBytes state = adamw_state_bytes(setup.config, shards);
-    const int64_t total = state.master + state.state() + store_weights(state.owned_elems) + store_grads(state.owned_elems);
+    const optim::AdamWStateBytes state = optim::AdamW::planned_bytes(setup.config, shards);
+    const dist::ParamStoreBytes held = dist::ParamStore::planned_bytes(zero, store_options);
+    const int64_t total = state.master + state.state() + held.total();
     if (rank >= 0 ? r != rank : total <= best_total) continue;
     best_total = total;
     e.peak_rank = r;
     e.optimizer = state;
+    store = held;
     e.quantized_state_elems = 0;
     for (const optim::ShardSpec& s : shards) {
       for (const optim::ParamRange& range : setup.config.ranges) {
@@ -443,19 +398,14 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
         }
       }
     }
-    e.comm_staging = 0;
-    if (several_local) {  // ZeroCollectives' constructor: one f32 staging buffer of the largest P_u that needs one
-      int64_t staging_elems = 0;
-      for (size_t u = 0; u < units.size(); ++u) {
-        if (zero.needs_staging(u)) staging_elems = std::max(staging_elems, zero.padded_elems(u));
-      }
-      e.comm_staging = staging_elems * 4;
-    }
   }
-  e.trainer_weights = store_weights(e.optimizer.owned_elems);
-  e.grad_sum = store_grads(e.optimizer.owned_elems);
-  e.grad_bytes_per_elem = e.optimizer_in_backward ? 0 : grad_bytes;
-  e.master_copy = several_local && compute_from_master ? e.flat_elems * 4 : 0;
+  e.trainer_weights = store.weights;
+  e.grad_sum = store.grads;
+  e.comm_staging = store.staging;
+  e.master_copy = store.master_copy;
+  e.grad_bytes_per_elem =
+      e.optimizer_in_backward ? 0 : int64_t(dtype_size_bytes(dist::kept_gradient_dtype(store_options, world_size)));
+  const int64_t grad_bytes = int64_t(dtype_size_bytes(dist::kept_gradient_dtype(store_options, world_size)));
 
   // Held for the whole run, in the trainer constructor's order: AdamW, the store, the model.
   AllocationReplay replay;

@@ -2,11 +2,11 @@
 // its model's config before anything is allocated: the arithmetic behind `farthing plan`
 // (ARCHITECTURE.md §6).
 //
-// Every byte count repeats one allocation the trainer makes (framework/train/trainer.cpp):
-// AdamW's master and moments over the rank's ZeRO shards (framework/optim/adamw.cpp), the
-// parameter store's bf16 weights, kept gradients and staging (framework/dist/param_store.cpp),
-// the model's activations (models/common/transformer.cpp), and the MPI communicator's
-// temporaries. So the prediction is of what the memory tracker (framework/core/memory.h)
+// What is held for the run comes from its owners, which allocate with the same arithmetic:
+// AdamW::planned_bytes (master and moments over the rank's ZeRO shards) and
+// ParamStore::planned_bytes (bf16 weights, kept gradients, staging, the master's whole copy);
+// the model's activations (transformer_buffer_bytes below) still repeat its constructor's
+// carving. What comes and goes during a step is replayed, as below. So the prediction is of what the memory tracker (framework/core/memory.h)
 // counts, and a real run's tracked peak checks it; the dataset, the tokenizer and the kernels'
 // per-thread scratch are not tracked, and not predicted. Units come and go during a step (each
 // unit's fp32 parameters, 16-bit GEMM copy, gradient accumulator, gathers and reductions), so
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "framework/core/memory.h"
+#include "framework/optim/adamw.h"
 #include "framework/optim/memory_plan.h"
 #include "framework/optim/optim_config.h"
 #include "framework/recipe/run_config.h"
@@ -49,17 +50,6 @@ struct TransformerBufferBytes {
 TransformerBufferBytes transformer_buffer_bytes(const models::TransformerSpec& spec, int64_t batch, int64_t seq,
                                                 const models::ModelOptions& options);
 
-// What AdamW allocates over a set of shards (its constructor), in bytes.
-struct AdamWStateBytes {
-  int64_t owned_elems = 0;
-  int64_t master = 0;         // f32 (4 B/elem) or remainder16 (2 B/elem) of the owned elements (kMaster)
-  int64_t moment_values = 0;  // m and v values or codes, each segment aligned to 64 B (kOptimizerState)
-  int64_t absmax = 0;         // m and v block scales of quantized segments, aligned (kOptimizerState)
-  int64_t state() const { return moment_values + absmax; }
-};
-
-AdamWStateBytes adamw_state_bytes(const optim::OptimizerConfig& config, const std::vector<optim::ShardSpec>& shards);
-
 // One rank's memory during training.
 struct MemoryEstimate {
   models::ModelConfig model;
@@ -78,7 +68,7 @@ struct MemoryEstimate {
   int64_t grad_sum = 0;         // the store's kept gradients: whole at stage 1, owned at 2-3, none fused (kGrads)
   int64_t grad_bytes_per_elem = 0;  // of the kept gradients: 2 (bf16, one backward) or 4 (fp32, a sum)
   int64_t master_copy = 0;      // precision fp32 + f32 master over several ranks at stages 1-2: the gathered master (kWeights)
-  AdamWStateBytes optimizer;    // peak_rank's shards
+  optim::AdamWStateBytes optimizer;  // peak_rank's shards (AdamW::planned_bytes)
   int64_t comm_staging = 0;     // ZeroCollectives' staging buffer, held for the run (kCommBuffers)
   int64_t comm_transient = 0;   // the largest collective's buffers and MPI temporaries, at their peak (kCommBuffers)
   // At each category's peak: the units' fp32 parameters and 16-bit GEMM copies in use (the
