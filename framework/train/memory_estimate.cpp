@@ -19,9 +19,6 @@ namespace farthing::train {
 
 namespace {
 
-// models/common/transformer.cpp's Carver: every carved array is rounded up to 16 floats.
-int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The temporaries MpiCommunicator::all_reduce_async holds for n f32/f64 elements at world W:
@@ -290,54 +287,6 @@ std::string shrink_advice(MemoryCategory c, const MemoryEstimate& e) {
 
 }  // namespace
 
-TransformerBufferBytes transformer_buffer_bytes(const models::TransformerSpec& spec, int64_t batch, int64_t seq,
-                                                const models::ModelOptions& options) {
-  // Mirrors Transformer::Transformer (models/common/transformer.cpp): params_, grads_, working_,
-  // then carve_acts (acts_), carve_scratch (scratch_) and bf16_scratch_.
-  const models::ModelConfig& c = spec.config;
-  const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim(), V = c.vocab_size;
-  const int64_t F = c.family == models::ModelFamily::kLlama ? 2 * H : H;
-  const int64_t R = std::min(options.loss_chunk_rows, M);
-  const int64_t n = spec.layout.total_elems();
-  const bool narrow = options.compute != models::ComputeMode::kF32;
-
-  TransformerBufferBytes b;
-  b.params = n * 4;
-  b.grads = n * 4;
-  b.working = narrow ? n * 2 : 0;
-
-  // Per-block checkpointing keeps one set of block activations instead of one per layer.
-  const int64_t sets = options.checkpointing == models::Checkpointing::kPerBlock ? 1 : c.n_layers;
-  const int64_t per_set = round16(M * C) +                   // n1
-                          2 * round16(M) +                   // n1_mean, n1_rstd
-                          round16(M * Sq) +                  // qkv
-                          round16(M * C) +                   // att
-                          round16(batch * c.n_heads * seq) +  // lse
-                          round16(M * C) +                   // mid
-                          round16(M * C) +                   // n2
-                          2 * round16(M) +                   // n2_mean, n2_rstd
-                          round16(M * F) +                   // fc
-                          round16(M * H);                    // act
-  const int64_t act_floats = round16((c.n_layers + 1) * M * C) +  // resid_
-                             sets * per_set +
-                             round16(M * C) + 2 * round16(M);       // nf_, nf_mean_, nf_rstd_
-  b.activations = act_floats * 4;
-
-  const int64_t scratch_floats = 3 * round16(M * C) +  // dres_, dn_, datt_
-                                 round16(M * Sq) +     // dqkv_
-                                 round16(M * F) +      // dfc_
-                                 round16(M * H) +      // dact_
-                                 round16(2 * batch * c.n_heads * seq * c.head_dim()) +  // att_scratch_
-                                 round16(R * V);       // logits_
-  b.scratch = scratch_floats * 4;
-
-  if (narrow) {
-    const int64_t slot_elems = round16(std::max(M * std::max({C, H, F, Sq}), R * V));
-    b.narrow_scratch = 2 * slot_elems * 2;
-  }
-  return b;
-}
-
 MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size,
                                int rank) {
   const recipe::TrainSection& t = config.train;
@@ -357,7 +306,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.flat_elems = layout.total_elems();
 
   // Over the ParamStore the model allocates no whole parameter, gradient or GEMM-copy buffer.
-  e.model_buffers = transformer_buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options_of(config));
+  e.model_buffers = models::Transformer::buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options_of(config));
   e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
 
   const OptimizerSetup setup = make_optimizer_setup(layout, config.optimizer, t.seed);

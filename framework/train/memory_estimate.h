@@ -5,8 +5,8 @@
 // What is held for the run comes from its owners, which allocate with the same arithmetic:
 // AdamW::planned_bytes (master and moments over the rank's ZeRO shards) and
 // ParamStore::planned_bytes (bf16 weights, kept gradients, staging, the master's whole copy);
-// the model's activations (transformer_buffer_bytes below) still repeat its constructor's
-// carving. What comes and goes during a step is replayed, as below. So the prediction is of what the memory tracker (framework/core/memory.h)
+// and the model's activations (Transformer::buffer_bytes, the constructor's own carving). What
+// comes and goes during a step is replayed, as below. So the prediction is of what the memory tracker (framework/core/memory.h)
 // counts, and a real run's tracked peak checks it; the dataset, the tokenizer and the kernels'
 // per-thread scratch are not tracked, and not predicted. Units come and go during a step (each
 // unit's fp32 parameters, 16-bit GEMM copy, gradient accumulator, gathers and reductions), so
@@ -36,19 +36,7 @@
 
 namespace farthing::train {
 
-// The buffers models::Transformer allocates (its constructor), in bytes.
-struct TransformerBufferBytes {
-  int64_t params = 0;          // fp32 parameters (kWeights)
-  int64_t grads = 0;           // fp32 gradients (kGrads)
-  int64_t working = 0;         // bf16/fp16 copy the GEMMs read; 0 at fp32 (kWeights)
-  int64_t activations = 0;     // residual stream and each stored block's activations (kActivations)
-  int64_t scratch = 0;         // backward scratch, attention scratch, one logits chunk (kActivations)
-  int64_t narrow_scratch = 0;  // two bf16/fp16 GEMM operand slots; 0 at fp32 (kActivations)
-  int64_t activation_total() const { return activations + scratch + narrow_scratch; }
-};
-
-TransformerBufferBytes transformer_buffer_bytes(const models::TransformerSpec& spec, int64_t batch, int64_t seq,
-                                                const models::ModelOptions& options);
+using models::TransformerBufferBytes;  // models::Transformer::buffer_bytes
 
 // One rank's memory during training.
 struct MemoryEstimate {

@@ -16,17 +16,6 @@ namespace {
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
-// Carves consecutive 64-byte-aligned float arrays out of one buffer.
-struct Carver {
-  float* base;
-  int64_t used = 0;
-  float* take(int64_t n) {
-    float* p = base ? base + used : nullptr;
-    used += round16(n);
-    return p;
-  }
-};
-
 GemmDtype gemm_dtype_of(ComputeMode mode) {
   return mode == ComputeMode::kBF16 ? GemmDtype::kBF16
          : mode == ComputeMode::kF16 ? GemmDtype::kF16
@@ -42,6 +31,17 @@ uint64_t splitmix(uint64_t x) {
 
 }  // namespace
 
+// Carves consecutive 64-byte-aligned float arrays out of one buffer (or, with no base, counts them).
+struct Transformer::Carver {
+  float* base;
+  int64_t used = 0;
+  float* take(int64_t n) {
+    float* p = base ? base + used : nullptr;
+    used += round16(n);
+    return p;
+  }
+};
+
 Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, ModelOptions options)
     : spec_(std::move(spec)),
       batch_(batch),
@@ -54,9 +54,6 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
                  batch, ") and seq(", seq, ") must be positive and seq <= max_seq_len(",
                  c.max_seq_len, ")");
   FARTHING_CHECK(options.loss_chunk_rows > 0, "loss_chunk_rows must be positive");
-  const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim(), V = c.vocab_size;
-  const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
-  const int64_t R = std::min(options.loss_chunk_rows, M);
   const int64_t n = spec_.layout.total_elems();
   if (options.unit_storage == nullptr) {
     params_ = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kWeights);
@@ -75,60 +72,99 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
     unit_vectors_.resize(units);
   }
 
-  const int64_t sets = options.checkpointing == Checkpointing::kPerBlock ? 1 : c.n_layers;
-  auto carve_acts = [&](Carver& cv) {
-    resid_ = cv.take((c.n_layers + 1) * M * C);
-    layer_acts_.clear();
-    for (int64_t s = 0; s < sets; ++s) {
-      BlockActs a;
-      a.n1 = cv.take(M * C);
-      a.n1_mean = cv.take(M);
-      a.n1_rstd = cv.take(M);
-      a.qkv = cv.take(M * Sq);
-      a.att = cv.take(M * C);
-      a.lse = cv.take(batch * c.n_heads * seq);
-      a.mid = cv.take(M * C);
-      a.n2 = cv.take(M * C);
-      a.n2_mean = cv.take(M);
-      a.n2_rstd = cv.take(M);
-      a.fc = cv.take(M * F);
-      a.act = cv.take(M * H);
-      layer_acts_.push_back(a);
-    }
-    nf_ = cv.take(M * C);
-    nf_mean_ = cv.take(M);
-    nf_rstd_ = cv.take(M);
-  };
-  Carver sizing{nullptr};
-  carve_acts(sizing);
-  acts_ = Buffer(ops_.device(), size_t(sizing.used) * 4, MemoryCategory::kActivations);
-  Carver acts{static_cast<float*>(acts_.data())};
-  carve_acts(acts);
-
-  auto carve_scratch = [&](Carver& cv) {
-    dres_ = cv.take(M * C);
-    dn_ = cv.take(M * C);
-    dqkv_ = cv.take(M * Sq);
-    datt_ = cv.take(M * C);
-    dfc_ = cv.take(M * F);
-    dact_ = cv.take(M * H);
-    att_scratch_ = cv.take(2 * batch * c.n_heads * seq * c.head_dim());
-    logits_ = cv.take(R * V);
-  };
-  Carver scratch_size{nullptr};
-  carve_scratch(scratch_size);
+  // Sized by carving from nothing, then carved from the buffers: buffer_bytes() sizes the same way.
+  Carver acts_size{nullptr}, scratch_size{nullptr};
+  Carved sized;
+  carve(c, batch, seq, options, acts_size, scratch_size, sized);
+  acts_ = Buffer(ops_.device(), size_t(acts_size.used) * 4, MemoryCategory::kActivations);
   scratch_ = Buffer(ops_.device(), size_t(scratch_size.used) * 4, MemoryCategory::kActivations);
-  Carver scratch{static_cast<float*>(scratch_.data())};
-  carve_scratch(scratch);
-
-  if (options.compute != ComputeMode::kF32) {
-    bf16_slot_elems_ = round16(std::max(M * std::max({C, H, F, Sq}), R * V));
+  Carver acts{static_cast<float*>(acts_.data())}, scratch{static_cast<float*>(scratch_.data())};
+  Carved carved;
+  carve(c, batch, seq, options, acts, scratch, carved);
+  resid_ = carved.resid;
+  layer_acts_ = std::move(carved.layer_acts);
+  nf_ = carved.nf;
+  nf_mean_ = carved.nf_mean;
+  nf_rstd_ = carved.nf_rstd;
+  dres_ = carved.dres;
+  dn_ = carved.dn;
+  dqkv_ = carved.dqkv;
+  datt_ = carved.datt;
+  dfc_ = carved.dfc;
+  dact_ = carved.dact;
+  att_scratch_ = carved.att_scratch;
+  logits_ = carved.logits;
+  bf16_slot_elems_ = narrow_slot_elems(c, batch, seq, options);
+  if (bf16_slot_elems_ > 0) {
     bf16_scratch_ = Buffer(ops_.device(), size_t(2 * bf16_slot_elems_) * 2, MemoryCategory::kActivations);
     bf16_slots_[0] = static_cast<uint16_t*>(bf16_scratch_.data());
     bf16_slots_[1] = bf16_slots_[0] + bf16_slot_elems_;
   }
 
   if (c.family == ModelFamily::kLlama) rope_tables(c, seq, rope_cos_, rope_sin_);
+}
+
+int64_t Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options) {
+  if (options.compute == ComputeMode::kF32) return 0;
+  const int64_t M = batch * seq, H = c.hidden_dim, F = c.family == ModelFamily::kLlama ? 2 * H : H;
+  const int64_t R = std::min(options.loss_chunk_rows, M);
+  return round16(std::max(M * std::max({c.dim, H, F, c.qkv_dim()}), R * c.vocab_size));
+}
+
+// The activations (residual stream, each stored block's activations, the final norm) and the
+// backward scratch, carved in this order from two buffers.
+void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options, Carver& acts,
+                        Carver& scratch, Carved& out) {
+  const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();
+  const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
+  const int64_t R = std::min(options.loss_chunk_rows, M);
+  const int64_t sets = options.checkpointing == Checkpointing::kPerBlock ? 1 : c.n_layers;
+  out.resid = acts.take((c.n_layers + 1) * M * C);
+  for (int64_t s = 0; s < sets; ++s) {
+    BlockActs a;
+    a.n1 = acts.take(M * C);
+    a.n1_mean = acts.take(M);
+    a.n1_rstd = acts.take(M);
+    a.qkv = acts.take(M * Sq);
+    a.att = acts.take(M * C);
+    a.lse = acts.take(batch * c.n_heads * seq);
+    a.mid = acts.take(M * C);
+    a.n2 = acts.take(M * C);
+    a.n2_mean = acts.take(M);
+    a.n2_rstd = acts.take(M);
+    a.fc = acts.take(M * F);
+    a.act = acts.take(M * H);
+    out.layer_acts.push_back(a);
+  }
+  out.nf = acts.take(M * C);
+  out.nf_mean = acts.take(M);
+  out.nf_rstd = acts.take(M);
+
+  out.dres = scratch.take(M * C);
+  out.dn = scratch.take(M * C);
+  out.dqkv = scratch.take(M * Sq);
+  out.datt = scratch.take(M * C);
+  out.dfc = scratch.take(M * F);
+  out.dact = scratch.take(M * H);
+  out.att_scratch = scratch.take(2 * batch * c.n_heads * seq * c.head_dim());
+  out.logits = scratch.take(R * c.vocab_size);
+}
+
+TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq,
+                                                 const ModelOptions& options) {
+  const int64_t n = spec.layout.total_elems();
+  TransformerBufferBytes b;
+  if (options.unit_storage == nullptr) {
+    b.params = b.grads = n * 4;
+    b.working = options.compute == ComputeMode::kF32 ? 0 : n * 2;
+  }
+  Carver acts{nullptr}, scratch{nullptr};
+  Carved sized;
+  carve(spec.config, batch, seq, options, acts, scratch, sized);
+  b.activations = acts.used * 4;
+  b.scratch = scratch.used * 4;
+  b.narrow_scratch = 2 * narrow_slot_elems(spec.config, batch, seq, options) * 2;
+  return b;
 }
 
 void Transformer::init_weights(uint64_t seed, float std) {

@@ -49,8 +49,22 @@ struct ModelOptions {
 // widens to fp32 when it acquires the unit (everything else is read as bf16).
 int64_t unit_vector_elems(const FlatLayout& layout, int unit);
 
+// The buffers a Transformer allocates (its constructor), in bytes: `farthing plan` adds them up.
+struct TransformerBufferBytes {
+  int64_t params = 0;          // fp32 parameters, without a UnitStorage (kWeights)
+  int64_t grads = 0;           // fp32 gradients, without a UnitStorage (kGrads)
+  int64_t working = 0;         // bf16/fp16 GEMM copy, without a UnitStorage; 0 at fp32 (kWeights)
+  int64_t activations = 0;     // residual stream and each stored block's activations (kActivations)
+  int64_t scratch = 0;         // backward scratch, attention scratch, one logits chunk (kActivations)
+  int64_t narrow_scratch = 0;  // two bf16/fp16 GEMM operand slots; 0 at fp32 (kActivations)
+  int64_t activation_total() const { return activations + scratch + narrow_scratch; }
+};
+
 class Transformer {
  public:
+  // What the constructor with these arguments allocates, computed with the same carving.
+  static TransformerBufferBytes buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq,
+                                             const ModelOptions& options);
   // Allocates parameters, gradients and activations for batches of (batch, seq) tokens.
   Transformer(TransformerSpec spec, int64_t batch, int64_t seq, ModelOptions options = {});
 
@@ -100,6 +114,17 @@ class Transformer {
   struct BlockActs {
     float *n1, *n1_mean, *n1_rstd, *qkv, *att, *lse, *mid, *n2, *n2_mean, *n2_rstd, *fc, *act;
   };
+  struct Carver;
+  struct Carved {  // where carve() put each array
+    float* resid = nullptr;
+    std::vector<BlockActs> layer_acts;
+    float *nf = nullptr, *nf_mean = nullptr, *nf_rstd = nullptr;
+    float *dres = nullptr, *dn = nullptr, *dqkv = nullptr, *datt = nullptr, *dfc = nullptr, *dact = nullptr,
+          *att_scratch = nullptr, *logits = nullptr;
+  };
+  static void carve(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options, Carver& acts,
+                    Carver& scratch, Carved& out);
+  static int64_t narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options);
   void refresh_working_weights();
   const void* weight_ptr(int64_t offset) const;
   // Parameter / gradient element at a global offset, from the full buffers or the unit's.
