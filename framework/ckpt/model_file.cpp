@@ -26,10 +26,18 @@ Shape shape_from_dims(const std::vector<int64_t>& dims, const std::string& what)
                  " but at most ", kMaxRank, " is supported");
   Shape shape;
   shape.rank = int(dims.size());
+  int64_t elements = 1;
+  bool overflow = false;
   for (size_t i = 0; i < dims.size(); ++i) {
     FARTHING_CHECK(dims[i] >= 0, what, " has a negative dimension ", dims[i]);
     shape.dims[i] = dims[i];
+    overflow = overflow || __builtin_mul_overflow(elements, dims[i], &elements);
   }
+  // NOTE: 2^48 elements (a petabyte of fp32) is past any real tensor, and keeps every byte count
+  // derived from it (elements × 8 at most) inside 64 bits.
+  FARTHING_CHECK(!overflow && elements < (int64_t(1) << 48), what, " has shape ", shape.str(), ", whose element count ",
+                 overflow ? std::string("overflows 64 bits") : std::to_string(elements) + " exceeds 2^48",
+                 ": not a tensor this reader accepts");
   return shape;
 }
 

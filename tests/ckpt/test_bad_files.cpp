@@ -88,6 +88,17 @@ TEST(BadFiles, SafetensorsShapeDisagreesWithData) {
   fs::remove(file);
 }
 
+// A shape whose element count wraps to 0 in 64 bits once passed as a tensor of no elements.
+TEST(BadFiles, SafetensorsShapeOverflowingSixtyFourBits) {
+  const fs::path file = temp_path("overflow.safetensors");
+  const nlohmann::json header = {
+      {"w", {{"dtype", "F32"}, {"shape", {int64_t(1) << 32, int64_t(1) << 32}}, {"data_offsets", {0, 0}}}}};
+  write_bytes(file, safetensors_bytes(header, ""));
+  expect_error([&] { read_safetensors(file); }, {file.string(), "'w'", "overflows 64 bits"});
+  expect_error([&] { read_safetensors(file, /*lazy=*/true); }, {file.string(), "'w'", "overflows 64 bits"});
+  fs::remove(file);
+}
+
 TEST(BadFiles, SafetensorsUnsupportedDtypeAndBadMagic) {
   const fs::path file = temp_path("st_dtype.safetensors");
   const nlohmann::json header = {{"ids", {{"dtype", "I64"}, {"shape", {2}}, {"data_offsets", {0, 16}}}}};
