@@ -1,7 +1,9 @@
 // error.h — farthing::Error and the FARTHING_CHECK family.
 //
-// Library code never exits: it throws Error carrying file:line, the function, the failed
-// condition and a message that names the values involved. Only tools/ decides to exit.
+// Library code never exits: it throws Error carrying a message for the user, naming the values
+// involved (what()), and apart from it the place for developers: file:line, the function and the
+// failed condition (location()), which tools print only when asked (FARTHING_DEBUG=1).
+// Only tools/ decides to exit.
 // Tested by: tests/core/test_core.cpp.
 #pragma once
 
@@ -13,7 +15,13 @@ namespace farthing {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& message, std::string location = "")
+      : std::runtime_error(message), location_(std::move(location)) {}
+  // "at file:line in function() [check failed: condition]", or "" when not known.
+  const std::string& location() const { return location_; }
+
+ private:
+  std::string location_;
 };
 
 namespace error_detail {

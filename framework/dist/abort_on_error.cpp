@@ -4,9 +4,11 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
+#include "framework/core/error.h"
 #include "framework/dist/launcher_env.h"
 
 namespace farthing {
@@ -36,11 +38,21 @@ Place where_am_i() {
   return place;
 }
 
-int report_and_abort(const std::string& message) {
+// FARTHING_DEBUG=1 (tools set it for --verbose): also print where the error was raised.
+bool debug_requested() {
+  const char* value = std::getenv("FARTHING_DEBUG");
+  return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+
+int report_and_abort(const std::string& message, const std::string& location = "") {
   const Place place = where_am_i();
-  // One fprintf per message, so lines from different ranks do not interleave mid-line.
-  std::fprintf(stderr, "farthing: error on rank %d of %d: %s\n", place.rank, place.world_size,
-               message.c_str());
+  // One line for the user; the rank only where there is more than one; the source location
+  // only when asked. One fprintf per message, so ranks' lines do not interleave mid-line.
+  const std::string rank = place.world_size > 1 ? " on rank " + std::to_string(place.rank) + " of " +
+                                                      std::to_string(place.world_size)
+                                                : "";
+  const std::string where = debug_requested() && !location.empty() ? "\n  " + location : "";
+  std::fprintf(stderr, "farthing: error%s: %s%s\n", rank.c_str(), message.c_str(), where.c_str());
   std::fflush(stderr);
   if (place.world_size > 1 && place.mpi_running) MPI_Abort(MPI_COMM_WORLD, 1);
   // Without MPI running, a non-zero exit makes mpirun/srun end the other ranks.
@@ -52,6 +64,8 @@ int report_and_abort(const std::string& message) {
 int run_main_or_abort(const std::function<int()>& body) {
   try {
     return body();
+  } catch (const Error& error) {
+    return report_and_abort(error.what(), error.location());
   } catch (const std::exception& error) {
     return report_and_abort(error.what());
   } catch (...) {

@@ -1,7 +1,9 @@
 // abort_on_error.h — how a tool's main() turns an error into a clean, prompt end of the job.
 //
 // Library code only throws. A tool wraps its body in run_main_or_abort(): an escaping
-// exception is printed once, naming the rank ("farthing: error on rank 1 of 3: ..."), and then,
+// exception is printed once, on one line ("farthing: error: ..."; with more than one process
+// naming the rank, "farthing: error on rank 1 of 3: ..."; with FARTHING_DEBUG=1 a second line
+// gives the source location and failed condition), and then,
 // when the job has more than one process, MPI_Abort(MPI_COMM_WORLD, 1) ends every rank, so no
 // peer is left waiting in a collective. With one process it returns 1 instead.
 // For tools/ (and test drivers) only: this is the one place where the library may end a job.

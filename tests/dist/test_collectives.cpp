@@ -327,14 +327,23 @@ TEST(Collectives, MpiCheckKeepsTheFailingExpression) {
   }
 }
 
-TEST(AbortOnError, OneProcessReturnsOneAndNamesTheRank) {
-  // At world size > 1 the helper ends the job (tests/dist/test_fault.sh covers that).
+TEST(AbortOnError, OneProcessReturnsOneOnOneLine) {
+  // At world size > 1 the helper ends the job and names the rank (tests/dist/test_fault.sh).
   if (world().world_size() > 1) GTEST_SKIP() << "aborts at world size > 1: see test_fault.sh";
+  unsetenv("FARTHING_DEBUG");
   ::testing::internal::CaptureStderr();
   const int rc = run_main_or_abort([]() -> int { FARTHING_FAIL("boom ", 42); });
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(rc, 1);
-  EXPECT_NE(err.find("farthing: error on rank 0 of 1: boom 42"), std::string::npos) << err;
+  EXPECT_EQ(err, "farthing: error: boom 42\n");  // no rank at world size 1, no source location
+  // FARTHING_DEBUG=1 adds where it was raised.
+  setenv("FARTHING_DEBUG", "1", 1);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_main_or_abort([]() -> int { FARTHING_CHECK(1 + 1 == 3, "arithmetic ", "broke"); }), 1);
+  const std::string debug = ::testing::internal::GetCapturedStderr();
+  unsetenv("FARTHING_DEBUG");
+  EXPECT_NE(debug.find("farthing: error: arithmetic broke\n  at "), std::string::npos) << debug;
+  EXPECT_NE(debug.find("[check failed: 1 + 1 == 3]"), std::string::npos) << debug;
   EXPECT_EQ(run_main_or_abort([] { return 3; }), 3);
 }
 

@@ -105,8 +105,18 @@ int run_bench(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage_error("no verb given");
-  const std::string verb = argv[1];
-  const std::vector<std::string> args(argv + 2, argv + argc);
+  // --verbose anywhere: errors also say where they were raised (FARTHING_DEBUG=1).
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--verbose") {
+      setenv("FARTHING_DEBUG", "1", 1);
+    } else {
+      words.emplace_back(argv[i]);
+    }
+  }
+  if (words.empty()) return usage_error("no verb given");
+  const std::string verb = words[0];
+  const std::vector<std::string> args(words.begin() + 1, words.end());
   if (verb == "help" || verb == "--help" || verb == "-h") {
     std::printf("%s", kUsage);
     print_registered_verbs(stdout);
