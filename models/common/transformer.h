@@ -1,17 +1,20 @@
 // transformer.h — a decoder-only transformer with explicit forward and backward, written
 // like the maths (llm.c style), over a TransformerSpec from models/llama or models/gpt2.
 //
-// Parameters and gradients are each one flat fp32 buffer in the spec's layout (global
-// offsets). Compute modes: kF32 (reference) and kBF16 (GEMM operands rounded to bf16 with
-// round-to-nearest-even, fp32 accumulation; weights from a bf16 working copy refreshed per
-// step; norms, softmax, attention and the loss stay fp32). The loss is a fused, chunked
+// Parameters and gradients live in the spec's flat layout (global offsets): in training they
+// come a unit at a time from a UnitStorage (the trainer's dist::ParamStore); without one (tests,
+// generation) the model owns whole fp32 buffers. Compute modes: kF32 (reference) and kBF16
+// (GEMM operands bf16 with fp32 accumulation: over a storage the weights are its bf16 weights
+// read in place, else a bf16 working copy refreshed per step; activations rounded to nearest
+// even; norms, softmax, attention and the loss stay fp32). The loss is a fused, chunked
 // cross-entropy: logits exist only for loss_chunk_rows rows at a time, and each chunk's
 // gradient flows into the head and the final norm before the next chunk is computed.
 // Activation checkpointing per block keeps only the block inputs and recomputes the rest
 // in backward with the same code, so gradients are bitwise those of the stored run.
 // Every op runs through the backend's NnOps (framework/backend/nn_ops.h); the model includes
-// no kernel directly. Relies on: framework/backend/nn_ops.h, framework/core/memory.h.
-// Tested by: tests/models/test_model_goldens.cpp, test_gradcheck.cpp, test_model_modes.cpp.
+// no kernel directly. Relies on: framework/backend/nn_ops.h, framework/core/memory.h,
+// framework/dist/unit_storage.h. Tested by: tests/models/test_model_goldens.cpp,
+// test_gradcheck.cpp, test_model_modes.cpp, tests/dist/test_param_store.cpp (over the store).
 #pragma once
 
 #include <cstdint>
