@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -22,6 +21,7 @@
 #include "framework/core/memory.h"
 #include "kernels/cpu/random_bits_cpu.h"
 #include "tools/bench/bench.h"
+#include "tools/bench/numerics_kernels.h"
 
 namespace farthing::bench {
 
@@ -60,15 +60,9 @@ int run_numerics_bench(const BenchOptions& options) {
   parallel_fill(narrow_buf.data(), narrow_buf.bytes(), 0);
   parallel_fill(absmax_buf.data(), absmax_buf.bytes(), 0);
   {
-    // Values spread like optimizer moments: many magnitudes, both signs, inside fp8 range.
     float* x = static_cast<float*>(src_buf.data());
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const uint64_t h = uint64_t(i) * 0x9E3779B97F4A7C15ull;
-      const float mantissa = 1.0f + float((h >> 40) & 0xFFFF) / 65536.0f;
-      const int exponent = int((h >> 20) % 24) - 16;
-      x[i] = ((h >> 63) ? -1.0f : 1.0f) * std::ldexp(mantissa, exponent);
-    }
+    for (int64_t i = 0; i < n; ++i) x[i] = moment_like_value(i);
   }
   const Tensor f32 = src_buf.view(DType::kF32, Shape{n});
   const Tensor f32_out = out_buf.view(DType::kF32, Shape{n});
@@ -96,20 +90,7 @@ int run_numerics_bench(const BenchOptions& options) {
     rows.push_back({name, bytes_per_elem, best_kernel, gbps, 2.0 * double(copy_bytes) / best_copy / 1e9});
   };
 
-  struct Format { DType dtype; const char* name; };
-  const Format formats[] = {{DType::kBF16, "bf16"}, {DType::kF16, "f16"}, {DType::kE4M3, "e4m3"}, {DType::kE5M2, "e5m2"}};
-  for (const Format& f : formats) {
-    const Tensor narrow = narrow_buf.view(f.dtype, Shape{n});
-    const double narrow_bytes = double(dtype_size_bytes(f.dtype));
-    CastOptions rne;
-    rne.overflow = nm::Overflow::kSaturate;
-    measure(std::string("cast f32->") + f.name, 4 + narrow_bytes, [&] { cpu.cast(narrow, f32, rne); });
-    CastOptions sr;
-    sr.rounding = nm::Rounding::kStochastic;
-    sr.random_key = {1234, 1, nm::RandomPurpose::kWeightCast};
-    measure(std::string("sr cast f32->") + f.name, 4 + narrow_bytes, [&] { cpu.cast(narrow, f32, sr); });
-    measure(std::string("cast ") + f.name + "->f32", narrow_bytes + 4, [&] { cpu.cast(f32_out, narrow, {}); });
-  }
+  measure_cast_rows(cpu, f32, f32_out, narrow_buf.data(), n, measure);
   // What bounds the stochastic-rounding casts: the random bits alone (Philox4x32-10, one call
   // per four elements, the same routine the casts use), written as 4 bytes per element.
   {
@@ -125,12 +106,7 @@ int run_numerics_bench(const BenchOptions& options) {
       }
     });
   }
-  const Tensor codes = narrow_buf.view(DType::kU8, Shape{n});
-  const double quant_bytes = 4 + 1 + 4.0 / 256;
-  measure("quantize 8-bit signed", quant_bytes, [&] { cpu.block_quantize(codes, absmax, f32, nm::MapSign::kSigned); });
-  measure("quantize 8-bit unsigned", quant_bytes, [&] { cpu.block_quantize(codes, absmax, f32, nm::MapSign::kUnsigned); });
-  cpu.block_quantize(codes, absmax, f32, nm::MapSign::kSigned);
-  measure("dequantize 8-bit signed", quant_bytes, [&] { cpu.block_dequantize(f32_out, codes, absmax, nm::MapSign::kSigned); });
+  measure_quant_rows(cpu, f32, f32_out, narrow_buf.view(DType::kU8, Shape{n}), absmax, measure);
 
   const double memcpy_gbps = 2.0 * double(copy_bytes) / overall_memcpy_seconds / 1e9;
   if (options.json) {

@@ -9,7 +9,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -20,12 +19,11 @@
 #include "framework/core/memory.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_cuda.h"
+#include "tools/bench/numerics_kernels.h"
 
 namespace farthing::bench {
 
 namespace {
-
-namespace nm = farthing::numerics;
 
 struct Row {
   std::string kernel;
@@ -54,12 +52,7 @@ int run_numerics_bench_cuda(const BenchOptions& options) {
     for (int64_t begin = 0; begin < n; begin += chunk) {
       const int64_t count = std::min(chunk, n - begin);
 #pragma omp parallel for schedule(static)
-      for (int64_t j = 0; j < count; ++j) {
-        const uint64_t h = uint64_t(begin + j) * 0x9E3779B97F4A7C15ull;
-        const float mantissa = 1.0f + float((h >> 40) & 0xFFFF) / 65536.0f;
-        const int exponent = int((h >> 20) % 24) - 16;
-        host[size_t(j)] = ((h >> 63) ? -1.0f : 1.0f) * std::ldexp(mantissa, exponent);
-      }
+      for (int64_t j = 0; j < count; ++j) host[size_t(j)] = moment_like_value(begin + j);
       const Tensor host_view(host.data(), DType::kF32, Shape{count}, Device::cpu());
       const Tensor dst(static_cast<float*>(src_buf.data()) + begin, DType::kF32, Shape{count}, device);
       gpu.copy(dst, host_view);
@@ -82,26 +75,8 @@ int run_numerics_bench_cuda(const BenchOptions& options) {
                     8.0 * double(n) / best_copy / 1e9});
   };
 
-  struct Format { DType dtype; const char* name; };
-  const Format formats[] = {{DType::kBF16, "bf16"}, {DType::kF16, "f16"}, {DType::kE4M3, "e4m3"}, {DType::kE5M2, "e5m2"}};
-  for (const Format& f : formats) {
-    const Tensor narrow = narrow_buf.view(f.dtype, Shape{n});
-    const double narrow_bytes = double(dtype_size_bytes(f.dtype));
-    CastOptions rne;
-    rne.overflow = nm::Overflow::kSaturate;
-    measure(std::string("cast f32->") + f.name, 4 + narrow_bytes, [&] { gpu.cast(narrow, f32, rne); });
-    CastOptions sr;
-    sr.rounding = nm::Rounding::kStochastic;
-    sr.random_key = {1234, 1, nm::RandomPurpose::kWeightCast};
-    measure(std::string("sr cast f32->") + f.name, 4 + narrow_bytes, [&] { gpu.cast(narrow, f32, sr); });
-    measure(std::string("cast ") + f.name + "->f32", narrow_bytes + 4, [&] { gpu.cast(f32_out, narrow, {}); });
-  }
-  const Tensor codes = narrow_buf.view(DType::kU8, Shape{n});
-  const double quant_bytes = 4 + 1 + 4.0 / 256;
-  measure("quantize 8-bit signed", quant_bytes, [&] { gpu.block_quantize(codes, absmax, f32, nm::MapSign::kSigned); });
-  measure("quantize 8-bit unsigned", quant_bytes, [&] { gpu.block_quantize(codes, absmax, f32, nm::MapSign::kUnsigned); });
-  gpu.block_quantize(codes, absmax, f32, nm::MapSign::kSigned);
-  measure("dequantize 8-bit signed", quant_bytes, [&] { gpu.block_dequantize(f32_out, codes, absmax, nm::MapSign::kSigned); });
+  measure_cast_rows(gpu, f32, f32_out, narrow_buf.data(), n, measure);
+  measure_quant_rows(gpu, f32, f32_out, narrow_buf.view(DType::kU8, Shape{n}), absmax, measure);
   gpu.synchronize();
 
   const double copy_gbps = 8.0 * double(n) / best_copy_overall / 1e9;
