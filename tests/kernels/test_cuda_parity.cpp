@@ -346,12 +346,3 @@ TEST(CudaParity, BlockQuantizationMatchesCpu) {
 
 }  // namespace
 }  // namespace farthing
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (!farthing::cuda_available()) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;
-  }
-  return RUN_ALL_TESTS();
-}
