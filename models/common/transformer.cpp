@@ -70,6 +70,10 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
     unit_grads_.assign(units, nullptr);
     unit_bf16_.assign(units, nullptr);
     unit_vectors_.resize(units);
+    unit_vector_entries_.resize(units);
+    for (const ParamEntry& e : spec_.layout.entries()) {  // the 1-D tensors widened under bf16 compute
+      if (e.shape.rank == 1) unit_vector_entries_[size_t(e.unit)].push_back(&e);
+    }
   }
 
   // Sized by carving from nothing, then carved from the buffers: buffer_bytes() sizes the same way.
@@ -226,10 +230,9 @@ const float* Transformer::P(int64_t offset) const {
   const int u = unit_of(offset);
   if (unit_bf16_[size_t(u)] != nullptr) {  // bf16 compute: the unit's 1-D tensors, widened on acquire
     int64_t position = 0;
-    for (const ParamEntry& e : layout().entries()) {
-      if (e.unit != u || e.shape.rank != 1) continue;
-      if (e.offset_elems == offset) return static_cast<const float*>(unit_vectors_[size_t(u)].data()) + position;
-      position += e.numel();
+    for (const ParamEntry* e : unit_vector_entries_[size_t(u)]) {
+      if (e->offset_elems == offset) return static_cast<const float*>(unit_vectors_[size_t(u)].data()) + position;
+      position += e->numel();
     }
     FARTHING_FAIL("element ", offset, " of unit ", layout().units()[size_t(u)].name, " is read as fp32 under bf16 "
                   "compute, but only the starts of 1-D tensors (norm weights, biases) are widened");
@@ -259,10 +262,9 @@ void Transformer::acquire_unit(int u) {
     unit_vectors_[size_t(u)] = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kWeights);
     auto* dst = static_cast<float*>(unit_vectors_[size_t(u)].data());
     const int64_t begin = layout().units()[size_t(u)].begin_elems;
-    for (const ParamEntry& e : layout().entries()) {
-      if (e.unit != u || e.shape.rank != 1) continue;
-      ops_.widen(GemmDtype::kBF16, dst, w + (e.offset_elems - begin), e.numel());
-      dst += e.numel();
+    for (const ParamEntry* e : unit_vector_entries_[size_t(u)]) {
+      ops_.widen(GemmDtype::kBF16, dst, w + (e->offset_elems - begin), e->numel());
+      dst += e->numel();
     }
     return;
   }

@@ -184,6 +184,7 @@ class Transformer {
   std::vector<Buffer> unit_working_;
   std::vector<const uint16_t*> unit_bf16_;
   std::vector<Buffer> unit_vectors_;
+  std::vector<std::vector<const ParamEntry*>> unit_vector_entries_;  // per unit: its 1-D tensors, in order
   std::vector<float*> unit_grads_;
 };
 
