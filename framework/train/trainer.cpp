@@ -151,8 +151,10 @@ void Trainer::set_up_first_weights(const models::TransformerSpec& spec) {
       const int64_t off = int64_t(shards[s].global_offset), n = int64_t(shards[s].numel);
       if (off < begin || off >= begin + span) continue;  // a shard lies inside one unit
       const Tensor shard_values(const_cast<float*>(values) + (off - begin), DType::kF32, Shape{n});
+      // The store already holds the round-to-nearest cast; remainder16 needs the high half instead.
       const Tensor shard_weights = store_->weights(s);
-      optimizer_->init_master(s, shard_values, &shard_weights);
+      const bool rewrite = optimizer_->config().master_mode == optim::MasterMode::kRemainder16;
+      optimizer_->init_master(s, shard_values, rewrite ? &shard_weights : nullptr);
     }
   }
   source_.file.reset();  // unmaps the file
