@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_cpu.h"
+#include "kernels/numerics/attention_steps.h"
 #include "kernels/numerics/exp_f32.h"
 
 namespace farthing::kernels {
@@ -74,7 +75,7 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, Trans ta
 void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, const float* qkv) {
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, S = s.qkv_stride();
   const int64_t group = Hq / s.kv_heads, blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  const float scale = 1.0f / std::sqrt(float(D));
+  const float scale = numerics::attention_scale_f32(D);
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), row_max(kQueryBlock), row_sum(kQueryBlock);
@@ -97,7 +98,7 @@ void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, cons
             row_max[size_t(r)] = max_of(pr, valid);
             const float m = row_max[size_t(r)];
 #pragma omp simd
-            for (int64_t j = 0; j < valid; ++j) pr[j] = numerics::exp_f32(pr[j] - m);
+            for (int64_t j = 0; j < valid; ++j) pr[j] = numerics::softmax_numerator_f32(pr[j], m);
           }
           row_sums_in_key_order(p.data(), kend, rows, q0 + 1, row_sum.data());
           for (int64_t r = 0; r < rows; ++r) {
@@ -122,7 +123,7 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
                             const float* out, const float* lse, const float* qkv) {
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, Hkv = s.kv_heads, S = s.qkv_stride();
   const int64_t group = Hq / Hkv, blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  const float scale = 1.0f / std::sqrt(float(D));
+  const float scale = numerics::attention_scale_f32(D);
   float* dk_all = scratch;                         // (B, Hq, T, D)
   float* dv_all = scratch + s.batch * Hq * T * D;  // (B, Hq, T, D)
 #pragma omp parallel
@@ -154,8 +155,8 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
             const float di = dot(go + r * Hq * D, o + r * Hq * D, D);
 #pragma omp simd
             for (int64_t j = 0; j < valid; ++j) {
-              pr[j] = numerics::exp_f32(pr[j] * scale - l);
-              dr[j] = pr[j] * (dr[j] - di) * scale;  // ds
+              pr[j] = numerics::attention_prob_from_lse_f32(pr[j], scale, l);
+              dr[j] = numerics::attention_ds_f32(pr[j], dr[j], di, scale);
             }
             for (int64_t j = valid; j < kend; ++j) pr[j] = dr[j] = 0.0f;
           }
@@ -197,7 +198,7 @@ void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv,
   const int64_t group = Hq / s.kv_heads;
   // NOTE: the training kernel's order: score = (q . k) * scale, exact max-subtracted softmax
   // in fp32, out = sum_j p_j v_j.
-  const float scale = 1.0f / std::sqrt(float(D));
+  const float scale = numerics::attention_scale_f32(D);
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(first_position + rows));
@@ -216,7 +217,7 @@ void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv,
         float* pj = p.data();
         const float m = max_of(pj, valid);
 #pragma omp simd
-        for (int64_t j = 0; j < valid; ++j) pj[j] = numerics::exp_f32(pj[j] - m);
+        for (int64_t j = 0; j < valid; ++j) pj[j] = numerics::softmax_numerator_f32(pj[j], m);
         float sum = 0.0f;
         for (int64_t j = 0; j < valid; ++j) sum += pj[j];  // in key order, as the training kernel
         const float inv = 1.0f / sum;

@@ -5,7 +5,7 @@
 // log-sum-exp; scores exist for one block of 64 query rows per thread (64 x T floats),
 // never as a T x T matrix; products are small fp32 oneDNN GEMMs run inside each task.
 // Backward recomputes the probabilities from q, k and the log-sum-exp (as FlashAttention).
-// Relies on: matmul_cpu.h, OpenMP. Tested by: tests/models/test_model_goldens.cpp (GQA and
+// Relies on: matmul_cpu.h, OpenMP, numerics/attention_steps.h (shared with kernels/cuda). Tested by: tests/models/test_model_goldens.cpp (GQA and
 // plain heads against PyTorch), test_gradcheck.cpp, test_model_modes.cpp.
 #pragma once
 

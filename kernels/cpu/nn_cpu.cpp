@@ -7,9 +7,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/numerics/activations.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/exp_f32.h"
 #include "kernels/numerics/minifloat.h"
+#include "kernels/numerics/norm_steps.h"
+#include "kernels/numerics/rope_rotate.h"
 
 namespace farthing::kernels {
 
@@ -46,10 +49,10 @@ void rmsnorm_forward_cpu(float* out, float* rstd, const float* x, const float* w
     const float* xr = x + r * c;
     float* o = out + r * c;
     // NOTE: as Hugging Face: rsqrt(mean(x^2) + eps) in fp32, then (x * r) * w.
-    const float s = 1.0f / std::sqrt(sum_squares(xr, c) / float(c) + eps);
+    const float s = nm::norm_rstd_f32(sum_squares(xr, c), float(c), eps);
     rstd[r] = s;
 #pragma omp simd
-    for (int64_t i = 0; i < c; ++i) o[i] = w[i] * (xr[i] * s);
+    for (int64_t i = 0; i < c; ++i) o[i] = nm::rmsnorm_out_f32(xr[i], s, w[i]);
   }
 }
 
@@ -64,9 +67,9 @@ void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* 
     float dot = 0.0f;  // sum_i w_i dy_i x_i
 #pragma omp simd reduction(+ : dot)
     for (int64_t i = 0; i < c; ++i) dot += w[i] * g[i] * xr[i];
-    const float k = dot * s * s * s / float(c);
+    const float k = nm::rmsnorm_dx_coeff_f32(dot, s, float(c));
 #pragma omp simd
-    for (int64_t i = 0; i < c; ++i) d[i] += w[i] * g[i] * s - xr[i] * k;
+    for (int64_t i = 0; i < c; ++i) d[i] += nm::rmsnorm_dx_f32(w[i], g[i], xr[i], s, k);
   }
   for_channel_ranges(c, [&](int64_t b, int64_t e) {
     for (int64_t r = 0; r < n; ++r) {
@@ -74,7 +77,7 @@ void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* 
       const float* g = dout + r * c;
       const float s = rstd[r];
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) dw[i] += g[i] * (xr[i] * s);
+      for (int64_t i = b; i < e; ++i) dw[i] += nm::rmsnorm_dw_term_f32(g[i], xr[i], s);
     }
   });
 }
@@ -91,12 +94,12 @@ void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x,
     const float m = sum / float(c);
     float var = 0.0f;
 #pragma omp simd reduction(+ : var)
-    for (int64_t i = 0; i < c; ++i) var += (xr[i] - m) * (xr[i] - m);
-    const float s = 1.0f / std::sqrt(var / float(c) + eps);
+    for (int64_t i = 0; i < c; ++i) var += nm::layernorm_dev2_f32(xr[i], m);
+    const float s = nm::norm_rstd_f32(var, float(c), eps);
     mean[r] = m;
     rstd[r] = s;
 #pragma omp simd
-    for (int64_t i = 0; i < c; ++i) o[i] = (xr[i] - m) * s * w[i] + b[i];
+    for (int64_t i = 0; i < c; ++i) o[i] = nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]);
   }
 }
 
@@ -114,14 +117,14 @@ void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, 
     for (int64_t i = 0; i < c; ++i) {
       const float dn = w[i] * g[i];
       dn_mean += dn;
-      dn_norm_mean += dn * ((xr[i] - m) * s);
+      dn_norm_mean += dn * nm::layernorm_norm_f32(xr[i], m, s);
     }
     dn_mean /= float(c);
     dn_norm_mean /= float(c);
 #pragma omp simd
     for (int64_t i = 0; i < c; ++i) {
-      const float norm = (xr[i] - m) * s;
-      d[i] += (w[i] * g[i] - dn_mean - norm * dn_norm_mean) * s;
+      const float norm = nm::layernorm_norm_f32(xr[i], m, s);
+      d[i] += nm::layernorm_dx_f32(w[i], g[i], norm, dn_mean, dn_norm_mean, s);
     }
   }
   for_channel_ranges(c, [&](int64_t b, int64_t e) {
@@ -131,7 +134,7 @@ void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, 
       const float m = mean[r], s = rstd[r];
 #pragma omp simd
       for (int64_t i = b; i < e; ++i) {
-        dw[i] += g[i] * ((xr[i] - m) * s);
+        dw[i] += g[i] * nm::layernorm_norm_f32(xr[i], m, s);
         db[i] += g[i];
       }
     }
@@ -150,9 +153,7 @@ void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t 
       float* v = x + r * stride + h * head_dim;
 #pragma omp simd
       for (int64_t i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half], cs = cr[i], sn = sign * sr[i];
-        v[i] = a * cs - b * sn;
-        v[i + half] = b * cs + a * sn;
+        nm::rope_rotate_f32(v[i], v[i + half], cr[i], sign * sr[i], v[i], v[i + half]);
       }
     }
   }
@@ -165,7 +166,7 @@ void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) {
     const float* u = g + h;
     float* a = act + r * h;
 #pragma omp simd
-    for (int64_t i = 0; i < h; ++i) a[i] = g[i] / (1.0f + nm::exp_f32(-g[i])) * u[i];
+    for (int64_t i = 0; i < h; ++i) a[i] = nm::swiglu_f32(g[i], u[i]);
   }
 }
 
@@ -178,43 +179,19 @@ void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t
     float* dg = dgu + r * 2 * h;
     float* du = dg + h;
 #pragma omp simd
-    for (int64_t i = 0; i < h; ++i) {
-      const float sig = 1.0f / (1.0f + nm::exp_f32(-g[i]));
-      const float silu = g[i] * sig;
-      du[i] = da[i] * silu;
-      dg[i] = da[i] * u[i] * (sig * (1.0f + g[i] * (1.0f - sig)));
-    }
+    for (int64_t i = 0; i < h; ++i) nm::swiglu_grad_f32(da[i], g[i], u[i], dg[i], du[i]);
   }
 }
 
-namespace {
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
-}  // namespace
-
-// GPT-2's gelu_new, 0.5 v (1 + tanh(u)) with u = sqrt(2/pi) (v + 0.044715 v^3), computed as
-// v * sigmoid(2u): the same function (0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u))), which needs only
-// exp and so vectorizes; it is also well conditioned where tanh(u) -> -1.
+// The scalar maths (tanh form as v * sigmoid(2u), and its derivative) is numerics/activations.h.
 void gelu_forward_cpu(float* out, const float* x, int64_t count) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) {
-    const float v = x[i];
-    const float u = kGeluScale * (v + kGeluCubic * v * v * v);
-    out[i] = v / (1.0f + nm::exp_f32(-2.0f * u));
-  }
+  for (int64_t i = 0; i < count; ++i) out[i] = nm::gelu_tanh_f32(x[i]);
 }
 
-// d/dv [v s(2u)] = s + v s (1 - s) 2 u'(v), u'(v) = sqrt(2/pi) (1 + 3 * 0.044715 v^2).
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) {
-    const float v = x[i];
-    const float u = kGeluScale * (v + kGeluCubic * v * v * v);
-    const float s = 1.0f / (1.0f + nm::exp_f32(-2.0f * u));
-    const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
-    const float grad = s + v * s * (1.0f - s) * 2.0f * du;
-    dx[i] = dout[i] * grad;
-  }
+  for (int64_t i = 0; i < count; ++i) dx[i] = dout[i] * nm::gelu_tanh_grad_f32(x[i]);
 }
 
 namespace {

@@ -6,7 +6,9 @@
 // and tied weights add up without extra buffers. Reductions over rows (dw, dbias,
 // embedding grads) are split by channel across threads and summed in row order, so the
 // result does not depend on the thread count.
-// Relies on: OpenMP. Tested by: tests/models/test_nn_cpu.cpp and the model goldens.
+// Relies on: OpenMP; the scalar maths in kernels/numerics/{activations,norm_steps,rope_rotate,exp_f32}.h,
+// which kernels/cuda shares. Tested by: tests/models/test_nn_cpu.cpp, the model goldens,
+// tests/kernels/test_nn_ops_parity.cpp.
 #pragma once
 
 #include <cstdint>
