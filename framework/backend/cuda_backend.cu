@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "framework/backend/cuda_nn_ops.h"
 #include "kernels/cuda/block_quant_cuda.h"
 #include "kernels/cuda/cast_cuda.h"
 #include "kernels/cuda/cuda_check.h"
@@ -72,6 +73,7 @@ CudaBackend::~CudaBackend() { release(); }
 // memory and stream go away with the context in any case.
 void CudaBackend::release() noexcept {
   static_cast<void>(cudaSetDevice(device_index_));
+  nn_.reset();
   if (maps_device_ != nullptr) static_cast<void>(cudaFree(maps_device_));
   if (stream_ != nullptr) static_cast<void>(cudaStreamDestroy(as_stream(stream_)));
   maps_device_ = nullptr;
@@ -194,8 +196,8 @@ void CudaBackend::block_dequantize(const Tensor& dst, const Tensor& codes, const
 }
 
 NnOps& CudaBackend::nn() {
-  FARTHING_FAIL("device ", device().name(), ": the CUDA backend has no model ops yet (matmul, attention, norms); "
-                "models train and generate on the CPU backend (device: cpu)");
+  if (!nn_) nn_ = std::make_unique<CudaNnOps>(device_index_, stream_);
+  return *nn_;
 }
 
 void CudaBackend::synchronize() {

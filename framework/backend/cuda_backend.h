@@ -3,7 +3,7 @@
 // Plugs in behind backend.h next to the CPU reference and must agree with it bitwise on every
 // elementwise op. Includable from plain C++ (backend.cpp is compiled by the host compiler):
 // no CUDA type appears here, the stream is held as an opaque pointer.
-// Relies on: kernels/cuda (compiled by nvcc), the CUDA runtime.
+// Relies on: kernels/cuda (compiled by nvcc), the CUDA runtime, cuda_nn_ops.h.
 // Tested by: tests/kernels/test_cuda_parity.cpp (skips without a GPU).
 #pragma once
 
@@ -12,6 +12,8 @@
 #include "framework/backend/backend.h"
 
 namespace farthing {
+
+class CudaNnOps;
 
 class CudaBackend final : public Backend {
  public:
@@ -33,7 +35,7 @@ class CudaBackend final : public Backend {
                       numerics::MapSign sign) override;
   void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                         numerics::MapSign sign) override;
-  // Not written yet: throws, saying that training and generation run on the CPU backend.
+  // The model ops on this device (cuda_nn_ops.h), queued on this backend's stream; made on first use.
   NnOps& nn() override;
   void synchronize() override;
 
@@ -45,6 +47,7 @@ class CudaBackend final : public Backend {
   int device_index_;
   void* stream_ = nullptr;        // cudaStream_t, opaque to plain C++
   float* maps_device_ = nullptr;  // signed map then unsigned map, 2 x 256 floats
+  std::unique_ptr<CudaNnOps> nn_;  // released before the stream it queues on
 };
 
 // A CUDA backend for device `device_index`; throws naming the visible device count when the

@@ -1,0 +1,192 @@
+// cuda_nn_ops.cu — see cuda_nn_ops.h: each op checks what the kernels cannot, takes its scratch
+// from the workspace and queues kernels/cuda on the stream.
+#include "framework/backend/cuda_nn_ops.h"
+
+#include <cuda_runtime_api.h>
+
+#include "framework/core/error.h"
+#include "kernels/cuda/activation_cuda.h"
+#include "kernels/cuda/attention_cuda.h"
+#include "kernels/cuda/bias_cuda.h"
+#include "kernels/cuda/cast_cuda.h"
+#include "kernels/cuda/cross_entropy_cuda.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/embedding_cuda.h"
+#include "kernels/cuda/matmul_cublaslt.h"
+#include "kernels/cuda/norm_cuda.h"
+#include "kernels/cuda/rope_cuda.h"
+
+namespace farthing {
+
+namespace k = farthing::kernels;
+
+namespace {
+
+bool is_host_pointer(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    return true;  // unknown to CUDA: plain host memory
+  }
+  return attributes.type == cudaMemoryTypeUnregistered || attributes.type == cudaMemoryTypeHost;
+}
+
+numerics::NarrowFormat format_of(GemmDtype dtype, const char* op) {
+  FARTHING_CHECK(dtype == GemmDtype::kBF16 || dtype == GemmDtype::kF16, op,
+                 ": the GEMM operand type must be bf16 or fp16");
+  return dtype == GemmDtype::kBF16 ? numerics::NarrowFormat::kBf16 : numerics::NarrowFormat::kFp16;
+}
+
+}  // namespace
+
+#define STREAM static_cast<cudaStream_t>(stream_)
+
+CudaNnOps::CudaNnOps(int device_index, void* stream)
+    : device_index_(device_index), stream_(stream), matmul_(std::make_unique<k::MatmulLt>()) {}
+
+CudaNnOps::~CudaNnOps() {
+  if (workspace_ != nullptr) {
+    static_cast<void>(cudaSetDevice(device_index_));
+    static_cast<void>(cudaFreeAsync(workspace_, STREAM));
+    static_cast<void>(cudaStreamSynchronize(STREAM));
+    static_cast<void>(cudaGetLastError());
+  }
+}
+
+void* CudaNnOps::workspace(size_t bytes) {
+  if (bytes <= workspace_bytes_) return workspace_;
+  // Stream-ordered: work already queued keeps the old block until it is done with it.
+  if (workspace_ != nullptr) FARTHING_CUDA_CHECK(cudaFreeAsync(workspace_, STREAM));
+  workspace_ = nullptr;
+  workspace_bytes_ = 0;
+  const size_t grown = bytes < (size_t(1) << 20) ? (size_t(1) << 20) : bytes + bytes / 4;
+  FARTHING_CUDA_CHECK(cudaMallocAsync(&workspace_, grown, STREAM));
+  workspace_bytes_ = grown;
+  return workspace_;
+}
+
+void CudaNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                       bool accumulate) {
+  matmul_->run(dtype, shape, a, b, c, accumulate, STREAM);
+}
+
+void CudaNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
+  k::attention_forward_cuda(s, out, lse, qkv, STREAM);
+}
+
+void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                                   const float* out, const float* lse, const float* qkv) {
+  float* extra = workspace_floats(k::attention_backward_extra_floats(s));
+  k::attention_backward_cuda(s, dqkv, scratch, dout, out, lse, qkv, extra, STREAM);
+}
+
+void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
+                                 int64_t first_position, const float* k_cache, const float* v_cache) {
+  float* scores = workspace_floats(k::attention_decode_scratch_floats(s, rows, first_position));
+  k::attention_decode_cuda(s, out, qkv, rows, first_position, k_cache, v_cache, scores, STREAM);
+}
+
+void CudaNnOps::rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                                float eps) {
+  k::rmsnorm_forward_cuda(out, rstd, x, w, n, c, eps, STREAM);
+}
+
+void CudaNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
+                                 const float* rstd, int64_t n, int64_t c) {
+  float* scratch = workspace_floats(k::norm_backward_scratch_floats(n, c));
+  k::rmsnorm_backward_cuda(dx, dw, dout, x, w, rstd, n, c, scratch, STREAM);
+}
+
+void CudaNnOps::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                                  const float* b, int64_t n, int64_t c, float eps) {
+  k::layernorm_forward_cuda(out, mean, rstd, x, w, b, n, c, eps, STREAM);
+}
+
+void CudaNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
+  float* scratch = workspace_floats(k::norm_backward_scratch_floats(n, c));
+  k::layernorm_backward_cuda(dx, dw, db, dout, x, w, mean, rstd, n, c, scratch, STREAM);
+}
+
+void CudaNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                           const float* cos, const float* sin, bool inverse) {
+  k::rope_apply_cuda(x, rows, seq, heads, head_dim, stride, cos, sin, inverse, STREAM);
+}
+
+void CudaNnOps::swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) {
+  k::swiglu_forward_cuda(act, gu, n, h, STREAM);
+}
+
+void CudaNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
+  k::swiglu_backward_cuda(dgu, dact, gu, n, h, STREAM);
+}
+
+void CudaNnOps::gelu_forward(float* out, const float* x, int64_t count) { k::gelu_forward_cuda(out, x, count, STREAM); }
+
+void CudaNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
+  k::gelu_backward_cuda(dx, dout, x, count, STREAM);
+}
+
+void CudaNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                                  int64_t seq, int64_t c) {
+  k::embedding_forward_cuda(out, tokens, wte, wpe, n, seq, c, STREAM);
+}
+
+void CudaNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                       int64_t n, int64_t seq, int64_t c) {
+  k::embedding_forward_bf16_cuda(out, tokens, wte, wpe, n, seq, c, STREAM);
+}
+
+void CudaNnOps::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                                   int64_t seq, int64_t c) {
+  float* scratch = workspace_floats(k::embedding_backward_scratch_floats(n));
+  k::embedding_backward_cuda(dwte, dwpe, dout, tokens, n, seq, c, scratch, STREAM);
+}
+
+void CudaNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {
+  k::bias_add_cuda(out, bias, n, c, stride, STREAM);
+}
+
+void CudaNnOps::bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
+  float* scratch = workspace_floats(k::bias_backward_scratch_floats(n, c));
+  k::bias_backward_cuda(dbias, dout, n, c, stride, scratch, STREAM);
+}
+
+// NOTE: the interface returns the loss sum to the host, so this op (alone) waits for the
+// stream; a device-side loss (issue 16) removes the wait.
+double CudaNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                                     float grad_scale, bool want_grad) {
+  double* losses = static_cast<double*>(workspace(size_t(rows + 1) * sizeof(double)));
+  k::cross_entropy_rows_cuda(logits, targets, rows, vocab, grad_scale, want_grad, losses, losses + rows, STREAM);
+  double total = 0.0;
+  FARTHING_CUDA_CHECK(cudaMemcpyAsync(&total, losses + rows, sizeof total, cudaMemcpyDeviceToHost, STREAM));
+  FARTHING_CUDA_CHECK(cudaStreamSynchronize(STREAM));
+  return total;
+}
+
+void CudaNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {
+  const auto format = format_of(dtype, "narrow");
+  if (count > 0) k::cast_f32_to_narrow_cuda(format, src, dst, size_t(count), numerics::Overflow::kToInfOrNan, STREAM);
+}
+
+void CudaNnOps::widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) {
+  const auto format = format_of(dtype, "widen");
+  if (count > 0) k::cast_narrow_to_f32_cuda(format, src, dst, size_t(count), STREAM);
+}
+
+void CudaNnOps::copy(float* dst, const float* src, int64_t count) {
+  if (count <= 0) return;
+  FARTHING_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(count) * sizeof(float), cudaMemcpyDefault, STREAM));
+  // Host memory on either side: finished on return, so the host may read or reuse it at once.
+  if (is_host_pointer(dst) || is_host_pointer(src)) FARTHING_CUDA_CHECK(cudaStreamSynchronize(STREAM));
+}
+
+void CudaNnOps::zero(float* dst, int64_t count) {
+  if (count > 0) FARTHING_CUDA_CHECK(cudaMemsetAsync(dst, 0, size_t(count) * sizeof(float), STREAM));
+}
+
+void CudaNnOps::accumulate(float* dst, const float* src, int64_t count) { k::accumulate_cuda(dst, src, count, STREAM); }
+
+#undef STREAM
+
+}  // namespace farthing

@@ -1,0 +1,83 @@
+// cuda_nn_ops.h — NnOps on a CUDA device: kernels/cuda's model ops, queued on the backend's
+// stream. Held by CudaBackend; get it with backend_for(cuda:N).nn().
+//
+// No op waits for the host except where the interface hands a value back (cross_entropy_rows
+// returns the loss sum as a double: it waits for that one number) or a host pointer is involved
+// (copy to or from host memory finishes before returning, as CudaBackend::copy). Scratch that
+// ops need (column-sum partials, attention's dO.O rows, decode scores, embedding links, row
+// losses) comes from one device workspace, grown stream-ordered (cudaMallocAsync) and reused
+// by every later op on the stream. Includable from plain C++ (the stream is opaque).
+// Relies on: kernels/cuda/*_cuda.h, matmul_cublaslt.h. Tested by: tests/kernels/test_nn_ops_parity.cpp
+// (CUDA against CpuNnOps, op by op; skips without a GPU).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "framework/backend/nn_ops.h"
+
+namespace farthing {
+
+namespace kernels {
+class MatmulLt;
+}
+
+class CudaNnOps final : public NnOps {
+ public:
+  // stream: the backend's cudaStream_t.
+  CudaNnOps(int device_index, void* stream);
+  ~CudaNnOps() override;
+  CudaNnOps(const CudaNnOps&) = delete;
+  CudaNnOps& operator=(const CudaNnOps&) = delete;
+
+  Device device() const override { return Device::cuda(device_index_); }
+  void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+              bool accumulate) override;
+  void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override;
+  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const float* out,
+                          const float* lse, const float* qkv) override;
+  void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
+                        const float* k_cache, const float* v_cache) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                       float eps) override;
+  void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+                        int64_t n, int64_t c) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                         int64_t n, int64_t c, float eps) override;
+  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                          const float* mean, const float* rstd, int64_t n, int64_t c) override;
+  void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                  const float* cos, const float* sin, bool inverse) override;
+  void swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) override;
+  void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override;
+  void gelu_forward(float* out, const float* x, int64_t count) override;
+  void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override;
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                         int64_t seq, int64_t c) override;
+  void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                              int64_t n, int64_t seq, int64_t c) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                          int64_t seq, int64_t c) override;
+  void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
+  void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) override;
+  double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                            bool want_grad) override;
+  void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override;
+  void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override;
+  void copy(float* dst, const float* src, int64_t count) override;
+  void zero(float* dst, int64_t count) override;
+  void accumulate(float* dst, const float* src, int64_t count) override;
+
+ private:
+  // At least `bytes` of device scratch, valid for work queued after this call on the stream.
+  void* workspace(size_t bytes);
+  float* workspace_floats(int64_t count) { return static_cast<float*>(workspace(size_t(count) * sizeof(float))); }
+
+  int device_index_;
+  void* stream_;  // cudaStream_t
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  std::unique_ptr<kernels::MatmulLt> matmul_;
+};
+
+}  // namespace farthing

@@ -1,0 +1,19 @@
+// act_storage.cuh — how a kernel reads and writes an activation element of its storage type:
+// fp32 as is; bf16 (uint16_t bits) widened exactly on load and rounded to nearest-even once on
+// store. Kernels are templated on the storage type, so the bf16 activations of issue 16 need no
+// second copy of any kernel; only fp32 is instantiated behind NnOps today.
+// Relies on: numerics/bf16.h. Used by: activation_cuda.cu, rope_cuda.cu, embedding_cuda.cu.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/numerics/bf16.h"
+
+namespace farthing::kernels::cuda_nn {
+
+__device__ __forceinline__ float load_f32(const float* p) { return *p; }
+__device__ __forceinline__ float load_f32(const uint16_t* p) { return numerics::bf16_to_f32(*p); }
+__device__ __forceinline__ void store_f32(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_f32(uint16_t* p, float v) { *p = numerics::f32_to_bf16_rne(v); }
+
+}  // namespace farthing::kernels::cuda_nn

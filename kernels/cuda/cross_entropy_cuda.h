@@ -1,0 +1,22 @@
+// cross_entropy_cuda.h — row-wise softmax cross-entropy, in place, on a CUDA device.
+//
+// cross_entropy_rows_cpu's contract (kernels/cpu/nn_cpu.h): each row of logits (R, V) becomes
+// its gradient (softmax - onehot) * grad_scale, or zeros where target < 0; the loss of each row
+// is lse - logit[target] in double. One block per row: max (exact), e^(l - max) with
+// numerics/exp_f32.h (the CPU's bits per element), the sum of those in double in a fixed tree
+// (the CPU sums in index order: the two sums may differ in the last bits of a double), then the
+// scaling. The row losses go to row_loss (device, R doubles) and are summed in row order into
+// *loss_sum (device) by a second kernel: nothing waits for the host here.
+// Relies on: numerics/exp_f32.h, nn_cuda_common.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace farthing::kernels {
+
+void cross_entropy_rows_cuda(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                             bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream);
+
+}  // namespace farthing::kernels

@@ -1,0 +1,115 @@
+// embedding_cuda.cu — see embedding_cuda.h.
+#include "kernels/cuda/embedding_cuda.h"
+
+#include "kernels/cuda/act_storage.cuh"
+#include "kernels/cuda/nn_cuda_common.cuh"
+
+namespace farthing::kernels {
+
+namespace {
+
+using cuda_nn::kThreads;
+constexpr int kColumnTile = 128;
+
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+embedding_forward_kernel(float* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+                         int64_t c) {
+  const int64_t count = n * c;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = e / c, i = e - r * c;
+    const float v = cuda_nn::load_f32(wte + int64_t(tokens[r]) * c + i);
+    out[e] = wpe != nullptr ? v + cuda_nn::load_f32(wpe + (r % seq) * c + i) : v;
+  }
+}
+
+// first[r] = 1 when no earlier row has row r's token; next[r] = the next row with the same
+// token, or -1.
+__global__ void __launch_bounds__(kThreads)
+embedding_links_kernel(int32_t* first, int32_t* next, const int32_t* tokens, int64_t n) {
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  const int32_t t = tokens[r];
+  int32_t is_first = 1;
+  for (int64_t q = 0; q < r; ++q) {
+    if (tokens[q] == t) {
+      is_first = 0;
+      break;
+    }
+  }
+  int32_t following = -1;
+  for (int64_t q = r + 1; q < n; ++q) {
+    if (tokens[q] == t) {
+      following = int32_t(q);
+      break;
+    }
+  }
+  first[r] = is_first;
+  next[r] = following;
+}
+
+// Block (r, tile): when row r is its token's first occurrence, dwte[token][col] += dout rows of
+// that token, in row order (one thread per column, so no two threads touch one element).
+__global__ void __launch_bounds__(kColumnTile)
+embedding_backward_wte_kernel(float* dwte, const float* dout, const int32_t* tokens, const int32_t* first,
+                              const int32_t* next, int64_t c) {
+  const int64_t r = blockIdx.x, col = int64_t(blockIdx.y) * kColumnTile + threadIdx.x;
+  if (first[r] == 0 || col >= c) return;
+  float* dst = dwte + int64_t(tokens[r]) * c + col;
+  float acc = *dst;
+  for (int64_t q = r; q >= 0; q = next[q]) acc += dout[q * c + col];
+  *dst = acc;
+}
+
+// dwpe[p][col] += dout rows p, p + seq, ... in row order.
+__global__ void __launch_bounds__(kThreads)
+embedding_backward_wpe_kernel(float* dwpe, const float* dout, int64_t n, int64_t seq, int64_t c) {
+  const int64_t positions = n < seq ? n : seq, count = positions * c;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t p = e / c, col = e - p * c;
+    float acc = dwpe[e];
+    for (int64_t r = p; r < n; r += seq) acc += dout[r * c + col];
+    dwpe[e] = acc;
+  }
+}
+
+template <class T>
+void embedding_forward_any(float* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+                           int64_t c, cudaStream_t stream) {
+  if (n * c <= 0) return;
+  embedding_forward_kernel<<<cuda_nn::blocks_for(n * c), kThreads, 0, stream>>>(out, tokens, wte, wpe, n, seq, c);
+  cuda_nn::check_launch();
+}
+
+}  // namespace
+
+void embedding_forward_cuda(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                            int64_t seq, int64_t c, cudaStream_t stream) {
+  embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
+}
+
+void embedding_forward_bf16_cuda(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                 int64_t n, int64_t seq, int64_t c, cudaStream_t stream) {
+  embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
+}
+
+int64_t embedding_backward_scratch_floats(int64_t n) { return 2 * n; }  // first, next as int32
+
+void embedding_backward_cuda(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                             int64_t seq, int64_t c, float* scratch, cudaStream_t stream) {
+  if (n <= 0 || c <= 0) return;
+  int32_t* first = reinterpret_cast<int32_t*>(scratch);
+  int32_t* next = first + n;
+  embedding_links_kernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(first, next, tokens, n);
+  cuda_nn::check_launch();
+  const dim3 grid(unsigned(n), unsigned((c + kColumnTile - 1) / kColumnTile));
+  embedding_backward_wte_kernel<<<grid, kColumnTile, 0, stream>>>(dwte, dout, tokens, first, next, c);
+  cuda_nn::check_launch();
+  if (dwpe != nullptr) {
+    const int64_t count = (n < seq ? n : seq) * c;
+    embedding_backward_wpe_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(dwpe, dout, n, seq, c);
+    cuda_nn::check_launch();
+  }
+}
+
+}  // namespace farthing::kernels

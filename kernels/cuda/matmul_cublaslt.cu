@@ -1,0 +1,157 @@
+// matmul_cublaslt.cu — see matmul_cublaslt.h.
+//
+// Row-major C (m, n) = op(A) op(B) is column-major Cᵀ (n, m) = op(B)ᵀ op(A)ᵀ, and a row-major
+// matrix with leading dimension ld is the column-major transpose with the same ld. So cuBLASLt
+// gets B first and A second: B as stored is column-major (cols x rows), which is op(B)ᵀ when
+// trans_b = N (transa = N) and needs a transpose when trans_b = T; likewise A.
+#include "kernels/cuda/matmul_cublaslt.h"
+
+#include <cublasLt.h>
+
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "kernels/cuda/cuda_check.h"
+
+#define FARTHING_LT_CHECK(expr)                                                                           \
+  do {                                                                                                    \
+    const cublasStatus_t farthing_lt_status_ = (expr);                                                    \
+    if (farthing_lt_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                                      \
+      throw ::farthing::Error(::farthing::error_detail::concat("cuBLASLt error ", int(farthing_lt_status_), \
+                                                               " (", cublasLtGetStatusName(farthing_lt_status_), \
+                                                               ")\n  at ", __FILE__, ":", __LINE__,       \
+                                                               " [check failed: ", #expr, "]"));          \
+    }                                                                                                     \
+  } while (0)
+
+namespace farthing::kernels {
+
+namespace {
+
+using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int>;
+
+// The largest power of two (up to 256) dividing every address: what the heuristic may assume.
+int alignment_of(const void* a, const void* b, const void* c) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | reinterpret_cast<uintptr_t>(c);
+  int alignment = 256;
+  while (alignment > 1 && (bits & uintptr_t(alignment - 1)) != 0) alignment /= 2;
+  return alignment;
+}
+
+cudaDataType_t data_type(GemmDtype dtype) {
+  switch (dtype) {
+    case GemmDtype::kBF16: return CUDA_R_16BF;
+    case GemmDtype::kF16: return CUDA_R_16F;
+    default: return CUDA_R_32F;
+  }
+}
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t layout_b = nullptr, layout_a = nullptr, layout_c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (layout_c != nullptr) cublasLtMatrixLayoutDestroy(layout_c);
+    if (layout_a != nullptr) cublasLtMatrixLayoutDestroy(layout_a);
+    if (layout_b != nullptr) cublasLtMatrixLayoutDestroy(layout_b);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+}  // namespace
+
+struct MatmulLt::State {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  std::map<Key, std::unique_ptr<Plan>> plans;
+  ~State() {
+    plans.clear();
+    if (workspace != nullptr) static_cast<void>(cudaFree(workspace));
+    if (handle != nullptr) cublasLtDestroy(handle);
+  }
+};
+
+MatmulLt::MatmulLt(size_t workspace_bytes) : state_(std::make_unique<State>()) {
+  state_->workspace_bytes = workspace_bytes;
+}
+
+MatmulLt::~MatmulLt() = default;
+
+size_t MatmulLt::cached_plans() const { return state_->plans.size(); }
+
+void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
+                   cudaStream_t stream) {
+  GemmShape s = shape;
+  if (s.m <= 0 || s.n <= 0) return;
+  const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
+  if (s.lda == 0) s.lda = ta ? s.m : s.k;
+  if (s.ldb == 0) s.ldb = tb ? s.k : s.n;
+  if (s.ldc == 0) s.ldc = s.n;
+  State& st = *state_;
+  if (s.k <= 0) {  // an empty sum: C = 0, or unchanged when accumulating
+    if (!accumulate) FARTHING_CUDA_CHECK(cudaMemset2DAsync(c, size_t(s.ldc) * 4, 0, size_t(s.n) * 4, size_t(s.m), stream));
+    return;
+  }
+  if (st.handle == nullptr) {
+    FARTHING_LT_CHECK(cublasLtCreate(&st.handle));
+    if (st.workspace_bytes > 0) FARTHING_CUDA_CHECK(cudaMalloc(&st.workspace, st.workspace_bytes));
+  }
+  const int alignment = alignment_of(a, b, c);
+  const Key key{int(dtype), s.m, s.n, s.k, s.lda, s.ldb, s.ldc, int(ta), int(tb), alignment};
+  auto it = st.plans.find(key);
+  if (it == st.plans.end()) {
+    auto plan = std::make_unique<Plan>();
+    const cudaDataType_t in = data_type(dtype);
+    FARTHING_LT_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    FARTHING_LT_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
+    FARTHING_LT_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
+    // B as stored, column-major: (n x k) when not transposed, else (k x n); A: (k x m), else (m x k).
+    FARTHING_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_b, in, uint64_t(tb ? s.k : s.n),
+                                                 uint64_t(tb ? s.n : s.k), s.ldb));
+    FARTHING_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_a, in, uint64_t(ta ? s.m : s.k),
+                                                 uint64_t(ta ? s.k : s.m), s.lda));
+    FARTHING_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_c, CUDA_R_32F, uint64_t(s.n), uint64_t(s.m), s.ldc));
+    cublasLtMatmulPreference_t preference = nullptr;
+    FARTHING_LT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status = [&] {
+      const uint32_t no_split_k = CUBLASLT_REDUCTION_SCHEME_NONE;
+      const uint32_t align = uint32_t(alignment);
+      cublasStatus_t r = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                              &st.workspace_bytes, sizeof st.workspace_bytes);
+      if (r == CUBLAS_STATUS_SUCCESS) {
+        r = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &no_split_k,
+                                                 sizeof no_split_k);
+      }
+      for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+        if (r == CUBLAS_STATUS_SUCCESS) r = cublasLtMatmulPreferenceSetAttribute(preference, attr, &align, sizeof align);
+      }
+      if (r != CUBLAS_STATUS_SUCCESS) return r;
+      return cublasLtMatmulAlgoGetHeuristic(st.handle, plan->desc, plan->layout_b, plan->layout_a, plan->layout_c,
+                                            plan->layout_c, preference, 1, &result, &found);
+    }();
+    cublasLtMatmulPreferenceDestroy(preference);
+    FARTHING_LT_CHECK(status);
+    if (found == 0) {
+      throw Error(error_detail::concat("matmul: cuBLASLt has no algorithm for dtype ", int(dtype), " m=", s.m,
+                                       " n=", s.n, " k=", s.k, " lda=", s.lda, " ldb=", s.ldb, " ldc=", s.ldc,
+                                       " alignment ", alignment));
+    }
+    plan->algo = result.algo;
+    it = st.plans.emplace(key, std::move(plan)).first;
+  }
+  Plan& p = *it->second;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  FARTHING_LT_CHECK(cublasLtMatmul(st.handle, p.desc, &alpha, b, p.layout_b, a, p.layout_a, &beta, c, p.layout_c, c,
+                                   p.layout_c, &p.algo, st.workspace, st.workspace_bytes, stream));
+}
+
+}  // namespace farthing::kernels

@@ -1,0 +1,44 @@
+// matmul_cublaslt.h — NnOps::matmul on a CUDA device through cuBLASLt: C (fp32) (+)= op(A) op(B)
+// for A, B of GemmDtype f32 / bf16 / f16, every shape, transpose and leading dimension of
+// kernels/numerics/op_shapes.h (row-major as stored).
+//
+// Each distinct (dtype, shape, strides, transposes, pointer alignment) is planned once — layouts,
+// descriptor and the heuristic's first algorithm — and kept in a cache, so a training step
+// never queries the heuristic again; the choice depends only on the key, the device and the
+// cuBLASLt version, so a run repeats the same algorithms. Determinism: the preference allows no
+// split-K reduction scheme (CUBLASLT_REDUCTION_SCHEME_NONE), so no algorithm sums partial
+// products through atomics or an order that could change between runs. fp32 inputs run
+// CUBLAS_COMPUTE_32F (no TF32). C is never bitwise the CPU's (oneDNN sums in its own order):
+// the parity harness compares within the GEMM tolerance class.
+// Relies on: cuBLASLt, the CUDA runtime. Tested by: tests/kernels/test_nn_ops_parity.cpp.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "kernels/numerics/op_shapes.h"
+
+namespace farthing::kernels {
+
+class MatmulLt {
+ public:
+  // workspace_bytes of device scratch are allocated on first use.
+  explicit MatmulLt(size_t workspace_bytes = size_t(32) << 20);
+  ~MatmulLt();
+  MatmulLt(const MatmulLt&) = delete;
+  MatmulLt& operator=(const MatmulLt&) = delete;
+
+  // Queues C (+)= op(A) op(B) on `stream`; does not wait.
+  void run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
+           cudaStream_t stream);
+  // Plans held in the cache (for tests and benchmarks).
+  size_t cached_plans() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace farthing::kernels

@@ -1,0 +1,146 @@
+// norm_cuda.cu — see norm_cuda.h. One block of kThreads per row: thread t sums channels
+// t, t + kThreads, ... in order, then the block tree adds the per-thread sums.
+#include "kernels/cuda/norm_cuda.h"
+
+#include "kernels/cuda/nn_cuda_common.cuh"
+#include "kernels/numerics/norm_steps.h"
+
+namespace farthing::kernels {
+
+namespace nm = farthing::numerics;
+using cuda_nn::kThreads;
+
+namespace {
+
+__global__ void __launch_bounds__(kThreads)
+rmsnorm_forward_kernel(float* out, float* rstd, const float* x, const float* w, int64_t c, float eps) {
+  __shared__ float shared[kThreads];
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * c;
+  float acc = 0.0f;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += xr[i] * xr[i];
+  const float s = nm::norm_rstd_f32(cuda_nn::block_sum(acc, shared), float(c), eps);
+  if (threadIdx.x == 0) rstd[r] = s;
+  float* o = out + r * c;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) o[i] = nm::rmsnorm_out_f32(xr[i], s, w[i]);
+}
+
+__global__ void __launch_bounds__(kThreads)
+rmsnorm_backward_dx_kernel(float* dx, const float* dout, const float* x, const float* w, const float* rstd,
+                           int64_t c) {
+  __shared__ float shared[kThreads];
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * c;
+  const float* g = dout + r * c;
+  float acc = 0.0f;  // sum_i w_i dy_i x_i
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += w[i] * g[i] * xr[i];
+  const float s = rstd[r];
+  const float k = nm::rmsnorm_dx_coeff_f32(cuda_nn::block_sum(acc, shared), s, float(c));
+  float* d = dx + r * c;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) d[i] += nm::rmsnorm_dx_f32(w[i], g[i], xr[i], s, k);
+}
+
+__global__ void __launch_bounds__(kThreads)
+layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                         int64_t c, float eps) {
+  __shared__ float shared[kThreads];
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * c;
+  float acc = 0.0f;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += xr[i];
+  const float m = cuda_nn::block_sum(acc, shared) / float(c);
+  float var = 0.0f;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) var += nm::layernorm_dev2_f32(xr[i], m);
+  const float s = nm::norm_rstd_f32(cuda_nn::block_sum(var, shared), float(c), eps);
+  if (threadIdx.x == 0) {
+    mean[r] = m;
+    rstd[r] = s;
+  }
+  float* o = out + r * c;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) o[i] = nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]);
+}
+
+__global__ void __launch_bounds__(kThreads)
+layernorm_backward_dx_kernel(float* dx, const float* dout, const float* x, const float* w, const float* mean,
+                             const float* rstd, int64_t c) {
+  __shared__ float shared[kThreads];
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * c;
+  const float* g = dout + r * c;
+  const float m = mean[r], s = rstd[r];
+  float acc_mean = 0.0f, acc_norm_mean = 0.0f;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) {
+    const float dn = w[i] * g[i];
+    acc_mean += dn;
+    acc_norm_mean += dn * nm::layernorm_norm_f32(xr[i], m, s);
+  }
+  const float dn_mean = cuda_nn::block_sum(acc_mean, shared) / float(c);
+  const float dn_norm_mean = cuda_nn::block_sum(acc_norm_mean, shared) / float(c);
+  float* d = dx + r * c;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) {
+    const float norm = nm::layernorm_norm_f32(xr[i], m, s);
+    d[i] += nm::layernorm_dx_f32(w[i], g[i], norm, dn_mean, dn_norm_mean, s);
+  }
+}
+
+// The per-(row, channel) terms of the weight gradients, for cuda_nn::column_sum_accumulate.
+struct RmsnormDwTerm {
+  const float *dout, *x, *rstd;
+  __device__ float operator()(int64_t r, int64_t i) const {
+    return nm::rmsnorm_dw_term_f32(dout[r * c + i], x[r * c + i], rstd[r]);
+  }
+  int64_t c;
+};
+
+struct LayernormDwTerm {
+  const float *dout, *x, *mean, *rstd;
+  int64_t c;
+  __device__ float operator()(int64_t r, int64_t i) const {
+    return dout[r * c + i] * nm::layernorm_norm_f32(x[r * c + i], mean[r], rstd[r]);
+  }
+};
+
+struct RowTerm {  // dout[r][i], rows `stride` apart
+  const float* dout;
+  int64_t stride;
+  __device__ float operator()(int64_t r, int64_t i) const { return dout[r * stride + i]; }
+};
+
+}  // namespace
+
+int64_t norm_backward_scratch_floats(int64_t n, int64_t c) { return cuda_nn::column_sum_scratch_floats(n, c); }
+
+void rmsnorm_forward_cuda(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
+                          cudaStream_t stream) {
+  if (n <= 0) return;
+  rmsnorm_forward_kernel<<<unsigned(n), kThreads, 0, stream>>>(out, rstd, x, w, c, eps);
+  cuda_nn::check_launch();
+}
+
+void rmsnorm_backward_cuda(float* dx, float* dw, const float* dout, const float* x, const float* w,
+                           const float* rstd, int64_t n, int64_t c, float* scratch, cudaStream_t stream) {
+  if (n <= 0) return;
+  rmsnorm_backward_dx_kernel<<<unsigned(n), kThreads, 0, stream>>>(dx, dout, x, w, rstd, c);
+  cuda_nn::check_launch();
+  cuda_nn::column_sum_accumulate(dw, scratch, n, c, RmsnormDwTerm{dout, x, rstd, c}, stream);
+}
+
+void layernorm_forward_cuda(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                            int64_t n, int64_t c, float eps, cudaStream_t stream) {
+  if (n <= 0) return;
+  layernorm_forward_kernel<<<unsigned(n), kThreads, 0, stream>>>(out, mean, rstd, x, w, b, c, eps);
+  cuda_nn::check_launch();
+}
+
+void layernorm_backward_cuda(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                             const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
+                             cudaStream_t stream) {
+  if (n <= 0) return;
+  layernorm_backward_dx_kernel<<<unsigned(n), kThreads, 0, stream>>>(dx, dout, x, w, mean, rstd, c);
+  cuda_nn::check_launch();
+  // The two column sums run one after the other on the stream, so they may share the scratch.
+  cuda_nn::column_sum_accumulate(dw, scratch, n, c, LayernormDwTerm{dout, x, mean, rstd, c}, stream);
+  cuda_nn::column_sum_accumulate(db, scratch, n, c, RowTerm{dout, c}, stream);
+}
+
+}  // namespace farthing::kernels
