@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "framework/backend/cpu_backend.h"
+#include "framework/backend/strict_device_backend.h"
 #if defined(FARTHING_WITH_CUDA)
 #include "framework/backend/cuda_backend.h"
 #endif
@@ -15,6 +16,10 @@ Backend& backend_for(Device device) {
   if (device.is_cpu()) {
     static CpuBackend cpu;
     return cpu;
+  }
+  if (device.kind == DeviceKind::kStrict) {
+    static StrictDeviceBackend strict;
+    return strict;
   }
 #if defined(FARTHING_WITH_CUDA)
   static std::mutex mutex;

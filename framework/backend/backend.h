@@ -12,6 +12,7 @@
 
 #include "framework/backend/nn_ops.h"
 #include "framework/core/tensor.h"
+#include "kernels/numerics/adamw_segment.h"
 #include "kernels/numerics/block_quant.h"
 #include "kernels/numerics/dynamic_map.h"
 #include "kernels/numerics/minifloat.h"
@@ -54,6 +55,16 @@ class Backend {
   virtual void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                                 numerics::MapSign sign) = 0;
 
+  // dst[0, bytes) = value (the optimizer's initial moments: zero codes of its 8- and 4-bit maps).
+  virtual void fill_bytes(void* dst, uint8_t value, size_t bytes) = 0;
+
+  // One fused AdamW step over a segment whose pointers address this device's memory; the
+  // backend supplies its own tables of the quantization maps. Bitwise the same on every
+  // backend, except the two sums of squares (see optim_cuda.h).
+  virtual kernels::AdamWPartials adamw_step(const kernels::AdamWSegment& segment) = 0;
+  // Sum of squares and non-finite count of n gradient values on this device.
+  virtual kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) = 0;
+
   // The model ops (matmul, attention, norms, ...) on this device's memory; models/ is written
   // against these. Throws where the backend has none yet (CUDA today).
   virtual NnOps& nn() = 0;
@@ -62,7 +73,8 @@ class Backend {
   virtual void synchronize() = 0;
 };
 
-// The backend of a device; the CPU backend always exists, CUDA ones when built with CUDA.
+// The backend of a device; the CPU and strict test backends always exist, CUDA ones when built
+// with CUDA.
 Backend& backend_for(Device device);
 
 // True when this binary was built with CUDA and at least one device is visible.

@@ -7,12 +7,15 @@
 
 #include "kernels/cpu/block_quant_cpu.h"
 #include "kernels/cpu/cast_cpu.h"
+#include "kernels/cpu/optim_cpu.h"
 
 namespace farthing {
 
 CpuBackend::CpuBackend()
     : signed_map_(kernels::make_quant_map_cpu(numerics::MapSign::kSigned)),
-      unsigned_map_(kernels::make_quant_map_cpu(numerics::MapSign::kUnsigned)) {}
+      unsigned_map_(kernels::make_quant_map_cpu(numerics::MapSign::kUnsigned)),
+      signed_map4_(numerics::make_dynamic_map_4bit(numerics::MapSign::kSigned)),
+      unsigned_map4_(numerics::make_dynamic_map_4bit(numerics::MapSign::kUnsigned)) {}
 
 void* CpuBackend::allocate_bytes(size_t bytes) {
   void* data = blocks_.allocate(bytes);
@@ -67,6 +70,24 @@ void CpuBackend::block_dequantize(const Tensor& dst, const Tensor& codes, const 
   kernels::block_dequantize_cpu(map_for(sign), static_cast<const uint8_t*>(codes.data()),
                                 static_cast<const float*>(absmax.data()), static_cast<float*>(dst.data()),
                                 size_t(dst.numel()));
+}
+
+void CpuBackend::fill_bytes(void* dst, uint8_t value, size_t bytes) {
+  if (bytes > 0) std::memset(dst, value, bytes);
+}
+
+kernels::AdamWPartials CpuBackend::adamw_step(const kernels::AdamWSegment& segment) {
+  kernels::AdamWSegmentCpu args;
+  static_cast<kernels::AdamWSegment&>(args) = segment;
+  args.signed_map = &signed_map_;
+  args.unsigned_map = &unsigned_map_;
+  args.signed_map4 = signed_map4_.data();
+  args.unsigned_map4 = unsigned_map4_.data();
+  return kernels::adamw_step_cpu(args);
+}
+
+kernels::GradPartials CpuBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n) {
+  return kernels::grad_partials_cpu(grad, format, n);
 }
 
 }  // namespace farthing

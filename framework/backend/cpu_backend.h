@@ -6,6 +6,7 @@
 #include "framework/backend/cpu_nn_ops.h"
 #include "framework/backend/host_block_cache.h"
 #include "kernels/cpu/block_quant_cpu.h"
+#include "kernels/numerics/block_quant4.h"
 
 namespace farthing {
 
@@ -21,6 +22,9 @@ class CpuBackend final : public Backend {
                       numerics::MapSign sign) override;
   void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                         numerics::MapSign sign) override;
+  void fill_bytes(void* dst, uint8_t value, size_t bytes) override;
+  kernels::AdamWPartials adamw_step(const kernels::AdamWSegment& segment) override;
+  kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) override;
   NnOps& nn() override { return nn_; }
   void synchronize() override {}
 
@@ -28,6 +32,7 @@ class CpuBackend final : public Backend {
   const kernels::QuantMapCpu& map_for(numerics::MapSign sign) const;
   kernels::QuantMapCpu signed_map_;
   kernels::QuantMapCpu unsigned_map_;
+  numerics::DynamicMap4 signed_map4_, unsigned_map4_;
   CpuNnOps nn_;
   // Freed blocks of 1 MiB and more, up to 512 MiB, kept for reuse (host_block_cache.h).
   HostBlockCache blocks_{size_t(512) << 20, size_t(1) << 20};

@@ -75,6 +75,8 @@ void CudaBackend::release() noexcept {
   static_cast<void>(cudaSetDevice(device_index_));
   nn_.reset();
   if (maps_device_ != nullptr) static_cast<void>(cudaFree(maps_device_));
+  if (maps4_device_ != nullptr) static_cast<void>(cudaFree(maps4_device_));
+  maps4_device_ = nullptr;
   if (stream_ != nullptr) static_cast<void>(cudaStreamDestroy(as_stream(stream_)));
   maps_device_ = nullptr;
   stream_ = nullptr;

@@ -35,6 +35,10 @@ class CudaBackend final : public Backend {
                       numerics::MapSign sign) override;
   void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                         numerics::MapSign sign) override;
+  void fill_bytes(void* dst, uint8_t value, size_t bytes) override;
+  // These two wait for their result (the diagnostics and the norm come back to the host).
+  kernels::AdamWPartials adamw_step(const kernels::AdamWSegment& segment) override;
+  kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) override;
   // The model ops on this device (cuda_nn_ops.h), queued on this backend's stream; made on first use.
   NnOps& nn() override;
   void synchronize() override;
@@ -48,6 +52,7 @@ class CudaBackend final : public Backend {
   void* stream_ = nullptr;        // cudaStream_t, opaque to plain C++
   float* maps_device_ = nullptr;  // signed map then unsigned map, 2 x 256 floats
   std::unique_ptr<CudaNnOps> nn_;  // released before the stream it queues on
+  float* maps4_device_ = nullptr;  // the 4-bit maps, 2 x 16 floats, uploaded on the first 4-bit step
 };
 
 // A CUDA backend for device `device_index`; throws naming the visible device count when the

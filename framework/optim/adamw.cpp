@@ -8,7 +8,7 @@
 
 #include "framework/core/error.h"
 #include "kernels/cpu/block_quant_cpu.h"
-#include "kernels/cpu/optim_cpu.h"
+#include "kernels/cpu/optim_cpu.h"  // moment_to_f32_cpu: inspection, over host copies
 #include "kernels/numerics/adamw_update.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/block_quant4.h"
@@ -118,15 +118,13 @@ AdamWStateBytes AdamW::planned_bytes(const OptimizerConfig& config, const std::v
   return b;
 }
 
-AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards)
-    : config_(std::move(config)), specs_(std::move(shards)) {
+AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* backend)
+    : config_(std::move(config)),
+      backend_(backend != nullptr ? *backend : backend_for(Device::cpu())),
+      specs_(std::move(shards)) {
   validate_optimizer_config(config_, specs_);
   FARTHING_CHECK(!specs_.empty(), "the optimizer owns no shard; give at least one (global_offset, numel)");
-  const bool any_8bit = std::any_of(config_.groups.begin(), config_.groups.end(),
-                                    [](const ParamGroup& g) { return g.state_format == StateFormat::kBlock8; });
-  if (any_8bit) {
-    (void)quant_map(numerics::MapSign::kSigned);  // build the tables outside the first step
-  }
+  const Device device = backend_.device();
   shards_.resize(specs_.size());
   for (size_t s = 0; s < specs_.size(); ++s) {
     ShardState& shard = shards_[s];
@@ -135,23 +133,21 @@ AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards)
     shard.segments = std::move(layout.segments);
     const size_t state_bytes = layout.state_bytes();
     if (config_.master_mode != MasterMode::kNone) {
-      shard.master = Buffer(Device::cpu(), size_t(shard.spec.numel) * master_bytes_per_elem(config_.master_mode),
+      shard.master = Buffer(device, size_t(shard.spec.numel) * master_bytes_per_elem(config_.master_mode),
                             MemoryCategory::kMaster);
-      std::memset(shard.master.data(), 0, shard.master.bytes());
+      backend_.fill_bytes(shard.master.data(), 0, shard.master.bytes());
     }
-    shard.m = Buffer(Device::cpu(), state_bytes, MemoryCategory::kOptimizerState);
-    shard.v = Buffer(Device::cpu(), state_bytes, MemoryCategory::kOptimizerState);
+    shard.m = Buffer(device, state_bytes, MemoryCategory::kOptimizerState);
+    shard.v = Buffer(device, state_bytes, MemoryCategory::kOptimizerState);
     // Zero moments: 0.0f / bf16 0 are all-zero bytes; 8-bit zero is the map's zero code with
     // absmax 0 (the whole buffer is cleared first so alignment padding is deterministic too).
-    for (Buffer* b : {&shard.m, &shard.v}) {
-      if (b->bytes() > 0) std::memset(b->data(), 0, b->bytes());
-    }
+    for (Buffer* b : {&shard.m, &shard.v}) backend_.fill_bytes(b->data(), 0, b->bytes());
     for (const Segment& seg : shard.segments) {
       auto* m_codes = static_cast<uint8_t*>(shard.m.data()) + seg.values_offset_bytes;
-      if (seg.format == StateFormat::kBlock8) std::memset(m_codes, numerics::kSignedMapZeroCode, size_t(seg.numel));
+      if (seg.format == StateFormat::kBlock8) backend_.fill_bytes(m_codes, numerics::kSignedMapZeroCode, size_t(seg.numel));
       if (seg.format == StateFormat::kBlock4) {  // code 7 is the signed 4-bit map's zero; an odd tail's high nibble is 0
-        std::memset(m_codes, 0x77, moment_value_bytes(seg.format, seg.numel));
-        if (seg.numel & 1) m_codes[seg.numel / 2] = 0x07;
+        backend_.fill_bytes(m_codes, 0x77, moment_value_bytes(seg.format, seg.numel));
+        if (seg.numel & 1) backend_.fill_bytes(m_codes + seg.numel / 2, 0x07, 1);
       }
     }
   }
@@ -166,53 +162,84 @@ void AdamW::init_master(size_t s, const Tensor& values, const Tensor* weights) {
   FARTHING_CHECK(config_.master_mode != MasterMode::kNone,
                  "init_master: this optimizer keeps no master (master mode 'none'); nothing to initialize");
   ShardState& shard = shards_[s];
-  FARTHING_CHECK(values.device().is_cpu() && values.is_contiguous(), "init_master: values must be a contiguous "
-                 "cpu tensor, got ", values.describe());
+  const Device device = backend_.device();
+  FARTHING_CHECK(values.device() == device && values.is_contiguous(), "init_master: values must be a contiguous ",
+                 device.name(), " tensor, got ", values.describe());
   FARTHING_CHECK(uint64_t(values.numel()) == shard.spec.numel, "init_master: shard ", s, " has ",
                  shard.spec.numel, " elements but the values hold ", values.numel());
+  FARTHING_CHECK(values.dtype() == DType::kF32 || values.dtype() == DType::kBF16,
+                 "init_master: values must be f32 or bf16, got ", values.describe());
   if (weights) {
-    FARTHING_CHECK(weights->device().is_cpu() && weights->is_contiguous() && weights->dtype() == DType::kBF16 &&
+    FARTHING_CHECK(weights->device() == device && weights->is_contiguous() && weights->dtype() == DType::kBF16 &&
                        weights->numel() == values.numel(),
-                   "init_master: weights must be contiguous cpu bf16 of ", values.numel(), " elements, got ",
-                   weights->describe());
+                   "init_master: weights must be contiguous ", device.name(), " bf16 of ", values.numel(),
+                   " elements, got ", weights->describe());
   }
+  const bool same_memory = weights && weights->data() == values.data();
   if (config_.master_mode == MasterMode::kRemainder16) {
-    auto* remainder = static_cast<uint16_t*>(shard.master.data());
     if (values.dtype() == DType::kBF16) {  // the weights are the master: remainder 0
-      std::memset(remainder, 0, shard.master.bytes());
-      if (weights && weights->data() != values.data()) std::memcpy(weights->data(), values.data(), values.nbytes());
+      backend_.fill_bytes(shard.master.data(), 0, shard.master.bytes());
+      if (weights && !same_memory) backend_.copy(*weights, values);
     } else {
-      FARTHING_CHECK(values.dtype() == DType::kF32, "init_master: values must be f32 or bf16, got ", values.describe());
       FARTHING_CHECK(weights != nullptr, "init_master: master mode 'remainder16' keeps the master's high half in the "
                      "bf16 weights; pass the weights tensor so they can be written along with the remainders");
-      const float* src = static_cast<const float*>(values.data());
-      auto* w = static_cast<uint16_t*>(weights->data());
-#pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < values.numel(); ++i) {
-        const numerics::MasterSplit split = numerics::master_split(src[i]);
-        w[i] = split.weight;
-        remainder[i] = split.remainder;
-      }
+      init_remainder16(shard, values, *weights);
     }
     shard.master_initialized = true;
     return;
   }
-  float* master = static_cast<float*>(shard.master.data());
+  // The master holds the values exactly (bf16 widens exactly); the weights their nearest bf16.
+  const Tensor master = shard.master.view(DType::kF32, Shape{values.numel()});
   if (values.dtype() == DType::kF32) {
-    std::memcpy(master, values.data(), size_t(values.numel()) * sizeof(float));
+    backend_.copy(master, values);
   } else {
-    FARTHING_CHECK(values.dtype() == DType::kBF16, "init_master: values must be f32 or bf16, got ",
-                   values.describe());
-    const uint16_t* src = static_cast<const uint16_t*>(values.data());
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < values.numel(); ++i) master[i] = numerics::bf16_to_f32(src[i]);
+    backend_.cast(master, values, CastOptions{});
   }
-  if (weights && weights->data() != values.data()) {
-    auto* w = static_cast<uint16_t*>(weights->data());
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < values.numel(); ++i) w[i] = numerics::f32_to_bf16_rne(master[i]);
-  }
+  if (weights && !same_memory) backend_.cast(*weights, master, CastOptions{});
   shard.master_initialized = true;
+}
+
+// The f32 values split into the bf16 weights (ties away from zero) and 16-bit remainders. No
+// backend op does this split (it runs once, at the start): on another device the values go
+// through host memory, a piece at a time.
+void AdamW::init_remainder16(ShardState& shard, const Tensor& values, const Tensor& weights) {
+  const int64_t n = values.numel();
+  const bool host = backend_.device().is_cpu();
+  constexpr int64_t kPiece = int64_t(1) << 20;
+  Buffer staged_values, staged_weights, staged_remainder;
+  if (!host) {
+    const size_t piece = size_t(std::min(n, kPiece));
+    staged_values = Buffer(Device::cpu(), piece * 4, MemoryCategory::kOther);
+    staged_weights = Buffer(Device::cpu(), piece * 2, MemoryCategory::kOther);
+    staged_remainder = Buffer(Device::cpu(), piece * 2, MemoryCategory::kOther);
+  }
+  auto* remainder = static_cast<uint16_t*>(shard.master.data());
+  for (int64_t begin = 0; begin < n; begin += host ? n : kPiece) {
+    const int64_t count = host ? n : std::min(kPiece, n - begin);
+    const float* src = static_cast<const float*>(values.data()) + begin;
+    uint16_t* w = static_cast<uint16_t*>(weights.data()) + begin;
+    uint16_t* r = remainder + begin;
+    const Device device = backend_.device();
+    if (!host) {
+      backend_.copy(staged_values.view(DType::kF32, Shape{count}),
+                    Tensor(const_cast<float*>(src), DType::kF32, Shape{count}, device));
+      src = static_cast<const float*>(staged_values.data());
+      w = static_cast<uint16_t*>(staged_weights.data());
+      r = static_cast<uint16_t*>(staged_remainder.data());
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+      const numerics::MasterSplit split = numerics::master_split(src[i]);
+      w[i] = split.weight;
+      r[i] = split.remainder;
+    }
+    if (!host) {
+      backend_.copy(Tensor(static_cast<uint16_t*>(weights.data()) + begin, DType::kBF16, Shape{count}, device),
+                    staged_weights.view(DType::kBF16, Shape{count}));
+      backend_.copy(Tensor(remainder + begin, DType::kBF16, Shape{count}, device),
+                    staged_remainder.view(DType::kBF16, Shape{count}));
+    }
+  }
 }
 
 void AdamW::check_shard_tensors(std::span<const Tensor> tensors, const char* what, bool weights) const {
@@ -220,8 +247,8 @@ void AdamW::check_shard_tensors(std::span<const Tensor> tensors, const char* wha
                  shards_.size(), " shards; pass one per shard, in shard order");
   for (size_t s = 0; s < tensors.size(); ++s) {
     const Tensor& t = tensors[s];
-    FARTHING_CHECK(t.device().is_cpu() && t.is_contiguous(), what, "[", s, "] must be a contiguous cpu tensor, got ",
-                   t.describe(), " (the CUDA optimizer is not built yet)");
+    FARTHING_CHECK(t.device() == backend_.device() && t.is_contiguous(), what, "[", s, "] must be a contiguous ",
+                   backend_.device().name(), " tensor (the optimizer's device), got ", t.describe());
     FARTHING_CHECK(uint64_t(t.numel()) == shards_[s].spec.numel, what, "[", s, "] has ", t.numel(),
                    " elements but shard ", s, " has ", shards_[s].spec.numel);
     if (weights) {
@@ -265,7 +292,7 @@ GradReport AdamW::inspect_shard_grads(std::span<const size_t> shard_ids, std::sp
                    " elements");
     for (const Segment& seg : shards_[s].segments) {
       const kernels::GradPartials p =
-          kernels::grad_partials_cpu(byte_ptr(grads[i], seg.local_offset), grad_format_of(grads[i]), size_t(seg.numel));
+          backend_.grad_partials(byte_ptr(grads[i], seg.local_offset), grad_format_of(grads[i]), size_t(seg.numel));
       partial[0] += p.sum_squares;
       partial[1] += double(p.nonfinite);
     }
@@ -310,7 +337,7 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
     for (const Segment& seg : shard.segments) {
       const ParamGroup& group = config_.groups[size_t(config_.ranges[seg.range].group)];
       const AdamWHyper& h = group.hyper;
-      kernels::AdamWSegmentCpu args;
+      kernels::AdamWSegment args;
       args.n = size_t(seg.numel);
       args.global_offset = seg.global_offset;
       args.grad = byte_ptr(grads[i], seg.local_offset);
@@ -330,11 +357,7 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
                                                   report.grad_scale);
       args.seed = config_.seed;
       args.step = uint32_t(t);
-      args.signed_map = &quant_map(numerics::MapSign::kSigned);
-      args.unsigned_map = &quant_map(numerics::MapSign::kUnsigned);
-      args.signed_map4 = quant_map4(numerics::MapSign::kSigned);
-      args.unsigned_map4 = quant_map4(numerics::MapSign::kUnsigned);
-      const kernels::AdamWPartials p = kernels::adamw_step_cpu(args);
+      const kernels::AdamWPartials p = backend_.adamw_step(args);
       partial[0] += double(p.elements);
       partial[1] += double(p.weights_unchanged);
       partial[2] += p.update_sum_squares;
@@ -365,17 +388,41 @@ void AdamW::moments_to_f32(size_t s, float* m, float* v) const {
   const ShardState& shard = shards_[s];
   std::fill(m, m + shard.spec.numel, 0.0f);
   std::fill(v, v + shard.spec.numel, 0.0f);
+  // Inspection only: on another device the moments are copied to the host first.
+  Buffer host_m, host_v;
+  const Buffer* bm = &shard.m;
+  const Buffer* bv = &shard.v;
+  if (!backend_.device().is_cpu()) {
+    const int64_t bytes = int64_t(shard.m.bytes());
+    host_m = Buffer(Device::cpu(), size_t(bytes), MemoryCategory::kOther);
+    host_v = Buffer(Device::cpu(), size_t(bytes), MemoryCategory::kOther);
+    backend_.copy(host_m.view(DType::kU8, Shape{bytes}), shard.m.view(DType::kU8, Shape{bytes}));
+    backend_.copy(host_v.view(DType::kU8, Shape{bytes}), shard.v.view(DType::kU8, Shape{bytes}));
+    bm = &host_m;
+    bv = &host_v;
+  }
   for (const Segment& seg : shard.segments) {
-    kernels::moment_to_f32_cpu(moment_ref(shard, seg, false), &quant_map(numerics::MapSign::kSigned),
-                               quant_map4(numerics::MapSign::kSigned), m + seg.local_offset, size_t(seg.numel));
-    kernels::moment_to_f32_cpu(moment_ref(shard, seg, true), &quant_map(numerics::MapSign::kUnsigned),
-                               quant_map4(numerics::MapSign::kUnsigned), v + seg.local_offset, size_t(seg.numel));
+    kernels::MomentRef mr = moment_ref(shard, seg, false), vr = moment_ref(shard, seg, true);
+    auto rebase = [](kernels::MomentRef& r, const Buffer& from, const Buffer& to) {
+      const auto shift = [&](const void* p) {
+        return static_cast<std::byte*>(to.data()) + (static_cast<const std::byte*>(p) - static_cast<const std::byte*>(from.data()));
+      };
+      r.values = shift(r.values);
+      if (r.absmax) r.absmax = reinterpret_cast<float*>(shift(r.absmax));
+    };
+    rebase(mr, shard.m, *bm);
+    rebase(vr, shard.v, *bv);
+    kernels::moment_to_f32_cpu(mr, &quant_map(numerics::MapSign::kSigned), quant_map4(numerics::MapSign::kSigned),
+                               m + seg.local_offset, size_t(seg.numel));
+    kernels::moment_to_f32_cpu(vr, &quant_map(numerics::MapSign::kUnsigned), quant_map4(numerics::MapSign::kUnsigned),
+                               v + seg.local_offset, size_t(seg.numel));
   }
 }
 
 std::vector<StateSpan> AdamW::state_spans() {
   std::vector<StateSpan> spans;
-  spans.push_back({"step", std::as_writable_bytes(std::span<int64_t>(&step_, 1))});
+  spans.push_back({"step", std::as_writable_bytes(std::span<int64_t>(&step_, 1)), Device::cpu()});
+  const Device device = backend_.device();
   for (size_t s = 0; s < shards_.size(); ++s) {
     ShardState& shard = shards_[s];
     const std::string prefix = "shard" + std::to_string(s) + "/";
@@ -383,20 +430,20 @@ std::vector<StateSpan> AdamW::state_spans() {
       const std::string name = prefix + config_.ranges[seg.range].name + "@" + std::to_string(seg.global_offset);
       if (config_.master_mode == MasterMode::kF32) {
         auto* master = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * sizeof(float);
-        spans.push_back({name + "/master", {master, size_t(seg.numel) * sizeof(float)}});
+        spans.push_back({name + "/master", {master, size_t(seg.numel) * sizeof(float)}, device});
       } else if (config_.master_mode == MasterMode::kRemainder16) {
         auto* remainder = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * sizeof(uint16_t);
-        spans.push_back({name + "/master_remainder", {remainder, size_t(seg.numel) * sizeof(uint16_t)}});
+        spans.push_back({name + "/master_remainder", {remainder, size_t(seg.numel) * sizeof(uint16_t)}, device});
       }
       const size_t value_bytes = moment_value_bytes(seg.format, seg.numel);
       const bool q8 = is_quantized(seg.format);
       for (int k = 0; k < 2; ++k) {
         std::byte* base = static_cast<std::byte*>((k == 0 ? shard.m : shard.v).data());
         const std::string moment = name + (k == 0 ? "/exp_avg" : "/exp_avg_sq");
-        spans.push_back({moment + (q8 ? ".codes" : ""), {base + seg.values_offset_bytes, value_bytes}});
+        spans.push_back({moment + (q8 ? ".codes" : ""), {base + seg.values_offset_bytes, value_bytes}, device});
         if (q8) {
           spans.push_back({moment + ".absmax",
-                           {base + seg.absmax_offset_bytes, blocks_of(seg.format, seg.numel) * sizeof(float)}});
+                           {base + seg.absmax_offset_bytes, blocks_of(seg.format, seg.numel) * sizeof(float)}, device});
         }
       }
     }

@@ -8,10 +8,12 @@
 //   if (r.nonfinite > 0) { skip or fail: the caller's policy }
 //   StepDiagnostics d = opt.step(weights, grads, r, lr_multiplier(schedule, opt.steps_taken() + 1));
 // Each (range ∩ shard) is a segment with its group's hyper-parameters and state format,
-// stepped by kernels::adamw_step_cpu in one fused pass. Results are bit-identical for any
-// sharding into multiples of 256 and any thread count.
-// Relies on: optim_config.h, grad_clip.h, step_diagnostics.h, kernels/cpu/optim_cpu.h,
-// core/memory.h. Tested by: tests/optim/*.
+// stepped by the backend's fused kernel (Backend::adamw_step) in one pass. The state lives on
+// the backend's device, as do the weights and gradients passed in; the host only computes the
+// step's scalars and sums the partials. Results are bit-identical for any sharding into
+// multiples of 256, any thread count and any backend.
+// Relies on: optim_config.h, grad_clip.h, step_diagnostics.h, backend/backend.h, core/memory.h.
+// Tested by: tests/optim/*, tests/core/test_strict_device.cpp (on the strict test device).
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/backend/backend.h"
 #include "framework/core/memory.h"
 #include "framework/core/tensor.h"
 #include "framework/optim/grad_clip.h"
@@ -32,6 +35,7 @@ namespace farthing::optim {
 struct StateSpan {
   std::string name;  // e.g. "step", "layers.0.wq/master", "layers.0.wq/exp_avg.codes"
   std::span<std::byte> bytes;
+  Device device;     // where the bytes are: the step counter on the host, the rest on the optimizer's device
 };
 
 // What AdamW allocates over a set of shards, in bytes (its constructor lays its buffers out with
@@ -49,15 +53,17 @@ class AdamW {
   // The bytes an AdamW over `shards` with `config` allocates, before building one.
   static AdamWStateBytes planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards);
 
-  AdamW(OptimizerConfig config, std::vector<ShardSpec> shards);
+  // The state is allocated on `backend`'s device (the CPU when none is given).
+  AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* backend = nullptr);
 
   const OptimizerConfig& config() const { return config_; }
+  Backend& backend() const { return backend_; }
   const std::vector<ShardSpec>& shards() const;
   int64_t steps_taken() const { return step_; }
   void set_reduce_hook(ReduceHook hook);
 
   // Sets shard s's master from f32 values or (exactly) from bf16 weights, shard.numel
-  // elements. Required before the first step when the optimizer keeps a master. When
+  // elements, both on the optimizer's device. Required before the first step when the optimizer keeps a master. When
   // `weights` is given, the bf16 working weights are written to match: the round-to-nearest
   // cast for an f32 master, the high half for remainder16 (which needs them with f32 values).
   void init_master(size_t shard, const Tensor& values, const Tensor* weights = nullptr);
@@ -83,14 +89,15 @@ class AdamW {
   void finish_step() { ++step_; }
 
   // Inspection (tests, tools): shard s's fp32 master (nullptr unless master mode f32), its
-  // 16-bit remainders (nullptr unless remainder16), and its
-  // moments dequantized to fp32 (shard numel elements each; padding reads 0).
+  // 16-bit remainders (nullptr unless remainder16), both in the optimizer's device memory; and
+  // its moments dequantized to fp32 into host arrays (shard numel elements each; padding reads 0).
   const float* master(size_t shard) const;
   const uint16_t* master_remainder(size_t shard) const;
   void moments_to_f32(size_t shard, float* m, float* v) const;
 
   // Every byte of state, in a fixed order: the step counter, then per shard and segment the
-  // master, m and v (8-bit: codes and absmax separately). Writing into these spans restores it.
+  // master, m and v (8-bit: codes and absmax separately). Writing into these spans restores it
+  // (through the backend where a span's device is not the host).
   std::vector<StateSpan> state_spans();
   // Called by load_optimizer_state after it wrote the spans: the master counts as initialized.
   void on_state_loaded();
@@ -100,6 +107,7 @@ class AdamW {
   // Element e of the segment is element (global_offset - range.global_offset + e) of its range;
   // for quantized formats, its absmax block is that offset / block size (segments start on
   // block boundaries of the range: ranges and shards both start on 256 multiples).
+  // Pointers address the optimizer's device memory (backend().device()).
   struct SegmentView {
     const ParamRange* range = nullptr;
     uint64_t global_offset = 0;
@@ -143,10 +151,12 @@ class AdamW {
     bool master_initialized = false;
   };
   kernels::MomentRef moment_ref(const ShardState& shard, const Segment& seg, bool second) const;
+  void init_remainder16(ShardState& shard, const Tensor& values, const Tensor& weights);
   std::vector<size_t> all_shard_ids() const;
   void check_shard_tensors(std::span<const Tensor> tensors, const char* what, bool weights) const;
 
   OptimizerConfig config_;
+  Backend& backend_;
   std::vector<ShardSpec> specs_;
   std::vector<ShardState> shards_;
   int64_t step_ = 0;

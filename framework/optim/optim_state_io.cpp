@@ -1,16 +1,26 @@
 // optim_state_io.cpp — see optim_state_io.h.
 #include "framework/optim/optim_state_io.h"
 
-#include <cstring>
+#include "framework/backend/backend.h"
 
 #include "framework/core/error.h"
 
 namespace farthing::optim {
 
+namespace {
+
+Tensor bytes_of(std::span<std::byte> bytes, Device device) {
+  return Tensor(bytes.data(), DType::kU8, Shape{int64_t(bytes.size())}, device);
+}
+
+}  // namespace
+
 std::vector<SavedStateEntry> save_optimizer_state(AdamW& optimizer) {
   std::vector<SavedStateEntry> saved;
   for (const StateSpan& span : optimizer.state_spans()) {
-    saved.push_back({span.name, std::vector<std::byte>(span.bytes.begin(), span.bytes.end())});
+    std::vector<std::byte> bytes(span.bytes.size());
+    if (!bytes.empty()) backend_for(span.device).copy(bytes_of(bytes, Device::cpu()), bytes_of(span.bytes, span.device));
+    saved.push_back({span.name, std::move(bytes)});
   }
   return saved;
 }
@@ -28,7 +38,9 @@ void load_optimizer_state(AdamW& optimizer, const std::vector<SavedStateEntry>& 
                    "' holds ", saved[i].bytes.size(), " bytes but this optimizer expects ", spans[i].bytes.size());
   }
   for (size_t i = 0; i < spans.size(); ++i) {
-    if (!spans[i].bytes.empty()) std::memcpy(spans[i].bytes.data(), saved[i].bytes.data(), spans[i].bytes.size());
+    if (spans[i].bytes.empty()) continue;
+    std::span<std::byte> from(const_cast<std::byte*>(saved[i].bytes.data()), saved[i].bytes.size());
+    backend_for(spans[i].device).copy(bytes_of(spans[i].bytes, spans[i].device), bytes_of(from, Device::cpu()));
   }
   optimizer.on_state_loaded();
 }

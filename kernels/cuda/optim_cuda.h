@@ -8,8 +8,8 @@
 // stochastic-rounding bits are keyed exactly as there: (seed, step, purpose, global index),
 // purpose kWeightCast with an fp32 master and kMasterFreeUpdate without one. So weights,
 // masters, remainders, moment values or codes and absmax are bitwise the CPU's.
-// The formats, the partials and the moment reference are optim_cpu.h's types (one definition
-// of each); only the map pointers differ: here they point to device copies of the tables.
+// The segment, formats and partials are numerics/adamw_segment.h's (one definition of each); only
+// the map pointers differ: here they point to device copies of the tables.
 // Relies on: numerics/{adamw_update,block_quant,block_quant4,bf16,master_remainder,
 // stochastic_round}.h, the CUDA runtime. Tested by: tests/kernels/test_cuda_optim_parity.cpp
 // (bitwise against adamw_step_cpu for every format combination, three consecutive steps).
@@ -24,24 +24,12 @@
 
 namespace farthing::kernels {
 
-// Every pointer is device memory. Preconditions as adamw_step_cpu's: for kBlock8 and kBlock4
-// moments global_offset is a multiple of 256 (checked); values hold n codes (kBlock8) or
-// (n + 1) / 2 bytes (kBlock4, element 2j in the low nibble; an odd tail's high nibble is
-// written 0), absmax one float per 256 (kBlock8) or 128 (kBlock4) elements of the segment.
-struct AdamWSegmentCuda {
-  size_t n = 0;
-  uint64_t global_offset = 0;  // global flat index of element 0 (a multiple of 256 for blocked moments)
-  const void* grad = nullptr;
-  GradFormat grad_format = GradFormat::kF32;
-  uint16_t* weight = nullptr;     // bf16 working weight (read for diagnostics, written)
-  float* master = nullptr;        // MasterMode::kF32 only
-  uint16_t* remainder = nullptr;  // MasterMode::kRemainder16 only
-  MasterMode master_mode = MasterMode::kF32;
-  WeightRounding weight_rounding = WeightRounding::kNearest;  // master -> weight cast (kF32 only)
-  MomentRef m, v;                 // device values and absmax
-  numerics::AdamWScalars scalars{};
-  uint64_t seed = 0;  // stochastic rounding key: (seed, step, purpose, global index)
-  uint32_t step = 0;
+// The segment (numerics/adamw_segment.h; every pointer device memory) with device copies of the
+// quantization maps. Preconditions as adamw_step_cpu's: for kBlock8 and kBlock4 moments
+// global_offset is a multiple of 256 (checked); values hold n codes (kBlock8) or (n + 1) / 2
+// bytes (kBlock4, element 2j in the low nibble; an odd tail's high nibble is written 0), absmax
+// one float per 256 (kBlock8) or 128 (kBlock4) elements of the segment.
+struct AdamWSegmentCuda : AdamWSegment {
   const float* signed_map = nullptr;     // kBlock8: the 256-entry map of m (numerics::make_dynamic_map)
   const float* unsigned_map = nullptr;   // kBlock8: the 256-entry map of v
   const float* signed_map4 = nullptr;    // kBlock4: the 16-entry map of m (numerics::make_dynamic_map_4bit)

@@ -1,0 +1,53 @@
+// cuda_backend_optim.cu — the CUDA backend's optimizer ops (Backend::fill_bytes, adamw_step,
+// grad_partials) over kernels/cuda/optim_cuda.h; the rest of the backend is cuda_backend.cu.
+// Tested by: tests/kernels/test_cuda_optim_parity.cpp (the kernel, bitwise against the CPU);
+// these wrappers have not run on a GPU yet.
+#include <cuda_runtime_api.h>
+
+#include "framework/backend/cuda_backend.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/optim_cuda.h"
+#include "kernels/numerics/block_quant4.h"
+
+namespace farthing {
+
+namespace {
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+}  // namespace
+
+void CudaBackend::fill_bytes(void* dst, uint8_t value, size_t bytes) {
+  if (bytes == 0) return;
+  FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
+  FARTHING_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, as_stream(stream_)));
+}
+
+kernels::AdamWPartials CudaBackend::adamw_step(const kernels::AdamWSegment& segment) {
+  FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
+  const bool four_bit =
+      segment.m.format == kernels::MomentFormat::kBlock4 || segment.v.format == kernels::MomentFormat::kBlock4;
+  if (four_bit && maps4_device_ == nullptr) {
+    const numerics::DynamicMap4 signed4 = numerics::make_dynamic_map_4bit(numerics::MapSign::kSigned);
+    const numerics::DynamicMap4 unsigned4 = numerics::make_dynamic_map_4bit(numerics::MapSign::kUnsigned);
+    void* maps = nullptr;
+    FARTHING_CUDA_CHECK(cudaMalloc(&maps, 2 * signed4.size() * sizeof(float)));
+    maps4_device_ = static_cast<float*>(maps);
+    FARTHING_CUDA_CHECK(cudaMemcpy(maps4_device_, signed4.data(), signed4.size() * sizeof(float),
+                                   cudaMemcpyHostToDevice));
+    FARTHING_CUDA_CHECK(cudaMemcpy(maps4_device_ + signed4.size(), unsigned4.data(),
+                                   unsigned4.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  kernels::AdamWSegmentCuda args;
+  static_cast<kernels::AdamWSegment&>(args) = segment;
+  args.signed_map = map_for(numerics::MapSign::kSigned);
+  args.unsigned_map = map_for(numerics::MapSign::kUnsigned);
+  args.signed_map4 = maps4_device_;
+  args.unsigned_map4 = maps4_device_ != nullptr ? maps4_device_ + 16 : nullptr;
+  return kernels::adamw_step_cuda(args, as_stream(stream_));
+}
+
+kernels::GradPartials CudaBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n) {
+  FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
+  return kernels::grad_partials_cuda(grad, format, n, as_stream(stream_));
+}
+
+}  // namespace farthing

@@ -1,0 +1,118 @@
+// strict_nn_ops.cpp — see strict_nn_ops.h.
+#include "framework/backend/strict_nn_ops.h"
+
+#include "framework/core/error.h"
+
+namespace farthing {
+
+void StrictNnOps::device_memory(const char* op,
+                                std::initializer_list<std::pair<const char*, const void*>> args) const {
+  for (const auto& [name, p] : args) {
+    FARTHING_CHECK(p == nullptr || arena_.holds(p), "strict device: NnOps::", op, " was given host memory for '", name,
+                   "'; ops read and write device memory only (copy it to the device first)");
+  }
+}
+
+#define STRICT_OP(op, call, ...)        \
+  device_memory(#op, {__VA_ARGS__});    \
+  GuardedArena::Access access(arena_);  \
+  return cpu_.call
+
+void StrictNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                         bool accumulate) {
+  STRICT_OP(matmul, matmul(dtype, shape, a, b, c, accumulate), {"a", a}, {"b", b}, {"c", c});
+}
+void StrictNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
+  STRICT_OP(attention_forward, attention_forward(s, out, lse, qkv), {"out", out}, {"lse", lse}, {"qkv", qkv});
+}
+void StrictNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                                     const float* out, const float* lse, const float* qkv) {
+  STRICT_OP(attention_backward, attention_backward(s, dqkv, scratch, dout, out, lse, qkv), {"dqkv", dqkv},
+            {"scratch", scratch}, {"dout", dout}, {"out", out}, {"lse", lse}, {"qkv", qkv});
+}
+void StrictNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
+                                   int64_t first_position, const float* k_cache, const float* v_cache) {
+  STRICT_OP(attention_decode, attention_decode(s, out, qkv, rows, first_position, k_cache, v_cache), {"out", out},
+            {"qkv", qkv}, {"k_cache", k_cache}, {"v_cache", v_cache});
+}
+void StrictNnOps::rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                                  float eps) {
+  STRICT_OP(rmsnorm_forward, rmsnorm_forward(out, rstd, x, w, n, c, eps), {"out", out}, {"rstd", rstd}, {"x", x},
+            {"w", w});
+}
+void StrictNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
+                                   const float* rstd, int64_t n, int64_t c) {
+  STRICT_OP(rmsnorm_backward, rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c), {"dx", dx}, {"dw", dw},
+            {"dout", dout}, {"x", x}, {"w", w}, {"rstd", rstd});
+}
+void StrictNnOps::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+                                    const float* b, int64_t n, int64_t c, float eps) {
+  STRICT_OP(layernorm_forward, layernorm_forward(out, mean, rstd, x, w, b, n, c, eps), {"out", out}, {"mean", mean},
+            {"rstd", rstd}, {"x", x}, {"w", w}, {"b", b});
+}
+void StrictNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+                                     const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
+  STRICT_OP(layernorm_backward, layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c), {"dx", dx},
+            {"dw", dw}, {"db", db}, {"dout", dout}, {"x", x}, {"w", w}, {"mean", mean}, {"rstd", rstd});
+}
+void StrictNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                             const float* cos, const float* sin, bool inverse) {
+  STRICT_OP(rope_apply, rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse), {"x", x},
+            {"cos", cos}, {"sin", sin});
+}
+void StrictNnOps::swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) {
+  STRICT_OP(swiglu_forward, swiglu_forward(act, gu, n, h), {"act", act}, {"gu", gu});
+}
+void StrictNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
+  STRICT_OP(swiglu_backward, swiglu_backward(dgu, dact, gu, n, h), {"dgu", dgu}, {"dact", dact}, {"gu", gu});
+}
+void StrictNnOps::gelu_forward(float* out, const float* x, int64_t count) {
+  STRICT_OP(gelu_forward, gelu_forward(out, x, count), {"out", out}, {"x", x});
+}
+void StrictNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
+  STRICT_OP(gelu_backward, gelu_backward(dx, dout, x, count), {"dx", dx}, {"dout", dout}, {"x", x});
+}
+void StrictNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                                    int64_t seq, int64_t c) {
+  STRICT_OP(embedding_forward, embedding_forward(out, tokens, wte, wpe, n, seq, c), {"out", out},
+            {"tokens", tokens}, {"wte", wte}, {"wpe", wpe});
+}
+void StrictNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                         int64_t n, int64_t seq, int64_t c) {
+  STRICT_OP(embedding_forward_bf16, embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c), {"out", out},
+            {"tokens", tokens}, {"wte", wte}, {"wpe", wpe});
+}
+void StrictNnOps::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                                     int64_t seq, int64_t c) {
+  STRICT_OP(embedding_backward, embedding_backward(dwte, dwpe, dout, tokens, n, seq, c), {"dwte", dwte},
+            {"dwpe", dwpe}, {"dout", dout}, {"tokens", tokens});
+}
+void StrictNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {
+  STRICT_OP(bias_add, bias_add(out, bias, n, c, stride), {"out", out}, {"bias", bias});
+}
+void StrictNnOps::bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
+  STRICT_OP(bias_backward, bias_backward(dbias, dout, n, c, stride), {"dbias", dbias}, {"dout", dout});
+}
+double StrictNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                                       float grad_scale, bool want_grad) {
+  STRICT_OP(cross_entropy_rows, cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad),
+            {"logits", logits}, {"targets", targets});
+}
+void StrictNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {
+  STRICT_OP(narrow, narrow(dtype, dst, src, count), {"dst", dst}, {"src", src});
+}
+void StrictNnOps::widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) {
+  STRICT_OP(widen, widen(dtype, dst, src, count), {"dst", dst}, {"src", src});
+}
+void StrictNnOps::copy(float* dst, const float* src, int64_t count) {
+  GuardedArena::Access access(arena_);  // either side may be host memory
+  return cpu_.copy(dst, src, count);
+}
+void StrictNnOps::zero(float* dst, int64_t count) { STRICT_OP(zero, zero(dst, count), {"dst", dst}); }
+void StrictNnOps::accumulate(float* dst, const float* src, int64_t count) {
+  STRICT_OP(accumulate, accumulate(dst, src, count), {"dst", dst}, {"src", src});
+}
+
+#undef STRICT_OP
+
+}  // namespace farthing

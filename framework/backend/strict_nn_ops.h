@@ -1,0 +1,61 @@
+// strict_nn_ops.h — the strict test device's NnOps: CpuNnOps inside the arena's access scope,
+// after checking that every pointer an op is given is device memory (strict_device_backend.h).
+// copy() alone may take host memory on either side, as NnOps::copy allows.
+// Relies on: cpu_nn_ops.h, guarded_arena.h. Tested by: tests/core/test_strict_device.cpp.
+#pragma once
+
+#include "framework/backend/cpu_nn_ops.h"
+#include "framework/backend/guarded_arena.h"
+
+namespace farthing {
+
+class StrictNnOps final : public NnOps {
+ public:
+  explicit StrictNnOps(GuardedArena& arena) : arena_(arena) {}
+  Device device() const override { return Device::strict(); }
+  void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+              bool accumulate) override;
+  void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override;
+  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const float* out,
+                          const float* lse, const float* qkv) override;
+  void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
+                        const float* k_cache, const float* v_cache) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                       float eps) override;
+  void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+                        int64_t n, int64_t c) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                         int64_t n, int64_t c, float eps) override;
+  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                          const float* mean, const float* rstd, int64_t n, int64_t c) override;
+  void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                  const float* cos, const float* sin, bool inverse) override;
+  void swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) override;
+  void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override;
+  void gelu_forward(float* out, const float* x, int64_t count) override;
+  void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override;
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                         int64_t seq, int64_t c) override;
+  void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
+                              int64_t seq, int64_t c) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                          int64_t seq, int64_t c) override;
+  void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
+  void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) override;
+  double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                            bool want_grad) override;
+  void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override;
+  void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override;
+  void copy(float* dst, const float* src, int64_t count) override;
+  void zero(float* dst, int64_t count) override;
+  void accumulate(float* dst, const float* src, int64_t count) override;
+
+ private:
+  // Fails naming the op and argument unless p (when not null) is device memory.
+  void device_memory(const char* op, std::initializer_list<std::pair<const char*, const void*>> args) const;
+
+  GuardedArena& arena_;
+  CpuNnOps cpu_;
+};
+
+}  // namespace farthing
