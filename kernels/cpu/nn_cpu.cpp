@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/numerics/activations.h"
 #include "kernels/numerics/bf16.h"
@@ -278,8 +279,11 @@ void accumulate_cpu(float* dst, const float* a, int64_t count) {
 
 double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
                               float grad_scale, bool want_grad) {
-  double total = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : total)
+  // NOTE: each row's loss is kept and the losses are summed in row order afterwards, so the
+  // total does not depend on the thread count (an OpenMP reduction combines per-thread partial
+  // sums, whose split depends on it: the parity harness caught a last-bit difference).
+  std::vector<double> row_loss(size_t(std::max<int64_t>(rows, 0)), 0.0);
+#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     float* l = logits + r * vocab;
     const int32_t target = targets[r];
@@ -302,7 +306,7 @@ double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t row
       if (want_grad) std::memcpy(l + i0, e, size_t(n) * 4);
     }
     const double lse = double(m) + std::log(sum);
-    total += lse - double(target_logit);
+    row_loss[size_t(r)] = lse - double(target_logit);
     if (want_grad) {
       const float k = float(double(grad_scale) / sum);
 #pragma omp simd
@@ -310,6 +314,8 @@ double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t row
       l[target] -= grad_scale;
     }
   }
+  double total = 0.0;
+  for (const double loss : row_loss) total += loss;
   return total;
 }
 

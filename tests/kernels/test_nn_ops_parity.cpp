@@ -1,0 +1,669 @@
+// test_nn_ops_parity.cpp — every NnOps op, table-driven, against the CPU reference (CpuNnOps).
+//
+// One row per op x shape (kCases below): stories260K, SmolLM2-135M, Llama-3.2-1B and
+// Llama-3.1-8B block shapes, odd T, T = 1, vocabularies 49,152 / 128,256 / 151,936 for the
+// cross-entropy. Big shapes use few rows so the CPU reference stays quick. Each row runs its op on
+// the same deterministic inputs on two NnOps sets and compares every output array under the
+// row's tolerance class (kTolerances: one table, one line per comparison class).
+//   CpuThreads/*: CpuNnOps with 1 OpenMP thread vs CpuNnOps with 3 threads. The CPU ops promise
+//     results independent of the thread count, so every output must be bitwise equal; this half
+//     runs on every machine and is what tests the harness itself here.
+//   Cuda/*: CpuNnOps vs the CUDA backend's NnOps under the class's tolerance; skipped (GTEST_SKIP)
+//     without a GPU.
+// Everything goes through Backend (allocate, NnOps::copy) so the test is plain C++.
+// Relies on: framework/backend, kernels/numerics/bf16.h, minifloat.h. Tested by: itself (an op broken
+// on purpose makes its rows fail; see docs/cuda_ops.md).
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "framework/backend/backend.h"
+#include "kernels/numerics/bf16.h"
+#include "kernels/numerics/minifloat.h"
+
+namespace farthing {
+namespace {
+
+// ---- comparison classes --------------------------------------------------------------------
+
+enum class Tol { kBitwise, kF32Reduction, kAttention, kGemm };
+
+// max |candidate - reference| <= rel * max |reference| over each output array (the error is
+// measured against the output's scale, since reductions with cancellation make per-element
+// relative error meaningless). Values come from rounding bounds, not from GPU runs (none have
+// run): fp32 sums of up to ~15k terms in another order differ by ~sqrt(n) * 2^-24 of their scale
+// typically (<= 1e-5 with margin); attention chains a softmax and two such sums (1e-4); GEMMs
+// take identical (already rounded) bf16/f16/fp32 inputs on both sides and accumulate in fp32,
+// so only the summation order differs, over k up to 14,336 (1e-4). Loss sums (double) 1e-9.
+struct Tolerance {
+  Tol tol;
+  const char* name;
+  double rel;
+};
+constexpr Tolerance kTolerances[] = {
+    {Tol::kBitwise, "bitwise", 0.0},
+    {Tol::kF32Reduction, "fp32 reduction", 1e-5},
+    {Tol::kAttention, "fp32 attention", 1e-4},
+    {Tol::kGemm, "fp32-accumulated GEMM", 1e-4},
+};
+constexpr double kLossSumRel = 1e-9;
+
+const Tolerance& tolerance_of(Tol t) {
+  for (const Tolerance& x : kTolerances) {
+    if (x.tol == t) return x;
+  }
+  return kTolerances[0];
+}
+
+// ---- buffers on a backend --------------------------------------------------------------------
+
+// Device (or host, for the CPU backend) memory of one op run, freed at the end; values travel
+// through NnOps::copy in 4-byte words, so byte sizes are rounded up to a multiple of 4.
+class Arena {
+ public:
+  explicit Arena(Backend& backend) : backend_(backend), nn_(backend.nn()) {}
+  ~Arena() {
+    for (void* p : blocks_) backend_.free_bytes(p);
+  }
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  NnOps& nn() { return nn_; }
+
+  template <class T>
+  T* put(const std::vector<T>& host) {
+    const size_t bytes = host.size() * sizeof(T), words = (bytes + 3) / 4;
+    std::vector<float> staged(std::max<size_t>(words, 1), 0.0f);
+    if (bytes > 0) std::memcpy(staged.data(), host.data(), bytes);
+    float* p = static_cast<float*>(backend_.allocate_bytes(staged.size() * 4));
+    blocks_.push_back(p);
+    nn_.copy(p, staged.data(), int64_t(staged.size()));
+    return reinterpret_cast<T*>(p);
+  }
+  std::vector<float> get(const float* p, size_t n) {
+    std::vector<float> host(n);
+    if (n > 0) nn_.copy(host.data(), p, int64_t(n));
+    return host;
+  }
+  std::vector<uint16_t> get_u16(const uint16_t* p, size_t n) {
+    std::vector<float> words((n + 1) / 2);
+    if (!words.empty()) nn_.copy(words.data(), reinterpret_cast<const float*>(p), int64_t(words.size()));
+    std::vector<uint16_t> host(n);
+    if (n > 0) std::memcpy(host.data(), words.data(), n * 2);
+    return host;
+  }
+
+ private:
+  Backend& backend_;
+  NnOps& nn_;
+  std::vector<void*> blocks_;
+};
+
+struct Outputs {
+  std::vector<std::pair<std::string, std::vector<float>>> arrays;
+  std::vector<std::pair<std::string, double>> scalars;
+  void add(std::string name, std::vector<float> values) { arrays.emplace_back(std::move(name), std::move(values)); }
+};
+
+// ---- deterministic inputs --------------------------------------------------------------------
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint32_t bits() {
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 7;
+    state_ ^= state_ << 17;
+    return uint32_t(state_ >> 32);
+  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * float(bits() >> 8) * (1.0f / 16777216.0f); }
+  std::vector<float> floats(int64_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::vector<float> v(size_t(std::max<int64_t>(n, 0)));
+    for (float& x : v) x = uniform(lo, hi);
+    return v;
+  }
+  // Token ids below vocab, with runs of repeats (row r repeats row r - 3 every fifth row), so the
+  // embedding backward sees repeated tokens.
+  std::vector<int32_t> tokens(int64_t n, int64_t vocab) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) v[size_t(r)] = (r >= 3 && r % 5 == 0) ? v[size_t(r - 3)] : int32_t(bits() % uint32_t(vocab));
+    return v;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t seed_of(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : name) h = (h ^ uint8_t(c)) * 1099511628211ull;
+  return h;
+}
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = numerics::f32_to_bf16_rne(v[i]);
+  return out;
+}
+std::vector<uint16_t> to_f16(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = numerics::f32_to_fp16_rne(v[i]);
+  return out;
+}
+
+// ---- the table -------------------------------------------------------------------------------
+
+struct Case {
+  std::string name;  // op_shape, a valid gtest name
+  Tol tol;           // how CUDA is compared with the CPU
+  std::function<Outputs(Arena&, Rng&)> run;
+};
+
+std::vector<Case> g_cases;
+void add(std::string name, Tol tol, std::function<Outputs(Arena&, Rng&)> run) {
+  g_cases.push_back(Case{std::move(name), tol, std::move(run)});
+}
+
+void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
+  add("rmsnorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    float* out = a.put(std::vector<float>(size_t(n * c)));
+    float* rstd = a.put(std::vector<float>(size_t(n)));
+    a.nn().rmsnorm_forward(out, rstd, x, w, n, c, 1e-5f);
+    Outputs o;
+    o.add("out", a.get(out, size_t(n * c)));
+    o.add("rstd", a.get(rstd, size_t(n)));
+    return o;
+  });
+  add("rmsnorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const auto xs = rng.floats(n * c, -2.0f, 2.0f);
+    std::vector<float> rstds(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) {
+      double ss = 0;
+      for (int64_t i = 0; i < c; ++i) ss += double(xs[size_t(r * c + i)]) * xs[size_t(r * c + i)];
+      rstds[size_t(r)] = float(1.0 / std::sqrt(ss / double(c) + 1e-5));
+    }
+    const float* x = a.put(xs);
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    const float* dout = a.put(rng.floats(n * c));
+    const float* rstd = a.put(rstds);
+    float* dx = a.put(rng.floats(n * c));  // accumulated into
+    float* dw = a.put(rng.floats(c));
+    a.nn().rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
+    Outputs o;
+    o.add("dx", a.get(dx, size_t(n * c)));
+    o.add("dw", a.get(dw, size_t(c)));
+    return o;
+  });
+  add("layernorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    const float* b = a.put(rng.floats(c));
+    float* out = a.put(std::vector<float>(size_t(n * c)));
+    float* mean = a.put(std::vector<float>(size_t(n)));
+    float* rstd = a.put(std::vector<float>(size_t(n)));
+    a.nn().layernorm_forward(out, mean, rstd, x, w, b, n, c, 1e-5f);
+    Outputs o;
+    o.add("out", a.get(out, size_t(n * c)));
+    o.add("mean", a.get(mean, size_t(n)));
+    o.add("rstd", a.get(rstd, size_t(n)));
+    return o;
+  });
+  add("layernorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    const float* dout = a.put(rng.floats(n * c));
+    const float* mean = a.put(rng.floats(n, 0.4f, 0.6f));
+    const float* rstd = a.put(rng.floats(n, 0.6f, 0.8f));
+    float* dx = a.put(rng.floats(n * c));
+    float* dw = a.put(rng.floats(c));
+    float* db = a.put(rng.floats(c));
+    a.nn().layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c);
+    Outputs o;
+    o.add("dx", a.get(dx, size_t(n * c)));
+    o.add("dw", a.get(dw, size_t(c)));
+    o.add("db", a.get(db, size_t(c)));
+    return o;
+  });
+}
+
+void add_rope_case(const std::string& label, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+                   int64_t stride) {
+  for (bool inverse : {false, true}) {
+    add(std::string(inverse ? "rope_inverse_" : "rope_forward_") + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+      const int64_t half = head_dim / 2;
+      std::vector<float> cs(size_t(seq * half)), sn(size_t(seq * half));
+      for (int64_t p = 0; p < seq; ++p) {
+        for (int64_t i = 0; i < half; ++i) {
+          const double angle = double(p) * std::pow(500000.0, -double(2 * i) / double(head_dim));
+          cs[size_t(p * half + i)] = float(std::cos(angle));
+          sn[size_t(p * half + i)] = float(std::sin(angle));
+        }
+      }
+      float* x = a.put(rng.floats(rows * stride));
+      a.nn().rope_apply(x, rows, seq, heads, head_dim, stride, a.put(cs), a.put(sn), inverse);
+      Outputs o;
+      o.add("x", a.get(x, size_t(rows * stride)));
+      return o;
+    });
+  }
+}
+
+void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
+  add("swiglu_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    float* act = a.put(std::vector<float>(size_t(n * h)));
+    a.nn().swiglu_forward(act, gu, n, h);
+    Outputs o;
+    o.add("act", a.get(act, size_t(n * h)));
+    return o;
+  });
+  add("swiglu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    const float* dact = a.put(rng.floats(n * h));
+    float* dgu = a.put(std::vector<float>(size_t(n * 2 * h)));
+    a.nn().swiglu_backward(dgu, dact, gu, n, h);
+    Outputs o;
+    o.add("dgu", a.get(dgu, size_t(n * 2 * h)));
+    return o;
+  });
+  add("gelu_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    const float* x = a.put(rng.floats(count, -8.0f, 8.0f));
+    float* out = a.put(std::vector<float>(size_t(count)));
+    a.nn().gelu_forward(out, x, count);
+    Outputs o;
+    o.add("out", a.get(out, size_t(count)));
+    return o;
+  });
+  add("gelu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    const float* x = a.put(rng.floats(count, -8.0f, 8.0f));
+    const float* dout = a.put(rng.floats(count));
+    float* dx = a.put(std::vector<float>(size_t(count)));
+    a.nn().gelu_backward(dx, dout, x, count);
+    Outputs o;
+    o.add("dx", a.get(dx, size_t(count)));
+    return o;
+  });
+}
+
+void add_embedding_cases(const std::string& label, int64_t vocab, int64_t n, int64_t seq, int64_t c, bool with_wpe) {
+  add("embedding_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int32_t* tok = a.put(rng.tokens(n, vocab));
+    const float* wte = a.put(rng.floats(vocab * c));
+    const float* wpe = with_wpe ? a.put(rng.floats(seq * c)) : nullptr;
+    float* out = a.put(std::vector<float>(size_t(n * c)));
+    a.nn().embedding_forward(out, tok, wte, wpe, n, seq, c);
+    Outputs o;
+    o.add("out", a.get(out, size_t(n * c)));
+    return o;
+  });
+  add("embedding_forward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int32_t* tok = a.put(rng.tokens(n, vocab));
+    const uint16_t* wte = a.put(to_bf16(rng.floats(vocab * c)));
+    const uint16_t* wpe = with_wpe ? a.put(to_bf16(rng.floats(seq * c))) : nullptr;
+    float* out = a.put(std::vector<float>(size_t(n * c)));
+    a.nn().embedding_forward_bf16(out, tok, wte, wpe, n, seq, c);
+    Outputs o;
+    o.add("out", a.get(out, size_t(n * c)));
+    return o;
+  });
+  // Row order per token on both sides (embedding_cuda.h), so the gradients are bitwise.
+  add("embedding_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int32_t* tok = a.put(rng.tokens(n, vocab));
+    const float* dout = a.put(rng.floats(n * c));
+    float* dwte = a.put(rng.floats(vocab * c));
+    float* dwpe = with_wpe ? a.put(rng.floats(seq * c)) : nullptr;
+    a.nn().embedding_backward(dwte, dwpe, dout, tok, n, seq, c);
+    Outputs o;
+    o.add("dwte", a.get(dwte, size_t(vocab * c)));
+    if (with_wpe) o.add("dwpe", a.get(dwpe, size_t(seq * c)));
+    return o;
+  });
+}
+
+void add_bias_cases(const std::string& label, int64_t n, int64_t c, int64_t stride) {
+  add("bias_add_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    float* out = a.put(rng.floats(n * stride));
+    a.nn().bias_add(out, a.put(rng.floats(c)), n, c, stride);
+    Outputs o;
+    o.add("out", a.get(out, size_t(n * stride)));
+    return o;
+  });
+  // One chunk of rows (n <= 64) sums in the CPU's row order: bitwise; more rows: fp32 reduction.
+  add("bias_backward_" + label, n <= 64 ? Tol::kBitwise : Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const float* dout = a.put(rng.floats(n * stride));
+    float* dbias = a.put(rng.floats(c));
+    a.nn().bias_backward(dbias, dout, n, c, stride);
+    Outputs o;
+    o.add("dbias", a.get(dbias, size_t(c)));
+    return o;
+  });
+}
+
+void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t vocab, bool want_grad) {
+  add("cross_entropy_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    std::vector<int32_t> targets = rng.tokens(rows, vocab);
+    if (rows > 2) targets[1] = -1;  // an ignored row
+    float* logits = a.put(rng.floats(rows * vocab, -8.0f, 8.0f));
+    const double loss = a.nn().cross_entropy_rows(logits, a.put(targets), rows, vocab, 0.25f, want_grad);
+    Outputs o;
+    o.add("logits", a.get(logits, size_t(rows * vocab)));
+    o.scalars.emplace_back("loss", loss);
+    return o;
+  });
+}
+
+void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv, int64_t d) {
+  const AttentionShape s{batch, seq, hq, hkv, d};
+  const int64_t rows = batch * seq, stride = s.qkv_stride();
+  add("attention_forward_" + label, Tol::kAttention, [=](Arena& a, Rng& rng) {
+    const float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
+    float* out = a.put(std::vector<float>(size_t(rows * hq * d)));
+    float* lse = a.put(std::vector<float>(size_t(batch * hq * seq)));
+    a.nn().attention_forward(s, out, lse, qkv);
+    Outputs o;
+    o.add("out", a.get(out, size_t(rows * hq * d)));
+    o.add("lse", a.get(lse, size_t(batch * hq * seq)));
+    return o;
+  });
+  add("attention_backward_" + label, Tol::kAttention, [=](Arena& a, Rng& rng) {
+    // out and lse from the CPU forward on the host, the same inputs for both sides.
+    const auto qkv_host = rng.floats(rows * stride, -1.5f, 1.5f);
+    std::vector<float> out_host(size_t(rows * hq * d)), lse_host(size_t(batch * hq * seq));
+    backend_for(Device::cpu()).nn().attention_forward(s, out_host.data(), lse_host.data(), qkv_host.data());
+    const float* qkv = a.put(qkv_host);
+    const float* out = a.put(out_host);
+    const float* lse = a.put(lse_host);
+    const float* dout = a.put(rng.floats(rows * hq * d));
+    float* dqkv = a.put(rng.floats(rows * stride));  // overwritten
+    float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
+    a.nn().attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+    Outputs o;
+    o.add("dqkv", a.get(dqkv, size_t(rows * stride)));
+    return o;
+  });
+}
+
+void add_decode_case(const std::string& label, int64_t hq, int64_t hkv, int64_t d, int64_t rows, int64_t first) {
+  const AttentionShape s{1, rows, hq, hkv, d};
+  // Every sum in the CPU's order (attention_cuda.h): bitwise.
+  add("attention_decode_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t positions = first + rows, kv_row = hkv * d;
+    const float* qkv = a.put(rng.floats(rows * s.qkv_stride(), -1.5f, 1.5f));
+    const float* kc = a.put(rng.floats(positions * kv_row, -1.5f, 1.5f));
+    const float* vc = a.put(rng.floats(positions * kv_row));
+    float* out = a.put(std::vector<float>(size_t(rows * hq * d)));
+    a.nn().attention_decode(s, out, qkv, rows, first, kc, vc);
+    Outputs o;
+    o.add("out", a.get(out, size_t(rows * hq * d)));
+    return o;
+  });
+}
+
+void add_matmul_case(const std::string& label, GemmDtype dtype, GemmShape g, bool accumulate) {
+  add("matmul_" + label, Tol::kGemm, [=](Arena& a, Rng& rng) {
+    const bool ta = g.trans_a == Trans::kT, tb = g.trans_b == Trans::kT;
+    const int64_t lda = g.lda ? g.lda : (ta ? g.m : g.k), ldb = g.ldb ? g.ldb : (tb ? g.k : g.n);
+    const int64_t ldc = g.ldc ? g.ldc : g.n;
+    const auto av = rng.floats((ta ? g.k : g.m) * lda), bv = rng.floats((tb ? g.n : g.k) * ldb);
+    const void* A;
+    const void* B;
+    if (dtype == GemmDtype::kF32) {
+      A = a.put(av);
+      B = a.put(bv);
+    } else {
+      A = a.put(dtype == GemmDtype::kBF16 ? to_bf16(av) : to_f16(av));
+      B = a.put(dtype == GemmDtype::kBF16 ? to_bf16(bv) : to_f16(bv));
+    }
+    float* c = a.put(rng.floats(g.m * ldc));
+    a.nn().matmul(dtype, g, A, B, c, accumulate);
+    Outputs o;
+    o.add("c", a.get(c, size_t(g.m * ldc)));
+    return o;
+  });
+}
+
+void add_copy_cases() {
+  for (GemmDtype dt : {GemmDtype::kBF16, GemmDtype::kF16}) {
+    const std::string tag = dt == GemmDtype::kBF16 ? "bf16" : "f16";
+    add("narrow_widen_" + tag + "_odd", Tol::kBitwise, [=](Arena& a, Rng& rng) {
+      std::vector<float> v = rng.floats(1001, -70000.0f, 70000.0f);
+      for (size_t i = 0; i < 200; ++i) v[i] = rng.uniform(-1e-6f, 1e-6f);  // fp16 subnormals
+      v[200] = INFINITY;
+      v[201] = -0.0f;
+      v[202] = std::nanf("");
+      const float* src = a.put(v);
+      uint16_t* narrow = a.put(std::vector<uint16_t>(v.size()));
+      float* wide = a.put(std::vector<float>(v.size()));
+      a.nn().narrow(dt, narrow, src, int64_t(v.size()));
+      a.nn().widen(dt, wide, narrow, int64_t(v.size()));
+      const auto bits = a.get_u16(narrow, v.size());
+      Outputs o;
+      std::vector<float> as_float(bits.begin(), bits.end());  // 16-bit codes, exact in fp32
+      o.add("narrow_bits", as_float);
+      o.add("widened", a.get(wide, v.size()));
+      return o;
+    });
+  }
+  add("copy_zero_accumulate_odd", Tol::kBitwise, [](Arena& a, Rng& rng) {
+    const int64_t n = 100003;
+    const float* src = a.put(rng.floats(n));
+    float* dst = a.put(rng.floats(n));
+    float* copied = a.put(std::vector<float>(size_t(n)));
+    float* zeroed = a.put(rng.floats(n));
+    a.nn().accumulate(dst, src, n);
+    a.nn().copy(copied, dst, n);
+    a.nn().zero(zeroed, n - 1);
+    Outputs o;
+    o.add("accumulated", a.get(dst, size_t(n)));
+    o.add("copied", a.get(copied, size_t(n)));
+    o.add("zeroed", a.get(zeroed, size_t(n)));
+    return o;
+  });
+}
+
+const std::vector<Case>& cases() {
+  if (!g_cases.empty()) return g_cases;
+  // Norms: stories260K (dim 64), SmolLM2-135M (576; 67 rows: two column chunks), Llama-3.2-1B
+  // (2048), Llama-3.1-8B (4096), T = 1, many rows.
+  add_norm_cases("stories260k", 66, 64);
+  add_norm_cases("smollm2_135m", 67, 576);
+  add_norm_cases("llama32_1b", 9, 2048);
+  add_norm_cases("llama31_8b", 5, 4096);
+  add_norm_cases("t1", 1, 576);
+  add_norm_cases("many_rows", 300, 64);
+  // RoPE on the q heads of a qkv row (stride = qkv row).
+  add_rope_case("stories260k", 66, 33, 8, 8, 128);
+  add_rope_case("smollm2_135m", 67, 67, 9, 64, 960);
+  add_rope_case("llama32_1b_kv", 9, 9, 8, 64, 3072);
+  add_rope_case("llama31_8b", 5, 5, 32, 128, 6144);
+  // SwiGLU hidden sizes; GELU over the same element counts (+3, odd).
+  add_activation_cases("stories260k", 66, 172);
+  add_activation_cases("smollm2_135m", 7, 1536);
+  add_activation_cases("llama32_1b", 5, 8192);
+  add_activation_cases("llama31_8b", 3, 14336);
+  // Embeddings (the table's vocabulary is cut to keep the reference quick: the lookup does not
+  // depend on it); repeated tokens; learned positions for GPT-2-like models.
+  add_embedding_cases("stories260k", 512, 66, 33, 64, false);
+  add_embedding_cases("gpt2_like_wpe", 1000, 67, 33, 768, true);
+  add_embedding_cases("smollm2_135m", 4096, 67, 67, 576, false);
+  add_embedding_cases("llama31_8b", 2048, 5, 5, 4096, false);
+  add_embedding_cases("many_rows", 300, 700, 350, 64, true);
+  // Bias (GPT-2 style) on a part of a wider row, and over many rows.
+  add_bias_cases("part_of_row", 33, 576, 960);
+  add_bias_cases("gpt2_qkv", 200, 2304, 2304);
+  add_bias_cases("llama31_8b", 3, 4096, 4096);
+  // Cross-entropy: stories260K, SmolLM2 (49,152), Llama 3 (128,256), Qwen (151,936).
+  add_cross_entropy_case("stories260k", 5, 512, true);
+  add_cross_entropy_case("smollm2_49152", 3, 49152, true);
+  add_cross_entropy_case("llama3_128256", 2, 128256, true);
+  add_cross_entropy_case("qwen_151936", 2, 151936, true);
+  add_cross_entropy_case("loss_only_49152", 3, 49152, false);
+  // Attention: the four models' head layouts, odd T, T = 1, GQA ratios 1 / 3 / 4 / 8, head dims
+  // 8 / 16 / 32 / 64 / 96 / 128.
+  add_attention_cases("stories260k", 2, 33, 8, 4, 8);
+  add_attention_cases("smollm2_135m", 1, 67, 9, 3, 64);
+  add_attention_cases("llama32_1b", 1, 97, 32, 8, 64);
+  add_attention_cases("llama31_8b", 1, 65, 32, 8, 128);
+  add_attention_cases("t1", 3, 1, 9, 3, 64);
+  add_attention_cases("mha_d32", 2, 40, 4, 4, 32);
+  add_attention_cases("gqa8_d16", 1, 50, 8, 1, 16);
+  add_attention_cases("d96", 1, 33, 4, 2, 96);
+  add_decode_case("stories260k", 8, 4, 8, 1, 40);
+  add_decode_case("smollm2_135m", 9, 3, 64, 3, 100);
+  add_decode_case("llama31_8b", 32, 8, 128, 2, 77);
+  add_decode_case("first_token", 9, 3, 64, 1, 0);
+  // GEMMs: projections forward (C = X W^T), input gradients (dX = dY W), weight gradients
+  // (dW += dY^T X, accumulate), strided A (a view into qkv rows), T = 1, the 128,256 LM head.
+  using T = Trans;
+  add_matmul_case("f32_stories260k_qkv", GemmDtype::kF32, GemmShape{33, 128, 64, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_case("bf16_smollm2_qkv", GemmDtype::kBF16, GemmShape{67, 960, 576, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_case("bf16_smollm2_down_dx", GemmDtype::kBF16, GemmShape{67, 1536, 576, 0, 0, 0, T::kN, T::kN}, false);
+  add_matmul_case("bf16_smollm2_down_dw_acc", GemmDtype::kBF16, GemmShape{576, 1536, 67, 0, 0, 0, T::kT, T::kN},
+                  true);
+  add_matmul_case("f32_strided_a", GemmDtype::kF32, GemmShape{9, 64, 64, 960, 0, 80, T::kN, T::kT}, true);
+  add_matmul_case("bf16_llama32_1b_gate_up", GemmDtype::kBF16, GemmShape{5, 16384, 2048, 0, 0, 0, T::kN, T::kT},
+                  false);
+  add_matmul_case("bf16_llama31_8b_down_t1", GemmDtype::kBF16, GemmShape{1, 4096, 14336, 0, 0, 0, T::kN, T::kT},
+                  false);
+  add_matmul_case("f16_llama31_8b_o", GemmDtype::kF16, GemmShape{3, 4096, 4096, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_case("bf16_llama3_lm_head", GemmDtype::kBF16, GemmShape{2, 128256, 2048, 0, 0, 0, T::kN, T::kT}, false);
+  add_copy_cases();
+  return g_cases;
+}
+
+// ---- comparison --------------------------------------------------------------------------------
+
+void expect_same(const Outputs& ref, const Outputs& got, const Tolerance& tol) {
+  ASSERT_EQ(ref.arrays.size(), got.arrays.size());
+  for (size_t k = 0; k < ref.arrays.size(); ++k) {
+    const auto& [name, r] = ref.arrays[k];
+    const auto& g = got.arrays[k].second;
+    ASSERT_EQ(r.size(), g.size()) << name;
+    if (tol.rel == 0.0) {
+      size_t first = r.size(), mismatches = 0;
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (std::memcmp(&r[i], &g[i], 4) != 0) {
+          first = std::min(first, i);
+          ++mismatches;
+        }
+      }
+      EXPECT_EQ(mismatches, 0u) << name << ": " << mismatches << " of " << r.size()
+                                << " elements differ in bits (class " << tol.name << "); first at " << first << ": "
+                                << (first < r.size() ? r[first] : 0.0f) << " vs " << (first < g.size() ? g[first] : 0.0f);
+      continue;
+    }
+    double scale = 0.0, worst = 0.0;
+    size_t worst_at = 0;
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (std::isfinite(r[i])) scale = std::max(scale, double(std::fabs(r[i])));
+    }
+    for (size_t i = 0; i < r.size(); ++i) {
+      const bool both_nan = std::isnan(r[i]) && std::isnan(g[i]);
+      const double err = both_nan ? 0.0 : (r[i] == g[i] ? 0.0 : std::fabs(double(r[i]) - double(g[i])));
+      if (!(err <= worst)) {  // NaN errors count as worst
+        worst = std::isnan(err) ? INFINITY : err;
+        worst_at = i;
+      }
+    }
+    EXPECT_LE(worst, tol.rel * scale) << name << ": max error " << worst << " at " << worst_at << " ("
+                                      << r[worst_at] << " vs " << g[worst_at] << "), allowed " << tol.rel
+                                      << " x scale " << scale << " (class " << tol.name << ")";
+  }
+  ASSERT_EQ(ref.scalars.size(), got.scalars.size());
+  for (size_t k = 0; k < ref.scalars.size(); ++k) {
+    const double r = ref.scalars[k].second, g = got.scalars[k].second;
+    if (tol.rel == 0.0) {
+      EXPECT_EQ(std::memcmp(&r, &g, 8), 0) << ref.scalars[k].first << ": " << r << " vs " << g;
+    } else {
+      EXPECT_LE(std::fabs(r - g), kLossSumRel * std::max(1.0, std::fabs(r))) << ref.scalars[k].first << ": " << r
+                                                                             << " vs " << g;
+    }
+  }
+}
+
+Outputs run_case(const Case& c, Backend& backend, int threads) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  Rng rng(seed_of(c.name));
+  Outputs out;
+  {
+    Arena arena(backend);
+    out = c.run(arena, rng);
+  }
+  omp_set_num_threads(saved);
+  return out;
+}
+
+std::string case_name(const testing::TestParamInfo<size_t>& info) { return cases()[info.param].name; }
+
+std::vector<size_t> case_indices() {
+  std::vector<size_t> v(cases().size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = i;
+  return v;
+}
+
+class CpuThreads : public testing::TestWithParam<size_t> {};
+class Cuda : public testing::TestWithParam<size_t> {};
+
+// The CPU reference at 1 thread against itself at 3: bitwise for every op and output.
+TEST_P(CpuThreads, BitwiseAcrossThreadCounts) {
+  const Case& c = cases()[GetParam()];
+  Backend& cpu = backend_for(Device::cpu());
+  const Outputs one = run_case(c, cpu, 1);
+  const Outputs three = run_case(c, cpu, 3);
+  expect_same(one, three, tolerance_of(Tol::kBitwise));
+}
+
+TEST_P(Cuda, MatchesCpuWithinItsClass) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the CUDA half of the parity table did not run";
+  const Case& c = cases()[GetParam()];
+  const Outputs ref = run_case(c, backend_for(Device::cpu()), omp_get_max_threads());
+  Backend& gpu = backend_for(Device::cuda(0));
+  const Outputs got = run_case(c, gpu, omp_get_max_threads());
+  gpu.synchronize();
+  expect_same(ref, got, tolerance_of(c.tol));
+  // Run-to-run determinism on the device: a second run repeats the first bit for bit.
+  const Outputs again = run_case(c, gpu, omp_get_max_threads());
+  expect_same(got, again, tolerance_of(Tol::kBitwise));
+}
+
+INSTANTIATE_TEST_SUITE_P(NnOps, CpuThreads, testing::ValuesIn(case_indices()), case_name);
+INSTANTIATE_TEST_SUITE_P(NnOps, Cuda, testing::ValuesIn(case_indices()), case_name);
+
+TEST(NnOpsParityTable, HasOneRowPerOpAndShape) {
+  std::vector<std::string> names;
+  for (const Case& c : cases()) names.push_back(c.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "duplicate row names";
+  std::printf("parity table: %zu rows\n", names.size());
+}
+
+// The tolerance path only runs against a GPU; check here that it can fail. (Globals: gtest's
+// EXPECT_NONFATAL_FAILURE cannot see locals.)
+Outputs g_ref, g_off;
+TEST(NnOpsParityTable, ToleranceComparisonFailsOutsideItsClass) {
+  g_ref.add("x", {1.0f, -2.0f, 0.5f});
+  g_off = g_ref;
+  g_off.arrays[0].second[2] += 4e-5f;  // scale 2, fp32-reduction class allows 2e-5
+  EXPECT_NONFATAL_FAILURE(expect_same(g_ref, g_off, tolerance_of(Tol::kF32Reduction)), "max error");
+  g_off.arrays[0].second[2] = std::nanf("");
+  EXPECT_NONFATAL_FAILURE(expect_same(g_ref, g_off, tolerance_of(Tol::kF32Reduction)), "max error");
+  g_off.arrays[0].second[2] = 0.5f + 1e-5f;  // inside the class: passes, but not bitwise
+  expect_same(g_ref, g_off, tolerance_of(Tol::kF32Reduction));
+  EXPECT_NONFATAL_FAILURE(expect_same(g_ref, g_off, tolerance_of(Tol::kBitwise)), "differ in bits");
+}
+
+}  // namespace
+}  // namespace farthing
