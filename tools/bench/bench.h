@@ -44,6 +44,7 @@ int run_optim_bench(const BenchOptions& options);
 int run_train_bench(const BenchOptions& options);
 int run_dist_bench(const BenchOptions& options);
 int run_gemm_bench(const BenchOptions& options);
+int run_ops_bench(const BenchOptions& options);  // bench_ops.cpp: --device cpu or cuda
 // The --device cuda forms (bench_numerics_cuda.cpp, bench_optim_cuda.cpp): exit 77 without a GPU.
 int run_numerics_bench_cuda(const BenchOptions& options);
 int run_optim_bench_cuda(const BenchOptions& options);

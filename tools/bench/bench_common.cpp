@@ -46,6 +46,7 @@ const std::vector<BenchSuite>& bench_suites() {
        &run_dist_bench},
       {"gemm", "cuBLASLt bf16 GEMM at a preset's layer shapes and 8192^3 in TFLOP/s (--device cuda only)",
        &run_gemm_bench},
+      {"ops", "every NnOps op at SmolLM2-135M and Llama-3.1-8B shapes vs the GEMM ceiling and the copy", &run_ops_bench},
   };
   return suites;
 }

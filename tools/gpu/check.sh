@@ -5,8 +5,9 @@
 #
 # Steps, in order of what matters most when time is short: unpack; nvidia-smi; find the
 # machine's CUDA and NCCL libraries; the package's library closure (closure.sh) and how this
-# machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda;
-# `farthing info`; `farthing bench gemm|numerics|optim --device cuda`; versions; every other
+# machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda; the NnOps
+# parity table (test_nn_ops_parity: CUDA vs CPU per op and shape; test_ptx_numerics skips there
+# without nvcc); `farthing info`; `farthing bench gemm|ops|numerics|optim --device cuda`; versions; every other
 # (CPU) test, in chunks. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
 # ignores the signal) and the whole run under a budget (default 420 s): a step that would
 # overrun it is cut short, later ones are marked "no time". A hang costs one step, never the
@@ -129,8 +130,13 @@ in_ctest_dir() { (cd "$ctest_dir" && exec ctest --no-tests=error --output-on-fai
 export -f in_ctest_dir
 export ctest_dir
 run_step cuda-tests 90 bash -c 'in_ctest_dir "$@"' _ -L cuda --timeout 80
+# The model ops, CUDA against the CPU reference (not labelled cuda: the CPU suite runs it
+# elsewhere, so it is left out of the CPU chunks below).
+nn_parity='^(test_nn_ops_parity|test_ptx_numerics)$'
+run_step cuda-tests-nn-parity 90 bash -c 'in_ctest_dir "$@"' _ -R "$nn_parity" --timeout 85
 run_step farthing-info 20 "$PKG/bin/farthing" info
 run_step bench-gemm 90 "$PKG/bin/farthing" bench gemm --device cuda
+run_step bench-ops 90 "$PKG/bin/farthing" bench ops --device cuda
 run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda
 run_step bench-optim 90 "$PKG/bin/farthing" bench optim --device cuda
 run_step versions 20 python3 "$here/versions.py"
@@ -139,7 +145,7 @@ run_step versions 20 python3 "$here/versions.py"
 tests_total="$(grep -c '^add_test(' "$ctest_dir/CTestTestfile.cmake")"
 chunk=16
 for ((first = 1, part = 1; first <= tests_total; first += chunk, part++)); do
-  run_step "cpu-tests-$part" 90 bash -c 'in_ctest_dir "$@"' _ -LE cuda -j "$jobs" --timeout 60 \
+  run_step "cpu-tests-$part" 90 bash -c 'in_ctest_dir "$@"' _ -LE cuda -E "$nn_parity" -j "$jobs" --timeout 60 \
     -I "$first,$((first + chunk - 1))"
 done
 

@@ -101,7 +101,7 @@ def main():
     out.append("")
 
     out.append("## Benchmarks")
-    for bench in ("bench-gemm", "bench-numerics", "bench-optim"):
+    for bench in ("bench-gemm", "bench-ops", "bench-numerics", "bench-optim"):
         text = read(os.path.join(log_dir, bench + ".log"))
         out.append("")
         out.append(f"### {bench.replace('-', ' ')} --device cuda")
