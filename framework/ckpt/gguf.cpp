@@ -2,6 +2,7 @@
 #include "framework/ckpt/gguf.h"
 
 #include "framework/ckpt/gguf_quant.h"
+#include "framework/core/checked_math.h"
 
 namespace farthing::ckpt {
 
@@ -16,7 +17,12 @@ std::string read_string(ByteReader& r, const char* what) {
   return r.read_bytes(n, what);
 }
 
-nlohmann::json read_value(ByteReader& r, uint32_t type, const std::string& key, const std::string& file) {
+// NOTE: arrays of arrays recurse; real files nest one level (none in llama.cpp's writers), so a
+// deeper nesting is refused before it can exhaust the stack.
+constexpr int kMaxArrayDepth = 8;
+
+nlohmann::json read_value(ByteReader& r, uint32_t type, const std::string& key, const std::string& file,
+                          int depth = 0) {
   switch (type) {
     case kU8: return r.read<uint8_t>("a u8 value");
     case kI8: return r.read<int8_t>("an i8 value");
@@ -33,12 +39,11 @@ nlohmann::json read_value(ByteReader& r, uint32_t type, const std::string& key, 
     case kArray: {
       const uint32_t elem_type = r.read<uint32_t>("an array element type");
       const uint64_t count = r.read<uint64_t>("an array length");
-      FARTHING_CHECK(elem_type != kArray || count < (1u << 20), "metadata '", key, "' in ", file,
-                     " nests ", count, " arrays");
+      check_depth(depth + 1, kMaxArrayDepth, "metadata '", key, "' in ", file, " (arrays of arrays)");
       r.need(count, "array elements");  // each element takes at least one byte
       nlohmann::json array = nlohmann::json::array();
       array.get_ref<nlohmann::json::array_t&>().reserve(size_t(count));
-      for (uint64_t i = 0; i < count; ++i) array.push_back(read_value(r, elem_type, key, file));
+      for (uint64_t i = 0; i < count; ++i) array.push_back(read_value(r, elem_type, key, file, depth + 1));
       return array;
     }
   }
@@ -61,9 +66,10 @@ GgufFile::GgufFile(const std::filesystem::path& path) : file_(path) {
     const uint32_t type = r.read<uint32_t>("a metadata value type");
     metadata_[key] = read_value(r, type, key, file);
   }
-  alignment_ = uint64_t(get_int("general.alignment", 32));
-  FARTHING_CHECK(alignment_ > 0 && (alignment_ & (alignment_ - 1)) == 0, file,
-                 ": general.alignment ", alignment_, " is not a power of two");
+  const int64_t alignment = get_int("general.alignment", 32);
+  FARTHING_CHECK(alignment > 0 && alignment <= (int64_t(1) << 30) && (alignment & (alignment - 1)) == 0, file,
+                 ": general.alignment ", alignment, " is not a power of two from 1 to 2^30");
+  alignment_ = uint64_t(alignment);
   r.need(n_tensors, "tensor infos");
   tensors_.reserve(size_t(n_tensors));
   for (uint64_t i = 0; i < n_tensors; ++i) {
@@ -89,15 +95,26 @@ GgufFile::GgufFile(const std::filesystem::path& path) : file_(path) {
   for (const GgufTensorInfo& info : tensors_) {
     FARTHING_CHECK(info.offset % alignment_ == 0, "tensor '", info.name, "' in ", file, " starts at offset ",
                    info.offset, ", not a multiple of the alignment ", alignment_);
-    if (!ggml_type_supported(info.type)) continue;  // reported when (if) the tensor is read
+    if (!ggml_type_supported(info.type)) {
+      // Reported when (if) the tensor is read, and its byte size is unknown here; but no ggml type
+      // stores an element in less than one bit, so a count past 8 x the bytes after its offset is
+      // damage, refused before a reader sizes an fp32 buffer by it.
+      const uint64_t begin = checked_add(data_offset_, info.offset, "tensor '", info.name, "' in ", file, " offset");
+      FARTHING_CHECK(begin <= file_.size() && info.n_elems / 8 <= file_.size() - begin, "file ", file,
+                     " is truncated: tensor '", info.name, "' (", ggml_type_name(info.type), ") declares ",
+                     info.n_elems, " elements from byte ", begin, " but the file has ", file_.size(), " bytes");
+      continue;
+    }
     FARTHING_CHECK(info.n_elems % ggml_block_elems(info.type) == 0, "tensor '", info.name, "' in ", file, " has ",
                    info.n_elems, " elements, not a whole number of ", ggml_type_name(info.type), " blocks of ",
                    ggml_block_elems(info.type));
     const uint64_t bytes = ggml_type_bytes(info.type, info.n_elems);
-    const uint64_t end = data_offset_ + info.offset + bytes;
-    FARTHING_CHECK(end >= data_offset_ && end <= file_.size(), "file ", file, " is truncated: tensor '",
-                   info.name, "' (", ggml_type_name(info.type), ", ", info.n_elems, " elements) needs bytes [",
-                   data_offset_ + info.offset, ", ", end, ") but the file has ", file_.size(), " bytes");
+    // offset is the file's word: data_offset_ + offset + bytes may wrap past 2^64 back into the file.
+    const uint64_t begin = checked_add(data_offset_, info.offset, "tensor '", info.name, "' in ", file, " offset");
+    const uint64_t end = checked_add(begin, bytes, "tensor '", info.name, "' in ", file, " end");
+    FARTHING_CHECK(end <= file_.size(), "file ", file, " is truncated: tensor '", info.name, "' (",
+                   ggml_type_name(info.type), ", ", info.n_elems, " elements) needs bytes [", begin, ", ", end,
+                   ") but the file has ", file_.size(), " bytes");
   }
 }
 
@@ -110,6 +127,8 @@ const nlohmann::json& GgufFile::at(const std::string& key) const {
 int64_t GgufFile::get_int(const std::string& key) const {
   const nlohmann::json& v = at(key);
   FARTHING_CHECK(v.is_number_integer(), "GGUF metadata '", key, "' in ", name(), " is not an integer");
+  FARTHING_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX), "GGUF metadata '", key, "' in ",
+                 name(), " is ", v.get<uint64_t>(), ", past the largest signed 64-bit integer");
   return v.get<int64_t>();
 }
 int64_t GgufFile::get_int(const std::string& key, int64_t fallback) const {

@@ -20,6 +20,7 @@ std::string hf_llama_name(const std::string& name, int& layer, std::string& role
   if (name == "output_norm.weight") return "model.norm.weight";
   if (name == "output.weight") return "lm_head.weight";
   if (!std::regex_match(name, m, kBlock)) return "";
+  FARTHING_CHECK(m[1].length() <= 6, "tensor '", name, "' names layer ", m[1].str(), "; expected a layer number below 10^6");
   layer = std::stoi(m[1]);
   role = m[2];
   static const std::pair<const char*, const char*> kRoles[] = {
@@ -80,7 +81,7 @@ ModelFile read_gguf_model(const std::filesystem::path& path, bool lazy) {
     if (llama && (role == "attn_q" || role == "attn_k")) {
       heads = role == "attn_q" ? n_head : n_head_kv;
       FARTHING_CHECK(heads > 0, gguf.name(), " has no llama.attention.head_count to undo the q/k permutation");
-      FARTHING_CHECK(dims.size() == 2 && dims[0] % (2 * heads) == 0, "tensor '", info.name, "' in ",
+      FARTHING_CHECK(dims.size() == 2 && heads <= dims[0] / 2 && dims[0] % (2 * heads) == 0, "tensor '", info.name, "' in ",
                      gguf.name(), " has shape ", shape.str(), " but a multiple of 2*", heads,
                      " rows was expected");
     }

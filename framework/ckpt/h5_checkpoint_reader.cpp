@@ -7,6 +7,7 @@
 #include "framework/ckpt/h5_checkpoint_writer.h"
 #include "framework/ckpt/h5_checksum.h"
 #include "framework/ckpt/h5_util.h"
+#include "framework/ckpt/model_file.h"
 #include "framework/dist/communicator.h"
 
 namespace farthing {
@@ -72,10 +73,10 @@ H5CheckpointReader::H5CheckpointReader(fs::path path) : path_(std::move(path)) {
     info.dtype = parse_dtype(dtype);
     info.crc32 = crc;
     const std::vector<int64_t> dims = h5_detail::read_attribute_i64_array(dataset.get(), "farthing_shape");
-    FARTHING_CHECK(int(dims.size()) <= kMaxRank, "checkpoint ", path_, ": tensor '", name,
+    FARTHING_CHECK(dims.size() <= size_t(kMaxRank), "checkpoint ", path_, ": tensor '", name,
                    "' has rank ", dims.size(), " > ", kMaxRank);
-    info.shape.rank = int(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) info.shape.dims[i] = dims[i];
+    // Negative or overflowing dims are damage: shape_from_dims refuses them, naming the tensor.
+    info.shape = ckpt::shape_from_dims(dims, "checkpoint " + path_.string() + ": tensor '" + name + "'");
     info.numel = info.shape.numel();
     H5Id space(FARTHING_H5_CHECK(H5Dget_space(dataset.get())), H5Sclose);
     FARTHING_CHECK(H5Sget_simple_extent_npoints(space.get()) == (dims.empty() ? 1 : info.numel),
@@ -139,7 +140,16 @@ std::string H5CheckpointReader::read_string(const std::string& name) const {
                  path_, " has no string '", name, "'");
   H5Id dataset(FARTHING_H5_CHECK(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT)), H5Dclose);
   H5Id type(FARTHING_H5_CHECK(H5Dget_type(dataset.get())), H5Tclose);
-  std::string text(H5Tget_size(type.get()), '\0');
+  H5Id space(FARTHING_H5_CHECK(H5Dget_space(dataset.get())), H5Sclose);
+  // H5Dread with H5S_ALL writes every element the file declares: one fixed-length string, as
+  // the writer makes it, or the buffer below is overrun.
+  const size_t size = H5Tget_size(type.get());
+  FARTHING_CHECK(H5Tget_class(type.get()) == H5T_STRING && H5Tis_variable_str(type.get()) == 0 &&
+                     H5Sget_simple_extent_npoints(space.get()) == 1 && size <= fs::file_size(path_),
+                 "checkpoint ", path_, ": string '", name, "' is not one fixed-length string of at "
+                 "most the file's size (", H5Sget_simple_extent_npoints(space.get()), " elements of ",
+                 size, " bytes)");
+  std::string text(size, '\0');
   FARTHING_H5_CHECK(H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()));
   while (!text.empty() && text.back() == '\0') text.pop_back();
   return text;

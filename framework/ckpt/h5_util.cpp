@@ -39,6 +39,22 @@ H5Id open_attribute(hid_t object, const char* name) {
   return H5Id(FARTHING_H5_CHECK(H5Aopen(object, name, H5P_DEFAULT)), H5Aclose);
 }
 
+// The number of elements the file says the attribute holds. H5Aread writes all of them, so a
+// scalar read into one value first checks there is exactly one (a damaged file saying 2 made
+// H5Aread write past the variable).
+hssize_t attribute_points(hid_t attr) {
+  H5Id space(FARTHING_H5_CHECK(H5Aget_space(attr)), H5Sclose);
+  return H5Sget_simple_extent_npoints(space.get());
+}
+void check_one_value(hid_t attr, const char* name, const char* what) {
+  const hssize_t n = attribute_points(attr);
+  FARTHING_CHECK(n == 1, "attribute '", name, "' holds ", n, " values; expected one ", what);
+}
+
+// NOTE: farthing writes short attributes (dtypes, names, the recipe is a dataset); a declared
+// size past this is damage, refused before a buffer is sized by it.
+constexpr size_t kMaxAttributeBytes = size_t(16) << 20;
+
 }  // namespace
 
 void write_attribute_i64(hid_t object, const char* name, int64_t value) {
@@ -69,6 +85,7 @@ bool has_attribute(hid_t object, const char* name) { return H5Aexists(object, na
 
 int64_t read_attribute_i64(hid_t object, const char* name) {
   H5Id attr = open_attribute(object, name);
+  check_one_value(attr.get(), name, "integer");
   int64_t value = 0;
   FARTHING_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_INT64, &value));
   return value;
@@ -76,6 +93,7 @@ int64_t read_attribute_i64(hid_t object, const char* name) {
 
 double read_attribute_f64(hid_t object, const char* name) {
   H5Id attr = open_attribute(object, name);
+  check_one_value(attr.get(), name, "number");
   double value = 0;
   FARTHING_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value));
   return value;
@@ -86,7 +104,11 @@ std::string read_attribute_string(hid_t object, const char* name) {
   H5Id type(FARTHING_H5_CHECK(H5Aget_type(attr.get())), H5Tclose);
   FARTHING_CHECK(H5Tget_class(type.get()) == H5T_STRING && H5Tis_variable_str(type.get()) == 0,
                  "attribute '", name, "' is not a fixed-length string");
-  std::string value(H5Tget_size(type.get()), '\0');
+  check_one_value(attr.get(), name, "string");
+  const size_t size = H5Tget_size(type.get());
+  FARTHING_CHECK(size <= kMaxAttributeBytes, "attribute '", name, "' is a string of ", size,
+                 " bytes; expected at most ", kMaxAttributeBytes);
+  std::string value(size, '\0');
   FARTHING_H5_CHECK(H5Aread(attr.get(), type.get(), value.data()));
   while (!value.empty() && value.back() == '\0') value.pop_back();
   return value;
@@ -96,6 +118,8 @@ std::vector<int64_t> read_attribute_i64_array(hid_t object, const char* name) {
   H5Id attr = open_attribute(object, name);
   H5Id space(FARTHING_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  FARTHING_CHECK(n <= hssize_t(kMaxAttributeBytes / 8), "attribute '", name, "' holds ", n,
+                 " integers; expected at most ", kMaxAttributeBytes / 8);
   std::vector<int64_t> values(size_t(n > 0 ? n : 0));
   if (!values.empty()) FARTHING_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_INT64, values.data()));
   return values;

@@ -7,6 +7,7 @@
 
 #include "framework/ckpt/mapped_file.h"
 #include "framework/ckpt/rope_permute.h"
+#include "framework/core/checked_math.h"
 
 namespace farthing::ckpt {
 
@@ -39,8 +40,11 @@ ModelFile read_llama2c(const std::filesystem::path& path, bool lazy) {
 
   // Copies `count` consecutive [rows, cols] matrices into HF-named tensors.
   auto take = [&](const char* what, int64_t count, int64_t rows, int64_t cols, auto&& hf_name, int64_t permute_heads) {
-    const int64_t elems = rows * (cols == 0 ? 1 : cols);  // cols == 0: a vector of rows
-    const uint64_t bytes = uint64_t(count * elems) * 4;
+    // The header's int32 sizes multiply past 64 bits (layers × hidden × dim × 4 can): checked, and
+    // bounded like shape_from_dims (2^48 elements), before any is trusted against the file.
+    const int64_t elems = checked_product({rows, cols == 0 ? 1 : cols}, int64_t(1) << 48, name, ": tensor ", what);
+    const uint64_t bytes = checked_mul(checked_mul(uint64_t(count), uint64_t(elems), name, ": tensor ", what), 4,
+                                       name, ": tensor ", what, " bytes");
     r.need(bytes, what);
     const uint8_t* src = file.data() + r.offset();
     for (int64_t i = 0; i < count; ++i) {
@@ -82,12 +86,14 @@ ModelFile read_llama2c(const std::filesystem::path& path, bool lazy) {
   take("w2", layers, dim, hidden, layer("mlp.down_proj.weight"), 0);
   take("w3", layers, hidden, dim, layer("mlp.up_proj.weight"), 0);
   take("rms_final", 1, dim, 0, fixed("model.norm.weight"), 0);
-  const uint64_t freq_bytes = uint64_t(seq_len * head_dim / 2) * 4 * 2;
+  const uint64_t freq_bytes =
+      checked_mul(uint64_t(checked_product({seq_len, head_dim / 2}, int64_t(1) << 48, name, ": freq_cis")), 8, name,
+                  ": freq_cis bytes");
   if (!tied) {
     r.need(freq_bytes, "freq_cis_real/imag");
     r.seek(r.offset() + freq_bytes);
     take("wcls (the untied classifier)", 1, vocab, dim, fixed("lm_head.weight"), 0);
-  } else if (r.offset() + freq_bytes <= file.size()) {
+  } else if (freq_bytes <= file.size() - r.offset()) {
     r.seek(r.offset() + freq_bytes);
   }
   FARTHING_CHECK(r.offset() == file.size(), name, " has ", file.size() - r.offset(),

@@ -36,7 +36,7 @@ json read_json_file(const fs::path& path) {
 // fp32 values of n elements of a safetensors dtype.
 void convert_to_f32(const std::string& dtype, const uint8_t* src, float* dst, int64_t n) {
   if (dtype == "F32") {
-    std::memcpy(dst, src, size_t(n) * 4);
+    if (n > 0) std::memcpy(dst, src, size_t(n) * 4);  // an empty tensor has no buffer: memcpy(nullptr) is UB
     return;
   }
   for (int64_t i = 0; i < n; ++i) {

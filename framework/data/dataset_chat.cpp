@@ -45,15 +45,22 @@ std::string template_from_config(const fs::path& path) {
                  " has no \"chat_template\" key; expected the Jinja chat template there");
   const nlohmann::json& t = config["chat_template"];
   if (t.is_string()) return t.get<std::string>();
+  // Only string values are read: value("name", "") and get<std::string>() throw json errors that
+  // name neither the file nor the key on anything else.
+  auto template_of = [](const nlohmann::json& entry) -> const nlohmann::json* {
+    if (!entry.is_object() || !entry.contains("template") || !entry["template"].is_string()) return nullptr;
+    return &entry["template"];
+  };
   if (t.is_array()) {
     for (const nlohmann::json& entry : t) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template")) {
-        return entry["template"].get<std::string>();
+      if (template_of(entry) && entry.contains("name") && entry["name"] == "default") {
+        return template_of(entry)->get<std::string>();
       }
     }
-    if (!t.empty() && t[0].is_object() && t[0].contains("template")) return t[0]["template"].get<std::string>();
+    if (!t.empty() && template_of(t[0])) return template_of(t[0])->get<std::string>();
   }
-  FARTHING_FAIL(path.string(), ": \"chat_template\" is neither a string nor a list of {name, template}");
+  FARTHING_FAIL(path.string(), ": \"chat_template\" is neither a string nor a list of {name, template} with a "
+                "string template");
 }
 
 std::optional<ChatFormat> format_from_name(const std::string& name) {

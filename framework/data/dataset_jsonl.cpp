@@ -68,7 +68,7 @@ Document jsonl_document(std::string_view line, const Tokenizer& tokenizer, const
   json row;
   try {
     row = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers past double
     FARTHING_FAIL("not valid JSON (", e.what(), "); expected one object per line with ", kExpectedKeys);
   }
   FARTHING_CHECK(row.is_object(), "a JSON ", row.type_name(), ", not an object; expected an object with ",

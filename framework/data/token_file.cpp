@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "framework/ckpt/mapped_file.h"
+#include "framework/core/checked_math.h"
 #include "framework/core/error.h"
 
 namespace farthing::data {
@@ -40,12 +41,16 @@ TokenFile read_token_file(const std::filesystem::path& path) {
   t.vocab_size = r.read<uint32_t>("the vocabulary size");
   const uint32_t header_bytes = r.read<uint32_t>("the header size");
   const uint64_t n = r.read<uint64_t>("the token count");
+  FARTHING_CHECK(header_bytes >= kTokenFileHeaderBytes && header_bytes <= file.size(), file.name(),
+                 ": the header size is ", header_bytes, "; expected at least ", kTokenFileHeaderBytes,
+                 " and at most the file's ", file.size(), " bytes");
   r.seek(header_bytes);
-  r.need(n * 4, "the token ids");
-  FARTHING_CHECK(file.size() == header_bytes + n * 4, file.name(), " has ", file.size(), " bytes but its header says ",
-                 header_bytes, " + 4 * ", n);
+  const uint64_t id_bytes = checked_mul(n, 4, file.name(), ": the token count");
+  r.need(id_bytes, "the token ids");
+  FARTHING_CHECK(file.size() == header_bytes + id_bytes, file.name(), " has ", file.size(),
+                 " bytes but its header says ", header_bytes, " + 4 * ", n);
   t.ids.resize(size_t(n));
-  std::memcpy(t.ids.data(), file.data() + header_bytes, size_t(n) * 4);
+  if (n > 0) std::memcpy(t.ids.data(), file.data() + header_bytes, size_t(n) * 4);  // empty: data() may be null
   for (uint64_t i = 0; i < n; ++i) {
     FARTHING_CHECK(t.ids[i] < t.vocab_size, file.name(), ": token ", i, " is ", t.ids[i], ", not below the vocabulary size ",
                    t.vocab_size);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/ckpt/mapped_file.h"
+#include "framework/core/checked_math.h"
 #include "framework/data/sentencepiece_model.h"
 
 namespace farthing::data {
@@ -17,6 +18,34 @@ namespace {
 
 constexpr const char* kSpacePiece = "\xE2\x96\x81";  // "▁"
 
+// NOTE: real tokenizer.json files nest Sequence steps one or two deep; deeper is refused before
+// the recursion can exhaust the stack. Ids past kMaxTokenId (4M, 16x the largest vocabularies
+// in use) are refused before the vocabulary is sized by them.
+constexpr int kMaxSequenceDepth = 16;
+constexpr int64_t kMaxTokenId = int64_t(1) << 22;
+
+// A token id from a tokenizer file, checked to be in [0, kMaxTokenId).
+int64_t token_id(const json& id, const std::string& what, const std::string& source) {
+  FARTHING_CHECK(id.is_number_integer(), "tokenizer ", source, ": ", what, " has id ", id.dump(),
+                 "; expected an integer");
+  FARTHING_CHECK(!id.is_number_unsigned() || id.get<uint64_t>() < uint64_t(kMaxTokenId), "tokenizer ", source,
+                 ": ", what, " has id ", id.dump(), "; expected an id from 0 below ", kMaxTokenId);
+  const int64_t v = id.get<int64_t>();
+  FARTHING_CHECK(v >= 0 && v < kMaxTokenId, "tokenizer ", source, ": ", what, " has id ", v,
+                 "; expected an id from 0 below ", kMaxTokenId);
+  return v;
+}
+
+// Runs fn, turning a JSON type or key error into an Error naming the tokenizer file.
+template <class Fn>
+auto naming_json_errors(const std::string& source, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const json::exception& e) {
+    FARTHING_FAIL("tokenizer ", source, " is malformed: ", e.what());
+  }
+}
+
 std::pair<std::string, std::string> split_merge(const std::string& merge, const std::string& source) {
   const size_t space = merge.find(' ', 1);
   FARTHING_CHECK(space != std::string::npos, "tokenizer ", source, ": merge '", merge, "' is not 'left right'");
@@ -25,11 +54,14 @@ std::pair<std::string, std::string> split_merge(const std::string& merge, const 
 
 // Collects byte-level pre-tokenizer regexes from an HF pre_tokenizer; returns whether a
 // ByteLevel step was seen.
-bool collect_pre_tokenizer(const json& pre, std::vector<std::string>& patterns, const std::string& source) {
+bool collect_pre_tokenizer(const json& pre, std::vector<std::string>& patterns, const std::string& source,
+                           int depth = 0) {
+  check_depth(depth, kMaxSequenceDepth, "tokenizer ", source, ": pre_tokenizer Sequence");
+  FARTHING_CHECK(pre.is_object(), "tokenizer ", source, ": a pre_tokenizer is ", pre.type_name(), "; expected an object");
   const std::string type = pre.value("type", "");
   if (type == "Sequence") {
     bool byte_level = false;
-    for (const json& p : pre["pretokenizers"]) byte_level |= collect_pre_tokenizer(p, patterns, source);
+    for (const json& p : pre.at("pretokenizers")) byte_level |= collect_pre_tokenizer(p, patterns, source, depth + 1);
     return byte_level;
   }
   if (type == "ByteLevel") {
@@ -41,8 +73,12 @@ bool collect_pre_tokenizer(const json& pre, std::vector<std::string>& patterns, 
   if (type == "Split") {
     FARTHING_CHECK(pre.value("behavior", "") == "Isolated" && !pre.value("invert", false), "tokenizer ", source,
                    ": only Split with behavior Isolated (not inverted) is supported");
-    FARTHING_CHECK(pre["pattern"].contains("Regex"), "tokenizer ", source, ": only Split by Regex is supported");
-    patterns.push_back(pre["pattern"]["Regex"].get<std::string>());
+    // NOTE: never operator[] on a const json: a missing key there is undefined behaviour (it read
+    // freed memory under ASan, found by tests/fuzz); contains/at/value only.
+    FARTHING_CHECK(pre.contains("pattern") && pre.at("pattern").is_object() && pre.at("pattern").contains("Regex") &&
+                       pre.at("pattern").at("Regex").is_string(),
+                   "tokenizer ", source, ": only Split by Regex is supported (\"pattern\": {\"Regex\": string})");
+    patterns.push_back(pre.at("pattern").at("Regex").get<std::string>());
     return false;
   }
   if (type == "Digits") {
@@ -54,12 +90,14 @@ bool collect_pre_tokenizer(const json& pre, std::vector<std::string>& patterns, 
 
 // SentencePiece-style normaliser: Prepend "▁" and/or Replace " " -> "▁" (in a Sequence);
 // NFC is accepted and not applied (see tokenizer.h). Returns whether Prepend was seen.
-bool collect_normalizer(const json& norm, bool& spm_like, const std::string& source) {
+bool collect_normalizer(const json& norm, bool& spm_like, const std::string& source, int depth = 0) {
   if (norm.is_null()) return false;
+  check_depth(depth, kMaxSequenceDepth, "tokenizer ", source, ": normalizer Sequence");
+  FARTHING_CHECK(norm.is_object(), "tokenizer ", source, ": a normalizer is ", norm.type_name(), "; expected an object");
   const std::string type = norm.value("type", "");
   if (type == "Sequence") {
     bool prepend = false;
-    for (const json& n : norm["normalizers"]) prepend |= collect_normalizer(n, spm_like, source);
+    for (const json& n : norm.at("normalizers")) prepend |= collect_normalizer(n, spm_like, source, depth + 1);
     return prepend;
   }
   if (type == "NFC") return false;
@@ -69,7 +107,8 @@ bool collect_normalizer(const json& norm, bool& spm_like, const std::string& sou
     return true;
   }
   if (type == "Replace") {
-    FARTHING_CHECK(norm["pattern"].value("String", "") == " " && norm.value("content", "") == kSpacePiece,
+    FARTHING_CHECK(norm.contains("pattern") && norm.at("pattern").is_object() &&
+                       norm.at("pattern").value("String", "") == " " && norm.value("content", "") == kSpacePiece,
                    "tokenizer ", source, ": only Replace ' ' -> '▁' is supported");
     spm_like = true;
     return false;
@@ -79,7 +118,16 @@ bool collect_normalizer(const json& norm, bool& spm_like, const std::string& sou
 
 }  // namespace
 
+namespace {
+TokenizerSpec hf_tokenizer_spec(const fs::path& path);
+}  // namespace
+
 TokenizerSpec load_hf_tokenizer_spec(const fs::path& path) {
+  return naming_json_errors(path.string(), [&] { return hf_tokenizer_spec(path); });
+}
+
+namespace {
+TokenizerSpec hf_tokenizer_spec(const fs::path& path) {
   std::ifstream in(path);
   FARTHING_CHECK(in.good(), "cannot open tokenizer ", path.string());
   json j;
@@ -94,14 +142,17 @@ TokenizerSpec load_hf_tokenizer_spec(const fs::path& path) {
   FARTHING_CHECK(model.value("type", "BPE") == "BPE", "tokenizer ", spec.source, ": model type '",
                  model.value("type", ""), "' is not supported (only BPE)");
   int64_t n = 0;
-  for (const auto& [piece, id] : model.at("vocab").items()) n = std::max<int64_t>(n, id.get<int64_t>() + 1);
-  for (const json& t : j.value("added_tokens", json::array())) n = std::max<int64_t>(n, t.at("id").get<int64_t>() + 1);
+  FARTHING_CHECK(j.is_object() && model.is_object(), "tokenizer ", spec.source, ": \"model\" is not an object");
+  for (const auto& [piece, id] : model.at("vocab").items()) n = std::max<int64_t>(n, token_id(id, "piece '" + piece + "'", spec.source) + 1);
+  for (const json& t : j.value("added_tokens", json::array())) {
+    n = std::max<int64_t>(n, token_id(t.at("id"), "an added token", spec.source) + 1);
+  }
   spec.pieces.assign(size_t(n), "");
   for (const auto& [piece, id] : model.at("vocab").items()) spec.pieces[size_t(id.get<int64_t>())] = piece;
   for (const json& t : j.value("added_tokens", json::array())) {
     AddedToken a;
     a.content = t.at("content").get<std::string>();
-    a.id = t.at("id").get<int32_t>();
+    a.id = int32_t(t.at("id").get<int64_t>());
     a.special = t.value("special", true);
     a.lstrip = t.value("lstrip", false);
     a.rstrip = t.value("rstrip", false);
@@ -139,8 +190,9 @@ TokenizerSpec load_hf_tokenizer_spec(const fs::path& path) {
   if (spm_like && prepend) spec.add_dummy_prefix = true;
   // BOS/EOS: the first special token of the post-processor template, and the usual names.
   const json post = j.value("post_processor", json());
-  if (post.is_object() && post.value("type", "") == "TemplateProcessing" && !post["single"].empty() &&
-      post["single"][0].contains("SpecialToken")) {
+  if (post.is_object() && post.value("type", "") == "TemplateProcessing" && post.contains("single") &&
+      post.at("single").is_array() && !post.at("single").empty() && post.at("single")[0].is_object() &&
+      post.at("single")[0].contains("SpecialToken")) {
     spec.add_bos = true;
   }
   for (const AddedToken& t : spec.added_tokens) {
@@ -151,6 +203,7 @@ TokenizerSpec load_hf_tokenizer_spec(const fs::path& path) {
   }
   return spec;
 }
+}  // namespace
 
 TokenizerSpec load_llama2c_tokenizer_spec(const fs::path& path) {
   ckpt::MappedFile file(path);
@@ -181,7 +234,16 @@ TokenizerSpec load_llama2c_tokenizer_spec(const fs::path& path) {
   return spec;
 }
 
+namespace {
+TokenizerSpec gguf_spec(const ckpt::GgufFile& gguf);
+}  // namespace
+
 TokenizerSpec gguf_tokenizer_spec(const ckpt::GgufFile& gguf) {
+  return naming_json_errors(gguf.name(), [&] { return gguf_spec(gguf); });
+}
+
+namespace {
+TokenizerSpec gguf_spec(const ckpt::GgufFile& gguf) {
   TokenizerSpec spec;
   spec.source = gguf.name();
   const std::string model = gguf.get_string("tokenizer.ggml.model", "");
@@ -245,6 +307,7 @@ TokenizerSpec gguf_tokenizer_spec(const ckpt::GgufFile& gguf) {
   }
   return spec;
 }
+}  // namespace
 
 Tokenizer load_tokenizer(const fs::path& path) {
   if (fs::is_directory(path)) return Tokenizer(load_hf_tokenizer_spec(path / "tokenizer.json"));
