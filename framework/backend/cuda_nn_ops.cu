@@ -39,7 +39,12 @@ numerics::NarrowFormat format_of(GemmDtype dtype, const char* op) {
 
 }  // namespace
 
-#define STREAM static_cast<cudaStream_t>(stream_)
+#define STREAM static_cast<cudaStream_t>(on_device())
+
+void* CudaNnOps::on_device() const {
+  FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
+  return stream_;
+}
 
 CudaNnOps::CudaNnOps(int device_index, void* stream)
     : device_index_(device_index), stream_(stream), matmul_(std::make_unique<k::MatmulLt>()) {}
@@ -47,8 +52,8 @@ CudaNnOps::CudaNnOps(int device_index, void* stream)
 CudaNnOps::~CudaNnOps() {
   if (workspace_ != nullptr) {
     static_cast<void>(cudaSetDevice(device_index_));
-    static_cast<void>(cudaFreeAsync(workspace_, STREAM));
-    static_cast<void>(cudaStreamSynchronize(STREAM));
+    static_cast<void>(cudaFreeAsync(workspace_, static_cast<cudaStream_t>(stream_)));
+    static_cast<void>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
     static_cast<void>(cudaGetLastError());
   }
 }

@@ -69,6 +69,9 @@ class CudaNnOps final : public NnOps {
   void accumulate(float* dst, const float* src, int64_t count) override;
 
  private:
+  // Makes the backend's device current (as every CudaBackend method does, so several devices
+  // in one process stay apart) and returns its stream (a cudaStream_t).
+  void* on_device() const;
   // At least `bytes` of device scratch, valid for work queued after this call on the stream.
   void* workspace(size_t bytes);
   float* workspace_floats(int64_t count) { return static_cast<float*>(workspace(size_t(count) * sizeof(float))); }
