@@ -113,12 +113,13 @@ void GuardedArena::free(void* data) {
 bool GuardedArena::holds(const void* p) const {
   std::lock_guard lock(mutex_);
   const auto* b = static_cast<const std::byte*>(p);
-  if (b < base_ || b >= base_ + high_water_) return false;
+  if (b < base_ || b > base_ + high_water_) return false;
   const size_t offset = size_t(b - base_);
   auto it = used_.upper_bound(offset);
   if (it == used_.begin()) return false;
   --it;
-  return offset < it->first + it->second;
+  // One past a block's end counts (an empty range at the end of a buffer is a valid argument).
+  return offset <= it->first + it->second;
 }
 
 size_t GuardedArena::used_bytes() const {

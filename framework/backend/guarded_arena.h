@@ -27,7 +27,7 @@ class GuardedArena {
   // nullptr when the reservation is exhausted.
   void* allocate(size_t bytes);
   void free(void* data);
-  // True when p points into a live block (p may be anywhere inside it).
+  // True when p points into a live block (anywhere inside it, or one past its end).
   bool holds(const void* p) const;
   size_t used_bytes() const;
 

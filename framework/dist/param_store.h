@@ -76,6 +76,7 @@ class ParamStore final : public UnitStorage {
   static ParamStoreBytes planned_bytes(const ZeroLayout& zero, const ParamStoreOptions& options);
 
   const ZeroLayout& layout() const { return zero_; }
+  Device device() const { return backend_.device(); }  // where the weights and gradients live
   const ParamStoreOptions& options() const { return options_; }
   const std::vector<optim::ShardSpec>& shards() const { return shards_; }
   void set_master_source(MasterSource source) { master_ = std::move(source); }

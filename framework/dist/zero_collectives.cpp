@@ -3,11 +3,11 @@
 #include "framework/dist/zero_collectives.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <utility>
 #include <vector>
 
+#include "framework/backend/backend.h"
 #include "framework/core/error.h"
 
 namespace farthing::dist {
@@ -48,16 +48,18 @@ char* element_ptr(void* base, int64_t index, size_t elem_bytes) {
 }  // namespace
 
 ZeroCollectives::ZeroCollectives(const ZeroLayout& layout, Communicator& comm)
-    : layout_(layout), comm_(comm) {
+    : layout_(layout), comm_(comm), device_(comm.device()), backend_(backend_for(comm.device())) {
   FARTHING_CHECK(layout.world_size() == comm.world_size() && layout.rank() == comm.rank(),
                  "ZeroCollectives: the layout is for rank ", layout.rank(), " of world_size ",
                  layout.world_size(), " but the communicator is rank ", comm.rank(),
                  " of world_size ", comm.world_size(), "; build the layout from the communicator");
-  FARTHING_CHECK(comm.device().is_cpu(), "ZeroCollectives: the communicator moves ",
-                 comm.device().name(), " buffers, but ZeRO's staging copies are host copies; "
-                 "use an MPI (host) communicator");
   const int64_t bytes = staging_bytes(layout_);
-  if (bytes > 0) staging_ = Buffer(Device::cpu(), size_t(bytes), MemoryCategory::kCommBuffers);
+  if (bytes > 0) staging_ = Buffer(comm.device(), size_t(bytes), MemoryCategory::kCommBuffers);
+}
+
+void ZeroCollectives::copy_elements(void* dst, const void* src, int64_t count, DType dtype) {
+  if (count == 0) return;
+  backend_.copy(Tensor(dst, dtype, Shape{count}, device_), Tensor(const_cast<void*>(src), dtype, Shape{count}, device_));
 }
 
 int64_t ZeroCollectives::staging_bytes(const ZeroLayout& layout) {
@@ -92,7 +94,7 @@ void ZeroCollectives::all_reduce_units(float* grads) {
     const int64_t span = layout_.aligned_end(u) - begin;
     if (span == 0) continue;
     in_flight.push_back(
-        comm_.all_reduce_async(Tensor(grads + begin, DType::kF32, {span}), ReduceOp::kSum));
+        comm_.all_reduce_async(Tensor(grads + begin, DType::kF32, {span}, device_), ReduceOp::kSum));
     bytes_communicated_ += 2 * (world - 1) * ((span + world - 1) / world) * int64_t(sizeof(float));
   }
   wait_all(in_flight);
@@ -115,22 +117,19 @@ void ZeroCollectives::reduce_scatter_units(float* grads) {
       // NOTE: out is this rank's slot of in (in-place reduce-scatter, as NCCL defines it); the
       // MPI communicator reads all of in before it writes out.
       in_flight.push_back(comm_.reduce_scatter_async(
-          Tensor(grads + begin + rank * shard, DType::kF32, {shard}),
-          Tensor(grads + begin, DType::kF32, {padded}), ReduceOp::kSum));
+          Tensor(grads + begin + rank * shard, DType::kF32, {shard}, device_),
+          Tensor(grads + begin, DType::kF32, {padded}, device_), ReduceOp::kSum));
       continue;
     }
     staged.finish();  // the staging buffer is free from here
-    std::memcpy(staging, grads + begin, size_t(span) * sizeof(float));
+    copy_elements(staging, grads + begin, span, DType::kF32);
     // NOTE: the padding is summed too (and dropped): zeros keep it finite and deterministic.
-    std::fill(staging + span, staging + padded, 0.0f);
+    backend_.fill_bytes(staging + span, 0, size_t(padded - span) * sizeof(float));
     const UnitRange mine = layout_.owned(u, rank);
-    staged.start(comm_.reduce_scatter_async(Tensor(staging + rank * shard, DType::kF32, {shard}),
-                                            Tensor(staging, DType::kF32, {padded}),
+    staged.start(comm_.reduce_scatter_async(Tensor(staging + rank * shard, DType::kF32, {shard}, device_),
+                                            Tensor(staging, DType::kF32, {padded}, device_),
                                             ReduceOp::kSum),
-                 [=] {
-                   std::memcpy(grads + mine.begin, staging + (mine.begin - begin),
-                               size_t(mine.size()) * sizeof(float));
-                 });
+                 [=, this] { copy_elements(grads + mine.begin, staging + (mine.begin - begin), mine.size(), DType::kF32); });
   }
   staged.finish();
   wait_all(in_flight);
@@ -159,23 +158,20 @@ void ZeroCollectives::gather_owned(void* values, DType dtype) {
     bytes_communicated_ += (world - 1) * shard * int64_t(elem_bytes);
     if (!layout_.needs_staging(u)) {
       in_flight.push_back(
-          comm_.all_gather_async(Tensor(element_ptr(values, begin, elem_bytes), dtype, {padded}),
+          comm_.all_gather_async(Tensor(element_ptr(values, begin, elem_bytes), dtype, {padded}, device_),
                                  Tensor(element_ptr(values, begin + rank * shard, elem_bytes),
-                                        dtype, {shard})));
+                                        dtype, {shard}, device_)));
       continue;
     }
     staged.finish();  // the staging buffer is free from here
     const UnitRange mine = layout_.owned(u, rank);
     char* slot = staging + size_t(rank * shard) * elem_bytes;
-    std::memcpy(slot, element_ptr(values, mine.begin, elem_bytes), size_t(mine.size()) * elem_bytes);
+    copy_elements(slot, element_ptr(values, mine.begin, elem_bytes), mine.size(), dtype);
     // The slot's tail past the span is padding the peers drop; zeros keep it deterministic.
-    std::memset(slot + size_t(mine.size()) * elem_bytes, 0, size_t(shard - mine.size()) * elem_bytes);
-    staged.start(comm_.all_gather_async(Tensor(staging, dtype, {padded}),
-                                        Tensor(slot, dtype, {shard})),
-                 [=] {
-                   std::memcpy(element_ptr(values, begin, elem_bytes), staging,
-                               size_t(span) * elem_bytes);
-                 });
+    backend_.fill_bytes(slot + size_t(mine.size()) * elem_bytes, 0, size_t(shard - mine.size()) * elem_bytes);
+    staged.start(comm_.all_gather_async(Tensor(staging, dtype, {padded}, device_),
+                                        Tensor(slot, dtype, {shard}, device_)),
+                 [=, this] { copy_elements(element_ptr(values, begin, elem_bytes), staging, span, dtype); });
   }
   staged.finish();
   wait_all(in_flight);

@@ -3,7 +3,7 @@
 // the owners' new values gathered back to every rank after the optimizer step.
 //
 // Buffers are the full global flat space of this rank (ZeroLayout::global_elems() elements at
-// least), on the host. A unit whose padded storage P_u fits its aligned span goes through the
+// least), in the memory of the communicator's device. A unit whose padded storage P_u fits its aligned span goes through the
 // communicator in place; one whose padding runs past the span (into the next unit) is copied
 // through one staging buffer of the largest such P_u (MemoryCategory::kCommBuffers). Units'
 // collectives are issued asynchronously, so a staged unit's copies overlap the communication
@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "framework/backend/backend.h"
 #include "framework/core/dtype.h"
 #include "framework/core/memory.h"
 #include "framework/dist/communicator.h"
@@ -27,8 +28,8 @@ namespace farthing::dist {
 
 class ZeroCollectives {
  public:
-  // layout must describe comm's world (same size, same rank); comm must move host buffers.
-  // Both are kept: layout by copy, comm by reference (it must outlive this object).
+  // layout must describe comm's world (same size, same rank); buffers are memory of comm's
+  // device, and staging copies run on that device's backend. Both are kept: layout by copy, comm by reference (it must outlive this object).
   ZeroCollectives(const ZeroLayout& layout, Communicator& comm);
   // The staging buffer it holds for `layout` (0 when no unit needs one), before building one.
   static int64_t staging_bytes(const ZeroLayout& layout);
@@ -58,9 +59,13 @@ class ZeroCollectives {
  private:
   void all_reduce_units(float* grads);
   void reduce_scatter_units(float* grads);
+  // dst <- src, count elements of dtype, both on the communicator's device.
+  void copy_elements(void* dst, const void* src, int64_t count, DType dtype);
 
   ZeroLayout layout_;
   Communicator& comm_;
+  Device device_;
+  Backend& backend_;
   Buffer staging_;  // max P_u over the units that need staging, as f32
   int64_t bytes_communicated_ = 0;
 };

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "framework/backend/backend.h"
 #include "framework/ckpt/h5_checkpoint_dir.h"
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/core/error.h"
@@ -93,6 +94,34 @@ const optim::AdamW::SegmentView* segment_of(const std::vector<optim::AdamW::Segm
   return nullptr;
 }
 
+// A device slice's values on the host, for the HDF5 writer and reader: the slice itself where
+// the device is the host, else a host staging copy (kOther, one piece at a time).
+class HostSlice {
+ public:
+  HostSlice(void* data, DType dtype, int64_t count, Device device) : device_(Tensor(data, dtype, Shape{count}, device)) {
+    if (device.is_cpu()) {
+      host_ = device_;
+    } else {
+      staged_ = Buffer(Device::cpu(), std::max<size_t>(device_.nbytes(), 1), MemoryCategory::kOther);
+      host_ = staged_.view(dtype, Shape{count});
+    }
+  }
+  // For a save: the device's values, copied to the host first where needed.
+  const Tensor& read() {
+    if (staged_.data() != nullptr && device_.numel() > 0) backend_for(device_.device()).copy(host_, device_);
+    return host_;
+  }
+  // For a load: fill host(), then commit() moves it to the device.
+  const Tensor& host() const { return host_; }
+  void commit() {
+    if (staged_.data() != nullptr && device_.numel() > 0) backend_for(device_.device()).copy(device_, host_);
+  }
+
+ private:
+  Tensor device_, host_;
+  Buffer staged_;
+};
+
 std::string range_dataset(const optim::ParamRange& r, const std::string& suffix) {
   return "optim/" + r.name + "/" + suffix;
 }
@@ -123,16 +152,24 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
   optim::AdamW& optimizer = state.optimizer;
   for (const models::ParamEntry& e : state.layout.entries()) {
     const Slice s = owned_part(state.store.layout(), e.unit, e.offset_elems, e.numel());
-    void* data = s.count() > 0 ? state.store.weight_at(s.begin) : static_cast<void*>(&nothing);
-    writer.write_tensor("model/" + e.name, DType::kBF16, e.shape, s.count() > 0 ? s.begin - e.offset_elems : 0,
-                        Tensor(data, DType::kBF16, Shape{s.count()}));
+    if (s.count() == 0) {
+      writer.write_tensor("model/" + e.name, DType::kBF16, e.shape, 0, Tensor(&nothing, DType::kBF16, Shape{0}));
+      continue;
+    }
+    HostSlice slice(state.store.weight_at(s.begin), DType::kBF16, s.count(), state.store.device());
+    writer.write_tensor("model/" + e.name, DType::kBF16, e.shape, s.begin - e.offset_elems, slice.read());
   }
+  const Device optim_device = optimizer.backend().device();
   const std::vector<optim::AdamW::SegmentView> views = optimizer.segment_views();
   const optim::OptimizerConfig& config = optimizer.config();
   for (const optim::ParamRange& r : config.ranges) {
     for (const StatePiece& p : state_pieces(config, r, segment_of(views, r))) {
-      writer.write_tensor(range_dataset(r, p.suffix), p.dtype, Shape{p.total}, p.count > 0 ? p.offset : 0,
-                          Tensor(p.count > 0 ? p.data : &nothing, p.dtype, Shape{p.count}));
+      if (p.count == 0) {
+        writer.write_tensor(range_dataset(r, p.suffix), p.dtype, Shape{p.total}, 0, Tensor(&nothing, p.dtype, Shape{0}));
+        continue;
+      }
+      HostSlice slice(p.data, p.dtype, p.count, optim_device);
+      writer.write_tensor(range_dataset(r, p.suffix), p.dtype, Shape{p.total}, p.offset, slice.read());
     }
   }
   writer.set_attribute("step", progress.step);
@@ -175,10 +212,12 @@ void load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, TrainSta
                    "' is ", dtype_name(info.dtype), info.shape.str(), ", expected bf16", e.shape.str());
     const Slice s = owned_part(state.store.layout(), e.unit, e.offset_elems, e.numel());
     if (s.count() > 0) {
-      reader.read_slice(name, s.begin - e.offset_elems,
-                        Tensor(state.store.weight_at(s.begin), DType::kBF16, Shape{s.count()}));
+      HostSlice slice(state.store.weight_at(s.begin), DType::kBF16, s.count(), state.store.device());
+      reader.read_slice(name, s.begin - e.offset_elems, slice.host());
+      slice.commit();
     }
   }
+  const Device optim_device = optimizer.backend().device();
   const std::vector<optim::AdamW::SegmentView> views = optimizer.segment_views();
   const optim::OptimizerConfig& config = optimizer.config();
   for (const optim::ParamRange& r : config.ranges) {
@@ -190,7 +229,11 @@ void load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, TrainSta
       FARTHING_CHECK(info.dtype == p.dtype && info.numel == p.total, "checkpoint ", path.string(), ": '", name,
                      "' is ", dtype_name(info.dtype), info.shape.str(), ", expected ", dtype_name(p.dtype), "(",
                      p.total, ")");
-      if (p.count > 0) reader.read_slice(name, p.offset, Tensor(p.data, p.dtype, Shape{p.count}));
+      if (p.count > 0) {
+        HostSlice slice(p.data, p.dtype, p.count, optim_device);
+        reader.read_slice(name, p.offset, slice.host());
+        slice.commit();
+      }
     }
   }
   optimizer.set_steps_taken(reader.attribute_i64("optimizer_steps"));

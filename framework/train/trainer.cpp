@@ -8,6 +8,7 @@
 
 #include "framework/ckpt/h5_checkpoint_dir.h"
 #include "framework/core/error.h"
+#include "framework/dist/staged_communicator.h"
 #include "framework/optim/grad_clip.h"
 #include "framework/recipe/recipe.h"
 #include "framework/train/optimizer_setup.h"
@@ -65,7 +66,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int64_t host_peak_bytes() { return memory_tracker(Device::cpu()).snapshot().total_peak_bytes; }
+// train.device: where the run's buffers live ("cuda" is refused by the recipe's validation).
+Device train_device(const std::string& name) { return name == "strict" ? Device::strict() : Device::cpu(); }
 
 // Writes text to path atomically (temporary name, then rename), naming the path on failure.
 void write_text_file(const fs::path& path, const std::string& text) {
@@ -96,7 +98,12 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
                  " elements but the model's flat layout ", spec.layout.total_elems());
   OptimizerSetup setup = make_optimizer_setup(spec.layout, config_.optimizer, t.seed);
   demoted_ = setup.demoted;
-  optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards());
+  device_ = train_device(t.device);
+  Backend& backend = backend_for(device_);
+  // Off the host, the ZeRO collectives go through host staging (no device communicator yet).
+  if (!device_.is_cpu()) device_comm_ = std::make_unique<StagedCommunicator>(comm_, backend);
+  Communicator& data_comm = device_comm_ ? static_cast<Communicator&>(*device_comm_) : comm_;
+  optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards(), &backend);
   optimizer_->set_reduce_hook([this](std::span<double> values) {
     comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
   });
@@ -106,13 +113,14 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   store_options.optimizer_in_backward = t.optimizer_in_backward;
   store_options.compute_from_master =
       t.precision == "fp32" && optimizer_->config().master_mode == optim::MasterMode::kF32;
-  store_ = std::make_unique<dist::ParamStore>(*zero_, comm_, backend_for(Device::cpu()), store_options);
+  store_ = std::make_unique<dist::ParamStore>(*zero_, data_comm, backend, store_options);
   store_->set_master_source([this](size_t shard) { return optimizer_->master(shard); });
   store_->set_unit_grads_hook([this](int unit, int shard, const Tensor& grads) { step_unit(unit, shard, grads); });
   set_up_first_weights(spec);  // before the model allocates its activations: loading peaks lower
-  loading_peak_bytes_ = memory_tracker(Device::cpu()).snapshot().total_peak_bytes;
+  loading_peak_bytes_ = memory_tracker(device_).snapshot().total_peak_bytes;
   models::ModelOptions options = model_options(config_);
   options.unit_storage = store_.get();
+  options.ops = &backend.nn();
   model_ = std::make_unique<models::Transformer>(std::move(spec), t.micro_batch, config_.data.seq_len, options);
 
   recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
@@ -121,7 +129,8 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   progress_.loss_scale = scaler_options_and_schedule();
   progress_line_ = std::make_unique<ProgressLine>(output_.progress && comm_.rank() == 0);
   build_note_ = "set up: loading the weights peaked at " + format_bytes(loading_peak_bytes_) + " (tracked), " +
-                format_bytes(memory_tracker(Device::cpu()).snapshot().total_current_bytes) + " held with the activations";
+                format_bytes(memory_tracker(device_).snapshot().total_current_bytes) + " held with the activations" +
+                (device_.is_cpu() ? "" : " (on the " + device_.name() + " device)");
 }
 
 // The first weights in fp32, a unit at a time: the store keeps them as bf16 (the parts this
@@ -146,11 +155,18 @@ void Trainer::set_up_first_weights(const models::TransformerSpec& spec) {
       models::Transformer::init_weights_range(spec, values, begin, begin + span, t.seed,
                                               float(config_.model.init_std));
     }
+    Buffer on_device;  // the unit's values where the store and the master live
+    if (!device_.is_cpu()) {
+      on_device = Buffer(device_, made.bytes(), MemoryCategory::kOther);
+      backend_for(device_).copy(on_device.view(DType::kF32, Shape{span}), made.view(DType::kF32, Shape{span}));
+      made = Buffer();
+      values = static_cast<float*>(on_device.data());
+    }
     store_->set_initial_weights(begin, span, values);
     for (size_t s = 0; keeps_master && s < shards.size(); ++s) {
       const int64_t off = int64_t(shards[s].global_offset), n = int64_t(shards[s].numel);
       if (off < begin || off >= begin + span) continue;  // a shard lies inside one unit
-      const Tensor shard_values(const_cast<float*>(values) + (off - begin), DType::kF32, Shape{n});
+      const Tensor shard_values(const_cast<float*>(values) + (off - begin), DType::kF32, Shape{n}, device_);
       // The store already holds the round-to-nearest cast; remainder16 needs the high half instead.
       const Tensor shard_weights = store_->weights(s);
       const bool rewrite = optimizer_->config().master_mode == optim::MasterMode::kRemainder16;
@@ -396,12 +412,12 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
   const int64_t last_step = stop_at > 0 ? std::min(stop_at, t.steps) : t.steps;
   const auto loop_start = std::chrono::steady_clock::now();
   while (progress_.step < last_step) {
-    memory_tracker(Device::cpu()).reset_peaks();
+    memory_tracker(device_).reset_peaks();
     const auto s0 = std::chrono::steady_clock::now();
     const StepOutcome out = train_step();
     const double step_seconds = seconds_since(s0);
     const double lr = config_.optimizer.lr * optim::lr_multiplier(schedule_, progress_.step);
-    const int64_t peak = host_peak_bytes();
+    const int64_t peak = memory_tracker(device_).snapshot().total_peak_bytes;
     nlohmann::json record = {{"step", progress_.step},          {"loss", out.loss},
                              {"lr", lr},                        {"grad_norm", out.grad_norm},
                              {"tokens", out.tokens},            {"tokens_seen", progress_.tokens_seen},

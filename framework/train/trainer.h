@@ -126,6 +126,8 @@ class Trainer {
   ModelSource source_;
   data::SplitData data_;
   std::unique_ptr<data::EpochSampler> sampler_;
+  Device device_;  // train.device: where the store, the optimizer state and the activations live
+  std::unique_ptr<Communicator> device_comm_;  // off the host: the ZeRO collectives, staged through comm_
   std::unique_ptr<dist::ZeroLayout> zero_;
   std::unique_ptr<dist::ParamStore> store_;  // weights, gradients and the units the model uses
   std::unique_ptr<models::Transformer> model_;

@@ -105,7 +105,28 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
     bf16_slots_[1] = bf16_slots_[0] + bf16_slot_elems_;
   }
 
-  if (c.family == ModelFamily::kLlama) rope_tables(c, seq, rope_cos_, rope_sin_);
+  inputs_ = Buffer(ops_.device(), size_t(input_elems(c, batch, seq)) * 4, MemoryCategory::kActivations);
+  tokens_ = static_cast<int32_t*>(inputs_.data());
+  targets_ = tokens_ + batch * seq;
+  if (c.family == ModelFamily::kLlama) {
+    std::vector<float> cos, sin;
+    rope_tables(c, seq, cos, sin);
+    rope_cos_ = reinterpret_cast<float*>(targets_ + batch * seq);
+    rope_sin_ = rope_cos_ + cos.size();
+    ops_.copy(rope_cos_, cos.data(), int64_t(cos.size()));  // host to the ops' memory
+    ops_.copy(rope_sin_, sin.data(), int64_t(sin.size()));
+  }
+}
+
+int64_t Transformer::input_elems(const ModelConfig& c, int64_t batch, int64_t seq) {
+  const int64_t rope = c.family == ModelFamily::kLlama ? 2 * seq * (c.head_dim() / 2) : 0;
+  return 2 * batch * seq + rope;
+}
+
+void Transformer::upload_ids(int32_t* to, const int32_t* from) {
+  const int64_t M = batch_ * seq_;
+  const Device device = ops_.device();
+  backend_for(device).copy(Tensor(to, DType::kI32, Shape{M}, device), Tensor(const_cast<int32_t*>(from), DType::kI32, Shape{M}));
 }
 
 int64_t Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options) {
@@ -168,6 +189,7 @@ TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, in
   b.activations = acts.used * 4;
   b.scratch = scratch.used * 4;
   b.narrow_scratch = 2 * narrow_slot_elems(spec.config, batch, seq, options) * 2;
+  b.inputs = input_elems(spec.config, batch, seq) * 4;
   return b;
 }
 
@@ -393,15 +415,15 @@ void Transformer::embed(const int32_t* tokens) {
     FARTHING_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token ", tokens[i], " at position ",
                    i, " is outside the vocabulary [0, ", c.vocab_size, ")");
   }
-  // NOTE: tokens and targets are host arrays, checked here; a device NnOps set will need them
-  // copied to its memory first (only the CPU set exists today, where host is device).
+  // Checked on the host, then copied to the ops' memory (where backward reads them again).
+  upload_ids(tokens_, tokens);
   if (options_.unit_storage != nullptr && options_.compute == ComputeMode::kBF16) {
     const auto* wpe = spec_.pos_emb >= 0 ? static_cast<const uint16_t*>(weight_ptr(spec_.pos_emb)) : nullptr;
-    ops_.embedding_forward_bf16(resid_, tokens, static_cast<const uint16_t*>(weight_ptr(spec_.tok_emb)), wpe, M, seq_,
+    ops_.embedding_forward_bf16(resid_, tokens_, static_cast<const uint16_t*>(weight_ptr(spec_.tok_emb)), wpe, M, seq_,
                                 c.dim);
     return;
   }
-  ops_.embedding_forward(resid_, tokens, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M, seq_,
+  ops_.embedding_forward(resid_, tokens_, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M, seq_,
                          c.dim);
 }
 
@@ -415,8 +437,8 @@ void Transformer::block_forward(int64_t layer, BlockActs& a, const float* x, flo
   norm_forward(a.n1, a.n1_mean, a.n1_rstd, x, w.norm1_w, w.norm1_b);
   linear_forward(a.qkv, a.n1, w.qkv_w, w.qkv_b, M, C, Sq, o, false);
   if (llama) {
-    ops_.rope_apply(a.qkv, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_.data(),
-                      rope_sin_.data(), false);
+    ops_.rope_apply(a.qkv, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_,
+                      rope_sin_, false);
   }
   const AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
   ops_.attention_forward(as, a.att, a.lse, a.qkv);
@@ -457,8 +479,8 @@ void Transformer::block_backward(int64_t layer, BlockActs& a, const float* x) {
   const AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
   ops_.attention_backward(as, dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
   if (llama) {
-    ops_.rope_apply(dqkv_, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_.data(),
-                      rope_sin_.data(), true);
+    ops_.rope_apply(dqkv_, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_,
+                      rope_sin_, true);
   }
   linear_backward(dn_, w.qkv_w, w.qkv_b, dqkv_, a.n1, M, C, Sq, o);
   norm_backward(dres_, dn_, x, w.norm1_w, w.norm1_b, a.n1_mean, a.n1_rstd);
@@ -482,6 +504,7 @@ Transformer::LossSum Transformer::loss_and_head(const int32_t* targets, bool wan
                      " is outside the vocabulary [0, ", V, ")");
       counted += targets[i] >= 0;
     }
+    upload_ids(targets_, targets);
   }
   // NOTE: mean over counted targets; with none counted the loss is 0 and so is its gradient.
   const float grad_scale =
@@ -493,7 +516,7 @@ Transformer::LossSum Transformer::loss_and_head(const int32_t* targets, bool wan
     linear_forward(logits_, nf_ + r0 * C, spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, false);
     if (logits_out) ops_.copy(logits_out + r0 * V, logits_, rows * V);
     if (!targets) continue;
-    total += ops_.cross_entropy_rows(logits_, targets + r0, rows, V, grad_scale, want_grad);
+    total += ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, grad_scale, want_grad);
     if (want_grad) {
       linear_backward(dn_ + r0 * C, spec_.head_w, -1, logits_, nf_ + r0 * C, rows, C, V,
                       WeightOrientation::kOutIn);
@@ -509,7 +532,7 @@ float mean_of(const Transformer::LossSum& s) { return s.counted > 0 ? float(s.su
 float Transformer::forward_backward(const int32_t* tokens, const int32_t* targets) {
   forward_trunk(tokens, /*backward_follows=*/true);
   const float loss = mean_of(loss_and_head(targets, true, nullptr));
-  backward_from_head(tokens);
+  backward_from_head();
   return loss;
 }
 
@@ -518,7 +541,7 @@ Transformer::LossSum Transformer::forward_backward_sum(const int32_t* tokens, co
   FARTHING_CHECK(loss_grad_scale >= 0.0f, "loss_grad_scale must be >= 0, got ", loss_grad_scale);
   forward_trunk(tokens, /*backward_follows=*/true);
   const LossSum loss = loss_and_head(targets, true, nullptr, loss_grad_scale);
-  backward_from_head(tokens);
+  backward_from_head();
   return loss;
 }
 
@@ -530,7 +553,7 @@ Transformer::LossSum Transformer::forward_loss_sum(const int32_t* tokens, const 
 }
 
 // Final norm, blocks in reverse, embeddings: after loss_and_head left d(final norm out) in dn_.
-void Transformer::backward_from_head(const int32_t* tokens) {
+void Transformer::backward_from_head() {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, MC = M * c.dim;
   ops_.zero(dres_, MC);
@@ -554,7 +577,7 @@ void Transformer::backward_from_head(const int32_t* tokens) {
     unit_grads_done(unit);
     release_unit(unit);
   }
-  ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens, M,
+  ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens_, M,
                             seq_, c.dim);
   const int embedding = unit_of(spec_.tok_emb);
   unit_grads_done(embedding);

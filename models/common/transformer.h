@@ -60,7 +60,8 @@ struct TransformerBufferBytes {
   int64_t activations = 0;     // residual stream and each stored block's activations (kActivations)
   int64_t scratch = 0;         // backward scratch, attention scratch, one logits chunk (kActivations)
   int64_t narrow_scratch = 0;  // two bf16/fp16 GEMM operand slots; 0 at fp32 (kActivations)
-  int64_t activation_total() const { return activations + scratch + narrow_scratch; }
+  int64_t inputs = 0;          // a micro-batch's tokens and targets, and the RoPE tables, on the device (kActivations)
+  int64_t activation_total() const { return activations + scratch + narrow_scratch + inputs; }
 };
 
 class Transformer {
@@ -91,7 +92,8 @@ class Transformer {
                                  float std = 0.02f);
   void zero_grads();
 
-  // tokens, targets: (batch, seq); targets < 0 (e.g. -100) are ignored. Returns the mean
+  // tokens, targets: host arrays (batch, seq), checked and copied to the ops' memory; targets < 0
+  // (e.g. -100) are ignored. Returns the mean
   // loss over the counted targets and adds its gradient to grads().
   float forward_backward(const int32_t* tokens, const int32_t* targets);
   // The same loss, no gradient.
@@ -160,15 +162,23 @@ class Transformer {
   // Sum of the token losses over the counted targets; with want_grad, each counted row's
   // logit gradient is scaled by loss_grad_scale (< 0: 1 / counted, the local mean).
   LossSum loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, float loss_grad_scale = -1.0f);
-  void backward_from_head(const int32_t* tokens);
+  void backward_from_head();
   BlockActs acts_for(int64_t layer);
+  // The elements of inputs_: tokens and targets (M each), then cos and sin when the model rotates.
+  static int64_t input_elems(const ModelConfig& c, int64_t batch, int64_t seq);
+  // Copies M host ids into the device array `to` (tokens_ or targets_).
+  void upload_ids(int32_t* to, const int32_t* from);
 
   TransformerSpec spec_;
   int64_t batch_, seq_;
   ModelOptions options_;
   NnOps& ops_;
   Buffer params_, grads_, working_, acts_, scratch_, bf16_scratch_;
-  std::vector<float> rope_cos_, rope_sin_;  // (seq, head_dim / 2)
+  // In the ops' memory (inputs_): the micro-batch's tokens and targets, copied there from the
+  // caller's host arrays once checked, and the RoPE tables (seq, head_dim / 2).
+  Buffer inputs_;
+  int32_t *tokens_ = nullptr, *targets_ = nullptr;
+  float *rope_cos_ = nullptr, *rope_sin_ = nullptr;
   // Carved from acts_: residual stream (L+1) x (BT, C); per-layer (or one) BlockActs; final norm.
   float* resid_ = nullptr;
   std::vector<BlockActs> layer_acts_;
