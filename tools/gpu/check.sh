@@ -7,7 +7,7 @@
 # machine's CUDA and NCCL libraries; the package's library closure (closure.sh) and how this
 # machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda; the NnOps
 # parity table (test_nn_ops_parity: CUDA vs CPU per op and shape; test_ptx_numerics skips there
-# without nvcc); `farthing info`; `farthing bench gemm|ops|numerics|optim --device cuda`; versions; every other
+# without nvcc); whole models through the CUDA ops (test_model_on_device_ops); `farthing info`; `farthing bench gemm|ops|numerics|optim --device cuda`; versions; every other
 # (CPU) test, in chunks. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
 # ignores the signal) and the whole run under a budget (default 420 s): a step that would
 # overrun it is cut short, later ones are marked "no time". A hang costs one step, never the
@@ -132,8 +132,10 @@ export ctest_dir
 run_step cuda-tests 90 bash -c 'in_ctest_dir "$@"' _ -L cuda --timeout 80
 # The model ops, CUDA against the CPU reference (not labelled cuda: the CPU suite runs it
 # elsewhere, so it is left out of the CPU chunks below).
-nn_parity='^(test_nn_ops_parity|test_ptx_numerics)$'
-run_step cuda-tests-nn-parity 90 bash -c 'in_ctest_dir "$@"' _ -R "$nn_parity" --timeout 85
+nn_parity='^(test_nn_ops_parity|test_ptx_numerics|test_model_on_device_ops)$'
+run_step cuda-tests-nn-parity 90 bash -c 'in_ctest_dir "$@"' _ -R '^(test_nn_ops_parity|test_ptx_numerics)$' --timeout 85
+# Whole models (a training step's loss and gradients, decoding logits) through the CUDA ops.
+run_step cuda-tests-model-on-device 90 bash -c 'in_ctest_dir "$@"' _ -R '^test_model_on_device_ops$' --timeout 85
 run_step farthing-info 20 "$PKG/bin/farthing" info
 run_step bench-gemm 90 "$PKG/bin/farthing" bench gemm --device cuda
 run_step bench-ops 90 "$PKG/bin/farthing" bench ops --device cuda
