@@ -66,7 +66,7 @@ class Backend {
   virtual kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) = 0;
 
   // The model ops (matmul, attention, norms, ...) on this device's memory; models/ is written
-  // against these. Throws where the backend has none yet (CUDA today).
+  // against these (CpuNnOps, CudaNnOps, StrictNnOps).
   virtual NnOps& nn() = 0;
 
   // Waits until all work queued on this backend has finished.

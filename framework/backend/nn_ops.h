@@ -2,8 +2,8 @@
 //
 // models/ calls only these (never kernels/ directly), so a model is written once and runs
 // wherever a backend implements them: Backend::nn() hands out the backend's set. The CPU set
-// (cpu_nn_ops.h) is the reference over kernels/cpu; a CUDA set is not written yet, and the
-// CUDA backend says so when asked (the trainer runs on the CPU today).
+// (cpu_nn_ops.h) is the reference over kernels/cpu; the CUDA set (cuda_nn_ops.h, not yet run on
+// a GPU) and the strict test device's (strict_nn_ops.h) follow it.
 //
 // Pointers address memory of the backend's device. Shapes are in comments: N rows of C
 // channels. As in kernels/cpu/nn_cpu.h, backward ops *accumulate* into weight gradients

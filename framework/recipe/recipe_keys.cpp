@@ -53,7 +53,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(train, grad_accum),
       RECIPE_KEY(train, max_grad_norm),
       RECIPE_KEY(train, precision, "fp32", "bf16", "fp16"),
-      RECIPE_KEY(train, device, "cpu", "cuda", "strict"),
+      RECIPE_KEY(train, device, "cpu", "cuda", "auto", "strict"),
       RECIPE_KEY(train, optimizer_in_backward),
       RECIPE_KEY(train, seed),
       RECIPE_KEY(train, eval_every),

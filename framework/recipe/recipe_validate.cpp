@@ -189,8 +189,6 @@ class Checker {
   void check_train() const {
     const TrainSection& t = c_.train;
     FARTHING_CHECK(t.steps >= 1, at("train.steps"), " is ", t.steps, ", expected a whole number >= 1");
-    FARTHING_CHECK(t.device != "cuda", at("train.device"), " is 'cuda', but this farthing trains on the CPU only so far "
-                   "(the CUDA model ops exist; the one-GPU trainer is not wired up yet); set train.device: cpu");
     FARTHING_CHECK(t.micro_batch >= 1, at("train.micro_batch"), " is ", t.micro_batch,
                    ", expected a whole number >= 1 (sequences per forward/backward on each rank)");
     FARTHING_CHECK(t.grad_accum >= 1, at("train.grad_accum"), " is ", t.grad_accum,

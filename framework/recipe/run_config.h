@@ -89,9 +89,10 @@ struct TrainSection {
   int64_t grad_accum = 1;            // micro-batches per optimizer step on each rank
   double max_grad_norm = 1.0;        // 0: no clipping
   std::string precision = "bf16";    // "fp32" | "bf16" | "fp16"
-  // Where weights, gradients, optimizer state and activations live: "cpu"; "strict", the test
-  // device (CPU kernels over memory the host may not touch: backend/strict_device_backend.h);
-  // "cuda" is refused until the CUDA trainer lands.
+  // Where weights, gradients, optimizer state and activations live: "cpu"; "cuda" (each rank on
+  // its node-local GPU; not yet run on a GPU by farthing's tests); "auto" (cuda when a GPU is
+  // visible); "strict", the test device (CPU kernels over memory the host may not touch:
+  // backend/strict_device_backend.h).
   std::string device = "cpu";
   bool optimizer_in_backward = false;  // step each unit as its gradients are ready
   uint64_t seed = 1234;              // init, shuffle and stochastic-rounding key

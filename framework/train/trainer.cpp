@@ -66,8 +66,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// train.device: where the run's buffers live ("cuda" is refused by the recipe's validation).
-Device train_device(const std::string& name) { return name == "strict" ? Device::strict() : Device::cpu(); }
+// train.device: where the run's buffers live; a CUDA rank takes its node-local GPU.
+Device train_device(const std::string& name, const Communicator& comm) {
+  if (name == "strict") return Device::strict();
+  if (name == "cpu" || (name == "auto" && !cuda_available())) return Device::cpu();
+  FARTHING_CHECK(cuda_available(), "train.device is '", name, "' but this farthing sees no CUDA device (built "
+                 "without CUDA, no driver, or no GPU: check nvidia-smi and CUDA_VISIBLE_DEVICES); set train.device: cpu");
+  return Device::cuda(comm.local_rank());
+}
 
 // Writes text to path atomically (temporary name, then rename), naming the path on failure.
 void write_text_file(const fs::path& path, const std::string& text) {
@@ -98,7 +104,11 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
                  " elements but the model's flat layout ", spec.layout.total_elems());
   OptimizerSetup setup = make_optimizer_setup(spec.layout, config_.optimizer, t.seed);
   demoted_ = setup.demoted;
-  device_ = train_device(t.device);
+  device_ = train_device(t.device, comm_);
+  if (device_.kind == DeviceKind::kCuda && comm_.rank() == 0 && output_.progress) {
+    std::fprintf(stderr, "farthing: note: training on %s is new: its ops and its trainer have not yet been checked "
+                         "against the CPU on a GPU by farthing's own tests\n", device_.name().c_str());
+  }
   Backend& backend = backend_for(device_);
   // Off the host, the ZeRO collectives go through host staging (no device communicator yet).
   if (!device_.is_cpu()) device_comm_ = std::make_unique<StagedCommunicator>(comm_, backend);

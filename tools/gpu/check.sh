@@ -136,6 +136,8 @@ nn_parity='^(test_nn_ops_parity|test_ptx_numerics|test_model_on_device_ops)$'
 run_step cuda-tests-nn-parity 90 bash -c 'in_ctest_dir "$@"' _ -R '^(test_nn_ops_parity|test_ptx_numerics)$' --timeout 85
 # Whole models (a training step's loss and gradients, decoding logits) through the CUDA ops.
 run_step cuda-tests-model-on-device 90 bash -c 'in_ctest_dir "$@"' _ -R '^test_model_on_device_ops$' --timeout 85
+# The one-GPU trainer: GPT-2 124M, 4 steps on cuda and on the cpu, losses within 2% (train_smoke.sh).
+run_step train-smoke 90 "$here/train_smoke.sh" "$PKG/bin/farthing" "$log_dir/train-smoke-work"
 run_step farthing-info 20 "$PKG/bin/farthing" info
 run_step bench-gemm 90 "$PKG/bin/farthing" bench gemm --device cuda
 run_step bench-ops 90 "$PKG/bin/farthing" bench ops --device cuda
