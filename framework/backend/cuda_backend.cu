@@ -49,6 +49,13 @@ CudaBackend::CudaBackend(int device_index) : device_index_(device_index) {
     // default stream (plain cudaMemcpy, cudaMemset), at the price of some overlap.
     FARTHING_CUDA_CHECK(cudaStreamCreate(&stream));
     stream_ = stream;
+    // Buffers come from the device's stream-ordered pool (cudaMallocAsync on this stream): the
+    // units and accumulators that come and go every step reuse pooled memory instead of a
+    // cudaMalloc/cudaFree (each a device synchronisation) apiece. Freed memory stays in the pool.
+    cudaMemPool_t pool = nullptr;
+    FARTHING_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_index_));
+    uint64_t keep_everything = UINT64_MAX;
+    FARTHING_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
     void* maps = nullptr;
     FARTHING_CUDA_CHECK(cudaMalloc(&maps, 2 * kMapEntries * sizeof(float)));
     maps_device_ = static_cast<float*>(maps);
@@ -86,7 +93,7 @@ void CudaBackend::release() noexcept {
 void* CudaBackend::allocate_bytes(size_t bytes) {
   FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
   void* data = nullptr;
-  const cudaError_t status = cudaMalloc(&data, bytes);
+  const cudaError_t status = cudaMallocAsync(&data, bytes, as_stream(stream_));
   if (status == cudaErrorMemoryAllocation) {
     static_cast<void>(cudaGetLastError());
     size_t free_bytes = 0, total_bytes = 0;
@@ -101,13 +108,15 @@ void* CudaBackend::allocate_bytes(size_t bytes) {
 void CudaBackend::free_bytes(void* data) {
   if (data == nullptr) return;
   static_cast<void>(cudaSetDevice(device_index_));
-  const cudaError_t status = cudaFree(data);
+  // Stream-ordered: the memory returns to the pool once the work queued before it has finished.
+  // A Buffer outliving the backend (at process exit) is freed directly.
+  const cudaError_t status = stream_ != nullptr ? cudaFreeAsync(data, as_stream(stream_)) : cudaFree(data);
   if (status != cudaSuccess && status != cudaErrorCudartUnloading) {
     // Throwing from a destructor would end the process and hide the error being unwound
     // (a failed kernel makes every later cudaFree fail too), so say it once and go on.
     static std::atomic<bool> reported{false};
     if (!reported.exchange(true)) {
-      std::fprintf(stderr, "farthing: warning: cudaFree on %s failed: %s (%s)\n",
+      std::fprintf(stderr, "farthing: warning: freeing device memory on %s failed: %s (%s)\n",
                    device().name().c_str(), cudaGetErrorName(status), cudaGetErrorString(status));
     }
   }

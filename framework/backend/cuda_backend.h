@@ -24,8 +24,11 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   Device device() const override { return Device::cuda(device_index_); }
+  // From the device's stream-ordered pool, on this backend's stream (cudaMallocAsync): memory
+  // freed by one unit is reused by the next without a device synchronisation.
   void* allocate_bytes(size_t bytes) override;
-  // Never throws: it runs from Buffer destructors, also while an earlier error unwinds.
+  // Stream-ordered (cudaFreeAsync). Never throws: it runs from Buffer destructors, also while an
+  // earlier error unwinds.
   void free_bytes(void* data) override;
   // Host <-> device and device <-> device; copies that touch host memory have finished when
   // copy() returns, as on the CPU backend, so the host side may be read or reused at once.
