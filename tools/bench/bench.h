@@ -20,7 +20,7 @@ struct BenchOptions {
   long long seq = 0;           // tokens per sequence (train suite; 0: default)
   long long batch = 0;         // sequences per step (train suite; 0: default)
   bool torch_amp = false;      // train suite: run the bf16-autocast peer even where bf16 is emulated
-  std::string device = "cpu";  // "cpu" or "cuda" (numerics, optim and gemm suites; device 0)
+  std::string device = "cpu";  // "cpu" or "cuda" (numerics, optim, train, ops and gemm suites; device 0)
 };
 
 struct BenchSuite {

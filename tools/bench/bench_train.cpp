@@ -9,6 +9,7 @@
 // configuration (8-bit moments, no master, stochastic rounding) in fp32, bf16, with activation
 // checkpointing, and with the optimizer step fused into backward (units widened to fp32 as they
 // are used, no gradient buffer; without clipping, which that mode cannot do).
+// --device cuda: the same on GPU 0 against torch on that GPU, with MFU (run_train_bench_cuda).
 // Relies on: framework/train/trainer.h, kernels/cpu/matmul_cpu.h (the ceiling),
 // tools/bench/peer_process.h (the torch peers). Not a test.
 #include <omp.h>
@@ -26,12 +27,14 @@
 #include <string>
 #include <vector>
 
+#include "framework/backend/backend.h"
 #include "framework/core/memory.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/train/trainer.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "models/common/presets.h"
 #include "tools/bench/bench.h"
+#include "tools/bench/bench_cuda.h"
 #include "tools/bench/peer_process.h"
 
 namespace farthing::bench {
@@ -64,11 +67,12 @@ struct StepResult {
 };
 
 // The PyTorch peer, kept loaded between turns: a transformers model from the preset's config,
-// bf16 autocast (argv[5] == "bf16") or fp32; one step = forward + loss + backward +
+// on argv[6] ("cpu" or "cuda"), bf16 autocast (argv[5] == "bf16") or fp32; one step = forward + loss + backward +
 // clip_grad_norm_(1.0) + torch.optim.AdamW (fused where this torch has it on the CPU, else
 // foreach) + zero_grad. Each mode runs in its own process so peak RSS is its own.
 // Prints "version V", "optimizer fused|foreach", then "ready" after a warm-up step (or
-// "no-torch"); answers each "step" line with "step_s S" and "quit" with "rss_growth_bytes B".
+// "no-torch"); answers each "step" line with "step_s S" (timed between device synchronisations
+// on cuda) and "quit" with "rss_growth_bytes B" (on cuda: torch's peak device allocation).
 const char* kTorchScript = R"PY(
 import json, sys, time
 try:
@@ -81,6 +85,10 @@ def rss(field):
     return 0
 cfg, batch, seq, threads = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 amp = sys.argv[5] == "bf16"
+dev = sys.argv[6]
+if dev == "cuda" and not torch.cuda.is_available():
+    print("no-torch-cuda", flush=True); sys.exit(0)
+sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
 torch.set_num_threads(threads)
 print("version", torch.__version__)
 rss0 = rss("VmRSS:")
@@ -95,8 +103,8 @@ else:
         rms_norm_eps=cfg["eps"], tie_word_embeddings=cfg["tied"])
     m = (transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**kw)) if cfg["qkv_bias"]
          else transformers.LlamaForCausalLM(transformers.LlamaConfig(**kw)))
-m.train()
-ids = torch.randint(0, cfg["vocab"], (batch, seq))
+m.to(dev).train()
+ids = torch.randint(0, cfg["vocab"], (batch, seq), device=dev)
 try:
     opt = torch.optim.AdamW(m.parameters(), lr=2e-5, weight_decay=0.01, fused=True)
     print("optimizer fused")
@@ -104,27 +112,30 @@ except Exception:
     opt = torch.optim.AdamW(m.parameters(), lr=2e-5, weight_decay=0.01, foreach=True)
     print("optimizer foreach")
 def step():
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+    with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp):
         loss = m(input_ids=ids, labels=ids).loss
     loss.backward()
     torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
     opt.step()
     opt.zero_grad(set_to_none=True)
-step()  # warm-up
+step(); sync()  # warm-up
+if dev == "cuda": torch.cuda.reset_peak_memory_stats()
 print("ready", flush=True)
 for line in sys.stdin:
     if line.strip() == "step":
-        t0 = time.perf_counter(); step()
+        sync(); t0 = time.perf_counter(); step(); sync()
         print("step_s", time.perf_counter() - t0, flush=True)
     elif line.strip() == "quit":
         break
-print("rss_growth_bytes", rss("VmHWM:") - rss0, flush=True)
+peak = torch.cuda.max_memory_allocated() if dev == "cuda" else rss("VmHWM:") - rss0
+print("rss_growth_bytes", peak, flush=True)
 )PY";
 
 // One PyTorch configuration, loaded once and stepped on demand.
 class TorchPeer {
  public:
-  TorchPeer(const models::ModelConfig& c, int64_t batch, int64_t seq, int threads, const char* mode) {
+  TorchPeer(const models::ModelConfig& c, int64_t batch, int64_t seq, int threads, const char* mode,
+            const char* device = "cpu") {
     const nlohmann::json cfg = {{"family", c.family == models::ModelFamily::kGpt2 ? "gpt2" : "llama"},
                                 {"vocab", c.vocab_size}, {"dim", c.dim}, {"hidden", c.hidden_dim},
                                 {"layers", c.n_layers}, {"heads", c.n_heads}, {"kv_heads", c.n_kv_heads},
@@ -132,13 +143,14 @@ class TorchPeer {
                                 {"qkv_bias", c.qkv_bias}};
     process_ = std::make_unique<PeerProcess>(std::vector<std::string>{
         "python3", "-c", kTorchScript, cfg.dump(), std::to_string(batch), std::to_string(seq),
-        std::to_string(threads), mode});
+        std::to_string(threads), mode, device});
     std::string line;
     char text[256];
     while (process_->receive(&line)) {
       if (std::sscanf(line.c_str(), "version %255s", text) == 1) version_ = text;
       else if (std::sscanf(line.c_str(), "optimizer %255s", text) == 1) optimizer_ = text;
       else if (line == "no-torch") note_ = "torch/transformers not importable";
+      else if (line == "no-torch-cuda") note_ = "this torch sees no CUDA device";
       else if (line == "ready") { ready_ = true; break; }
     }
     if (!ready_ && note_.empty()) note_ = "python3 failed to build the model";
@@ -205,7 +217,7 @@ struct TrainerRun {
 // gradients, activations.
 StepResult run_farthing(const TrainerRun& run, const std::string& preset, const std::filesystem::path& tokens,
                         const std::filesystem::path& run_dir, int64_t batch, int64_t seq, double min_seconds,
-                        const std::vector<TorchPeer*>& peers) {
+                        const std::vector<TorchPeer*>& peers, Device device = Device::cpu()) {
   StepResult r;
   r.mode = run.name;
   recipe::RunConfig rc;
@@ -233,15 +245,20 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
     rc.train.nonfinite = "fail";
   }
   rc.checkpoint.run_dir = run_dir.string();
+  rc.train.device = device.is_cpu() ? "cpu" : "cuda";
 
-  MemoryTracker& tracker = memory_tracker(Device::cpu());
+  MemoryTracker& tracker = memory_tracker(device);
   tracker.reset_peaks();
   const int64_t base = tracker.snapshot().total_current_bytes;
   { std::ofstream("/proc/self/clear_refs") << "5"; }  // resets VmHWM to the current RSS
   const int64_t rss0 = proc_status_bytes("VmRSS:");
   auto comm = make_world_communicator();
   train::Trainer trainer(rc, *comm, train::TrainerOutput{.progress = false});
+  // A step ends with its results on the host (the loss, AdamW's diagnostics), so the device has
+  // finished it; the synchronisation makes sure of that for the timing.
+  Backend& backend = backend_for(device);
   trainer.train_step();  // warm-up: primitives, page faults
+  backend.synchronize();
   // NOTE: farthing's steps and each peer's take turns, so a drift in the machine's speed
   // reaches both sides of a ratio alike; each side keeps its best of the turns.
   r.peer_seconds.assign(peers.size(), 1e30);
@@ -250,6 +267,7 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
   while (total < min_seconds || reps < kTurns) {
     const auto t0 = Clock::now();
     r.loss = float(trainer.train_step().loss);
+    backend.synchronize();
     const double s = seconds_since(t0);
     best = std::min(best, s);
     total += s;
@@ -310,7 +328,10 @@ double gemm_rate(k::GemmDtype dtype, const std::vector<k::GemmShape>& shapes, do
 
 }  // namespace
 
+int run_train_bench_cuda(const BenchOptions& options);
+
 int run_train_bench(const BenchOptions& options) {
+  if (options.device == "cuda") return run_train_bench_cuda(options);
   const std::string preset = options.preset.empty() ? "gpt2-124m" : options.preset;
   const models::ModelConfig config = models::preset_config(preset);
   const int64_t seq = options.seq > 0 ? options.seq : 512;
@@ -449,6 +470,135 @@ int run_train_bench(const BenchOptions& options) {
                 torch32.version().c_str(), threads, kTurns);
   } else {
     std::printf("\ntorch: not measured (%s)\n", torch32.note().c_str());
+  }
+  return 0;
+}
+
+namespace {
+
+// Dense BF16 tensor-core peak of the GPUs we may be lent, from NVIDIA's datasheets (no
+// sparsity), by the device name the runtime reports; 0 where unknown (MFU then prints "-").
+double dense_bf16_peak_flops(const std::string& summary) {
+  struct Peak { const char* name; double tflops; };
+  static const Peak peaks[] = {{"H200 NVL", 835.0}, {"H200", 989.4}, {"H100 PCIe", 756.0}, {"H100 NVL", 835.0},
+                               {"H100", 989.4}, {"A100", 312.0}, {"L40S", 362.1}, {"B200", 2250.0}};
+  for (const Peak& p : peaks) {
+    if (summary.find(p.name) != std::string::npos) return p.tflops * 1e12;
+  }
+  return 0.0;
+}
+
+// The best bf16 GEMM rate (fp32 C) through the device's own NnOps::matmul at 8192^3: the
+// measured ceiling, in the same run.
+double device_gemm_ceiling(Device device, double min_seconds) {
+  const int64_t n = 8192;
+  Backend& backend = backend_for(device);
+  Buffer a(device, size_t(n * n) * 2, MemoryCategory::kOther), b(device, size_t(n * n) * 2, MemoryCategory::kOther);
+  Buffer c(device, size_t(n * n) * 4, MemoryCategory::kOther);
+  backend.fill_bytes(a.data(), 0x3C, a.bytes());  // bf16 0x3C3C ~ 0.0115: finite, no denormals
+  backend.fill_bytes(b.data(), 0x3C, b.bytes());
+  const k::GemmShape shape{n, n, n};
+  const double seconds = cuda_time_best(
+      [&] { backend.nn().matmul(k::GemmDtype::kBF16, shape, a.data(), b.data(), static_cast<float*>(c.data()), false); },
+      min_seconds);
+  return 2.0 * double(n) * double(n) * double(n) / seconds;
+}
+
+}  // namespace
+
+// `farthing bench train --device cuda`: the same step on GPU 0 (train.device: cuda) against
+// PyTorch on the same GPU (transformers model, bf16 autocast, fused AdamW), with MFU against the
+// GPU's dense BF16 peak and against the GEMM ceiling measured here, and both peak memories
+// (farthing's device tracker; torch.cuda.max_memory_allocated). Not yet run on a GPU.
+int run_train_bench_cuda(const BenchOptions& options) {
+  if (cuda_bench_unavailable("train")) return kBenchSkipped;
+  const Device device = Device::cuda(0);
+  const std::string preset = options.preset.empty() ? "gpt2-124m" : options.preset;
+  const models::ModelConfig config = models::preset_config(preset);
+  const int64_t seq = options.seq > 0 ? options.seq : 1024;
+  const int64_t batch = options.batch > 0 ? options.batch : 8;
+  const double min_s = options.min_seconds;
+  const int threads = omp_get_max_threads();
+  const std::string summary = cuda_device_summary();
+  const double peak = dense_bf16_peak_flops(summary);
+  double ceiling = device_gemm_ceiling(device, min_s);
+
+  TorchPeer torch_amp(config, batch, seq, threads, "bf16", "cuda");
+  std::vector<TorchPeer*> peers;
+  if (torch_amp.ready()) peers.push_back(&torch_amp);
+
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("farthing_bench_train_cuda_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path tokens = synthetic_token_file(dir, 64 * batch * (seq + 1), config.vocab_size);
+  const TrainerRun runs[] = {
+      {"bf16, f32 AdamW", "bf16", "f32", "f32", "nearest", "none"},
+      {"bf16, 8bit+SR", "bf16", "8bit", "none", "stochastic", "none"},
+      {"bf16 ckpt, 8bit+SR", "bf16", "8bit", "none", "stochastic", "per_block"},
+      {"8bit+SR in backward", "bf16", "8bit", "none", "stochastic", "none", true},
+  };
+  std::vector<StepResult> rows;
+  for (const TrainerRun& run : runs) {
+    rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_s, peers, device));
+  }
+  fs::remove_all(dir);
+  for (TorchPeer* p : peers) p->finish();
+  ceiling = std::max(ceiling, device_gemm_ceiling(device, min_s));  // best of before and after
+
+  const int64_t M = batch * seq;
+  auto ratio = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2fx", x);
+    return x > 0 ? std::string(buf) : std::string("-");
+  };
+  auto percent = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * x);
+    return x > 0 ? std::string(buf) : std::string("-");
+  };
+  if (options.json) {
+    nlohmann::json out = {{"suite", "train"}, {"device", summary}, {"preset", preset}, {"batch", batch}, {"seq", seq},
+                          {"gemm_bf16_ceiling_flops", ceiling}, {"dense_bf16_peak_flops", peak}};
+    for (const StepResult& r : rows) {
+      const double peer_s = peers.empty() ? 1e30 : r.peer_seconds[0];
+      out["runs"].push_back({{"mode", r.mode}, {"step_s", r.seconds}, {"tokens_per_s", r.tokens_per_s},
+                             {"model_flops_per_s", r.flops_per_s}, {"mfu", peak > 0 ? r.flops_per_s / peak : 0.0},
+                             {"gemm_ceiling_fraction", r.flops_per_s / ceiling},
+                             {"device_peak_bytes", r.tracked_peak_bytes}, {"loss", r.loss},
+                             {"torch_speed_ratio", peer_s < 1e30 ? peer_s / r.seconds : 0.0}});
+    }
+    if (torch_amp.ready() || torch_amp.best_seconds() < 1e30) {
+      out["torch"] = {{"version", torch_amp.version()}, {"step_s", torch_amp.best_seconds()},
+                      {"tokens_per_s", double(M) / torch_amp.best_seconds()},
+                      {"device_peak_bytes", torch_amp.rss_growth_bytes()}};
+    } else {
+      out["torch_note"] = torch_amp.note();
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("farthing bench train --device cuda: %s, batch %lld x seq %lld, %.1fM parameters\n%s\n", preset.c_str(),
+              (long long)batch, (long long)seq, double(config.num_params()) / 1e6, summary.c_str());
+  std::printf("ceilings: bf16 GEMM 8192^3 through NnOps::matmul %.1f TFLOP/s (same run); dense bf16 peak %s\n\n",
+              ceiling / 1e12, peak > 0 ? (std::to_string(int(peak / 1e12)) + " TFLOP/s (datasheet)").c_str() : "unknown");
+  std::printf("%-20s %9s %11s %9s %8s %9s %14s %9s\n", "run", "step s", "tokens/s", "TFLOP/s", "MFU", "of GEMM",
+              "device peak", "vs torch");
+  for (const StepResult& r : rows) {
+    const double peer_s = peers.empty() ? 1e30 : r.peer_seconds[0];
+    std::printf("%-20s %9.4f %11.0f %9.1f %8s %9s %10.1f MiB %9s\n", r.mode.c_str(), r.seconds, r.tokens_per_s,
+                r.flops_per_s / 1e12, percent(peak > 0 ? r.flops_per_s / peak : 0).c_str(),
+                percent(r.flops_per_s / ceiling).c_str(), double(r.tracked_peak_bytes) / 1048576.0,
+                ratio(peer_s < 1e30 ? peer_s / r.seconds : 0).c_str());
+  }
+  if (torch_amp.best_seconds() < 1e30) {
+    std::printf("%-20s %9.4f %11.0f %9s %8s %9s %10.1f MiB\n", "torch bf16 autocast", torch_amp.best_seconds(),
+                double(M) / torch_amp.best_seconds(), "", "", "", double(torch_amp.rss_growth_bytes()) / 1048576.0);
+    std::printf("\ntorch %s on the same GPU, transformers model, fused AdamW, bf16 autocast; 'vs torch' is\n"
+                "farthing's tokens/s over torch's, each the best of the turns they took together. Device peak:\n"
+                "farthing's tracker (every Buffer on the GPU) and torch.cuda.max_memory_allocated.\n",
+                torch_amp.version().c_str());
+  } else {
+    std::printf("\ntorch: not measured (%s)\n", torch_amp.note().c_str());
   }
   return 0;
 }

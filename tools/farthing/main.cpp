@@ -26,7 +26,7 @@ constexpr const char* kUsage =
     "verbs:\n"
     "  bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n"
     "                 [--preset NAME] [--seq T] [--batch B] [--torch-amp]   (train, gemm suites)\n"
-    "                 [--device cpu|cuda]   (numerics, optim: cuda measures the GPU; gemm: cuda only)\n"
+    "                 [--device cpu|cuda]   (numerics, optim, train, ops: cuda measures the GPU; gemm: cuda only)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
     "  tokenize --tokenizer PATH (--ids TEXT | INPUT -o OUT.bin)\n"
     "                 text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)\n"

@@ -143,6 +143,8 @@ run_step bench-gemm 90 "$PKG/bin/farthing" bench gemm --device cuda
 run_step bench-ops 90 "$PKG/bin/farthing" bench ops --device cuda
 run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda
 run_step bench-optim 90 "$PKG/bin/farthing" bench optim --device cuda
+# The one-GPU trainer against torch on the same GPU (GPT-2 124M, batch 8 x seq 1024; MFU).
+run_step bench-train 90 "$PKG/bin/farthing" bench train --device cuda --min-seconds 0.5
 run_step versions 20 python3 "$here/versions.py"
 # The CPU suite last: it is not what GPU time is for. In chunks of 16 tests (by number), each
 # its own step, so a slow chunk costs at most 90 s and the budget decides how far it gets.

@@ -100,8 +100,15 @@ def main():
         out.append("No test results (the test steps did not run).")
     out.append("")
 
+    smoke = read(os.path.join(log_dir, "train-smoke.log"))
+    out.append("## The one-GPU trainer against the CPU (train_smoke.sh)")
+    out.append("")
+    out.append("```")
+    out.append((smoke or "(did not run)").rstrip())
+    out.append("```")
+    out.append("")
     out.append("## Benchmarks")
-    for bench in ("bench-gemm", "bench-ops", "bench-numerics", "bench-optim"):
+    for bench in ("bench-gemm", "bench-ops", "bench-numerics", "bench-optim", "bench-train"):
         text = read(os.path.join(log_dir, bench + ".log"))
         out.append("")
         out.append(f"### {bench.replace('-', ' ')} --device cuda")
