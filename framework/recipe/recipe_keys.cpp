@@ -66,6 +66,8 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(checkpoint, keep_last),
 
       RECIPE_KEY(distributed, zero_stage),
+
+      RECIPE_KEY(metrics, tensorboard),
   };
   return keys;
 }

@@ -120,6 +120,13 @@ struct DistributedSection {
   bool operator==(const DistributedSection&) const = default;
 };
 
+// metrics: what the run writes beside metrics.jsonl (always written) for looking at it.
+struct MetricsSection {
+  bool tensorboard = true;  // TensorBoard event files in run_dir (`tensorboard --logdir RUN_DIR`)
+
+  bool operator==(const MetricsSection&) const = default;
+};
+
 struct RunConfig {
   std::string source;  // the recipe file ("" when built in code)
   ModelSection model;
@@ -130,6 +137,7 @@ struct RunConfig {
   TrainSection train;
   CheckpointSection checkpoint;
   DistributedSection distributed;
+  MetricsSection metrics;
   // Where each key was set, for error messages: "optimizer.lr" -> "recipe.yaml:7:7" (the value
   // in the YAML file, 1-based line:column) or "--set optimizer.lr=3e-4" (an override); and each
   // section present in the file, "data" -> "recipe.yaml:5:1". Keys left at their defaults, and

@@ -8,7 +8,7 @@
 
 #include "framework/ckpt/h5_checkpoint_dir.h"
 #include "framework/core/error.h"
-#include "framework/dist/staged_communicator.h"
+#include "framework/dist/device_communicator.h"
 #include "framework/optim/grad_clip.h"
 #include "framework/recipe/recipe.h"
 #include "framework/train/optimizer_setup.h"
@@ -72,7 +72,7 @@ Device train_device(const std::string& name, const Communicator& comm) {
   if (name == "cpu" || (name == "auto" && !cuda_available())) return Device::cpu();
   FARTHING_CHECK(cuda_available(), "train.device is '", name, "' but this farthing sees no CUDA device (built "
                  "without CUDA, no driver, or no GPU: check nvidia-smi and CUDA_VISIBLE_DEVICES); set train.device: cpu");
-  return Device::cuda(comm.local_rank());
+  return Device::cuda(comm.local_rank() % visible_cuda_devices());  // ranks beyond the GPUs share them
 }
 
 // Writes text to path atomically (temporary name, then rename), naming the path on failure.
@@ -110,8 +110,10 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
                          "against the CPU on a GPU by farthing's own tests\n", device_.name().c_str());
   }
   Backend& backend = backend_for(device_);
-  // Off the host, the ZeRO collectives go through host staging (no device communicator yet).
-  if (!device_.is_cpu()) device_comm_ = std::make_unique<StagedCommunicator>(comm_, backend);
+  // Off the host, the ZeRO collectives move device buffers: NCCL, or MPI through host staging.
+  dist::DeviceCommunicator device_comm = dist::make_device_communicator(comm_, backend);
+  device_comm_ = std::move(device_comm.comm);
+  const std::string collectives = comm_.world_size() > 1 ? "; ZeRO collectives over " + device_comm.kind : "";
   Communicator& data_comm = device_comm_ ? static_cast<Communicator&>(*device_comm_) : comm_;
   optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards(), &backend);
   optimizer_->set_reduce_hook([this](std::span<double> values) {
@@ -140,7 +142,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   progress_line_ = std::make_unique<ProgressLine>(output_.progress && comm_.rank() == 0);
   build_note_ = "set up: loading the weights peaked at " + format_bytes(loading_peak_bytes_) + " (tracked), " +
                 format_bytes(memory_tracker(device_).snapshot().total_current_bytes) + " held with the activations" +
-                (device_.is_cpu() ? "" : " (on the " + device_.name() + " device)");
+                (device_.is_cpu() ? "" : " (on the " + device_.name() + " device)") + collectives;
 }
 
 // The first weights in fp32, a unit at a time: the store keeps them as bf16 (the parts this
@@ -219,7 +221,10 @@ void Trainer::step_unit(int unit, int shard, const Tensor& grads) {
                  "already stepped, so the step cannot be skipped. Lower the learning rate, or set "
                  "train.optimizer_in_backward: false");
   fused_grad_norm_sq_ += report.grad_norm * report.grad_norm;
-  optimizer_->step_shards(ids, w, g, report, optim::lr_multiplier(schedule_, progress_.step + 1));
+  const optim::StepDiagnostics d =
+      optimizer_->step_shards(ids, w, g, report, optim::lr_multiplier(schedule_, progress_.step + 1));
+  fused_elements_ += double(d.elements);
+  fused_unchanged_ += double(d.weights_unchanged);
 }
 
 Trainer::~Trainer() = default;
@@ -275,7 +280,7 @@ Trainer::StepOutcome Trainer::train_step() {
   // that order on every rank. The store keeps (or, fused, steps) each unit's gradients as
   // backward finishes it.
   std::vector<double> loss_sums(size_t(W * A), 0.0);
-  fused_grad_norm_sq_ = 0.0;
+  fused_grad_norm_sq_ = fused_elements_ = fused_unchanged_ = 0.0;
   for (int64_t a = 0; a < A; ++a) {
     store_->begin_micro_batch(a);
     const models::Transformer::LossSum ls =
@@ -292,6 +297,7 @@ Trainer::StepOutcome Trainer::train_step() {
   if (t.optimizer_in_backward) {  // every unit stepped as backward finished it (step_unit)
     optimizer_->finish_step();
     out.grad_norm = std::sqrt(fused_grad_norm_sq_);
+    out.unchanged_fraction = fused_elements_ > 0.0 ? fused_unchanged_ / fused_elements_ : 0.0;
     store_->publish_weights();
   } else {
     std::vector<Tensor> grad_views, weight_views;
@@ -312,7 +318,9 @@ Trainer::StepOutcome Trainer::train_step() {
       ++progress_.skipped_steps;
       scaler_->update(true);
     } else {
-      optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1));
+      out.unchanged_fraction =
+          optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1))
+              .unchanged_fraction;
       scaler_->update(false);
       store_->publish_weights();
     }
@@ -410,7 +418,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
   if (comm_.rank() == 0) write_text_file(run_dir / "recipe.yaml", recipe_yaml_);
   progress_line_->note(build_note_);
   metrics_ = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl", resume.empty() ? -1 : progress_.step,
-                                          comm_.rank() == 0);
+                                          comm_.rank() == 0, config_.metrics.tensorboard);
 
   TrainResult result;
   const int64_t eval_batches = t.eval_batches;
@@ -433,7 +441,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
                              {"tokens", out.tokens},            {"tokens_seen", progress_.tokens_seen},
                              {"tokens_per_s", double(out.tokens) / step_seconds},
                              {"step_seconds", step_seconds},    {"peak_mem_bytes", peak},
-                             {"skipped", out.skipped}};
+                             {"skipped", out.skipped},          {"unchanged_fraction", out.unchanged_fraction}};
     if (scaler_->enabled()) record["loss_scale"] = scaler_->scale();
     metrics_->append(record);
     result.last_loss = out.loss;

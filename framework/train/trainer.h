@@ -86,6 +86,7 @@ class Trainer {
     double grad_norm = 0.0;
     bool skipped = false;
     int64_t tokens = 0;
+    double unchanged_fraction = 0.0;  // bf16 weights the step left bit-identical (0 when skipped)
   };
   StepOutcome train_step();
   // Bytes this rank sent in ZeRO's gradient and weight collectives so far.
@@ -135,6 +136,7 @@ class Trainer {
   optim::LrSchedule schedule_;
   std::unique_ptr<optim::LossScaler> scaler_;
   double fused_grad_norm_sq_ = 0.0;          // optimizer-in-backward: sum of the units' squared norms
+  double fused_elements_ = 0.0, fused_unchanged_ = 0.0;  // optimizer-in-backward: the units' sums
   std::string recipe_yaml_, model_config_json_;
   std::string build_note_;  // what setting up held, for the first progress note
   int64_t loading_peak_bytes_ = 0;

@@ -27,6 +27,7 @@ void expect_same_sections(const RunConfig& a, const RunConfig& b) {
   EXPECT_TRUE(a.train == b.train);
   EXPECT_TRUE(a.checkpoint == b.checkpoint);
   EXPECT_TRUE(a.distributed == b.distributed);
+  EXPECT_TRUE(a.metrics == b.metrics);
 }
 
 // Every field away from its default, with awkward strings and numbers that have no short
@@ -78,6 +79,7 @@ RunConfig unusual_config() {
   c.checkpoint.save_every = 250;
   c.checkpoint.keep_last = 0;
   c.distributed.zero_stage = 3;
+  c.metrics.tensorboard = false;
   return c;
 }
 
@@ -102,7 +104,7 @@ TEST(RecipeResolved, DefaultsRoundTripAndEveryKeyIsWritten) {
     EXPECT_TRUE(value.IsDefined() && value.IsScalar()) << key.path() << " missing from:\n" << yaml;
     ++keys_seen;
   }
-  EXPECT_EQ(keys_seen, 48u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
+  EXPECT_EQ(keys_seen, 49u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
   size_t written = 0;
   for (const auto& section : root) written += section.second.size();
   EXPECT_EQ(written, keys_seen);
