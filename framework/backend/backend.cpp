@@ -35,6 +35,14 @@ Backend& backend_for(Device device) {
 #endif
 }
 
+int visible_cuda_devices() {
+#if defined(FARTHING_WITH_CUDA)
+  return cuda_device_count();
+#else
+  return 0;
+#endif
+}
+
 bool cuda_available() {
 #if defined(FARTHING_WITH_CUDA)
   return cuda_device_count() > 0;

@@ -79,6 +79,8 @@ Backend& backend_for(Device device);
 
 // True when this binary was built with CUDA and at least one device is visible.
 bool cuda_available();
+// The number of visible CUDA devices (0 without CUDA, a driver or a GPU).
+int visible_cuda_devices();
 
 // The narrow format a dtype stores; throws for dtypes that are not narrow floats.
 numerics::NarrowFormat narrow_format_of(DType dtype);

@@ -24,6 +24,9 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   Device device() const override { return Device::cuda(device_index_); }
+  // The stream every op of this backend is queued on (a cudaStream_t), for communicators that
+  // must order their work after it.
+  void* stream() const { return stream_; }
   // From the device's stream-ordered pool, on this backend's stream (cudaMallocAsync): memory
   // freed by one unit is reused by the next without a device synchronisation.
   void* allocate_bytes(size_t bytes) override;
