@@ -41,7 +41,7 @@ else
 fi
 [ -z "${FARTHING_DEMO_STEPS:-}" ] || sets+=(--set "train.steps=$FARTHING_DEMO_STEPS")
 sets+=(--set "checkpoint.run_dir=$run")
-rm -rf "$run/checkpoints" "$run/metrics.jsonl" "$run/hf"
+rm -rf "$run/checkpoints" "$run/metrics.jsonl" "$run/hf" "$run/loss.png" "$run"/events.out.tfevents.*
 
 echo "== plan: memory before allocating anything"
 "$FARTHING" plan "$recipe" "${sets[@]}" || true
@@ -64,4 +64,11 @@ ls -l "$run/hf"
 before=$(grep -m1 '"eval_loss"' "$run/metrics.jsonl" | grep -o '"eval_loss":[^,}]*' | cut -d: -f2)
 after=$(grep '"eval_loss"' "$run/metrics.jsonl" | tail -1 | grep -o '"eval_loss":[^,}]*' | cut -d: -f2)
 echo "== held-out loss: before $before, after $after; demo wall time $(( $(date +%s) - start )) s"
+# The loss curve (needs python3's matplotlib; the demo goes on without it) and TensorBoard's files.
+if "$FARTHING" plot "$run" >/dev/null 2>&1; then
+  echo "== loss curve: $run/loss.png (farthing plot $run)"
+else
+  echo "== loss curve: skipped (farthing plot needs matplotlib: python3 -m pip install matplotlib)"
+fi
+echo "== TensorBoard: tensorboard --logdir $run ($(ls "$run" | grep -c '^events.out.tfevents') event files)"
 awk -v a="$before" -v b="$after" 'BEGIN { exit !(b < a) }' || { echo "demo: held-out loss did not drop" >&2; exit 1; }
