@@ -1,10 +1,18 @@
-// test_export_verb.cpp — `farthing export` driven through run_export (main.cpp wires it later):
+// test_export_verb.cpp — `farthing export` driven through run_export:
 // stories260K.bin to a sharded bf16 HF directory whose tensors are the bf16 roundings of the
-// source's, a GGUF's own tokenizer exported beside its weights, and usage errors.
+// source's, a GGUF's own tokenizer exported beside its weights, and usage errors; the default
+// dtype is the source's own (f32 for llama2.c, bf16 for a bf16 safetensors directory), with
+// torch_dtype in config.json, generation_config.json's bos/eos ids, --max-shard-size units.
 // Relies on: ../shared/models/stories260K, tests/support/gguf_builder.h. Tests: verb_export.cpp.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "framework/ckpt/llama2c.h"
 #include "framework/ckpt/safetensors.h"
@@ -19,6 +27,26 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace farthing;
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// The dtype names in a safetensors file's header.
+std::set<std::string> header_dtypes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  std::string text(n, '\0');
+  in.read(text.data(), std::streamsize(n));
+  std::set<std::string> dtypes;
+  const nlohmann::json header = nlohmann::json::parse(text);
+  for (const auto& [name, entry] : header.items()) {
+    if (name != "__metadata__") dtypes.insert(entry["dtype"].get<std::string>());
+  }
+  return dtypes;
+}
 
 TEST(ExportVerb, Stories260KToShardedBf16) {
   FARTHING_REQUIRE_SHARED(shared);
@@ -37,8 +65,57 @@ TEST(ExportVerb, Stories260KToShardedBf16) {
       ASSERT_EQ(u.f32()[i], numerics::bf16_to_f32(numerics::f32_to_bf16_rne(t.f32()[i]))) << name << " " << i;
     }
   }
-  EXPECT_EQ(b.config, a.config);
+  nlohmann::json config = a.config;
+  config["torch_dtype"] = "bfloat16";  // the stored dtype
+  EXPECT_EQ(b.config, config);
+  const nlohmann::json generation = read_json(out / "generation_config.json");
+  EXPECT_EQ(generation["bos_token_id"], 1);
+  EXPECT_EQ(generation["eos_token_id"], 2);
+  const nlohmann::json index = read_json(out / "model.safetensors.index.json");
+  EXPECT_EQ(header_dtypes(out / index["weight_map"]["model.norm.weight"].get<std::string>()),
+            std::set<std::string>{"BF16"});
   fs::remove_all(out);
+}
+
+TEST(ExportVerb, DefaultDtypeIsTheModelsOwn) {
+  FARTHING_REQUIRE_SHARED(shared);
+  const fs::path src = shared / "models/stories260K/stories260K.bin";
+  const fs::path tmp = fs::temp_directory_path() / ("farthing_export_dtype_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  // llama2.c stores f32: the default export is f32, one file (far below the default 5GB).
+  ASSERT_EQ(run_export({"--from", src.string(), "--out", (tmp / "f32").string()}), 0);
+  EXPECT_EQ(header_dtypes(tmp / "f32/model.safetensors"), std::set<std::string>{"F32"});
+  EXPECT_FALSE(fs::exists(tmp / "f32/model.safetensors.index.json"));
+  EXPECT_EQ(read_json(tmp / "f32/config.json")["torch_dtype"], "float32");
+  // A bf16 safetensors model (sharded, 200KB shards) exports as bf16 by default, bit for bit.
+  ASSERT_EQ(run_export({"--from", src.string(), "--out", (tmp / "bf16").string(), "--dtype", "bf16"}), 0);
+  ASSERT_EQ(run_export({"--from", (tmp / "bf16").string(), "--out", (tmp / "again").string(), "--max-shard-size",
+                        "200KB"}),
+            0);
+  EXPECT_EQ(read_json(tmp / "again/config.json")["torch_dtype"], "bfloat16");
+  const nlohmann::json index = read_json(tmp / "again/model.safetensors.index.json");
+  std::set<std::string> files;
+  for (const auto& [name, file] : index["weight_map"].items()) files.insert(file.get<std::string>());
+  EXPECT_GE(files.size(), 2u);
+  for (const std::string& f : files) {
+    EXPECT_EQ(header_dtypes(tmp / "again" / f), std::set<std::string>{"BF16"}) << f;
+    EXPECT_LE(fs::file_size(tmp / "again" / f), 200000u + 4096u) << f;  // + its header
+  }
+  const ckpt::ModelFile a = ckpt::read_safetensors(tmp / "bf16"), b = ckpt::read_safetensors(tmp / "again");
+  for (const auto& [name, t] : a.tensors) {
+    const ckpt::ModelTensor& u = b.expect(name, t.shape);
+    EXPECT_EQ(std::memcmp(u.f32(), t.f32(), size_t(t.numel()) * 4), 0) << name;
+  }
+  // --dtype still overrides; a size that is not one is refused naming the option.
+  ASSERT_EQ(run_export({"--from", (tmp / "bf16").string(), "--out", (tmp / "f16").string(), "--dtype", "f16"}), 0);
+  EXPECT_EQ(header_dtypes(tmp / "f16/model.safetensors"), std::set<std::string>{"F16"});
+  try {
+    run_export({"--from", src.string(), "--out", (tmp / "x").string(), "--max-shard-size", "5 parsecs"});
+    ADD_FAILURE() << "--max-shard-size '5 parsecs' was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--max-shard-size '5 parsecs' is not a size"), std::string::npos) << e.what();
+  }
+  fs::remove_all(tmp);
 }
 
 TEST(ExportVerb, GgufCarriesItsTokenizer) {

@@ -1,15 +1,28 @@
 // verb_export.cpp — `farthing export`: any checkpoint farthing reads (safetensors directory,
-// GGUF, llama2.c .bin) to a Hugging Face directory: config.json, model.safetensors (sharded with
-// an index above --max-shard-bytes) and, when the source carries one (GGUF metadata, or a
+// GGUF, llama2.c .bin, a farthing training checkpoint .h5) to a Hugging Face directory:
+// config.json (torch_dtype set to the stored dtype), generation_config.json (bos/eos ids from
+// the model config), model.safetensors or, above --max-shard-size, model-0000i-of-0000N shards
+// with model.safetensors.index.json, and, when the source carries one (GGUF metadata, or a
 // tokenizer given with --tokenizer), tokenizer.json + tokenizer_config.json.
-//   farthing export --from PATH --out DIR [--dtype f32|bf16|f16] [--max-shard-bytes N]
+//   farthing export --from PATH --out DIR [--dtype f32|bf16|f16] [--max-shard-size 5GB]
 //                   [--tokenizer PATH]
-// Training checkpoints (HDF5) will come through the same writer once they exist.
-// Relies on: ckpt/read_model.h, ckpt/safetensors.h, data/tokenizer_export.h.
+// The default dtype is the model's own, as Hugging Face saves it: bf16 for a training
+// checkpoint (its weights are bf16); a safetensors model's stored dtype (config torch_dtype, else
+// its tensors'); a GGUF's f16/bf16 when its matrices are all that, f32 for quantized ones (their
+// dequantized values are exact only in f32); f32 for llama2.c files.
+// Relies on: ckpt/read_model.h, ckpt/safetensors.h, ckpt/gguf.h, data/tokenizer_export.h.
 // Tested by: tests/ckpt/test_export_verb.cpp; tools/goldens/check_export_with_transformers.py
 // checks the output against transformers.
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "framework/ckpt/gguf.h"
 #include "framework/ckpt/read_model.h"
@@ -20,21 +33,148 @@
 #include "tools/farthing/verbs.h"
 
 namespace {
+
+namespace fs = std::filesystem;
+using farthing::DType;
+
 constexpr const char* kExportUsage =
-    "usage: farthing export --from PATH --out DIR [--dtype f32|bf16|f16] [--max-shard-bytes N]\n"
+    "usage: farthing export --from PATH --out DIR [--dtype f32|bf16|f16] [--max-shard-size SIZE]\n"
     "                       [--tokenizer PATH]\n"
     "\n"
-    "  --from PATH            safetensors file or directory, .gguf, or llama2.c .bin\n"
-    "  --out DIR              written: config.json, model.safetensors (or shards + index)\n"
-    "  --dtype                stored precision (default f32; bf16/f16 round to nearest even)\n"
-    "  --max-shard-bytes N    shard above N bytes (default 5 GiB)\n"
+    "  --from PATH            safetensors file or directory, .gguf, llama2.c .bin, or a training\n"
+    "                         checkpoint (.h5)\n"
+    "  --out DIR              written: config.json, generation_config.json, model.safetensors\n"
+    "                         (or model-0000i-of-0000N.safetensors + model.safetensors.index.json)\n"
+    "  --dtype                stored precision; default: the model's own (bf16 for a training\n"
+    "                         checkpoint, the source's dtype otherwise; f32 for quantized GGUF);\n"
+    "                         bf16/f16 from f32 round to nearest even\n"
+    "  --max-shard-size SIZE  shard above SIZE: 5GB (default; GB = 10^9 bytes as Hugging Face\n"
+    "                         counts), 500MB, 2GiB, or bytes (--max-shard-bytes N: bytes)\n"
     "  --tokenizer PATH       also write tokenizer.json/tokenizer_config.json from this tokenizer\n"
     "                         (a .gguf source's own tokenizer is written without it)\n";
+
+// "5GB" -> 5e9, "2GiB" -> 2^31, "123" -> 123 (Hugging Face's max_shard_size spelling).
+uint64_t parse_size(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
+    ++digits;
+  }
+  std::string unit = text.substr(digits);
+  for (char& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
+  const std::pair<const char*, double> units[] = {{"", 1.0},     {"B", 1.0},          {"KB", 1e3},
+                                                  {"MB", 1e6},   {"GB", 1e9},         {"TB", 1e12},
+                                                  {"KIB", 1024.0}, {"MIB", 1048576.0}, {"GIB", 1073741824.0}};
+  double scale = 0.0;
+  for (const auto& [name, factor] : units) {
+    if (unit == name) scale = factor;
+  }
+  double number = 0.0;
+  bool ok = digits > 0 && scale > 0.0;
+  if (ok) {
+    try {
+      number = std::stod(text.substr(0, digits));
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  FARTHING_CHECK(ok && number * scale >= 1.0, "--max-shard-size '", text,
+                 "' is not a size; expected bytes or a number with KB, MB, GB, TB, KiB, MiB or GiB (e.g. 5GB)");
+  return uint64_t(number * scale);
+}
+
+std::optional<DType> dtype_from_torch_name(const std::string& name) {
+  if (name == "float32") return DType::kF32;
+  if (name == "bfloat16") return DType::kBF16;
+  if (name == "float16") return DType::kF16;
+  return std::nullopt;
+}
+
+const char* torch_name(DType dtype) {
+  return dtype == DType::kBF16 ? "bfloat16" : dtype == DType::kF16 ? "float16" : "float32";
+}
+
+// The dtype of the first tensor in a safetensors file's header (F32, BF16 or F16).
+std::optional<DType> safetensors_file_dtype(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  uint64_t header_bytes = 0;
+  if (!in.read(reinterpret_cast<char*>(&header_bytes), 8) || header_bytes > (uint64_t(100) << 20)) return std::nullopt;
+  std::string text(header_bytes, '\0');
+  if (!in.read(text.data(), std::streamsize(header_bytes))) return std::nullopt;
+  const nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
+  if (!header.is_object()) return std::nullopt;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__" || !entry.is_object() || !entry.contains("dtype")) continue;
+    const std::string d = entry["dtype"].is_string() ? entry["dtype"].get<std::string>() : "";
+    if (d == "F32") return DType::kF32;
+    if (d == "BF16") return DType::kBF16;
+    if (d == "F16") return DType::kF16;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The model's own dtype (see the header comment).
+DType source_dtype(const std::string& from, const farthing::ckpt::ModelFile& model) {
+  if (model.format == "farthing-h5") return DType::kBF16;
+  if (model.format == "gguf") {
+    const farthing::ckpt::GgufFile gguf(from);
+    std::set<uint32_t> matrix_types;  // ggml types of the 2-D tensors (1-D norms are f32 in every GGUF)
+    for (const farthing::ckpt::GgufTensorInfo& t : gguf.tensors()) {
+      if (t.dims.size() >= 2) matrix_types.insert(t.type);
+    }
+    constexpr uint32_t kGgmlF16 = 1, kGgmlBf16 = 30;
+    if (matrix_types == std::set<uint32_t>{kGgmlF16}) return DType::kF16;
+    if (matrix_types == std::set<uint32_t>{kGgmlBf16}) return DType::kBF16;
+    return DType::kF32;
+  }
+  if (model.format == "safetensors") {
+    for (const char* key : {"torch_dtype", "dtype"}) {
+      if (model.config.contains(key) && model.config[key].is_string()) {
+        if (const auto d = dtype_from_torch_name(model.config[key].get<std::string>())) return *d;
+      }
+    }
+    fs::path file = from;
+    if (fs::is_directory(file)) {
+      file = file / "model.safetensors";
+      if (!fs::exists(file)) {
+        for (const auto& entry : fs::directory_iterator(from)) {
+          if (entry.path().extension() == ".safetensors") {
+            file = entry.path();
+            break;
+          }
+        }
+      }
+    } else if (file.string().ends_with(".index.json")) {
+      std::ifstream in(file);
+      const nlohmann::json index = nlohmann::json::parse(in, nullptr, false);
+      if (index.is_object() && index.contains("weight_map") && index["weight_map"].is_object() &&
+          !index["weight_map"].empty() && index["weight_map"].begin()->is_string()) {
+        file = file.parent_path() / index["weight_map"].begin()->get<std::string>();
+      }
+    }
+    if (const auto d = safetensors_file_dtype(file)) return *d;
+  }
+  return DType::kF32;
+}
+
+// generation_config.json as transformers writes it from a model config: the special token ids.
+void write_generation_config(const fs::path& dir, const nlohmann::json& config) {
+  nlohmann::json g = {{"_from_model_config", true}};
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"}) {
+    if (config.contains(key) && !config[key].is_null()) g[key] = config[key];
+  }
+  std::ofstream out(dir / "generation_config.json", std::ios::trunc);
+  out << g.dump(2) << "\n";
+  FARTHING_CHECK(out.good(), "cannot write ", (dir / "generation_config.json").string());
+}
+
 }  // namespace
 
 int run_export(const std::vector<std::string>& args) {
   std::string from, out, tokenizer;
   farthing::ckpt::SafetensorsWriteOptions options;
+  options.max_shard_bytes = 5'000'000'000;  // Hugging Face's default max_shard_size "5GB"
+  std::optional<DType> dtype;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -47,8 +187,9 @@ int run_export(const std::vector<std::string>& args) {
     }
     if (a == "--from") from = value();
     else if (a == "--out") out = value();
-    else if (a == "--dtype") options.dtype = farthing::parse_dtype(value());
-    else if (a == "--max-shard-bytes") options.max_shard_bytes = std::stoull(value());
+    else if (a == "--dtype") dtype = farthing::parse_dtype(value());
+    else if (a == "--max-shard-size") options.max_shard_bytes = parse_size(value());
+    else if (a == "--max-shard-bytes") options.max_shard_bytes = parse_size(value());
     else if (a == "--tokenizer") tokenizer = value();
     else {
       std::fprintf(stderr, "farthing export: unknown option '%s'\n\n%s", a.c_str(), kExportUsage);
@@ -59,19 +200,34 @@ int run_export(const std::vector<std::string>& args) {
     std::fprintf(stderr, "farthing export: need --from and --out\n\n%s", kExportUsage);
     return 2;
   }
-  const farthing::ckpt::ModelFile model = farthing::ckpt::read_model_file(from);
-  farthing::ckpt::write_safetensors(out, model, options);
+  farthing::ckpt::ModelFile model = farthing::ckpt::read_model_file(from);
+  options.dtype = dtype ? *dtype : source_dtype(from, model);
+  model.config["torch_dtype"] = torch_name(options.dtype);
   std::string chat_template;
   if (tokenizer.empty() && from.ends_with(".gguf")) {
     const farthing::ckpt::GgufFile gguf(from);
     if (gguf.has("tokenizer.ggml.model")) tokenizer = from;
     chat_template = gguf.get_string("tokenizer.chat_template", "");
   }
-  if (!tokenizer.empty()) {
-    farthing::data::write_hf_tokenizer_files(farthing::data::load_tokenizer(tokenizer), out, chat_template);
+  auto write_all = [&](const farthing::data::Tokenizer* tok) {
+    // A training checkpoint's config has no special token ids: the tokenizer's fill the gap.
+    if (tok && !model.config.contains("bos_token_id") && tok->bos_id() >= 0) model.config["bos_token_id"] = tok->bos_id();
+    if (tok && !model.config.contains("eos_token_id") && tok->eos_id() >= 0) model.config["eos_token_id"] = tok->eos_id();
+    farthing::ckpt::write_safetensors(out, model, options);
+    write_generation_config(out, model.config);
+    if (tok) farthing::data::write_hf_tokenizer_files(*tok, out, chat_template);
+  };
+  if (tokenizer.empty()) {
+    write_all(nullptr);
+  } else {
+    const farthing::data::Tokenizer tok = farthing::data::load_tokenizer(tokenizer);
+    write_all(&tok);
   }
-  std::fprintf(stderr, "farthing export: %s (%s, %lld parameters) -> %s%s\n", from.c_str(), model.format.c_str(),
-               static_cast<long long>(model.num_parameters()), out.c_str(),
-               tokenizer.empty() ? "" : " with tokenizer");
+  const bool sharded = fs::exists(fs::path(out) / "model.safetensors.index.json");
+  std::fprintf(stderr, "farthing export: %s (%s, %lld parameters) -> %s: %s%s%s\n", from.c_str(),
+               model.format.c_str(), static_cast<long long>(model.num_parameters()), out.c_str(),
+               std::string(farthing::dtype_name(options.dtype)).c_str(), dtype ? "" : " (the model's own dtype)",
+               sharded ? ", sharded with model.safetensors.index.json" : "");
+  if (!tokenizer.empty()) std::fprintf(stderr, "farthing export: tokenizer files from %s\n", tokenizer.c_str());
   return 0;
 }
