@@ -1,0 +1,248 @@
+// verb_init.cpp — `farthing init MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X]
+// [--out RECIPE]`: a guided first run. Reads the model's config (no weights decoded for
+// safetensors, GGUF and llama2.c files), then walks a ladder of settings from the most
+// comfortable (fp32 AdamW state, fp32 master, 8 sequences per micro-batch) to the most frugal
+// (8-bit moments, no master, stochastic rounding, per-block activation checkpointing, one
+// sequence, shorter sequences), sizing each with `farthing plan`'s estimate, and writes the first
+// that fits the budget (default: 80% of this machine's MemAvailable) as a recipe with every knob
+// commented, to stdout or --out.
+// Relies on: framework/train/memory_estimate.h, framework/recipe, framework/ckpt/read_model.h.
+// Tested by: tests/cli/test_init.sh.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "framework/ckpt/read_model.h"
+#include "framework/core/error.h"
+#include "framework/recipe/recipe.h"
+#include "framework/train/memory_estimate.h"
+#include "models/common/model_config.h"
+#include "models/common/weights_from_file.h"
+#include "tools/farthing/verbs.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kInitUsage =
+    "usage: farthing init MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X] [--out RECIPE]\n"
+    "\n"
+    "  A starter recipe for fine-tuning MODEL_FILE (HF directory, .safetensors, .gguf, llama2.c .bin\n"
+    "  or a training checkpoint .h5) on this machine, every knob commented: the most comfortable\n"
+    "  optimizer and batch settings whose predicted peak (farthing plan's estimate) fits the budget.\n"
+    "\n"
+    "  --data FILE       training data (.txt, .jsonl or .tok); default data/train.txt (edit it)\n"
+    "  --tokenizer PATH  tokenizer, when the model file has none beside or inside it (llama2.c)\n"
+    "  --budget-gb X     memory to plan for, GiB; default 80% of MemAvailable in /proc/meminfo\n"
+    "                    (for a GPU, pass its memory: the CPU's is what init can see)\n"
+    "  --out RECIPE      write the recipe there (never over an existing file) instead of stdout\n";
+
+struct Rung {
+  const char* state;
+  const char* master;
+  const char* rounding;
+  const char* checkpointing;
+  int64_t micro_batch;
+  int64_t seq_len_cap;
+  const char* why;  // what this rung gives up, for the header
+};
+
+// From the most comfortable to the most frugal; the first that fits is written.
+constexpr Rung kLadder[] = {
+    {"f32", "f32", "nearest", "none", 8, 1024, "fp32 AdamW state and master (16 B/param), no recompute"},
+    {"8bit", "f32", "stochastic", "none", 8, 1024, "8-bit moments (saves 6 B/param)"},
+    {"8bit", "f32", "stochastic", "per_block", 4, 1024, "8-bit moments, per-block activation checkpointing"},
+    {"8bit", "none", "stochastic", "per_block", 4, 1024, "8-bit moments, no master (stochastic rounding)"},
+    {"8bit", "none", "stochastic", "per_block", 1, 1024, "8-bit, no master, one sequence per micro-batch"},
+    {"8bit", "none", "stochastic", "per_block", 1, 512, "8-bit, no master, one sequence of <= 512 tokens"},
+    {"8bit", "none", "stochastic", "per_block", 1, 256, "8-bit, no master, one sequence of <= 256 tokens"},
+};
+
+double mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0.0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024.0;
+  }
+  return 0.0;
+}
+
+std::string gib(double bytes) { return farthing::train::format_bytes(int64_t(bytes)); }
+
+// YAML's double-quoted form of a path.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string recipe_text(const std::string& model_path, const std::string& tokenizer, const std::string& data,
+                        const Rung& r, int64_t seq_len, const std::string& run_dir) {
+  const int64_t grad_accum = std::max<int64_t>(1, 8 / r.micro_batch);
+  std::ostringstream y;
+  y << "model:\n"
+    << "  path: " << quoted(model_path) << "  # HF dir, .safetensors, .gguf, llama2.c .bin or a training checkpoint\n"
+    << "  tokenizer: " << quoted(tokenizer)
+    << "  # \"\": the GGUF's own, or tokenizer.json beside an HF model; llama2.c needs its tok*.bin\n"
+    << "  activation_checkpointing: " << r.checkpointing
+    << "  # per_block: keep block inputs, recompute in backward (~1/3 more compute, far less memory)\n"
+    << "  loss_chunk_rows: 64  # logits rows alive at once in the loss: fewer = less memory, more passes\n"
+    << "\ndata:\n"
+    << "  train: " << quoted(data) << "  # your .txt, .jsonl (text / prompt+response / chat messages) or .tok file\n"
+    << "  eval: \"\"  # held-out file; \"\" splits eval_fraction off train\n"
+    << "  format: auto  # auto picks by extension; text|jsonl|tokens force a reader\n"
+    << "  eval_fraction: 0.05  # share of sequences held out: more = steadier eval loss, less training data\n"
+    << "  seq_len: " << seq_len << "  # tokens per sequence: longer = more context, activations grow linearly\n"
+    << "  shuffle: true  # deterministic per-epoch shuffle (train.seed); false keeps file order\n"
+    << "  add_bos: true  # BOS before each document, as in pre-training\n"
+    << "  add_eos: true  # EOS after each document, so the model learns where documents end\n"
+    << "\noptimizer:\n"
+    << "  name: adamw  # the only optimizer for now\n"
+    << "  lr: 2.0e-5  # peak learning rate for full fine-tuning: higher adapts faster, forgets more\n"
+    << "  beta1: 0.9  # momentum of the first moment\n"
+    << "  beta2: 0.95  # second-moment decay: 0.95 reacts faster to gradient spikes than 0.999\n"
+    << "  eps: 1.0e-8  # keeps m / sqrt(v) finite where v is ~0\n"
+    << "  weight_decay: 0.01  # decoupled decay on matrices (not norms/biases): mild regularisation\n"
+    << "  state: " << r.state << "  # f32: 8 B/param of moments; 8bit: ~2 B/param, tracks fp32 AdamW closely\n"
+    << "  master: " << r.master << "  # f32: fp32 master copy (4 B/param), no update rounded away; none: bf16 only\n"
+    << "  weight_rounding: " << r.rounding
+    << "  # stochastic: small updates survive on average (needed without a master)\n"
+    << "  embedding_f32_state: true  # fp32 moments for embeddings/head, which quantize badly\n"
+    << "\nschedule:\n"
+    << "  kind: cosine  # cosine decay after warmup; constant|linear_warmup|linear also available\n"
+    << "  warmup_steps: 10  # linear warmup from 0: avoids early large steps on a fresh optimizer state\n"
+    << "  min_ratio: 0.1  # final lr as a fraction of lr\n"
+    << "\ntrain:\n"
+    << "  steps: 100  # optimizer steps in total (a resumed run continues to this)\n"
+    << "  micro_batch: " << r.micro_batch
+    << "  # sequences per forward/backward: more = faster, more activation memory\n"
+    << "  grad_accum: " << grad_accum << "  # micro-batches per step (bigger batch, same memory): "
+    << r.micro_batch << "x" << grad_accum << "x" << seq_len << " = " << r.micro_batch * grad_accum * seq_len
+    << " tokens/step\n"
+    << "  max_grad_norm: 1.0  # clip the global gradient norm (0: off); guards against loss spikes\n"
+    << "  precision: bf16  # bf16 compute, fp32 accumulation; fp32 is exact but several times slower\n"
+    << "  device: cpu  # cpu|cuda|auto: init sized this recipe for the CPU's memory (--budget-gb for a GPU's)\n"
+    << "  optimizer_in_backward: false  # true frees each grad as it is used but forbids clipping/accum\n"
+    << "  seed: 1234  # init, shuffle and stochastic rounding: same seed = same run, bit for bit\n"
+    << "  eval_every: 25  # steps between evaluations (0: only first and last)\n"
+    << "  eval_batches: 4  # micro-batches per evaluation (0: whole eval set, slower but exact)\n"
+    << "  log_every: 1  # progress line every N steps (0: none); metrics.jsonl records every step\n"
+    << "  nonfinite: skip  # skip (and count) a step with inf/nan gradients; fail stops the run\n"
+    << "\ncheckpoint:\n"
+    << "  run_dir: " << quoted(run_dir) << "  # recipe.yaml, metrics.jsonl, TensorBoard files, checkpoints/\n"
+    << "  save_every: 50  # steps between checkpoints (0: only at the end); each costs a full state write\n"
+    << "  keep_last: 2  # newest checkpoints kept (0: all): disk vs. how far back you can resume\n"
+    << "\ndistributed:\n"
+    << "  zero_stage: 1  # ZeRO-1: optimizer state + master sharded over mpirun's ranks (none with one)\n"
+    << "\nmetrics:\n"
+    << "  tensorboard: true  # event files in run_dir: tensorboard --logdir " << run_dir << "\n";
+  return y.str();
+}
+
+int run_init(const std::vector<std::string>& args) {
+  std::string model_path, data = "data/train.txt", tokenizer, out;
+  double budget_gb = -1.0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      FARTHING_CHECK(i + 1 < args.size(), "option ", a, " needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kInitUsage);
+      return 0;
+    }
+    if (a == "--data") data = value();
+    else if (a == "--tokenizer") tokenizer = value();
+    else if (a == "--out") out = value();
+    else if (a == "--budget-gb") {
+      const std::string v = value();
+      try {
+        budget_gb = std::stod(v);
+      } catch (const std::exception&) {
+        budget_gb = -1.0;
+      }
+      FARTHING_CHECK(budget_gb > 0.0, "--budget-gb '", v, "' is not a positive number of GiB (e.g. 24)");
+    } else if (!a.starts_with("-") && model_path.empty()) {
+      model_path = a;
+    } else {
+      std::fprintf(stderr, "farthing init: unexpected argument '%s'\n\n%s", a.c_str(), kInitUsage);
+      return 2;
+    }
+  }
+  if (model_path.empty()) {
+    std::fprintf(stderr, "farthing init: need MODEL_FILE\n\n%s", kInitUsage);
+    return 2;
+  }
+  FARTHING_CHECK(fs::exists(model_path), "init: model file '", model_path,
+                 "' does not exist; give an HF model directory, a .safetensors, .gguf or llama2.c .bin file");
+  FARTHING_CHECK(out.empty() || !fs::exists(out), "init: ", out,
+                 " already exists; pick another --out (init never overwrites a recipe)");
+  const farthing::models::ModelConfig model =
+      farthing::models::model_config_from_file(farthing::ckpt::open_model_file(model_path));
+  const double available = mem_available_bytes();
+  FARTHING_CHECK(budget_gb > 0.0 || available > 0.0,
+                 "init: cannot read MemAvailable from /proc/meminfo; pass --budget-gb X");
+  const double budget_bytes = budget_gb > 0.0 ? budget_gb * double(int64_t(1) << 30) : 0.8 * available;
+  const std::string budget_source =
+      budget_gb > 0.0 ? "--budget-gb" : "80% of this machine's available memory (" + gib(available) + ")";
+  std::string stem = fs::path(model_path).filename().string();
+  if (stem.empty()) stem = fs::path(model_path).parent_path().filename().string();
+  const std::string run_dir = "runs/" + fs::path(stem).stem().string() + "_finetune";
+
+  const Rung* chosen = nullptr;
+  std::string yaml;
+  int64_t seq_len = 0;
+  farthing::train::MemoryEstimate estimate;
+  for (const Rung& r : kLadder) {
+    seq_len = std::min<int64_t>(r.seq_len_cap, model.max_seq_len > 0 ? model.max_seq_len : r.seq_len_cap);
+    yaml = recipe_text(model_path, tokenizer, data, r, seq_len, run_dir);
+    const farthing::recipe::RunConfig config = farthing::recipe::parse_recipe_text(yaml, "farthing init");
+    estimate = farthing::train::estimate_memory(config, model, 1);
+    chosen = &r;
+    if (double(estimate.peak_bytes) <= budget_bytes) break;
+  }
+  const bool fits = double(estimate.peak_bytes) <= budget_bytes;
+  const std::string target = out.empty() ? "RECIPE.yaml" : out;
+  std::ostringstream text;
+  text << "# build/bin/farthing train " << target << "\n"
+       << "# Written by `farthing init " << model_path << "`: a starter recipe for "
+       << (model.name.empty() ? "this model" : model.name) << " (" << estimate.param_count << " parameters).\n"
+       << "# Sized for " << gib(budget_bytes) << ", " << budget_source << ": " << chosen->why << ".\n"
+       << "# Predicted peak per rank (farthing plan " << target << "): " << gib(double(estimate.peak_bytes))
+       << (fits ? "" : " -- MORE than the budget, even at the most frugal settings") << ".\n"
+       << "# Set data.train to your data, check with farthing plan, then run. loss_scale (fp16 only) and\n"
+       << "# model.init_std (random init only) keep their defaults (framework/recipe/run_config.h).\n"
+       << "# Change any knob without editing this file: --set section.key=value.\n\n"
+       << yaml;
+  if (out.empty()) {
+    std::printf("%s", text.str().c_str());
+  } else {
+    std::ofstream file(out);
+    file << text.str();
+    FARTHING_CHECK(file.good(), "init: cannot write ", out, "; check that its directory exists and is writable");
+    std::fprintf(stderr, "farthing init: wrote %s (predicted peak %s of %s)\n", out.c_str(),
+                 gib(double(estimate.peak_bytes)).c_str(), gib(budget_bytes).c_str());
+  }
+  if (!fits) {
+    std::fprintf(stderr,
+                 "farthing init: even the most frugal settings need %s per rank, more than the %s budget; "
+                 "use more ranks (mpirun -np N with distributed.zero_stage: 3) or a machine with more memory\n",
+                 gib(double(estimate.peak_bytes)).c_str(), gib(budget_bytes).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+const VerbRegistration kInit{"init", "MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X] [--out RECIPE]",
+                             "write a starter recipe for a model, sized to this machine's memory", run_init};
+
+}  // namespace
