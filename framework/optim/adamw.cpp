@@ -39,16 +39,6 @@ size_t blocks_of(StateFormat format, uint64_t numel) {
   return size_t((numel + block - 1) / block);
 }
 
-kernels::MomentFormat kernel_format(StateFormat format) {
-  switch (format) {
-    case StateFormat::kF32: return kernels::MomentFormat::kF32;
-    case StateFormat::kBf16: return kernels::MomentFormat::kBf16;
-    case StateFormat::kBlock8: return kernels::MomentFormat::kBlock8;
-    case StateFormat::kBlock4: return kernels::MomentFormat::kBlock4;
-  }
-  return kernels::MomentFormat::kF32;
-}
-
 // The CPU lookup tables of bitsandbytes' maps, built once per process.
 const kernels::QuantMapCpu& quant_map(numerics::MapSign sign) {
   static const kernels::QuantMapCpu signed_map = kernels::make_quant_map_cpu(numerics::MapSign::kSigned);
@@ -263,7 +253,7 @@ void AdamW::check_shard_tensors(std::span<const Tensor> tensors, const char* wha
 kernels::MomentRef AdamW::moment_ref(const ShardState& shard, const Segment& seg, bool second) const {
   std::byte* base = static_cast<std::byte*>(second ? shard.v.data() : shard.m.data());
   kernels::MomentRef ref;
-  ref.format = kernel_format(seg.format);
+  ref.format = seg.format;
   ref.values = base + seg.values_offset_bytes;
   ref.absmax = is_quantized(seg.format) ? reinterpret_cast<float*>(base + seg.absmax_offset_bytes) : nullptr;
   return ref;

@@ -2,7 +2,8 @@
 // ranges belong to which group, state format, master mode, weight rounding, and the shards
 // this rank owns. validate_optimizer_config() rejects bad configurations with messages that
 // name every factor and suggest the fix.
-// Relies on: kernels/cpu/optim_cpu.h (the enums shared with the kernels), core/error.h.
+// Relies on: kernels/numerics/adamw_segment.h and block_quant.h (the enums and the block size
+// shared with the kernels: one definition each), core/error.h.
 // Tested by: tests/optim/test_optim_config.cpp.
 #pragma once
 
@@ -11,17 +12,19 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/cpu/optim_cpu.h"
+#include "kernels/numerics/adamw_segment.h"
+#include "kernels/numerics/block_quant.h"
 
 namespace farthing::optim {
 
 using kernels::MasterMode;
 using kernels::WeightRounding;
 
-// How a group's Adam moments are stored. kBlock8: bitsandbytes' 8-bit blocks (256 elements
-// of the global flat space per fp32 absmax; signed map for m, unsigned for v). kBlock4:
-// torchao's 4-bit layout (128 elements per absmax, 16-entry maps; numerics/block_quant4.h).
-enum class StateFormat : uint8_t { kF32, kBf16, kBlock8, kBlock4 };
+// How a group's Adam moments are stored: the kernels' MomentFormat itself. kBlock8:
+// bitsandbytes' 8-bit blocks (256 elements of the global flat space per fp32 absmax; signed map
+// for m, unsigned for v). kBlock4: torchao's 4-bit layout (128 elements per absmax, 16-entry
+// maps; numerics/block_quant4.h).
+using StateFormat = kernels::MomentFormat;
 
 constexpr bool is_quantized(StateFormat format) {
   return format == StateFormat::kBlock8 || format == StateFormat::kBlock4;
@@ -30,7 +33,7 @@ constexpr bool is_quantized(StateFormat format) {
 // Tensors below this many elements keep fp32 moments whatever their group asks
 // (bitsandbytes' min_8bit_size): their state is negligible and small tensors quantize badly.
 inline constexpr uint64_t kMinQuantizedElems = 4096;
-inline constexpr uint64_t kQuantBlockElems = 256;
+inline constexpr uint64_t kQuantBlockElems = uint64_t(numerics::kQuantBlockElems);  // numerics/block_quant.h
 
 struct AdamWHyper {
   double lr = 1e-5;
