@@ -72,7 +72,7 @@ void ggml_dequantize(uint32_t type, const uint8_t* src, float* dst, uint64_t n) 
   (void)bytes;
   switch (GgmlType(type)) {
     case GgmlType::kF32:
-      std::memcpy(dst, src, n * 4);
+      if (n > 0) std::memcpy(dst, src, n * 4);  // n == 0: the pointers may be null (memcpy UB)
       return;
     case GgmlType::kF16:
       for (uint64_t i = 0; i < n; ++i) dst[i] = half_at(src + 2 * i);

@@ -97,6 +97,9 @@ TEST(DatasetJsonl, MalformedLinesNameFileLineAndKeys) {
   expect_error(load("prompt.jsonl", "{\"prompt\": \"x\"}\n"), {"prompt.jsonl:1:", "no \"response\""});
   expect_error(load("type.jsonl", ok + ok + "{\"text\": 7}\n"), {"type.jsonl:3:", "\"text\" is number", "string"});
   expect_error(load("array.jsonl", "[1, 2]\n"), {"array.jsonl:1:", "not an object"});
+  // A number past double's range is json::out_of_range, not a parse_error: it escaped without
+  // file:line (tests/fuzz regression number-overflow-out-of-range.jsonl).
+  expect_error(load("huge.jsonl", ok + "{\"text\": \"x\", \"id\": 4E444445}\n"), {"huge.jsonl:2:", "not valid JSON", "number overflow"});
   expect_error(load("msgs.jsonl", "{\"messages\": \"hi\"}\n"), {"msgs.jsonl:1:", "\"messages\" is string"});
   expect_error(load("role.jsonl", "{\"messages\": [{\"role\": \"user\"}]}\n"),
                {"role.jsonl:1:", "message 0", "{\"role\": string, \"content\": string}"});

@@ -149,6 +149,8 @@ for index, t in enumerate(TYPES):
     else:
         put("gguf_quant", "type_%d" % t, bytes([index]) + bytes(64))
 
+put("gguf_quant", "f32_no_whole_element", bytes([0, 0, 3, 0x4F]))  # n = 0: fuzz found memcpy(nullptr) UB
+
 # --- llama2.c ------------------------------------------------------------------------------
 def llama2c(dim, hidden, layers, heads, kv_heads, vocab, seq_len, tied):
     head_dim = dim // heads
