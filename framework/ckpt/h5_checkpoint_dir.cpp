@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -28,7 +29,26 @@ fs::path checkpoint_temp_path(const fs::path& final_path) {
   return final_path.parent_path() / ("." + final_path.filename().string() + ".tmp");
 }
 
+std::string injected_fault_for_test(const char* stage, int rank) {
+  const char* fault = std::getenv("FARTHING_CKPT_TEST_FAULT");
+  if (fault == nullptr) return {};
+  const std::string spec = fault;
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos || spec.substr(0, colon) != stage) return {};
+  const char* on_rank = std::getenv("FARTHING_CKPT_TEST_FAULT_RANK");
+  if (rank != (on_rank ? std::atoi(on_rank) : 0)) return {};
+  const std::string kind = spec.substr(colon + 1);
+  const std::string what = kind == "EIO" ? std::strerror(EIO)
+                         : kind == "ENOSPC" ? std::strerror(ENOSPC)
+                         : kind == "short" ? "short write (fewer bytes written than asked)"
+                                           : "unknown fault '" + kind + "'";
+  return error_detail::concat(what, " [injected at the ", stage, " stage by FARTHING_CKPT_TEST_FAULT]");
+}
+
 void fsync_path(const fs::path& path) {
+  if (const std::string fault = injected_fault_for_test("fsync"); !fault.empty()) {
+    FARTHING_FAIL("fsync of ", path, " failed: ", fault, " (is the disk full or failing?)");
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   FARTHING_CHECK(fd >= 0, "cannot open ", path, " to flush it to disk: ", std::strerror(errno));
   const int rc = ::fsync(fd);
@@ -39,6 +59,9 @@ void fsync_path(const fs::path& path) {
 }
 
 void durable_rename(const fs::path& from, const fs::path& to) {
+  if (const std::string fault = injected_fault_for_test("rename"); !fault.empty()) {
+    FARTHING_FAIL("cannot rename ", from, " to ", to, ": ", fault);
+  }
   FARTHING_CHECK(::rename(from.c_str(), to.c_str()) == 0, "cannot rename ", from, " to ", to, ": ",
                  std::strerror(errno));
   fs::path dir = to.parent_path();
@@ -50,6 +73,13 @@ void write_latest_pointer(const fs::path& dir, const fs::path& file_name) {
   {
     std::ofstream out(temp, std::ios::trunc);
     FARTHING_CHECK(out.good(), "cannot write ", temp, ": ", std::strerror(errno));
+    const std::string fault = injected_fault_for_test("latest");
+    if (!fault.empty()) {
+      const std::string line = file_name.filename().string();
+      if (fault.rfind("short", 0) == 0) out << line.substr(0, line.size() / 2);  // half written
+      out.flush();
+      FARTHING_FAIL("cannot write ", temp, ": ", fault, " (disk full?); `latest` still names the previous checkpoint");
+    }
     out << file_name.filename().string() << "\n";
     out.flush();
     FARTHING_CHECK(out.good(), "cannot write ", temp, " (disk full?)");

@@ -7,12 +7,13 @@
 // moment leaves `latest` naming a complete file. These functions run on one process (the
 // writer's rank 0); they never touch files that do not follow the naming below.
 // Relies on: POSIX (open, fsync, rename).
-// Tested by: tests/ckpt/test_h5_checkpoint.cpp, tests/ckpt/test_h5_crash.sh.
+// Tested by: tests/ckpt/test_h5_checkpoint.cpp, tests/ckpt/test_h5_crash.sh, tests/ckpt/test_h5_faults.sh.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace farthing {
@@ -23,6 +24,15 @@ inline constexpr const char* kLatestPointerName = "latest";
 std::filesystem::path checkpoint_path_for_step(const std::filesystem::path& dir, int64_t step);
 // The temporary name a checkpoint is written under before its rename: dir/.NAME.tmp
 std::filesystem::path checkpoint_temp_path(const std::filesystem::path& final_path);
+
+// Test hook for I/O faults during a save (issue 20; tests/ckpt/test_h5_faults.sh):
+// FARTHING_CKPT_TEST_FAULT=STAGE:KIND makes the save fail at STAGE as the disk would:
+//   STAGE  dataset (the first write_tensor), attributes (commit's file attributes), fsync (of
+//          the finished temporary file), rename (into its final name), latest (the pointer file)
+//   KIND   EIO, ENOSPC, or short (a short write: at `latest` half the pointer is written first)
+// on rank FARTHING_CKPT_TEST_FAULT_RANK (default 0; the later stages run on rank 0 only).
+// Returns the error text for this stage ("" when no fault is asked for here).
+std::string injected_fault_for_test(const char* stage, int rank = 0);
 
 // fsync a file or a directory; throws naming the path and errno's text.
 void fsync_path(const std::filesystem::path& path);

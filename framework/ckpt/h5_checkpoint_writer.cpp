@@ -208,6 +208,12 @@ void H5CheckpointWriter::write_tensor(const std::string& name, DType dtype,
     FARTHING_CHECK(offset >= 0 && offset + count <= numel, "tensor '", name, "': slice [", offset,
                    ", ", offset + count, ") is outside its ", numel, " elements ",
                    shape_text(global_shape));
+    // The test hook fails the first dataset as a failing disk would, on one rank; agree() below
+    // makes every rank throw together (never a hang in the collective write).
+    if (tensors_written_ == 0) {
+      const std::string fault = injected_fault_for_test("dataset", comm_.rank());
+      FARTHING_CHECK(fault.empty(), "writing dataset '", name, "' of checkpoint ", temp_path_, " failed: ", fault);
+    }
   });
   agree(comm_, error);
   check_same_on_all_ranks("write_tensor", error_detail::concat("'", name, "' ", dtype_name(dtype),
@@ -302,6 +308,10 @@ void H5CheckpointWriter::set_attribute(const std::string& name, const std::strin
 fs::path H5CheckpointWriter::commit(const CheckpointCommitOptions& options) {
   check_open("commit");
   const hid_t file = hid_t(file_);
+  agree(comm_, error_of([&] {
+    const std::string fault = injected_fault_for_test("attributes", comm_.rank());
+    FARTHING_CHECK(fault.empty(), "writing the attributes of checkpoint ", temp_path_, " failed: ", fault);
+  }));
   h5_detail::write_attribute_string(file, "farthing_format", "farthing-checkpoint");
   h5_detail::write_attribute_i64(file, "farthing_format_version", kCheckpointFormatVersion);
   h5_detail::write_attribute_string(file, "farthing_checksum", "crc32-zlib");

@@ -15,10 +15,12 @@
 // Every call is collective: all ranks call the same methods in the same order with the same
 // names, dtypes, shapes and values (checked: a mismatch throws on every rank, never hangs).
 // Test hook: FARTHING_CKPT_TEST_KILL_AFTER=N makes rank FARTHING_CKPT_TEST_KILL_RANK (default
-// 0) raise SIGKILL right after its N-th write_tensor, to test crash safety.
+// 0) raise SIGKILL right after its N-th write_tensor, to test crash safety; and
+// FARTHING_CKPT_TEST_FAULT injects an I/O error at one stage of the save (h5_checkpoint_dir.h).
 // Relies on: parallel HDF5 (1.10+), framework/dist/mpi_communicator.h, h5_checksum,
 // h5_checkpoint_dir.
-// Tested by: tests/ckpt/test_h5_checkpoint.cpp (np 1, 2, 3), tests/ckpt/test_h5_crash.sh.
+// Tested by: tests/ckpt/test_h5_checkpoint.cpp (np 1, 2, 3), tests/ckpt/test_h5_crash.sh,
+// tests/ckpt/test_h5_faults.sh.
 #pragma once
 
 #include <cstdint>

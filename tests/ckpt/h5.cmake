@@ -34,3 +34,8 @@ add_test(NAME test_h5_crash
                  $<TARGET_FILE:h5_ckpt_driver> 2)
 set_tests_properties(test_h5_crash PROPERTIES LABELS "mpi" TIMEOUT 180
                      ENVIRONMENT "${FARTHING_H5_TEST_ENV}" PROCESSORS 2)
+add_test(NAME test_h5_faults
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_h5_faults.sh ${MPIEXEC_EXECUTABLE}
+                 $<TARGET_FILE:h5_ckpt_driver> 2 ${FARTHING_H5_OVERSUBSCRIBE})
+set_tests_properties(test_h5_faults PROPERTIES LABELS "mpi" TIMEOUT 300
+                     ENVIRONMENT "${FARTHING_H5_TEST_ENV}" PROCESSORS 2)
