@@ -3,7 +3,8 @@
 // config.json (torch_dtype set to the stored dtype), generation_config.json (bos/eos ids from
 // the model config), model.safetensors or, above --max-shard-size, model-0000i-of-0000N shards
 // with model.safetensors.index.json, and, when the source carries one (GGUF metadata, or a
-// tokenizer given with --tokenizer), tokenizer.json + tokenizer_config.json.
+// tokenizer given with --tokenizer, or the one a training checkpoint's stored recipe names),
+// tokenizer.json + tokenizer_config.json.
 //   farthing export --from PATH --out DIR [--dtype f32|bf16|f16] [--max-shard-size 5GB]
 //                   [--tokenizer PATH]
 // The default dtype is the model's own, as Hugging Face saves it: bf16 for a training
@@ -20,11 +21,13 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "framework/ckpt/gguf.h"
+#include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/ckpt/safetensors.h"
 #include "framework/core/error.h"
@@ -51,7 +54,8 @@ constexpr const char* kExportUsage =
     "  --max-shard-size SIZE  shard above SIZE: 5GB (default; GB = 10^9 bytes as Hugging Face\n"
     "                         counts), 500MB, 2GiB, or bytes (--max-shard-bytes N: bytes)\n"
     "  --tokenizer PATH       also write tokenizer.json/tokenizer_config.json from this tokenizer\n"
-    "                         (a .gguf source's own tokenizer is written without it)\n";
+    "                         (without it: a .gguf source's own, or the one a training checkpoint's\n"
+    "                         recipe names when that path exists)\n";
 
 // "5GB" -> 5e9, "2GiB" -> 2^31, "123" -> 123 (Hugging Face's max_shard_size spelling).
 uint64_t parse_size(const std::string& text) {
@@ -157,6 +161,60 @@ DType source_dtype(const std::string& from, const farthing::ckpt::ModelFile& mod
   return DType::kF32;
 }
 
+// model.<key> of a resolved recipe (recipe_resolved.cpp's output: "model:" then "  key: value"
+// lines, each value plain or double-quoted with \", \\ and \xNN escapes, as recipe_scalar.cpp
+// writes it). Read as text so that this verb (and its test) needs no YAML library.
+std::string resolved_model_key(const std::string& yaml, const std::string& key) {
+  std::istringstream lines(yaml);
+  std::string line;
+  bool in_model = false;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with(" ")) in_model = line == "model:";
+    if (!in_model || !line.starts_with("  " + key + ": ")) continue;
+    const std::string value = line.substr(key.size() + 4);
+    if (!value.starts_with("\"")) return value;
+    std::string out;
+    for (size_t i = 1; i + 1 < value.size(); ++i) {
+      if (value[i] != '\\' || i + 2 >= value.size()) {
+        out += value[i];
+      } else if (value[i + 1] == 'x' && i + 3 < value.size()) {
+        out += char(std::stoi(value.substr(i + 2, 2), nullptr, 16));
+        i += 3;
+      } else {
+        out += value[++i];
+      }
+    }
+    return out;
+  }
+  return "";
+}
+
+// The tokenizer a training run used, as the recipe stored in its checkpoint names it (resolved as
+// the trainer does: model.tokenizer, else the GGUF itself or tokenizer.json beside model.path),
+// when that path exists from here; "" (with a note) otherwise.
+std::string tokenizer_of_training_run(const std::string& checkpoint) {
+  std::string recipe;
+  try {
+    recipe = farthing::H5CheckpointReader(checkpoint).read_string("recipe");
+  } catch (const farthing::Error&) {
+    return "";
+  }
+  std::string found = resolved_model_key(recipe, "tokenizer");
+  const std::string model_path = resolved_model_key(recipe, "path");
+  if (found.empty() && !model_path.empty()) {
+    const fs::path weights = model_path;
+    const fs::path dir = fs::is_directory(weights) ? weights : weights.parent_path();
+    found = weights.extension() == ".gguf" ? weights.string() : (dir / "tokenizer.json").string();
+  }
+  if (found.empty()) return "";
+  if (!fs::exists(found)) {
+    std::fprintf(stderr, "farthing export: the run's tokenizer %s is not there from here; pass --tokenizer PATH "
+                 "to write the tokenizer files\n", found.c_str());
+    return "";
+  }
+  return found;
+}
+
 // generation_config.json as transformers writes it from a model config: the special token ids.
 void write_generation_config(const fs::path& dir, const nlohmann::json& config) {
   nlohmann::json g = {{"_from_model_config", true}};
@@ -203,10 +261,14 @@ int run_export(const std::vector<std::string>& args) {
   farthing::ckpt::ModelFile model = farthing::ckpt::read_model_file(from);
   options.dtype = dtype ? *dtype : source_dtype(from, model);
   model.config["torch_dtype"] = torch_name(options.dtype);
+  if (tokenizer.empty() && model.format == "farthing-h5") tokenizer = tokenizer_of_training_run(from);
   std::string chat_template;
-  if (tokenizer.empty() && from.ends_with(".gguf")) {
-    const farthing::ckpt::GgufFile gguf(from);
-    if (gguf.has("tokenizer.ggml.model")) tokenizer = from;
+  const std::string gguf_path = tokenizer.empty() && from.ends_with(".gguf") ? from
+                                : tokenizer.ends_with(".gguf")                ? tokenizer
+                                                                              : "";
+  if (!gguf_path.empty()) {
+    const farthing::ckpt::GgufFile gguf(gguf_path);
+    if (tokenizer.empty() && gguf.has("tokenizer.ggml.model")) tokenizer = gguf_path;
     chat_template = gguf.get_string("tokenizer.chat_template", "");
   }
   auto write_all = [&](const farthing::data::Tokenizer* tok) {
