@@ -9,6 +9,7 @@ farthing="$1"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+command -v python3 >/dev/null || { echo "SKIP: no python3 on PATH (farthing plot runs tools/plot_run.py with it)"; exit 77; }
 # Runs a command that must fail; its output must contain the given text.
 expect_error() {
   local what="$1" needle="$2"; shift 2

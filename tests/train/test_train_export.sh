@@ -4,6 +4,7 @@
 # (found without --tokenizer, also through a quoted path with a space), generation_config.json's
 # bos/eos from it, shards + model.safetensors.index.json above --max-shard-size.
 source "$(dirname "$0")/train_test_common.sh"
+command -v python3 >/dev/null || { echo "SKIP: no python3 on PATH (reads the safetensors headers)"; exit 77; }
 
 mkdir -p "$WORK/tok dir"
 cp "$SHARED/models/stories260K/tok512.bin" "$WORK/tok dir/tok512.bin"
