@@ -71,6 +71,10 @@ class Backend {
 
   // Waits until all work queued on this backend has finished.
   virtual void synchronize() = 0;
+
+  // The device's dense BF16 tensor-core peak in FLOP/s from its datasheet (no sparsity), the
+  // denominator of MFU; 0 where there is none to quote (CPUs, unknown GPUs).
+  virtual double dense_bf16_peak_flops() const { return 0.0; }
 };
 
 // The backend of a device; the CPU and strict test backends always exist, CUDA ones when built

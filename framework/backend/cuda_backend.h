@@ -48,6 +48,8 @@ class CudaBackend final : public Backend {
   // The model ops on this device (cuda_nn_ops.h), queued on this backend's stream; made on first use.
   NnOps& nn() override;
   void synchronize() override;
+  // From the device's name (cudaGetDeviceProperties) and a table of NVIDIA's datasheet figures.
+  double dense_bf16_peak_flops() const override;
 
  private:
   void check_on_this_device(const Tensor& tensor, const char* op) const;

@@ -1,8 +1,11 @@
 // cuda_backend_optim.cu — the CUDA backend's optimizer ops (Backend::fill_bytes, adamw_step,
-// grad_partials) over kernels/cuda/optim_cuda.h; the rest of the backend is cuda_backend.cu.
+// grad_partials) over kernels/cuda/optim_cuda.h, and its datasheet peak; the rest of the backend
+// is cuda_backend.cu.
 // Tested by: tests/kernels/test_cuda_optim_parity.cpp (the kernel, bitwise against the CPU);
 // these wrappers have not run on a GPU yet.
 #include <cuda_runtime_api.h>
+
+#include <string>
 
 #include "framework/backend/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
@@ -48,6 +51,20 @@ kernels::AdamWPartials CudaBackend::adamw_step(const kernels::AdamWSegment& segm
 kernels::GradPartials CudaBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n) {
   FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
   return kernels::grad_partials_cuda(grad, format, n, as_stream(stream_));
+}
+
+double CudaBackend::dense_bf16_peak_flops() const {
+  cudaDeviceProp props{};
+  if (cudaGetDeviceProperties(&props, device_index_) != cudaSuccess) return 0.0;
+  const std::string name = props.name;
+  // Dense BF16 (fp32 accumulate), TFLOP/s, no sparsity; the first match wins (specific names first).
+  struct Peak { const char* name; double tflops; };
+  static const Peak peaks[] = {{"H200 NVL", 835.0}, {"H200", 989.4}, {"H100 PCIe", 756.0}, {"H100 NVL", 835.0},
+                               {"H100", 989.4}, {"A100", 312.0}, {"L40S", 362.1}, {"B200", 2250.0}};
+  for (const Peak& p : peaks) {
+    if (name.find(p.name) != std::string::npos) return p.tflops * 1e12;
+  }
+  return 0.0;
 }
 
 }  // namespace farthing

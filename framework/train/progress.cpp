@@ -39,9 +39,10 @@ ProgressLine::~ProgressLine() {
 
 void ProgressLine::update(const ProgressUpdate& u) {
   if (!enabled_) return;
-  char line[256];
-  std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | grad norm %.3g | %.0f tok/s | ETA %s | mem %s%s",
-                (long long)u.step, (long long)u.total_steps, u.loss, u.lr, u.grad_norm, u.tokens_per_s,
+  char line[256], mfu[32] = "";
+  if (u.mfu > 0) std::snprintf(mfu, sizeof mfu, " (MFU %.1f%%)", 100.0 * u.mfu);
+  std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | grad norm %.3g | %.0f tok/s%s | ETA %s | mem %s%s",
+                (long long)u.step, (long long)u.total_steps, u.loss, u.lr, u.grad_norm, u.tokens_per_s, mfu,
                 format_duration(u.eta_seconds).c_str(), format_bytes(u.peak_mem_bytes).c_str(),
                 u.skipped ? " | skipped (non-finite gradients)" : "");
   if (terminal_) {

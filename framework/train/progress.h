@@ -17,6 +17,7 @@ struct ProgressUpdate {
   double tokens_per_s = 0.0;
   double eta_seconds = 0.0;
   int64_t peak_mem_bytes = 0;
+  double mfu = 0.0;      // model FLOPs over the device's dense bf16 peak; 0: no peak to quote (CPUs)
   bool skipped = false;  // non-finite gradients: the step was skipped
 };
 

@@ -436,12 +436,18 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
     const double step_seconds = seconds_since(s0);
     const double lr = config_.optimizer.lr * optim::lr_multiplier(schedule_, progress_.step);
     const int64_t peak = memory_tracker(device_).snapshot().total_peak_bytes;
+    // Model FLOPs of this rank's micro-batches (6 N per token + attention), per second and as a
+    // fraction of the device's datasheet bf16 peak where it has one (MFU).
+    const double flops_per_s = model_->flops_per_step() * double(t.grad_accum) / step_seconds;
+    const double device_peak = backend_for(device_).dense_bf16_peak_flops();
     nlohmann::json record = {{"step", progress_.step},          {"loss", out.loss},
                              {"lr", lr},                        {"grad_norm", out.grad_norm},
                              {"tokens", out.tokens},            {"tokens_seen", progress_.tokens_seen},
                              {"tokens_per_s", double(out.tokens) / step_seconds},
                              {"step_seconds", step_seconds},    {"peak_mem_bytes", peak},
                              {"skipped", out.skipped},          {"unchanged_fraction", out.unchanged_fraction}};
+    record["model_flops_per_s"] = flops_per_s;
+    if (device_peak > 0) record["mfu"] = flops_per_s / device_peak;
     if (scaler_->enabled()) record["loss_scale"] = scaler_->scale();
     metrics_->append(record);
     result.last_loss = out.loss;
@@ -457,6 +463,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
       u.tokens_per_s = double(out.tokens) / step_seconds;
       u.eta_seconds = elapsed / double(done) * double(t.steps - progress_.step);
       u.peak_mem_bytes = peak;
+      u.mfu = device_peak > 0 ? flops_per_s / device_peak : 0.0;
       u.skipped = out.skipped;
       progress_line_->update(u);
     }

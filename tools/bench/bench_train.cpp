@@ -476,18 +476,6 @@ int run_train_bench(const BenchOptions& options) {
 
 namespace {
 
-// Dense BF16 tensor-core peak of the GPUs we may be lent, from NVIDIA's datasheets (no
-// sparsity), by the device name the runtime reports; 0 where unknown (MFU then prints "-").
-double dense_bf16_peak_flops(const std::string& summary) {
-  struct Peak { const char* name; double tflops; };
-  static const Peak peaks[] = {{"H200 NVL", 835.0}, {"H200", 989.4}, {"H100 PCIe", 756.0}, {"H100 NVL", 835.0},
-                               {"H100", 989.4}, {"A100", 312.0}, {"L40S", 362.1}, {"B200", 2250.0}};
-  for (const Peak& p : peaks) {
-    if (summary.find(p.name) != std::string::npos) return p.tflops * 1e12;
-  }
-  return 0.0;
-}
-
 // The best bf16 GEMM rate (fp32 C) through the device's own NnOps::matmul at 8192^3: the
 // measured ceiling, in the same run.
 double device_gemm_ceiling(Device device, double min_seconds) {
@@ -520,7 +508,7 @@ int run_train_bench_cuda(const BenchOptions& options) {
   const double min_s = options.min_seconds;
   const int threads = omp_get_max_threads();
   const std::string summary = cuda_device_summary();
-  const double peak = dense_bf16_peak_flops(summary);
+  const double peak = backend_for(device).dense_bf16_peak_flops();
   double ceiling = device_gemm_ceiling(device, min_s);
 
   TorchPeer torch_amp(config, batch, seq, threads, "bf16", "cuda");
