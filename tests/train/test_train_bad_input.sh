@@ -11,6 +11,7 @@ expect_error "malformed YAML" "malformed.yaml" "malformed YAML" -- "$FARTHING" t
 sed 's/^  lr: .*/  lr: 5.0e-4\n  learning_rat: 1.0e-3/' "$RECIPE" > "$WORK/unknown_key.yaml"
 expect_error "unknown key" "unknown_key.yaml" "learning_rat" "lr" -- "$FARTHING" train "$WORK/unknown_key.yaml"
 expect_error "wrong type" "optimizer.lr" "fast" "number" -- "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set optimizer.lr=fast
+expect_error "train without a recipe" "no RECIPE given" "farthing init MODEL_FILE" -- "$FARTHING" train
 if ! nvidia-smi -L >/dev/null 2>&1; then  # where a GPU is visible, cuda is a valid choice
   expect_error "train.device cuda without a GPU" "train.device" "'cuda'" "sees no CUDA device" "set train.device: cpu" -- \
     "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set train.device=cuda

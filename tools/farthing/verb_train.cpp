@@ -69,7 +69,8 @@ CommonArgs parse_args(const std::vector<std::string>& args, const char* verb, bo
     else if (c.recipe.empty()) c.recipe = a;
     else FARTHING_FAIL("farthing ", verb, ": unexpected argument '", a, "'; give one RECIPE (see --help)");
   }
-  FARTHING_CHECK(c.help || !c.recipe.empty(), "farthing ", verb, ": no RECIPE given (see --help)");
+  FARTHING_CHECK(c.help || !c.recipe.empty(), "farthing ", verb, ": no RECIPE given; pick one under recipes/, or ",
+                 "write a starter recipe for your model with `farthing init MODEL_FILE` (see --help)");
   return c;
 }
 
