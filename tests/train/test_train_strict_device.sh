@@ -7,7 +7,7 @@
 #   - plain steps (8-bit + SR, no master), an fp32 master at precision fp32 (the compute reads
 #     the master), remainder16 with 4-bit moments, ZeRO-3's unit storage, the optimizer step
 #     fused into backward;
-#   - exact resume on the device, and a device checkpoint resumed on the CPU;
+#   - exact resume on the device, and a device checkpoint resumed on the CPU; generating from it;
 #   - mpirun -np 2 at ZeRO-3 (collectives staged through the host), against the CPU at np 2.
 source "$(dirname "$0")/train_test_common.sh"
 
@@ -42,6 +42,15 @@ PLAIN=(--set train.precision=bf16 --set optimizer.state=8bit --set optimizer.mas
        --set optimizer.weight_rounding=stochastic --set train.max_grad_norm=0 --set train.nonfinite=fail)
 check zero3 "${PLAIN[@]}" --set distributed.zero_stage=3 --set train.grad_accum=2
 check fused "${PLAIN[@]}" --set train.optimizer_in_backward=true
+
+# Generation from the device run's checkpoint (greedy) gives the CPU run's text.
+gen() {
+  "$FARTHING" generate --model "$WORK/$1/checkpoints/step_00000006.h5" --tokenizer "$SHARED/models/stories260K/tok512.bin" \
+    --max-new-tokens 40 --temperature 0 2>/dev/null
+}
+[ "$(gen 8bit-sr-strict)" = "$(gen 8bit-sr-cpu)" ] && [ -n "$(gen 8bit-sr-strict)" ] \
+  || fail "generate from the strict run's checkpoint differs from the cpu run's"
+echo "ok: generating from the strict-device checkpoint == from the cpu one"
 
 # Exact resume on the device, and the device's checkpoint resumed on the CPU.
 run split-strict strict "${SR8[@]}" --stop-at 3
