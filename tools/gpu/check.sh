@@ -130,6 +130,8 @@ in_ctest_dir() { (cd "$ctest_dir" && exec ctest --no-tests=error --output-on-fai
 # The CPU chunks: a chunk whose numbers hold only left-out tests finds none, which is fine.
 in_ctest_dir_chunk() { (cd "$ctest_dir" && exec ctest --no-tests=ignore --output-on-failure "$@"); }
 export -f in_ctest_dir_chunk
+# `farthing plot` (cli_plot) runs tools/plot_run.py from this source tree; the package holds binaries only.
+export FARTHING_PLOT_SCRIPT="$root/tools/plot_run.py"
 export -f in_ctest_dir
 export ctest_dir
 run_step cuda-tests 90 bash -c 'in_ctest_dir "$@"' _ -L cuda --timeout 80

@@ -107,9 +107,6 @@ carry_closure_of() {
 }
 echo "== libraries"
 carry_closure_of "$pkg"/bin/*
-# `farthing plot` runs tools/plot_run.py, which it also looks for beside the binary.
-cp tools/plot_run.py "$pkg/bin/plot_run.py"
-echo "bin/plot_run.py <- tools/plot_run.py" >>"$manifest"
 
 # Open MPI components: only those whose needs the package already meets or that need only
 # Open MPI's own helper libraries (libmca_common_*: shared memory, MPI-IO, monitoring); those
