@@ -23,6 +23,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <span>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -286,6 +287,23 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
   return r;
 }
 
+// Every configuration in turn on `device`, over one synthetic token file in a temporary folder.
+std::vector<StepResult> run_rows(std::span<const TrainerRun> runs, const std::string& preset,
+                                 const models::ModelConfig& config, int64_t batch, int64_t seq, double min_seconds,
+                                 const std::vector<TorchPeer*>& peers, Device device) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() /
+                       ("farthing_bench_train_" + device.name() + "_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path tokens = synthetic_token_file(dir, 64 * batch * (seq + 1), config.vocab_size);
+  std::vector<StepResult> rows;
+  for (const TrainerRun& run : runs) {
+    rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_seconds, peers, device));
+  }
+  fs::remove_all(dir);
+  return rows;
+}
+
 // Best GEMM rate over the model's own large GEMM shapes and a square one.
 double gemm_rate(k::GemmDtype dtype, const std::vector<k::GemmShape>& shapes, double min_seconds,
                  std::string* best_shape) {
@@ -364,10 +382,6 @@ int run_train_bench(const BenchOptions& options) {
     return it == peers.end() ? -1 : int(it - peers.begin());
   };
 
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("farthing_bench_train_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const fs::path tokens = synthetic_token_file(dir, 64 * batch * (seq + 1), config.vocab_size);
   // The first row is torch's fp32 AdamW in farthing; the others are what farthing recipes run.
   const TrainerRun runs[] = {
       {"fp32, f32 AdamW", "fp32", "f32", "f32", "nearest", "none"},
@@ -376,11 +390,7 @@ int run_train_bench(const BenchOptions& options) {
       {"fp32 ckpt, 8bit+SR", "fp32", "8bit", "none", "stochastic", "per_block"},
       {"8bit+SR in backward", "fp32", "8bit", "none", "stochastic", "none", true},
   };
-  std::vector<StepResult> rows;
-  for (const TrainerRun& run : runs) {
-    rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_s, peers));
-  }
-  fs::remove_all(dir);
+  const std::vector<StepResult> rows = run_rows(runs, preset, config, batch, seq, min_s, peers, Device::cpu());
   for (TorchPeer* peer : peers) peer->finish();
 
   const double f32_after = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &shape_tmp);
@@ -515,21 +525,13 @@ int run_train_bench_cuda(const BenchOptions& options) {
   std::vector<TorchPeer*> peers;
   if (torch_amp.ready()) peers.push_back(&torch_amp);
 
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("farthing_bench_train_cuda_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const fs::path tokens = synthetic_token_file(dir, 64 * batch * (seq + 1), config.vocab_size);
   const TrainerRun runs[] = {
       {"bf16, f32 AdamW", "bf16", "f32", "f32", "nearest", "none"},
       {"bf16, 8bit+SR", "bf16", "8bit", "none", "stochastic", "none"},
       {"bf16 ckpt, 8bit+SR", "bf16", "8bit", "none", "stochastic", "per_block"},
       {"8bit+SR in backward", "bf16", "8bit", "none", "stochastic", "none", true},
   };
-  std::vector<StepResult> rows;
-  for (const TrainerRun& run : runs) {
-    rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_s, peers, device));
-  }
-  fs::remove_all(dir);
+  const std::vector<StepResult> rows = run_rows(runs, preset, config, batch, seq, min_s, peers, device);
   for (TorchPeer* p : peers) p->finish();
   ceiling = std::max(ceiling, device_gemm_ceiling(device, min_s));  // best of before and after
 
