@@ -182,7 +182,10 @@ TEST(BadFiles, Llama2cTruncatedAndNotAModel) {
   const fs::path file = temp_path("stories.bin");
   write_bytes(file, bytes.substr(0, 28 + 4 * (512 * 64 + 5 * 64 + 1000)));  // ends inside wq
   expect_error([&] { read_llama2c(file); }, {file.string(), "truncated", "wq"});
-  write_bytes(file, std::string("GGUF\x03\0\0\0 this is not llama2.c at all", 40));
+  // sizeof - 1: the literal's own length (embedded NULs included); a hand-counted 40 read past
+  // its end (ASan global-buffer-overflow in the sanitizer build).
+  static const char kNotLlama2c[] = "GGUF\x03\0\0\0 this is not llama2.c at all";
+  write_bytes(file, std::string(kNotLlama2c, sizeof(kNotLlama2c) - 1));
   expect_error([&] { read_llama2c(file); }, {file.string(), "not a llama2.c checkpoint"});
   fs::remove(file);
 }
