@@ -105,6 +105,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   OptimizerSetup setup = make_optimizer_setup(spec.layout, config_.optimizer, t.seed);
   demoted_ = setup.demoted;
   device_ = train_device(t.device, comm_);
+  device_peak_flops_ = backend_for(device_).dense_bf16_peak_flops();  // once: a device query, not per step
   if (device_.kind == DeviceKind::kCuda && comm_.rank() == 0 && output_.progress) {
     std::fprintf(stderr, "farthing: note: training on %s is new: its ops and its trainer have not yet been checked "
                          "against the CPU on a GPU by farthing's own tests\n", device_.name().c_str());
@@ -439,7 +440,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
     // Model FLOPs of this rank's micro-batches (6 N per token + attention), per second and as a
     // fraction of the device's datasheet bf16 peak where it has one (MFU).
     const double flops_per_s = model_->flops_per_step() * double(t.grad_accum) / step_seconds;
-    const double device_peak = backend_for(device_).dense_bf16_peak_flops();
+    const double device_peak = device_peak_flops_;
     nlohmann::json record = {{"step", progress_.step},          {"loss", out.loss},
                              {"lr", lr},                        {"grad_norm", out.grad_norm},
                              {"tokens", out.tokens},            {"tokens_seen", progress_.tokens_seen},

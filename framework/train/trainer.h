@@ -128,6 +128,7 @@ class Trainer {
   data::SplitData data_;
   std::unique_ptr<data::EpochSampler> sampler_;
   Device device_;  // train.device: where the store, the optimizer state and the activations live
+  double device_peak_flops_ = 0.0;  // its datasheet dense bf16 peak (0: none), the denominator of MFU
   std::unique_ptr<Communicator> device_comm_;  // off the host: the ZeRO collectives, staged through comm_
   std::unique_ptr<dist::ZeroLayout> zero_;
   std::unique_ptr<dist::ParamStore> store_;  // weights, gradients and the units the model uses
