@@ -12,6 +12,8 @@
 #include "framework/optim/grad_clip.h"
 #include "framework/recipe/recipe.h"
 #include "framework/train/optimizer_setup.h"
+#include "framework/train/run_dir_lock.h"
+#include "framework/train/stop_signals.h"
 #include "models/common/presets.h"
 #include "models/common/weights_from_file.h"
 
@@ -407,18 +409,30 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
     FARTHING_CHECK(!ec, "cannot create the run directory ", checkpoint_dir().string(), ": ", ec.message(),
                    "; set checkpoint.run_dir to a writable place");
   }
+  // One writer per run directory: rank 0 holds the lock until train() returns. A refusal throws
+  // on rank 0, which ends the job (abort_on_error.h) while the others wait here.
+  std::unique_ptr<RunDirLock> lock;
+  if (comm_.rank() == 0) lock = std::make_unique<RunDirLock>(run_dir);
   comm_.barrier();
-  if (resume.empty()) {
+  if (lock && !lock->stale_holder().empty()) {  // worth saying even with --quiet: that run crashed
+    std::fprintf(stderr, "farthing: note: took over %s from a run that did not end cleanly (%s)\n",
+                 lock->path().c_str(), lock->stale_holder().c_str());
+  }
+  StopSignals stop_signals;
+  // "auto": continue the run_dir's latest checkpoint if it has one, else start (a requeued job).
+  const std::string resume_from =
+      resume == "auto" ? (resolve_latest(checkpoint_dir()).has_value() ? "latest" : "") : resume;
+  if (resume_from.empty()) {
     const std::optional<fs::path> latest = resolve_latest(checkpoint_dir());
     FARTHING_CHECK(!latest.has_value(), "run_dir ", run_dir.string(), " already holds checkpoints (latest: ",
                    latest ? latest->string() : "", "); pass --resume latest to continue that run, or set "
                    "checkpoint.run_dir to a new directory (nothing was overwritten)");
   } else {
-    load_checkpoint(resolve_checkpoint(resume));
+    load_checkpoint(resolve_checkpoint(resume_from));
   }
   if (comm_.rank() == 0) write_text_file(run_dir / "recipe.yaml", recipe_yaml_);
   progress_line_->note(build_note_);
-  metrics_ = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl", resume.empty() ? -1 : progress_.step,
+  metrics_ = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl", resume_from.empty() ? -1 : progress_.step,
                                           comm_.rank() == 0, config_.metrics.tensorboard);
 
   TrainResult result;
@@ -475,6 +489,16 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
         progress_.step < t.steps) {
       result.last_checkpoint = save(false);
     }
+    // A stop signal on any rank stops every rank after this same step.
+    StopSignals::raise_test_signal_after_step(progress_.step, comm_.rank());
+    int64_t stop = stop_signals.received();
+    if (comm_.world_size() > 1) comm_.all_reduce(Tensor(&stop, DType::kI64, Shape{1}), ReduceOp::kMax);
+    if (stop != 0 && progress_.step < last_step) {
+      result.stopped_by_signal = int(stop);
+      progress_line_->note(signal_name(int(stop)) + ": stopping after step " + std::to_string(progress_.step) +
+                           " with a checkpoint");
+      break;
+    }
   }
   if (data_.eval.size() > 0 && progress_.step == t.steps) {
     result.eval_after = evaluate(eval_batches);
@@ -482,8 +506,9 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
   }
   // A run that stepped saves; so does an explicit --stop-at at a step with no checkpoint yet
   // in this run_dir (resuming elsewhere at another world size and saving re-shards a checkpoint).
-  if (progress_.step > first_step ||
-      (stop_at > 0 && !fs::exists(checkpoint_path_for_step(checkpoint_dir(), progress_.step)))) {
+  const bool saved_this_step = result.last_checkpoint == checkpoint_path_for_step(checkpoint_dir(), progress_.step);
+  if (!saved_this_step && (progress_.step > first_step ||
+                           (stop_at > 0 && !fs::exists(checkpoint_path_for_step(checkpoint_dir(), progress_.step))))) {
     result.last_checkpoint = save(progress_.step == t.steps);
   }
   result.final_step = progress_.step;

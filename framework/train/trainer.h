@@ -61,6 +61,9 @@ struct TrainResult {
   std::optional<EvalResult> eval_before, eval_after;
   std::filesystem::path last_checkpoint;
   double seconds = 0.0;
+  // SIGTERM or SIGUSR1 when a signal stopped the run early (stop_signals.h): the run saved
+  // last_checkpoint after final_step and the process should exit with kExitPreempted. 0 otherwise.
+  int stopped_by_signal = 0;
 };
 
 // What the trainer prints: rank 0 only, and tests can silence it.
@@ -76,8 +79,11 @@ class Trainer {
   ~Trainer();
 
   // Trains to train.steps. resume: "" (a fresh run; refuses a run_dir that already holds
-  // checkpoints), "latest", or a checkpoint path. stop_at > 0 ends the run after that step
+  // checkpoints), "latest", a checkpoint path, or "auto" (latest if there is one, else fresh). stop_at > 0 ends the run after that step
   // with a checkpoint, as a job's time limit would (the schedule still spans train.steps).
+  // While it trains, rank 0 holds run_dir's lock (run_dir_lock.h: a second writer is refused),
+  // and SIGTERM/SIGUSR1 on any rank ends the run after the current step with a checkpoint
+  // (stop_signals.h; the result says so).
   TrainResult train(const std::string& resume = "", int64_t stop_at = 0);
   // One optimizer step (steps 1-6 of the header), no logging or saving: train()'s inner loop,
   // public for `farthing bench dist`.

@@ -14,6 +14,7 @@
 #include "framework/core/error.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/recipe/recipe.h"
+#include "framework/train/stop_signals.h"
 #include "framework/train/trainer.h"
 #include "tools/farthing/verbs.h"
 
@@ -26,10 +27,14 @@ constexpr const char* kTrainUsage =
     "  --set key=value     override a recipe key, e.g. --set optimizer.lr=1e-4 --set train.steps=20\n"
     "  --resume latest     continue the run in checkpoint.run_dir from its newest checkpoint\n"
     "  --resume PATH       continue from that checkpoint file\n"
+    "  --resume auto       latest when the run_dir has a checkpoint, else a fresh start (requeued jobs)\n"
     "  --stop-at K         stop after step K with a checkpoint (a job time limit); resume later\n"
     "  --quiet             no progress lines (metrics.jsonl is still written)\n"
     "\n"
     "Writes checkpoint.run_dir/{recipe.yaml, metrics.jsonl, checkpoints/step_NNNNNNNN.h5, checkpoints/latest}.\n"
+    "One train at a time per run_dir: it holds run_dir/train.lock while it runs (eval may read meanwhile).\n"
+    "SIGTERM or SIGUSR1 (Slurm: --signal=USR1@120) to any rank: every rank finishes its step, saves a\n"
+    "checkpoint and exits with status 75; a second signal exits at once, keeping the previous checkpoint.\n"
     "Under mpirun every rank runs the same command: mpirun -np 2 farthing train RECIPE\n";
 
 constexpr const char* kEvalUsage =
@@ -95,6 +100,16 @@ int run_train(const std::vector<std::string>& args) {
   output.progress = !a.quiet;
   farthing::train::Trainer trainer(std::move(config), *comm, output);
   const farthing::train::TrainResult r = trainer.train(a.resume, a.stop_at);
+  if (r.stopped_by_signal != 0) {
+    if (comm->rank() == 0) {
+      std::printf("stopped by %s after step %lld of %lld; saved %s\ncontinue with: farthing train %s --resume latest "
+                  "(exit status %d: preempted, checkpoint saved)\n",
+                  farthing::train::signal_name(r.stopped_by_signal).c_str(), (long long)r.final_step,
+                  (long long)trainer.config().train.steps, r.last_checkpoint.string().c_str(), a.recipe.c_str(),
+                  farthing::train::kExitPreempted);
+    }
+    return farthing::train::kExitPreempted;
+  }
   if (comm->rank() == 0) {
     std::printf("trained to step %lld in %.1f s; last loss %.4f", (long long)r.final_step, r.seconds, r.last_loss);
     if (r.eval_before) std::printf("; held-out loss before %.4f", r.eval_before->loss);
