@@ -29,7 +29,7 @@ std::vector<std::string> split_plus(const std::string& text) {
 
 bool is_training_checkpoint(const std::filesystem::path& path) { return path.extension() == ".h5"; }
 
-ModelFile read_training_checkpoint_model(const std::filesystem::path& path) {
+ModelFile read_training_checkpoint_model(const std::filesystem::path& path, CheckpointWeights weights) {
   H5CheckpointReader reader(path);
   reader.verify();
   ModelFile file;
@@ -47,8 +47,8 @@ ModelFile read_training_checkpoint_model(const std::filesystem::path& path) {
     file.tensors.emplace(info.name.substr(std::string(kModelPrefix).size()), std::move(t));
   }
   FARTHING_CHECK(!file.tensors.empty(), "checkpoint ", path.string(), " holds no model/ tensors");
-  // The fp32 master, where kept, is the exact model: a range's master holds its tensors (those
-  // its name joins with '+', packed back to back) in order.
+  if (weights == CheckpointWeights::kWorking) return file;
+  // A range's master holds its tensors (those its name joins with '+', packed back to back) in order.
   for (const H5TensorInfo& info : reader.tensors()) {
     constexpr std::string_view kSuffix = "/master";
     if (!info.name.starts_with("optim/") || !info.name.ends_with(kSuffix)) continue;

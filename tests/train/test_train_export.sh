@@ -41,6 +41,34 @@ for name, ok in checks.items():
     print(("ok: " if ok else "FAIL: ") + name)
 sys.exit(0 if all(checks.values()) else 1)
 EOF
+# The recipe keeps an fp32 master and rounds the bf16 weights stochastically, so the two differ:
+# the bf16 export must hold the checkpoint's bf16 weights bit for bit (the model the run computed
+# with), the f32 export the master (more than bf16's 8 mantissa bits somewhere).
+tensor="model.layers.0.self_attn.q_proj.weight"
+h5dump -d "model/$tensor" -b LE -o "$WORK/working.bin" "$ckpt" >/dev/null || fail "h5dump of model/$tensor failed"
+python3 - "$WORK" "$tensor" <<'EOF' || fail "the exports do not hold the checkpoint's weights"
+import json, struct, sys
+w, name = sys.argv[1], sys.argv[2]
+def tensor_bytes(path, name):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        begin, end = header[name]["data_offsets"]
+        f.seek(8 + n + begin)
+        return f.read(end - begin)
+working = open(f"{w}/working.bin", "rb").read()
+bf16 = tensor_bytes(f"{w}/hf/model.safetensors", name)
+f32 = tensor_bytes(f"{w}/f32/model.safetensors", name)
+low_bits = [struct.unpack_from("<I", f32, i)[0] & 0xFFFF for i in range(0, len(f32), 4)]
+checks = {
+    "bf16 export == the checkpoint's bf16 weights": bf16 == working,
+    "f32 export is the master (low 16 bits not all zero)": any(low_bits),
+}
+for k, ok in checks.items():
+    print(("ok: " if ok else "FAIL: ") + k)
+sys.exit(0 if all(checks.values()) else 1)
+EOF
+
 # The tokenizer moved away: a note, no tokenizer files, still exit 0.
 mv "$WORK/tok dir" "$WORK/moved"
 "$FARTHING" export --from "$ckpt" --out "$WORK/notok" 2> "$WORK/err" || { cat "$WORK/err"; fail "export without the tokenizer failed"; }

@@ -8,7 +8,8 @@
 //   farthing export --from PATH --out DIR [--dtype f32|bf16|f16] [--max-shard-size 5GB]
 //                   [--tokenizer PATH]
 // The default dtype is the model's own, as Hugging Face saves it: bf16 for a training
-// checkpoint (its weights are bf16); a safetensors model's stored dtype (config torch_dtype, else
+// checkpoint (its bf16 weights, bit for bit; --dtype f32|f16 export its fp32 master where the
+// run kept one); a safetensors model's stored dtype (config torch_dtype, else
 // its tensors'); a GGUF's f16/bf16 when its matrices are all that, f32 for quantized ones (their
 // dequantized values are exact only in f32); f32 for llama2.c files.
 // Relies on: ckpt/read_model.h, ckpt/safetensors.h, ckpt/gguf.h, data/tokenizer_export.h.
@@ -29,6 +30,7 @@
 #include "framework/ckpt/gguf.h"
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/ckpt/read_model.h"
+#include "framework/ckpt/train_checkpoint_model.h"
 #include "framework/ckpt/safetensors.h"
 #include "framework/core/error.h"
 #include "framework/data/tokenizer_export.h"
@@ -49,8 +51,9 @@ constexpr const char* kExportUsage =
     "  --out DIR              written: config.json, generation_config.json, model.safetensors\n"
     "                         (or model-0000i-of-0000N.safetensors + model.safetensors.index.json)\n"
     "  --dtype                stored precision; default: the model's own (bf16 for a training\n"
-    "                         checkpoint, the source's dtype otherwise; f32 for quantized GGUF);\n"
-    "                         bf16/f16 from f32 round to nearest even\n"
+    "                         checkpoint: its bf16 weights as trained; the source's dtype otherwise;\n"
+    "                         f32 for quantized GGUF); bf16/f16 from f32 round to nearest even;\n"
+    "                         f32/f16 of a training checkpoint take its fp32 master where kept\n"
     "  --max-shard-size SIZE  shard above SIZE: 5GB (default; GB = 10^9 bytes as Hugging Face\n"
     "                         counts), 500MB, 2GiB, or bytes (--max-shard-bytes N: bytes)\n"
     "  --tokenizer PATH       also write tokenizer.json/tokenizer_config.json from this tokenizer\n"
@@ -258,7 +261,15 @@ int run_export(const std::vector<std::string>& args) {
     std::fprintf(stderr, "farthing export: need --from and --out\n\n%s", kExportUsage);
     return 2;
   }
-  farthing::ckpt::ModelFile model = farthing::ckpt::read_model_file(from);
+  // A training checkpoint: bf16 exports its bf16 weights bit for bit (what the run computed with);
+  // a wider dtype takes the fp32 master where the run kept one, the same model before rounding.
+  const bool training_checkpoint = farthing::ckpt::is_training_checkpoint(from);
+  const bool wider_than_bf16 = dtype && *dtype != DType::kBF16;
+  farthing::ckpt::ModelFile model =
+      training_checkpoint ? farthing::ckpt::read_training_checkpoint_model(
+                                from, wider_than_bf16 ? farthing::ckpt::CheckpointWeights::kMasterWhereKept
+                                                      : farthing::ckpt::CheckpointWeights::kWorking)
+                          : farthing::ckpt::read_model_file(from);
   options.dtype = dtype ? *dtype : source_dtype(from, model);
   model.config["torch_dtype"] = torch_name(options.dtype);
   if (tokenizer.empty() && model.format == "farthing-h5") tokenizer = tokenizer_of_training_run(from);
