@@ -43,6 +43,14 @@ int visible_cuda_devices() {
 #endif
 }
 
+DeviceMemory cuda_device_memory_of(int index) {
+#if defined(FARTHING_WITH_CUDA)
+  return cuda_device_memory(index);
+#else
+  FARTHING_FAIL("cuda:", index, " requested, but this farthing was built without CUDA");
+#endif
+}
+
 bool cuda_available() {
 #if defined(FARTHING_WITH_CUDA)
   return cuda_device_count() > 0;

@@ -86,6 +86,15 @@ bool cuda_available();
 // The number of visible CUDA devices (0 without CUDA, a driver or a GPU).
 int visible_cuda_devices();
 
+// A device's memory as its runtime reports it now.
+struct DeviceMemory {
+  int64_t free_bytes = 0;
+  int64_t total_bytes = 0;
+};
+// CUDA device `index`'s free and total memory; throws naming the device when this binary has no
+// CUDA or the device is not visible.
+DeviceMemory cuda_device_memory_of(int index);
+
 // The narrow format a dtype stores; throws for dtypes that are not narrow floats.
 numerics::NarrowFormat narrow_format_of(DType dtype);
 

@@ -22,6 +22,20 @@ cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream);
 
 }  // namespace
 
+DeviceMemory cuda_device_memory(int device_index) {
+  const int count = cuda_device_count();
+  FARTHING_CHECK(device_index >= 0 && device_index < count, "cuda:", device_index, " requested but ", count,
+                 " CUDA device(s) are visible");
+  int previous = 0;
+  FARTHING_CUDA_CHECK(cudaGetDevice(&previous));
+  FARTHING_CUDA_CHECK(cudaSetDevice(device_index));
+  size_t free_bytes = 0, total_bytes = 0;
+  const cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes);
+  FARTHING_CUDA_CHECK(cudaSetDevice(previous));
+  FARTHING_CUDA_CHECK(status);
+  return DeviceMemory{int64_t(free_bytes), int64_t(total_bytes)};
+}
+
 int cuda_device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -70,4 +70,8 @@ std::unique_ptr<Backend> make_cuda_backend(int device_index);
 // The number of visible CUDA devices; 0 when there is no driver or no GPU. Never throws.
 int cuda_device_count();
 
+// Free and total memory of device `device_index` (cudaMemGetInfo); throws naming the device
+// when it is not visible or the runtime fails.
+DeviceMemory cuda_device_memory(int device_index);
+
 }  // namespace farthing

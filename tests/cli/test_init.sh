@@ -38,6 +38,23 @@ out="$("$farthing" "${model[@]}" --budget-gb 0.001 2>&1 >/dev/null)" && fail "a 
 grep -qF "even the most frugal settings need" <<<"$out" || fail "unexpected message: $out"
 echo "ok: 1 MiB -> exit 1: $out"
 
+# Where it trains: auto picks cuda only with a GPU visible; cuda sizes to the GPU's free memory,
+# and without a GPU needs --budget-gb.
+gpu_visible=0
+"$farthing" info 2>/dev/null | grep -qF "devices visible: yes" && gpu_visible=1
+"$farthing" "${model[@]}" --budget-gb 1 --device auto > "$tmp/auto.yaml" 2>/dev/null || fail "init --device auto failed"
+if [ "$gpu_visible" -eq 0 ]; then
+  grep -q "^  device: cpu  # " "$tmp/auto.yaml" || fail "--device auto without a GPU should write cpu: $(grep device: "$tmp/auto.yaml")"
+  out="$("$farthing" "${model[@]}" --device cuda 2>&1 >/dev/null)" && fail "--device cuda without a GPU or budget was accepted"
+  grep -qF "no CUDA device is visible" <<<"$out" && grep -qF -- "--budget-gb" <<<"$out" || fail "unexpected message: $out"
+  echo "ok: no GPU: --device auto -> cpu; --device cuda without --budget-gb -> $out"
+fi
+"$farthing" "${model[@]}" --budget-gb 1 --device cuda > "$tmp/cuda.yaml" 2>/dev/null || fail "init --device cuda --budget-gb 1 failed"
+grep -q "^  device: cuda  # .*the GPU's memory" "$tmp/cuda.yaml" || fail "--device cuda should write cuda: $(grep device: "$tmp/cuda.yaml")"
+out="$("$farthing" "${model[@]}" --device tpu 2>&1)" && fail "--device tpu was accepted"
+grep -qF "init: --device 'tpu'; expected cpu, cuda or auto" <<<"$out" || fail "unexpected message: $out"
+echo "ok: --device cuda writes train.device: cuda; --device tpu refused"
+
 out="$("$farthing" init "$tmp/nope.bin" 2>&1)" && fail "a missing model file was accepted"
 grep -qF "model file '$tmp/nope.bin' does not exist" <<<"$out" || fail "unexpected message: $out"
 out="$("$farthing" "${model[@]}" --out "$tmp/roomy.yaml" 2>&1)" && fail "init overwrote an existing recipe"

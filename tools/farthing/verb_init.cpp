@@ -1,11 +1,12 @@
 // verb_init.cpp — `farthing init MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X]
-// [--out RECIPE]`: a guided first run. Reads the model's config (no weights decoded for
+// [--device cpu|cuda|auto] [--out RECIPE]`: a guided first run. Reads the model's config (no weights decoded for
 // safetensors, GGUF and llama2.c files), then walks a ladder of settings from the most
 // comfortable (fp32 AdamW state, fp32 master, 8 sequences per micro-batch) to the most frugal
 // (8-bit moments, no master, stochastic rounding, per-block activation checkpointing, one
 // sequence, shorter sequences), sizing each with `farthing plan`'s estimate, and writes the first
-// that fits the budget (default: 80% of this machine's MemAvailable) as a recipe with every knob
-// commented, to stdout or --out.
+// that fits the budget as a recipe with every knob commented, to stdout or --out. The budget:
+// --budget-gb, else 90% of GPU 0's free memory when training on CUDA (--device cuda, or auto with
+// a GPU visible), else 80% of this machine's MemAvailable.
 // Relies on: framework/train/memory_estimate.h, framework/recipe, framework/ckpt/read_model.h.
 // Tested by: tests/cli/test_init.sh.
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/backend/backend.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/core/error.h"
 #include "framework/recipe/recipe.h"
@@ -28,7 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kInitUsage =
-    "usage: farthing init MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X] [--out RECIPE]\n"
+    "usage: farthing init MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X] [--device D]\n"
+    "                     [--out RECIPE]\n"
     "\n"
     "  A starter recipe for fine-tuning MODEL_FILE (HF directory, .safetensors, .gguf, llama2.c .bin\n"
     "  or a training checkpoint .h5) on this machine, every knob commented: the most comfortable\n"
@@ -36,8 +39,10 @@ constexpr const char* kInitUsage =
     "\n"
     "  --data FILE       training data (.txt, .jsonl or .tok); default data/train.txt (edit it)\n"
     "  --tokenizer PATH  tokenizer, when the model file has none beside or inside it (llama2.c)\n"
-    "  --budget-gb X     memory to plan for, GiB; default 80% of MemAvailable in /proc/meminfo\n"
-    "                    (for a GPU, pass its memory: the CPU's is what init can see)\n"
+    "  --budget-gb X     memory to plan for, GiB; default 90% of the GPU's free memory when the recipe\n"
+    "                    trains on CUDA, else 80% of MemAvailable in /proc/meminfo\n"
+    "  --device D        cpu, cuda or auto (default: cuda when a GPU is visible, else cpu): where the\n"
+    "                    recipe trains (train.device) and whose memory sizes it\n"
     "  --out RECIPE      write the recipe there (never over an existing file) instead of stdout\n";
 
 struct Rung {
@@ -85,7 +90,7 @@ std::string quoted(const std::string& s) {
 }
 
 std::string recipe_text(const std::string& model_path, const std::string& tokenizer, const std::string& data,
-                        const Rung& r, int64_t seq_len, const std::string& run_dir) {
+                        const Rung& r, int64_t seq_len, const std::string& run_dir, const std::string& device) {
   const int64_t grad_accum = std::max<int64_t>(1, 8 / r.micro_batch);
   std::ostringstream y;
   y << "model:\n"
@@ -129,7 +134,8 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
     << " tokens/step\n"
     << "  max_grad_norm: 1.0  # clip the global gradient norm (0: off); guards against loss spikes\n"
     << "  precision: bf16  # bf16 compute, fp32 accumulation; fp32 is exact but several times slower\n"
-    << "  device: cpu  # cpu|cuda|auto: init sized this recipe for the CPU's memory (--budget-gb for a GPU's)\n"
+    << "  device: " << device << "  # cpu|cuda|auto: where the model and its state live; init sized this recipe for "
+    << (device == "cuda" ? "the GPU's" : "the CPU's") << " memory\n"
     << "  optimizer_in_backward: false  # true frees each grad as it is used but forbids clipping/accum\n"
     << "  seed: 1234  # init, shuffle and stochastic rounding: same seed = same run, bit for bit\n"
     << "  eval_every: 25  # steps between evaluations (0: only first and last)\n"
@@ -148,7 +154,7 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
 }
 
 int run_init(const std::vector<std::string>& args) {
-  std::string model_path, data = "data/train.txt", tokenizer, out;
+  std::string model_path, data = "data/train.txt", tokenizer, out, device = "auto";
   double budget_gb = -1.0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -163,6 +169,11 @@ int run_init(const std::vector<std::string>& args) {
     if (a == "--data") data = value();
     else if (a == "--tokenizer") tokenizer = value();
     else if (a == "--out") out = value();
+    else if (a == "--device") {
+      device = value();
+      FARTHING_CHECK(device == "cpu" || device == "cuda" || device == "auto", "init: --device '", device,
+                     "'; expected cpu, cuda or auto");
+    }
     else if (a == "--budget-gb") {
       const std::string v = value();
       try {
@@ -188,12 +199,25 @@ int run_init(const std::vector<std::string>& args) {
                  " already exists; pick another --out (init never overwrites a recipe)");
   const farthing::models::ModelConfig model =
       farthing::models::model_config_from_file(farthing::ckpt::open_model_file(model_path));
-  const double available = mem_available_bytes();
-  FARTHING_CHECK(budget_gb > 0.0 || available > 0.0,
-                 "init: cannot read MemAvailable from /proc/meminfo; pass --budget-gb X");
-  const double budget_bytes = budget_gb > 0.0 ? budget_gb * double(int64_t(1) << 30) : 0.8 * available;
-  const std::string budget_source =
-      budget_gb > 0.0 ? "--budget-gb" : "80% of this machine's available memory (" + gib(available) + ")";
+  if (device == "auto") device = farthing::visible_cuda_devices() > 0 ? "cuda" : "cpu";
+  double budget_bytes = budget_gb * double(int64_t(1) << 30);
+  std::string budget_source = "--budget-gb";
+  if (budget_gb <= 0.0 && device == "cuda") {
+    // The recipe trains on GPU 0 (each rank's own GPU under mpirun): size it to that GPU's free
+    // memory, leaving 10% for the CUDA context, cuBLAS workspaces and fragmentation.
+    FARTHING_CHECK(farthing::visible_cuda_devices() > 0,
+                   "init: --device cuda, but no CUDA device is visible (no driver or GPU, or this farthing was "
+                   "built without CUDA); pass --budget-gb X with the GPU's memory, or use --device cpu");
+    const farthing::DeviceMemory gpu = farthing::cuda_device_memory_of(0);
+    budget_bytes = 0.9 * double(gpu.free_bytes);
+    budget_source = "90% of GPU 0's free memory (" + gib(double(gpu.free_bytes)) + " of " +
+                    gib(double(gpu.total_bytes)) + ")";
+  } else if (budget_gb <= 0.0) {
+    const double available = mem_available_bytes();
+    FARTHING_CHECK(available > 0.0, "init: cannot read MemAvailable from /proc/meminfo; pass --budget-gb X");
+    budget_bytes = 0.8 * available;
+    budget_source = "80% of this machine's available memory (" + gib(available) + ")";
+  }
   std::string stem = fs::path(model_path).filename().string();
   if (stem.empty()) stem = fs::path(model_path).parent_path().filename().string();
   const std::string run_dir = "runs/" + fs::path(stem).stem().string() + "_finetune";
@@ -204,7 +228,7 @@ int run_init(const std::vector<std::string>& args) {
   farthing::train::MemoryEstimate estimate;
   for (const Rung& r : kLadder) {
     seq_len = std::min<int64_t>(r.seq_len_cap, model.max_seq_len > 0 ? model.max_seq_len : r.seq_len_cap);
-    yaml = recipe_text(model_path, tokenizer, data, r, seq_len, run_dir);
+    yaml = recipe_text(model_path, tokenizer, data, r, seq_len, run_dir, device);
     const farthing::recipe::RunConfig config = farthing::recipe::parse_recipe_text(yaml, "farthing init");
     estimate = farthing::train::estimate_memory(config, model, 1);
     chosen = &r;
@@ -242,7 +266,7 @@ int run_init(const std::vector<std::string>& args) {
   return 0;
 }
 
-const VerbRegistration kInit{"init", "MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X] [--out RECIPE]",
+const VerbRegistration kInit{"init", "MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X] [--device D] [--out RECIPE]",
                              "write a starter recipe for a model, sized to this machine's memory", run_init};
 
 }  // namespace
