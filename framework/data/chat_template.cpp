@@ -19,13 +19,18 @@ std::string chatml(const ChatMessage& m) { return "<|im_start|>" + m.role + "\n"
 
 }  // namespace
 
-ChatFormat detect_chat_format(const std::string& t) {
+std::optional<ChatFormat> find_chat_format(const std::string& t) {
   if (t.find("<|start_header_id|>") != std::string::npos) {
     return t.find("add_generation_prompt") != std::string::npos ? ChatFormat::kLlama3Instruct : ChatFormat::kLlama3;
   }
   if (t.find("You are Qwen, created by Alibaba Cloud") != std::string::npos) return ChatFormat::kQwen2_5;
   if (t.find("named SmolLM") != std::string::npos) return ChatFormat::kSmolLM2;
   if (t.find("<|im_start|>") != std::string::npos) return ChatFormat::kChatML;
+  return std::nullopt;
+}
+
+ChatFormat detect_chat_format(const std::string& t) {
+  if (const std::optional<ChatFormat> format = find_chat_format(t)) return *format;
   FARTHING_FAIL("unknown chat template (looked for Llama-3's <|start_header_id|>, Qwen's default system prompt, "
                 "SmolLM's, and ChatML's <|im_start|>); it begins: ", t.substr(0, 120));
 }

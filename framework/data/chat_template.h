@@ -1,5 +1,6 @@
 // chat_template.h — built-in renderers for the chat templates of the common families, so
-// prompts can be built without a Jinja engine. Each reproduces its template's output exactly
+// prompts can be built without a Jinja engine (the fast path; any other template goes through
+// the Jinja interpreter, jinja_template.h). Each reproduces its template's output exactly
 // (checked against jinja2 rendering the template text itself: tests/tokenizers/test_chat_template.cpp).
 //
 //  kLlama3   Llama-3 base tokenizer_config.json: bos + per message
@@ -13,6 +14,7 @@
 // Relies on: nothing. Tested by: tests/tokenizers/test_chat_template.cpp.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +31,8 @@ struct ChatMessage {
 // The format a Jinja chat template implements, recognised by its distinctive text; throws
 // naming what was looked for when the template is none of the known ones.
 ChatFormat detect_chat_format(const std::string& jinja_template);
+// The same, nullopt when the template is none of the known ones.
+std::optional<ChatFormat> find_chat_format(const std::string& jinja_template);
 
 // bos_token is used by the Llama-3 formats only.
 std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages, bool add_generation_prompt,

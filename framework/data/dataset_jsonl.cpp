@@ -64,7 +64,7 @@ std::string keys_of(const json& object) {
 
 // One line's document; throws without a location (the caller adds file:line).
 Document jsonl_document(std::string_view line, const Tokenizer& tokenizer, const DatasetOptions& options,
-                        std::optional<ChatFormat>& chat_format) {
+                        std::optional<ChatTemplate>& chat_format) {
   json row;
   try {
     row = json::parse(line);
@@ -79,7 +79,7 @@ Document jsonl_document(std::string_view line, const Tokenizer& tokenizer, const
   Document doc;
   if (row.contains("messages")) {
     const std::vector<ChatMessage> messages = chat_messages(row["messages"]);
-    if (!chat_format) chat_format = resolve_chat_format(options.chat_template, tokenizer);
+    if (!chat_format) chat_format = resolve_chat_template(options.chat_template, tokenizer);
     const std::string bos_text = tokenizer.bos_id() >= 0 ? tokenizer.token_bytes(tokenizer.bos_id()) : "<|begin_of_text|>";
     for (const ChatPiece& piece : chat_training_pieces(*chat_format, messages, bos_text)) {
       append_encoded(doc, tokenizer, piece.text, /*parse_special=*/true, piece.trained);
@@ -112,7 +112,7 @@ void read_jsonl_documents(const std::filesystem::path& path, const Tokenizer& to
   buffer << in.rdbuf();
   const std::string text = buffer.str();
 
-  std::optional<ChatFormat> chat_format;  // resolved at the first "messages" line
+  std::optional<ChatTemplate> chat_format;  // resolved at the first "messages" line
   size_t at = 0;
   for (int64_t line_number = 1; at < text.size(); ++line_number) {
     size_t end = text.find('\n', at);

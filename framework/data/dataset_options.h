@@ -19,7 +19,9 @@ struct DatasetOptions {
   double eval_fraction = 0.05;  // share of packed sequences held out when no eval file is given
   // Chat template for JSONL "messages" lines: "auto" (the chat_template of tokenizer_config.json
   // beside tokenizer.json, or of the GGUF the tokenizer came from), a format name (llama3,
-  // llama3_instruct, qwen2_5, smollm2, chatml), or a path to a tokenizer_config.json or a Jinja file.
+  // llama3_instruct, qwen2_5, smollm2, chatml), a path to a tokenizer_config.json or a Jinja file,
+  // or the Jinja template itself (text with {% or {{). Templates the built-in formats do not
+  // recognise run through the Jinja interpreter (dataset_chat.h; docs/chat_templates.md).
   std::string chat_template = "auto";
 };
 

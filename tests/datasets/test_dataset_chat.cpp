@@ -4,7 +4,9 @@
 // marker typed inside content), through a byte tokenizer with exact ids and through the real
 // Qwen2.5 and Llama-3 tokenizers with their tokenizer_config.json templates (../shared); how the
 // template is found (name, Jinja file, tokenizer_config.json, "auto"), and the errors when it
-// cannot be. Tests: data/dataset_chat, data/dataset_jsonl.
+// cannot be; templates no built-in format recognises (inline, a Jinja file, "auto"), rendered by
+// the Jinja interpreter, with their end-of-turn token found from the rendering and every way of
+// refusing one that cannot be masked. Tests: data/dataset_chat, data/dataset_jsonl.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -191,6 +193,99 @@ TEST(DatasetChat, Qwen2_5TokenizerWithItsTemplate) {
 TEST(DatasetChat, Llama3TokenizerWithItsTemplate) {
   FARTHING_REQUIRE_SHARED(shared);
   check_real_tokenizer(shared / "tokenizers/llama3", "<|eot_id|>", true);
+}
+
+// A template none of the built-in formats recognises (no <|im_start|>): interpreted, its
+// end-of-turn the special token right after the assistant content.
+const std::string kTrimmingTemplate =
+    "{% for m in messages %}[{{ m.role }}] {{ m.content | trim }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}[assistant] {% endif %}";
+const std::string kEosTemplate =
+    "{{ bos_token }}{% for m in messages %}{{ '<|' + m.role + '|>\\n' + m.content + eos_token + '\\n' }}{% endfor %}";
+
+TEST(DatasetChat, InlineTemplateIsInterpreted) {
+  const Tokenizer tok(byte_tokenizer_spec());
+  const ChatTemplate trimming = resolve_chat_template(kTrimmingTemplate, tok);
+  EXPECT_FALSE(trimming.format().has_value());
+  EXPECT_EQ(trimming.end_of_turn(), "<|im_end|>");
+  const std::vector<ChatPiece> pieces = chat_training_pieces(trimming, kConversation, "<s>");
+  std::string all;
+  for (const ChatPiece& p : pieces) all += p.text;
+  EXPECT_EQ(all, trimming.render(kConversation, false, "<s>"));
+  // Trimmed content; a marker typed inside the content stays inside the span.
+  EXPECT_EQ(text_of(pieces, true), "yo<|im_end|>|no<|im_end|>x<|im_end|>|");
+  EXPECT_EQ(text_of(pieces, false), "[system] Be brief.<|im_end|>\n[user] hi<|im_end|>\n[assistant] |\n[user] ok?<|im_end|>\n"
+                                    "[assistant] |\n|");
+  EXPECT_EQ(trimming.render(std::vector<ChatMessage>{{"user", "q"}}, true, ""), "[user] q<|im_end|>\n[assistant] ");
+  // {{ eos_token }} prints the tokenizer's EOS, and that is the end-of-turn here.
+  const ChatTemplate eos = resolve_chat_template(kEosTemplate, tok);
+  EXPECT_EQ(eos.end_of_turn(), "</s>");
+  EXPECT_EQ(text_of(chat_training_pieces(eos, kConversation, "<s>"), true), " yo </s>|no<|im_end|>x</s>|");
+  // Longer than a file name may be: looking for such a file must not throw (the fuzz seed corpus
+  // found std::filesystem's "File name too long" escaping).
+  const ChatTemplate long_inline = resolve_chat_template("{# " + std::string(5000, 'x') + " #}" + kTrimmingTemplate, tok);
+  EXPECT_EQ(long_inline.end_of_turn(), "<|im_end|>");
+}
+
+TEST(DatasetChat, InterpretedTemplateThroughTheDataset) {
+  const TempDir dir("farthing-chat");
+  const Tokenizer tok(byte_tokenizer_spec());
+  const auto path = write_file(dir / "chat.jsonl", jsonl_line(kConversation));
+  DatasetOptions o;
+  o.chat_template = kTrimmingTemplate;
+  const TokenStream s = load_token_stream(path, o, &tok, 260);
+  const std::vector<Ids> expected_runs = {{'y', 'o', kByteImEnd}, {'n', 'o', kByteImEnd, 'x', kByteImEnd}};
+  EXPECT_EQ(trained_runs(s), expected_runs);
+  EXPECT_EQ(s.tokens.front(), kByteBos);  // the template has no BOS: the dataset adds one
+  // The same template from a Jinja file, and through "auto" from tokenizer_config.json.
+  o.chat_template = write_file(dir / "t.jinja", kTrimmingTemplate).string();
+  EXPECT_EQ(trained_runs(load_token_stream(path, o, &tok, 260)), expected_runs);
+  write_file(dir / "tokenizer_config.json", nlohmann::json({{"chat_template", kTrimmingTemplate}}).dump());
+  write_file(dir / "tokenizer.json", "{}");
+  const Tokenizer beside(byte_tokenizer_spec((dir / "tokenizer.json").string()));
+  o.chat_template = "auto";
+  EXPECT_EQ(trained_runs(load_token_stream(path, o, &beside, 260)), expected_runs);
+  // An eos_token template starts with {{ bos_token }}: no second BOS.
+  o.chat_template = kEosTemplate;
+  const TokenStream e = load_token_stream(path, o, &tok, 260);
+  EXPECT_EQ(e.tokens[0], kByteBos);
+  EXPECT_NE(e.tokens[1], kByteBos);
+}
+
+TEST(DatasetChat, InterpretedTemplateErrors) {
+  const TempDir dir("farthing-chat");
+  const Tokenizer tok(byte_tokenizer_spec());
+  const auto path = write_file(dir / "chat.jsonl", "{\"text\": \"a\"}\n" + jsonl_line(kConversation));
+  DatasetOptions o;
+  const auto load = [&] { load_token_stream(path, o, &tok, 260); };
+  // Malformed or outside the subset: the JSONL line, the key, line and column, what was expected.
+  o.chat_template = "{% for m in messages %}\n{{ m.content }<|im_end|>{% endfor %}";
+  expect_error(load, {"chat.jsonl:2:", "chat template data.chat_template, line 2 column 14", "unexpected '}'"});
+  o.chat_template = "{% for m in messages %}{{ m.content | upper }}<|im_end|>{% endfor %}";
+  expect_error(load, {"chat.jsonl:2:", "data.chat_template, line 1 column 39", "the filter 'upper'", "not supported"});
+  o.chat_template = write_file(dir / "bad.jinja", "{% if true %}").string();
+  expect_error(load, {"chat template " + o.chat_template + ", line 1 column 4", "expected {% endif %}"});
+  // No special token right after the assistant content: what it emits there is named.
+  o.chat_template = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}";
+  expect_error(load, {"chat.jsonl:2:", "data.chat_template", "it emits \"\\n", "does not start with a special token",
+                      "byte-tokenizer"});
+  // The content is not rendered as it is.
+  o.chat_template = "{% for m in messages %}{{ m.content | length }}<|im_end|>{% endfor %}";
+  expect_error(load, {"does not render an assistant message's content as it is"});
+  // raise_exception in both probe conversations: its message.
+  o.chat_template = "{{ raise_exception('Only user messages here') }}";
+  expect_error(load, {"to find the end-of-turn token", "raised an error at line 1 column 4", "Only user messages here"});
+  // The end-of-turn follows the first assistant message only.
+  o.chat_template = "{% for m in messages %}{{ m.content }}{% if loop.index0 == 1 %}<|im_end|>{% endif %}{% endfor %}";
+  expect_error(load, {"assistant message 2", "not with its end-of-turn token <|im_end|>"});
+  // Messages rendered last to first: not prefix-stable.
+  o.chat_template = "{% for m in messages[::-1] %}{{ m.content }}<|im_end|>{% endfor %}";
+  expect_error(load, {"prefix-stable"});
+  // Text that is no format name, no file and no template.
+  o.chat_template = "chat-ml";
+  expect_error(load, {"'chat-ml'", "nor an inline Jinja template"});
+  // resolve_chat_format is for built-in formats only.
+  expect_error([&] { resolve_chat_format(kTrimmingTemplate, tok); }, {"not one of the built-in formats"});
 }
 
 }  // namespace

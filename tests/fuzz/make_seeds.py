@@ -261,7 +261,7 @@ model += field(2, 2, field(3, 0, varint(2)) + field(35, 0, varint(1)) + field(7,
 model += field(3, 2, field(3, 0, varint(1)) + field(1, 2, b"nmt_nfkc"))
 put("sentencepiece", "bpe.model", model)
 
-# --- chat templates (byte 0 even: tokenizer_config.json; odd: a Jinja file) --------------------------
+# --- chat templates (byte 0: 0 a tokenizer_config.json, 1 a Jinja file, 2 an inline template) -------------
 templates = {
     "llama3": "{{ bos_token }}{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] | trim }}<|eot_id|>{% endfor %}",
     "llama3_instruct": "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>{% endif %}",
@@ -274,6 +274,37 @@ for name, t in templates.items():
     put("chat_template", name + ".jinja", b"\1" + t.encode())
 put("chat_template", "list_form.json", b"\0" + json.dumps({"chat_template": [
     {"name": "tool_use", "template": templates["llama3"]}, {"name": "default", "template": templates["chatml"]}]}).encode())
+# Templates no built-in format recognises, for the Jinja interpreter (byte 0 == 2: the setting is
+# the template itself, as an inline data.chat_template). The byte tokenizer's EOS is <|end_of_text|>.
+interpreted = {
+    # Mistral-style: roles must alternate, else raise_exception (the fixed conversation has a
+    # system message first, so resolve refuses it; the direct render still runs).
+    "alternating": "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != "
+                   "(loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate "
+                   "user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}"
+                   "{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
+                   "{{ message['content'] + eos_token }}{% endif %}{% endfor %}",
+    # Zephyr-style, one statement per line (trim_blocks / lstrip_blocks do the layout).
+    "zephyr": "{% for message in messages %}\n{% if message['role'] == 'user' %}\n"
+              "{{ '<|user|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n"
+              "{{ '<|system|>\\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n"
+              "{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif %}\n"
+              "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}",
+    # Most of the subset at once: namespace, slicing, filters, methods, tests, comments, whitespace control.
+    "features": "{#- a comment -#}\n{%- set ns = namespace(system='', turns=0) -%}\n"
+                "{%- if messages[0].role == 'system' -%}{%- set ns.system = messages[0].content | trim -%}"
+                "{%- set rest = messages[1:] -%}{%- else -%}{%- set rest = messages -%}{%- endif -%}\n"
+                "{{- bos_token ~ (ns.system ~ '\\n' if ns.system else '') -}}\n"
+                "{%- for m in rest -%}\n  {%- set ns.turns = ns.turns + 1 -%}\n"
+                "  {%- if m.role == 'assistant' -%}{{ '### Assistant: ' + m.content.strip() + eos_token + '\\n' }}\n"
+                "  {%- elif m.role in ['user', 'tool'] -%}{{ '### ' ~ m.role ~ ' #' ~ loop.index ~ ': ' ~ "
+                "m['content'] | trim ~ '\\n' }}\n  {%- endif -%}\n{%- endfor -%}\n"
+                "{%- if add_generation_prompt and ns.turns is even %}### Assistant:{% endif %}",
+    # Outside the subset: refused at load, naming the construct.
+    "macro": "{% macro turn(m) %}{{ m.content }}{% endmacro %}{% for m in messages %}{{ turn(m) }}{% endfor %}",
+}
+for name, t in interpreted.items():
+    put("chat_template", "interpreted_" + name + ".txt", b"\2" + t.encode())
 
 # --- JSONL datasets ------------------------------------------------------------------------------
 put("jsonl", "all_kinds.jsonl", "\n".join([
