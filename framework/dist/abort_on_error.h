@@ -8,7 +8,7 @@
 // peer is left waiting in a collective. With one process it returns 1 instead.
 // For tools/ (and test drivers) only: this is the one place where the library may end a job.
 // Relies on: MPI (only when initialised), framework/dist/launcher_env.h.
-// Tested by: tests/dist/test_fault.sh (FARTHING_TEST_FAULT_RANK through tests/dist/fault_driver).
+// Tested by: tests/dist/test_fault.sh (FARTHING_TEST_FAULT_RANK through tests/dist/fault_driver.cpp).
 #pragma once
 
 #include <functional>

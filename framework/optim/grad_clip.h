@@ -5,7 +5,7 @@
 // size 1) makes them global. The clip factor and the loss-scale unscale are folded into the
 // fused step as one gradient scale, so clipping costs no extra pass over the gradients.
 // The optimizer only reports non-finite gradients; whether to skip the step or fail is the
-// caller's policy. Relies on: nothing but <functional>. Tested by: tests/optim/test_grad_clip.cpp.
+// caller's policy. Relies on: nothing but <functional>. Tested by: tests/optim/test_optim_config.cpp (GradClip.*).
 #pragma once
 
 #include <cstdint>

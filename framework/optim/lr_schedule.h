@@ -4,7 +4,7 @@
 // to be taken), as torch's LambdaLR would with the same lambda. Kinds: constant; linear warmup
 // then constant; cosine with linear warmup (to min_ratio at total_steps); linear warmup then
 // linear decay (to min_ratio at total_steps), as HF transformers' get_*_schedule_with_warmup.
-// Relies on: core/error.h. Tested by: tests/optim/test_lr_schedule.cpp.
+// Relies on: core/error.h. Tested by: tests/optim/test_optim_config.cpp (LrSchedule.Shapes).
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 // embedding grads) are split by channel across threads and summed in row order, so the
 // result does not depend on the thread count.
 // Relies on: OpenMP; the scalar maths in kernels/numerics/{activations,norm_steps,rope_rotate,exp_f32}.h,
-// which kernels/cuda shares. Tested by: tests/models/test_nn_cpu.cpp, the model goldens,
+// which kernels/cuda shares. Tested by: tests/kernels/test_nn_ops_parity.cpp, tests/models/test_gradcheck.cpp, tests/models/test_model_goldens.cpp, the model goldens,
 // tests/kernels/test_nn_ops_parity.cpp.
 #pragma once
 

@@ -10,7 +10,7 @@
 // masters, remainders, moment values or codes and absmax are bitwise the CPU's.
 // The segment, formats and partials are numerics/adamw_segment.h's (one definition of each); only
 // the map pointers differ: here they point to device copies of the tables.
-// Relies on: numerics/{adamw_update,block_quant,block_quant4,bf16,master_remainder,
+// Relies on: numerics/{adamw_segment,adamw_update,block_quant,block_quant4,bf16,master_remainder,
 // stochastic_round}.h, the CUDA runtime. Tested by: tests/kernels/test_cuda_optim_parity.cpp
 // (bitwise against adamw_step_cpu for every format combination, three consecutive steps).
 #pragma once
@@ -20,7 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cpu/optim_cpu.h"
+#include "kernels/numerics/adamw_segment.h"
 
 namespace farthing::kernels {
 

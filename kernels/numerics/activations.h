@@ -4,7 +4,7 @@
 // so both round the same operations in the same order: with contraction off on both sides
 // (-ffp-contract=off, -fmad=false) and exp_f32 instead of a library exp, the results are the
 // same bits on any backend. Every line is a plain fp32 operation in the order written.
-// Relies on: exp_f32.h, host_device.h. Tested by: tests/models/test_nn_cpu.cpp, the model goldens
+// Relies on: exp_f32.h, host_device.h. Tested by: tests/kernels/test_nn_ops_parity.cpp, tests/models/test_gradcheck.cpp, tests/models/test_model_goldens.cpp, the model goldens
 // (CPU) and tests/kernels/test_nn_ops_parity.cpp (CPU vs CUDA, bitwise).
 #pragma once
 

@@ -7,7 +7,7 @@
 // how a sum becomes rstd, how rstd scales an element, each gradient term — is one definition
 // here, rounded in the order written (no contraction on either side).
 // Relies on: host_device.h (IEEE sqrtf and division on both sides: no rsqrt, no fast-math).
-// Tested by: tests/models/test_nn_cpu.cpp, the model goldens, tests/kernels/test_nn_ops_parity.cpp.
+// Tested by: tests/kernels/test_nn_ops_parity.cpp, tests/models/test_gradcheck.cpp, tests/models/test_model_goldens.cpp, the model goldens, tests/kernels/test_nn_ops_parity.cpp.
 #pragma once
 
 #include <cmath>

@@ -4,7 +4,7 @@
 // pair's angle at the row's position, sn already negated for the inverse rotation. Shared by
 // kernels/cpu/nn_cpu.cpp and kernels/cuda/rope_cuda.cu so both round the same four products and
 // two sums (no fma on either side): the results are the same bits.
-// Relies on: host_device.h. Tested by: tests/models/test_nn_cpu.cpp, the model goldens, and
+// Relies on: host_device.h. Tested by: tests/kernels/test_nn_ops_parity.cpp, tests/models/test_gradcheck.cpp, tests/models/test_model_goldens.cpp, the model goldens, and
 // tests/kernels/test_nn_ops_parity.cpp (CPU vs CUDA, bitwise).
 #pragma once
 

@@ -1,7 +1,7 @@
 // gpt2.h — GPT-2 (LayerNorm, GELU-tanh, learned positions, tied head): presets per size
 // with the published hyper-parameters and the flat layout with Hugging Face names.
 //
-// Relies on: models/common. Tested by: tests/models/test_presets.cpp, test_model_goldens.cpp.
+// Relies on: models/common. Tested by: tests/models/test_model_goldens.cpp, tests/models/test_flat_layout.cpp, test_model_goldens.cpp.
 #pragma once
 
 #include "models/common/model_config.h"

@@ -2,7 +2,7 @@
 // the published hyper-parameters (one builder per size, torchtune style) and the flat
 // layout with Hugging Face names.
 //
-// Relies on: models/common. Tested by: tests/models/test_presets.cpp, test_model_goldens.cpp.
+// Relies on: models/common. Tested by: tests/models/test_model_goldens.cpp, tests/models/test_flat_layout.cpp, test_model_goldens.cpp.
 #pragma once
 
 #include "models/common/model_config.h"

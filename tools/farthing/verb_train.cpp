@@ -2,7 +2,7 @@
 // `farthing eval RECIPE [--set ...] [--checkpoint latest|PATH] [--batches N]`.
 // The recipe is validated before anything is allocated; every rank of an mpirun job runs the
 // same command. Relies on: framework/recipe/recipe.h, framework/train/trainer.h.
-// Tested by: tests/cli/test_train_cli.sh.
+// Tested by: tests/train/test_train_resume.sh, test_train_bad_input.sh, test_train_preempt.sh (the CLI end to end).
 #include <omp.h>
 
 #include <algorithm>
