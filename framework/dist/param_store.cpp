@@ -1,4 +1,5 @@
-// param_store.cpp — see param_store.h.
+// param_store.cpp — see param_store.h. planned_bytes and planned_unit_bytes state what the
+// constructor and the unit calls below allocate; each allocation names the figure it answers to.
 #include "framework/dist/param_store.h"
 
 #include <algorithm>
@@ -69,6 +70,64 @@ ParamStoreBytes ParamStore::planned_bytes(const ZeroLayout& zero, const ParamSto
   }
   if (several_hold_whole && options.compute_from_master) b.master_copy = whole * 4;
   if (several_hold_whole) b.staging = ZeroCollectives::staging_bytes(zero);
+  return b;
+}
+
+int64_t mpi_all_reduce_temp_bytes(int64_t n, int world, int64_t elem_bytes) {
+  if (n == 0 || world == 1) return 0;
+  return 2 * ((n + world - 1) / world) * world * elem_bytes;
+}
+
+// Each figure is what the call named beside it allocates (below in this file); keep them together.
+ParamStoreUnitBytes ParamStore::planned_unit_bytes(const ZeroLayout& zero, const ParamStoreOptions& options,
+                                                   size_t unit) {
+  const int64_t shard = zero.shard_elems(unit), padded = zero.padded_elems(unit);
+  const int64_t span = zero.aligned_end(unit) - zero.units()[unit].begin;
+  const int world = zero.world_size();
+  const bool solo = world == 1;
+  const bool local = solo || options.zero_stage < 3;  // unit_is_local()
+  const bool gather_f32 = options.compute_from_master;
+  ParamStoreUnitBytes b;
+  // start_gather: the send slot (L_u elements of bf16, or of the fp32 master) and the receive
+  // buffer (P_u): the fp32 parameters themselves when the master is gathered, else bf16.
+  if (!local) {
+    b.gathering.comm = shard * (gather_f32 ? 4 : 2);
+    if (gather_f32) b.gathering.weights = padded * 4;
+    else b.gathering.comm += padded * 2;
+  }
+  // acquire_params: P_u fp32 parameters. Where local they are widened from this rank's copy;
+  // gathered, the received fp32 master becomes them (nothing new), or the received bf16 is
+  // widened into them with both alive; then the gather's buffers go.
+  b.params.held.weights = padded * 4;
+  if (local) {
+    b.params.peak = b.params.held;
+  } else {
+    b.params.peak = b.gathering;
+    if (!gather_f32) b.params.peak.weights += padded * 4;
+  }
+  // acquire_bf16_params: nothing where local (this rank's own weights are read); gathered, the
+  // received bf16 is kept until release (the send slot goes).
+  if (!local) {
+    b.bf16_params.peak = b.gathering;
+    b.bf16_params.held.comm = padded * 2;
+  }
+  // acquire_grads: a zero-filled fp32 accumulator of P_u.
+  b.accumulator = padded * 4;
+  // grads_ready: stage 1 all-reduces the accumulator's span in place (MpiCommunicator's
+  // temporaries); stages 2-3 reduce-scatter it into this rank's block (L_u fp32), the
+  // communicator receiving every rank's block of it (P_u fp32).
+  b.reducing.grads = b.accumulator;
+  if (!solo && options.zero_stage == 1) b.reducing.comm = mpi_all_reduce_temp_bytes(span, world, 4);
+  if (!solo && options.zero_stage >= 2) b.reducing.comm = shard * 4 + padded * 4;
+  if (options.optimizer_in_backward) {
+    // The hook reads this rank's block (the accumulator already gone) or the accumulator itself,
+    // and, where gradients are kept in bf16, a bf16 copy of the owned part.
+    if (!solo && options.zero_stage >= 2) b.stepping.comm = shard * 4;
+    else b.stepping.grads = b.accumulator;
+    if (kept_gradient_dtype(options, world) == DType::kBF16) {
+      b.stepping.grads += zero.owned(unit, zero.rank()).size() * 2;
+    }
+  }
   return b;
 }
 
@@ -156,7 +215,7 @@ void ParamStore::start_gather(int unit, Pending& p) {
   const Device device = backend_.device();
   // Every rank sends its shard slot (owned elements, zeros past them); the gathered slots in rank
   // order are the unit's padded span.
-  p.send = Buffer(device, size_t(shard) * elem, MemoryCategory::kCommBuffers);
+  p.send = Buffer(device, size_t(shard) * elem, MemoryCategory::kCommBuffers);  // planned: gathering
   zero_bytes(backend_.nn(), p.send.data(), int64_t(p.send.bytes()));
   if (!owned.empty()) {
     const void* src = options_.compute_from_master ? static_cast<const void*>(master_(size_t(shard_of(unit))))
@@ -187,7 +246,7 @@ const float* ParamStore::acquire_params(int unit) {
   if (unit_is_local()) {
     // NOTE: the whole unit is here, so no gather: its parameters are widened (or copied) from
     // this rank's own copy, with no send or receive buffer and no communicator thread.
-    params_[u] = Buffer(device, size_t(padded) * 4, MemoryCategory::kWeights);
+    params_[u] = Buffer(device, size_t(padded) * 4, MemoryCategory::kWeights);  // planned: params
     fill_local_params(unit, static_cast<float*>(params_[u].data()));
     return static_cast<const float*>(params_[u].data());
   }
@@ -200,7 +259,7 @@ const float* ParamStore::acquire_params(int unit) {
   if (options_.compute_from_master) {
     params_[u] = std::move(p->received);
   } else {
-    params_[u] = Buffer(device, size_t(padded) * 4, MemoryCategory::kWeights);
+    params_[u] = Buffer(device, size_t(padded) * 4, MemoryCategory::kWeights);  // planned: params.peak
     backend_.cast(params_[u].view(DType::kF32, Shape{padded}), p->received.view(DType::kBF16, Shape{padded}),
                   CastOptions{});
   }
@@ -219,7 +278,7 @@ const uint16_t* ParamStore::acquire_bf16_params(int unit) {
     start_gather(unit, *p);
   }
   p->handle.wait();
-  gathered_[u] = std::move(p->received);  // the unit's padded span, rank slots in order
+  gathered_[u] = std::move(p->received);  // the unit's padded span, rank slots in order (planned: bf16_params)
   return static_cast<const uint16_t*>(gathered_[u].data());
 }
 
@@ -232,7 +291,7 @@ float* ParamStore::acquire_grads(int unit) {
   const size_t u = size_t(unit);
   FARTHING_CHECK(accumulators_[u].data() == nullptr, "unit ", unit, "'s gradients acquired twice in one backward");
   const int64_t padded = zero_.padded_elems(u);
-  accumulators_[u] = Buffer(backend_.device(), size_t(padded) * 4, MemoryCategory::kGrads);
+  accumulators_[u] = Buffer(backend_.device(), size_t(padded) * 4, MemoryCategory::kGrads);  // planned: accumulator
   backend_.nn().zero(static_cast<float*>(accumulators_[u].data()), padded);
   return static_cast<float*>(accumulators_[u].data());
 }
@@ -273,7 +332,7 @@ void ParamStore::grads_ready(int unit) {
     comm_.all_reduce(Tensor(acc, DType::kF32, Shape{span}, device), ReduceOp::kSum);
     bytes_sent_ += 2 * (comm_.world_size() - 1) * ((span + comm_.world_size() - 1) / comm_.world_size()) * 4;
   } else if (!solo) {
-    mine = Buffer(device, size_t(shard) * 4, MemoryCategory::kCommBuffers);
+    mine = Buffer(device, size_t(shard) * 4, MemoryCategory::kCommBuffers);  // planned: reducing
     comm_.reduce_scatter(mine.view(DType::kF32, Shape{shard}), Tensor(acc, DType::kF32, Shape{padded}, device),
                          ReduceOp::kSum);
     bytes_sent_ += (comm_.world_size() - 1) * shard * 4;
@@ -288,7 +347,7 @@ void ParamStore::grads_ready(int unit) {
     // when a unit steps, never its bits.
     Buffer narrowed;
     if (s >= 0 && grad_dtype_ == DType::kBF16) {
-      narrowed = Buffer(device, size_t(owned.size()) * 2, MemoryCategory::kGrads);
+      narrowed = Buffer(device, size_t(owned.size()) * 2, MemoryCategory::kGrads);  // planned: stepping
       const Tensor n = narrowed.view(DType::kBF16, Shape{owned.size()});
       backend_.cast(n, g, CastOptions{});
       g = n;

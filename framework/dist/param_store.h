@@ -23,9 +23,12 @@
 // NOTE (numerics): gathers move exact values; gradient sums over ranks are the communicator's
 // fixed rank order, and sums over micro-batches are ((g0 + g1) + g2)..., so np=N with one
 // micro-batch each equals np=1 with N micro-batches bit for bit, at every stage.
+// Sizes: planned_bytes (held for the run) and planned_unit_bytes (a unit in use, moment by
+// moment) are the store's own statement of what it allocates, for `farthing plan`.
 // Relies on: dist/{zero_layout,communicator,zero_collectives,unit_storage}.h, backend/backend.h.
 // Tested by: tests/train/test_train_mpi.sh (np 1/2/3 × stages 1-3), test_train_resume.sh,
-// test_memory_estimate.cpp (every buffer, to the byte).
+// tests/dist/test_param_store_plan.cpp (planned_unit_bytes against the tracker, call by call),
+// tests/train/test_memory_estimate.cpp (every buffer of real training steps, to the byte).
 #pragma once
 
 #include <cstdint>
@@ -63,6 +66,44 @@ struct ParamStoreBytes {
   int64_t total() const { return weights + grads + master_copy + staging; }
 };
 
+// One unit's buffers at one moment, by the category the tracker charges them to, in bytes.
+struct UnitBytes {
+  int64_t weights = 0;  // kWeights
+  int64_t grads = 0;    // kGrads
+  int64_t comm = 0;     // kCommBuffers
+  int64_t total() const { return weights + grads + comm; }
+};
+
+// What using one unit costs a ParamStore on this rank, moment by moment, in bytes: the store's
+// own answer to "what does a unit in use hold", so that `farthing plan` composes these figures
+// with the model's schedule (models::Transformer::unit_schedule) instead of repeating the calls.
+// planned_unit_bytes (param_store.cpp) states each figure beside the code that allocates it.
+struct ParamStoreUnitBytes {
+  // From prefetch_params (or the start of an acquire that was not prefetched) until acquired:
+  // the gather's send slot and receive buffer (ZeRO-3 over several ranks; nothing elsewhere).
+  UnitBytes gathering;
+  // An acquisition: what the unit holds at the call's peak (the gather included), and from its
+  // return until release_params.
+  struct Acquisition {
+    UnitBytes peak, held;
+  };
+  Acquisition params;       // acquire_params: fp32 parameters
+  Acquisition bf16_params;  // acquire_bf16_params: the bf16 weights themselves
+  // acquire_grads until grads_ready: the fp32 accumulator (kGrads).
+  int64_t accumulator = 0;
+  // grads_ready at the peak of its reduction over ranks, the accumulator included.
+  UnitBytes reducing;
+  // With the optimizer step fused into backward: what grads_ready still holds while the hook
+  // runs (the hook's own buffers come on top: the trainer's step, through AdamW).
+  UnitBytes stepping;
+};
+
+// The temporaries MpiCommunicator's all_reduce holds for n f32/f64 elements of elem_bytes over
+// world ranks (mpi_communicator.cpp: the zero-padded copy and the received blocks, ceil(n/W)·W
+// elements each; nothing at world 1). The store's stage-1 reduction uses it, and so does `plan`
+// for the trainer's own small all-reduces.
+int64_t mpi_all_reduce_temp_bytes(int64_t n, int world, int64_t elem_bytes);
+
 class ParamStore final : public UnitStorage {
  public:
   // shard s of this rank's optimizer is zero.owned_shards()[s]; a rank owns one range per unit.
@@ -74,6 +115,8 @@ class ParamStore final : public UnitStorage {
 
   ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& backend, ParamStoreOptions options);
   static ParamStoreBytes planned_bytes(const ZeroLayout& zero, const ParamStoreOptions& options);
+  // What using `unit` costs this rank (see ParamStoreUnitBytes): the calls below allocate exactly these.
+  static ParamStoreUnitBytes planned_unit_bytes(const ZeroLayout& zero, const ParamStoreOptions& options, size_t unit);
 
   const ZeroLayout& layout() const { return zero_; }
   Device device() const { return backend_.device(); }  // where the weights and gradients live

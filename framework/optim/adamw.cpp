@@ -274,7 +274,7 @@ GradReport AdamW::inspect_shard_grads(std::span<const size_t> shard_ids, std::sp
                                       const GradOptions& options) const {
   FARTHING_CHECK(shard_ids.size() == grads.size(), "inspect_shard_grads: ", shard_ids.size(), " shard ids but ",
                  grads.size(), " gradient tensors");
-  double partial[2] = {0.0, 0.0};  // sum of squares, non-finite count
+  double partial[kInspectReducedValues] = {0.0, 0.0};  // sum of squares, non-finite count
   for (size_t i = 0; i < shard_ids.size(); ++i) {
     const size_t s = shard_ids[i];
     FARTHING_CHECK(s < shards_.size() && uint64_t(grads[i].numel()) == shards_[s].spec.numel,
@@ -287,7 +287,7 @@ GradReport AdamW::inspect_shard_grads(std::span<const size_t> shard_ids, std::sp
       partial[1] += double(p.nonfinite);
     }
   }
-  if (reduce_) reduce_(std::span<double>(partial, 2));
+  if (reduce_) reduce_(std::span<double>(partial, kInspectReducedValues));
   return make_grad_report(partial[0], int64_t(partial[1]), options);
 }
 
@@ -312,7 +312,7 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
   FARTHING_CHECK(std::isfinite(lr_multiplier) && lr_multiplier >= 0.0, "step: lr_multiplier (", lr_multiplier,
                  ") must be finite and >= 0");
   const int64_t t = step_ + 1;
-  double partial[4] = {0.0, 0.0, 0.0, 0.0};  // elements, unchanged, update ss, weight ss
+  double partial[kStepReducedValues] = {0.0, 0.0, 0.0, 0.0};  // elements, unchanged, update ss, weight ss
   for (size_t i = 0; i < shard_ids.size(); ++i) {
     const size_t s = shard_ids[i];
     FARTHING_CHECK(s < shards_.size(), "step_shards: shard ", s, " does not exist (", shards_.size(), " shards)");
@@ -354,7 +354,7 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
       partial[3] += p.weight_sum_squares;
     }
   }
-  if (reduce_) reduce_(std::span<double>(partial, 4));
+  if (reduce_) reduce_(std::span<double>(partial, kStepReducedValues));
   StepDiagnostics d;
   d.step = t;
   d.lr = config_.groups[0].hyper.lr * lr_multiplier;

@@ -52,6 +52,9 @@ class AdamW {
  public:
   // The bytes an AdamW over `shards` with `config` allocates, before building one.
   static AdamWStateBytes planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards);
+  // The values one inspect and one step pass to the reduce hook (the gradients' sum of squares and
+  // non-finite count; the step's four partial sums): what the hook's all-reduce carries.
+  static constexpr int64_t kInspectReducedValues = 2, kStepReducedValues = 4;
 
   // The state is allocated on `backend`'s device (the CPU when none is given).
   AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* backend = nullptr);

@@ -1,7 +1,8 @@
-// memory_estimate.cpp — see memory_estimate.h. Each function mirrors the constructor it names,
-// allocation by allocation, and replay_training_step the training step in code order;
-// tests/train/test_memory_estimate.cpp catches any drift by comparing with the tracker after
-// real training steps.
+// memory_estimate.cpp — see memory_estimate.h. Nothing here knows how a buffer is allocated:
+// every figure comes from its owner (AdamW, ParamStore, Transformer), and this file only adds
+// them up and takes the largest combination that the model's schedule holds at once.
+// tests/train/test_memory_estimate.cpp checks the result against the tracker after real training
+// steps; tests/dist/test_param_store_plan.cpp checks the store's per-unit figures call by call.
 #include "framework/train/memory_estimate.h"
 #include "framework/train/progress.h"
 
@@ -18,15 +19,6 @@
 namespace farthing::train {
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The temporaries MpiCommunicator::all_reduce_async holds for n f32/f64 elements at world W:
-// the zero-padded copy and the received blocks, ceil(n/W)·W elements each (mpi_communicator.cpp).
-int64_t all_reduce_temp_bytes(int64_t n, int64_t world, int64_t elem_bytes) {
-  if (n == 0 || world == 1) return 0;
-  return 2 * ceil_div(n, world) * world * elem_bytes;
-}
 
 models::ModelOptions model_options_of(const recipe::RunConfig& config) {
   // The same mapping as trainer.cpp's model_options().
@@ -47,214 +39,118 @@ std::vector<dist::UnitRange> unit_ranges(const models::FlatLayout& layout) {
   return units;
 }
 
-// The MPI temporaries of ZeRO's gradient reduction and the trainer's own small all-reduces.
-// Collectives run one at a time on the communicator's worker thread, and each frees its
-// temporaries when it ends, so the largest one is what is held at once.
-int64_t comm_transient_bytes(const dist::ZeroLayout& zero, int stage, int64_t grad_accum) {
-  const int64_t world = zero.world_size();
-  if (world == 1) return 0;
-  int64_t largest = 0;
-  for (size_t u = 0; u < zero.units().size(); ++u) {
-    if (stage == 1) {  // all-reduce of the unit's aligned span, in place
-      largest = std::max(largest, all_reduce_temp_bytes(zero.aligned_end(u) - zero.units()[u].begin, world, 4));
-    } else {  // reduce-scatter of the padded unit: every rank's block of it arrives (P_u f32)
-      largest = std::max(largest, zero.padded_elems(u) * 4);
-    }
+// Bytes by category at one moment of a step.
+struct Held {
+  std::array<int64_t, kNumMemoryCategories> bytes{};
+  Held& add(MemoryCategory c, int64_t n) {
+    bytes[size_t(c)] += n;
+    return *this;
   }
-  // trainer.cpp: the micro-batch loss sums (world · grad_accum f64); AdamW's reduce hook (≤ 4 f64).
-  largest = std::max(largest, all_reduce_temp_bytes(world * grad_accum, world, 8));
-  largest = std::max(largest, all_reduce_temp_bytes(4, world, 8));
-  return largest;
-}
-
-// Replays tracked allocations in the order the code makes them, as the tracker counts them:
-// each category's own peak, and the peak of their sum with the moment it happens.
-class AllocationReplay {
- public:
-  void hold(MemoryCategory c, int64_t bytes, const std::string& moment) {
-    current_[size_t(c)] += bytes;
-    peak_[size_t(c)] = std::max(peak_[size_t(c)], current_[size_t(c)]);
-    total_ += bytes;
-    if (total_ > total_peak_) {
-      total_peak_ = total_;
-      peak_moment_ = moment;
-    }
+  Held& add(const dist::UnitBytes& b) {
+    add(MemoryCategory::kWeights, b.weights);
+    add(MemoryCategory::kGrads, b.grads);
+    return add(MemoryCategory::kCommBuffers, b.comm);
   }
-  void drop(MemoryCategory c, int64_t bytes) {
-    current_[size_t(c)] -= bytes;
-    total_ -= bytes;
+  Held plus(const dist::UnitBytes& b) const { return Held(*this).add(b); }
+  int64_t total() const {
+    int64_t t = 0;
+    for (int64_t b : bytes) t += b;
+    return t;
   }
-  // An allocation freed at once (a collective's temporaries).
-  void touch(MemoryCategory c, int64_t bytes, const std::string& moment) {
-    hold(c, bytes, moment);
-    drop(c, bytes);
-  }
-  const std::array<int64_t, kNumMemoryCategories>& peaks() const { return peak_; }
-  int64_t total_peak() const { return total_peak_; }
-  const std::string& peak_moment() const { return peak_moment_; }
-
- private:
-  std::array<int64_t, kNumMemoryCategories> current_{}, peak_{};
-  int64_t total_ = 0, total_peak_ = 0;
-  std::string peak_moment_;
 };
 
-// The unit holding a global offset: models::Transformer::unit_of.
-size_t unit_of(const models::FlatLayout& layout, int64_t offset) {
-  const auto& units = layout.units();
-  const auto after = std::upper_bound(units.begin(), units.end(), offset,
-                                      [](int64_t o, const models::ParamUnit& u) { return o < u.begin_elems; });
-  return size_t(after - units.begin()) - 1;
+// Each category's peak over the moments considered, and the peak of their sum with the first
+// moment that reaches it: what the tracker's per-category and total peaks will say.
+struct StepPeaks {
+  std::array<int64_t, kNumMemoryCategories> category{};
+  int64_t total = -1;
+  std::string moment;
+  void consider(const Held& h, const std::string& when) {
+    for (size_t c = 0; c < category.size(); ++c) category[c] = std::max(category[c], h.bytes[c]);
+    if (h.total() > total) {
+      total = h.total();
+      moment = when;
+    }
+  }
+};
+
+// What one unit costs while a step uses it: the store's buffers (ParamStore::planned_unit_bytes),
+// through the acquisition the model makes, with the model's own (Transformer::unit_buffer_bytes).
+struct UnitCost {
+  dist::UnitBytes gathering, acquiring, in_use, reducing, stepping;
+  int64_t accumulator = 0;
+  bool gathered = false;  // a gather brings it (else it is widened or read where it is)
+};
+
+UnitCost unit_cost(const dist::ZeroLayout& zero, const dist::ParamStoreOptions& store,
+                   const models::TransformerSpec& spec, const models::ModelOptions& model, size_t unit) {
+  const dist::ParamStoreUnitBytes s = dist::ParamStore::planned_unit_bytes(zero, store, unit);
+  const models::UnitBufferBytes m = models::Transformer::unit_buffer_bytes(spec, int(unit), model);
+  const dist::ParamStoreUnitBytes::Acquisition& acquisition = m.reads_bf16 ? s.bf16_params : s.params;
+  UnitCost c;
+  c.gathering = s.gathering;
+  c.gathered = s.gathering.total() > 0;
+  c.acquiring = acquisition.peak;
+  c.in_use = acquisition.held;
+  c.in_use.weights += m.weights;
+  c.accumulator = s.accumulator;
+  c.reducing = s.reducing;
+  c.stepping = s.stepping;
+  return c;
 }
 
-// One training step on top of what `replay` already holds (the persistent buffers), in code
-// order. The model over the ParamStore (transformer.cpp, dist/param_store.cpp):
-//   at ZeRO-3 over several ranks, a gather (started by prefetch_params right after the previous
-//     unit's acquire, or by acquire_unit itself): the send slot (L_u owned elements, zero-padded,
-//     bf16 or the fp32 master) and the receive buffer (P_u fp32 parameters for the master, else
-//     P_u bf16); acquire_unit then widens the bf16 into fp32 parameters (P_u), and the receive
-//     buffer goes with the send slot;
-//   where the whole unit is local (stages 1-2, or one rank): acquire_unit widens or copies it
-//     straight into its fp32 parameters (P_u): no send slot, receive buffer or prefetch;
-//   then at bf16/fp16 compute the unit's 16-bit GEMM copy (its span);
-//   G() on a unit's first gradient: a zero-filled fp32 accumulator (P_u);
-//   unit_grads_done over several ranks: at stage 1 the all-reduce of the unit's span in place
-//     (MpiCommunicator's temporaries); at stages 2-3 the owned block (L_u f32) and
-//     reduce_scatter's received blocks (P_u f32), and the accumulator goes before the step;
-//     fused, a bf16 copy of the owned gradients where they are kept in bf16, and AdamW's two
-//     small all-reduces.
-// Order: the embedding is acquired first and kept to the end (a tied head reads it last, so
-// then its gradients live from the loss to the end); blocks one at a time forward; the head
-// from the final norm until its norm's backward; blocks again in reverse with their gradients;
-// the embedding's gradients last. Evaluation runs the same forward without gradients: lower.
-void replay_training_step(AllocationReplay& replay, const models::TransformerSpec& spec,
-                           const dist::ZeroLayout& zero, const recipe::RunConfig& config, bool gather_f32) {
+// One training step on top of `persistent`: the model's turns (Transformer::unit_schedule), each
+// holding the embedding unit beside its own unit, the next turn's gather and the gradients being
+// accumulated or reduced; then the trainer's reductions after backward. A turn's moments are
+// taken in its order (acquiring, in use, prefetching, gradients, reduction), so that the first
+// one to reach the peak names it. hook_comm: what AdamW's reductions hold (each fused unit's
+// step, or the optimizer step); loss_comm: the micro-batch loss sums' (trainer.cpp's train_step).
+StepPeaks step_peaks(const Held& persistent, const models::UnitSchedule& schedule, const std::vector<UnitCost>& cost,
+                     const std::vector<models::ParamUnit>& units, bool fused, int64_t hook_comm, int64_t loss_comm) {
   using C = MemoryCategory;
-  const models::FlatLayout& layout = spec.layout;
-  const auto& units = layout.units();
-  const bool narrow = config.train.precision != "fp32";
-  const bool bf16_direct = config.train.precision == "bf16";  // the GEMMs read the bf16 weights themselves
-  const bool fused = config.train.optimizer_in_backward;
-  const int64_t world = zero.world_size();
-  const int stage = config.distributed.zero_stage;
-  const bool solo = world == 1;
-  const bool local = solo || stage < 3;  // whole units on this rank: no gathers
-  const bool bf16_grads =
-      dist::kept_gradient_dtype({.grad_accum = config.train.grad_accum}, int(world)) == DType::kBF16;
-  const int64_t send_elem_bytes = gather_f32 ? 4 : 2;
-  std::vector<char> has_grads(units.size(), 0);
-
-  // A gather (ParamStore::start_gather): the send slot, and the receive buffer — the fp32
-  // parameters themselves when the master is gathered, else bf16 to widen on acquire.
-  std::vector<char> in_flight(units.size(), 0);
-  auto start_gather = [&](size_t u, const std::string& at) {
-    if (local) return;
-    replay.hold(C::kCommBuffers, zero.shard_elems(u) * send_elem_bytes, at);
-    if (gather_f32) replay.hold(C::kWeights, zero.padded_elems(u) * 4, at);
-    else replay.hold(C::kCommBuffers, zero.padded_elems(u) * 2, at);
-    in_flight[u] = 1;
-  };
-  auto prefetch = [&](size_t u, const std::string& phase) {
-    if (!in_flight[u]) start_gather(u, phase + ": prefetching " + units[u].name);
-  };
-  auto acquire = [&](size_t u, const std::string& phase) {
-    const int64_t shard = zero.shard_elems(u), padded = zero.padded_elems(u);
-    const std::string at = phase + ": all-gathering " + units[u].name;
-    if (!in_flight[u]) start_gather(u, at);
-    in_flight[u] = 0;
-    if (bf16_direct) {  // the store's bf16 weights (or the gathered ones, kept until release) + the 1-D tensors in fp32
-      if (!local) replay.drop(C::kCommBuffers, shard * send_elem_bytes);
-      replay.hold(C::kWeights, models::unit_vector_elems(layout, int(u)) * 4, phase + ": " + units[u].name + " in use");
-      return;
+  StepPeaks peaks;
+  peaks.consider(persistent, "between steps");
+  const int embedding = schedule.embedding;
+  bool embedding_in_use = false, embedding_grads = false;
+  for (const models::UnitTurn& t : schedule.turns) {
+    const UnitCost& c = cost[size_t(t.unit)];
+    const std::string& name = units[size_t(t.unit)].name;
+    const std::string phase = t.backward ? "backward: " : "forward: ";
+    Held now = persistent;  // and the embedding's unit: in use, and its gradients from a tied head's loss on
+    if (t.unit != embedding && embedding_in_use) now.add(cost[size_t(embedding)].in_use);
+    if (embedding_grads) now.add(C::kGrads, cost[size_t(embedding)].accumulator);
+    if (t.acquires) {
+      if (!t.gathered_ahead && c.gathered) peaks.consider(now.plus(c.gathering), phase + "all-gathering " + name);
+      peaks.consider(now.plus(c.acquiring), phase + (c.gathered ? "all-gathering " : "widening ") + name);
     }
-    if (local) {
-      replay.hold(C::kWeights, padded * 4, phase + ": widening " + units[u].name);
-    } else if (!gather_f32) {  // widened into the fp32 parameters, then the receive buffer goes
-      replay.hold(C::kWeights, padded * 4, at);
-      replay.drop(C::kCommBuffers, padded * 2);
+    now.add(c.in_use);
+    if (t.unit == embedding) embedding_in_use = true;
+    peaks.consider(now, phase + name + " in use");
+    if (t.prefetches >= 0) {
+      now.add(cost[size_t(t.prefetches)].gathering);
+      peaks.consider(now, phase + "prefetching " + units[size_t(t.prefetches)].name);
     }
-    if (!local) replay.drop(C::kCommBuffers, shard * send_elem_bytes);
-    if (narrow) replay.hold(C::kWeights, units[u].span_elems() * 2, phase + ": " + units[u].name + " in use");
-  };
-  auto release = [&](size_t u) {
-    if (bf16_direct) {
-      replay.drop(C::kWeights, models::unit_vector_elems(layout, int(u)) * 4);
-      if (!local) replay.drop(C::kCommBuffers, zero.padded_elems(u) * 2);
-      return;
+    bool accumulating = t.unit == embedding && embedding_grads;
+    if (t.loss_grads >= 0) {
+      now.add(C::kGrads, cost[size_t(t.loss_grads)].accumulator);
+      peaks.consider(now, "loss: " + units[size_t(t.loss_grads)].name + "'s gradients");
+      embedding_grads = t.loss_grads == embedding;
+      accumulating = t.loss_grads == t.unit;
     }
-    if (narrow) replay.drop(C::kWeights, units[u].span_elems() * 2);
-    replay.drop(C::kWeights, zero.padded_elems(u) * 4);
-  };
-  auto grads = [&](size_t u, const std::string& phase) {
-    if (has_grads[u]) return;
-    has_grads[u] = 1;
-    replay.hold(C::kGrads, zero.padded_elems(u) * 4, phase + ": " + units[u].name + "'s gradients");
-  };
-  auto fused_step = [&](size_t u, const std::string& at) {  // ParamStore's hook: the trainer's step_unit
-    const int64_t owned = zero.owned(u, zero.rank()).size();
-    if (bf16_grads && owned > 0) replay.hold(C::kGrads, owned * 2, at);
-    replay.touch(C::kCommBuffers, all_reduce_temp_bytes(2, world, 8), at);  // inspect_shard_grads
-    replay.touch(C::kCommBuffers, all_reduce_temp_bytes(4, world, 8), at);  // step_shards
-    return bf16_grads ? owned * 2 : 0;
-  };
-  auto grads_done = [&](size_t u) {
-    if (!has_grads[u]) return;
-    has_grads[u] = 0;
-    const int64_t shard = zero.shard_elems(u), padded = zero.padded_elems(u);
-    const int64_t span = zero.aligned_end(u) - zero.units()[u].begin;
-    const std::string at = "backward: reducing " + units[u].name + "'s gradients";
-    if (solo || stage == 1) {  // summed in place (or nothing to sum); the step reads the accumulator
-      if (!solo) replay.touch(C::kCommBuffers, all_reduce_temp_bytes(span, world, 4), at);
-      const int64_t narrowed = fused ? fused_step(u, at) : 0;
-      replay.drop(C::kGrads, padded * 4);
-      replay.drop(C::kGrads, narrowed);
-      return;
+    if (!t.hands_over_grads) continue;
+    if (!accumulating) {
+      now.add(C::kGrads, c.accumulator);
+      peaks.consider(now, "backward: " + name + "'s gradients");
     }
-    replay.hold(C::kCommBuffers, shard * 4, at);
-    replay.touch(C::kCommBuffers, padded * 4, at);
-    replay.drop(C::kGrads, padded * 4);
-    if (fused) replay.drop(C::kGrads, fused_step(u, at));
-    replay.drop(C::kCommBuffers, shard * 4);
-  };
-
-  const size_t embedding = unit_of(layout, spec.tok_emb);
-  const size_t head = unit_of(layout, spec.final_norm_w);
-  const size_t head_weight = unit_of(layout, spec.head_w);  // the embedding when tied
-  const int64_t L = spec.config.n_layers;
-  // forward_trunk: each unit acquired, then the next one's gather started (prefetch).
-  auto block = [&](int64_t l) { return unit_of(layout, spec.blocks[size_t(l)].qkv_w); };
-  acquire(embedding, "forward");
-  prefetch(L > 0 ? block(0) : head, "forward");
-  for (int64_t l = 0; l < L; ++l) {
-    const size_t b = block(l);
-    acquire(b, "forward");
-    prefetch(l + 1 < L ? block(l + 1) : head, "forward");
-    release(b);
+    now.add(C::kGrads, -c.accumulator);  // the reduction's figures hold it
+    const std::string at = "backward: reducing " + name + "'s gradients";
+    peaks.consider(now.plus(c.reducing), at);
+    if (fused) peaks.consider(now.plus(c.stepping).add(C::kCommBuffers, hook_comm), at);
+    if (t.unit == embedding) embedding_grads = false;
   }
-  acquire(head, "forward");
-  if (L > 0) prefetch(block(L - 1), "forward");  // for backward
-  // loss_and_head, then backward_from_head
-  grads(head_weight, "loss");
-  grads(head, "backward");
-  grads_done(head);
-  release(head);
-  for (int64_t l = L - 1; l >= 0; --l) {
-    const size_t b = block(l);
-    acquire(b, "backward");
-    if (l > 0) prefetch(block(l - 1), "backward");
-    grads(b, "backward");
-    grads_done(b);
-    release(b);
-  }
-  grads(embedding, "backward");
-  grads_done(embedding);
-  release(embedding);
-  // train_step after backward: the micro-batch loss sums; unfused, AdamW's two reductions.
-  replay.touch(C::kCommBuffers, all_reduce_temp_bytes(world * config.train.grad_accum, world, 8), "loss all-reduce");
-  if (!fused) {
-    replay.touch(C::kCommBuffers, all_reduce_temp_bytes(2, world, 8), "optimizer step");
-    replay.touch(C::kCommBuffers, all_reduce_temp_bytes(4, world, 8), "optimizer step");
-  }
+  peaks.consider(Held(persistent).add(C::kCommBuffers, loss_comm), "loss all-reduce");
+  if (!fused) peaks.consider(Held(persistent).add(C::kCommBuffers, hook_comm), "optimizer step");
+  return peaks;
 }
 
 // The recipe changes that shrink a category, for the budget message.
@@ -306,7 +202,8 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.flat_elems = layout.total_elems();
 
   // Over the ParamStore the model allocates no whole parameter, gradient or GEMM-copy buffer.
-  e.model_buffers = models::Transformer::buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options_of(config));
+  const models::ModelOptions model_options = model_options_of(config);
+  e.model_buffers = models::Transformer::buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options);
   e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
 
   const OptimizerSetup setup = make_optimizer_setup(layout, config.optimizer, t.seed);
@@ -356,23 +253,28 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
       e.optimizer_in_backward ? 0 : int64_t(dtype_size_bytes(dist::kept_gradient_dtype(store_options, world_size)));
   const int64_t grad_bytes = int64_t(dtype_size_bytes(dist::kept_gradient_dtype(store_options, world_size)));
 
-  // Held for the whole run, in the trainer constructor's order: AdamW, the store, the model.
-  AllocationReplay replay;
-  const std::string between = "between steps";
-  replay.hold(MemoryCategory::kMaster, e.optimizer.master, between);
-  replay.hold(MemoryCategory::kOptimizerState, e.optimizer.state(), between);
-  replay.hold(MemoryCategory::kWeights, e.trainer_weights, between);
-  replay.hold(MemoryCategory::kGrads, e.grad_sum, between);
-  replay.hold(MemoryCategory::kCommBuffers, e.comm_staging, between);
-  replay.hold(MemoryCategory::kWeights, e.master_copy, between);
+  // Held for the whole run (AdamW's, the store's, the model's activations), then a step on top.
+  using C = MemoryCategory;
   const TransformerBufferBytes& m = e.model_buffers;
-  replay.hold(MemoryCategory::kActivations, m.activation_total(), between);
-  const int64_t persistent = e.optimizer.master + e.optimizer.state() + e.trainer_weights + e.grad_sum +
-                             e.comm_staging + e.master_copy + m.activation_total();
-  replay_training_step(replay, spec, dist::ZeroLayout(units, world_size, e.peak_rank), config, compute_from_master);
-  e.step_bytes = replay.peaks();
-  e.step_peak_bytes = replay.total_peak();
-  e.step_peak_moment = replay.peak_moment();
+  Held persistent;
+  persistent.add(C::kMaster, e.optimizer.master).add(C::kOptimizerState, e.optimizer.state());
+  persistent.add(C::kWeights, e.trainer_weights + e.master_copy).add(C::kGrads, e.grad_sum);
+  persistent.add(C::kCommBuffers, e.comm_staging).add(C::kActivations, m.activation_total());
+  const int64_t persistent_bytes = persistent.total();
+  const dist::ZeroLayout zero(units, world_size, e.peak_rank);
+  std::vector<UnitCost> cost;
+  for (size_t u = 0; u < units.size(); ++u) cost.push_back(unit_cost(zero, store_options, spec, model_options, u));
+  // The trainer's own all-reduces (MpiCommunicator's temporaries): AdamW's partial sums through
+  // its reduce hook, in each fused unit's step or in the optimizer step; the micro-batch loss sums.
+  const int64_t hook_comm =
+      std::max(dist::mpi_all_reduce_temp_bytes(optim::AdamW::kInspectReducedValues, world_size, 8),
+               dist::mpi_all_reduce_temp_bytes(optim::AdamW::kStepReducedValues, world_size, 8));
+  const int64_t loss_comm = dist::mpi_all_reduce_temp_bytes(world_size * t.grad_accum, world_size, 8);
+  const StepPeaks peaks = step_peaks(persistent, models::Transformer::unit_schedule(spec), cost, layout.units(),
+                                     t.optimizer_in_backward, hook_comm, loss_comm);
+  e.step_bytes = peaks.category;
+  e.step_peak_bytes = peaks.total;
+  e.step_peak_moment = peaks.moment;
   e.unit_weights = e.bytes(MemoryCategory::kWeights) - e.trainer_weights - e.master_copy;
   e.unit_grads = e.bytes(MemoryCategory::kGrads) - e.grad_sum;
   e.comm_transient = e.bytes(MemoryCategory::kCommBuffers) - e.comm_staging;
@@ -388,8 +290,8 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
     largest_span = std::max(largest_span, dist::ZeroLayout(units, 1, 0).aligned_end(u) - units[u].begin);
   }
   e.initial_weights = largest_span * 4;
-  e.load_peak_bytes = persistent - m.activation_total() + e.initial_weights;
-  e.built_bytes = persistent;
+  e.load_peak_bytes = persistent_bytes - m.activation_total() + e.initial_weights;
+  e.built_bytes = persistent_bytes;
   e.load_peak_moment = e.from_file ? "while loading model.path, one unit's fp32 values at a time"
                                    : "while setting up the first weights, one unit's fp32 values at a time";
   e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);

@@ -2,21 +2,25 @@
 // its model's config before anything is allocated: the arithmetic behind `farthing plan`
 // (ARCHITECTURE.md §6).
 //
-// What is held for the run comes from its owners, which allocate with the same arithmetic:
-// AdamW::planned_bytes (master and moments over the rank's ZeRO shards) and
-// ParamStore::planned_bytes (bf16 weights, kept gradients, staging, the master's whole copy);
-// and the model's activations (Transformer::buffer_bytes, the constructor's own carving). What
-// comes and goes during a step is replayed, as below. So the prediction is of what the memory tracker (framework/core/memory.h)
-// counts, and a real run's tracked peak checks it; the dataset, the tokenizer and the kernels'
-// per-thread scratch are not tracked, and not predicted. Units come and go during a step (each
-// unit's fp32 parameters, 16-bit GEMM copy, gradient accumulator, gathers and reductions), so
-// categories may peak at different moments: the step is replayed allocation by allocation in
-// code order (transformer.cpp's forward_trunk, loss_and_head, backward_from_head;
-// param_store.cpp; the trainer's train_step).
-// Relies on: models/common (spec, layout), framework/dist/zero_layout.h,
-// framework/train/optimizer_setup.h, framework/optim/memory_plan.h.
+// One source of truth: every size comes from the code that allocates it, and this file only adds
+// them up. Held for the run: AdamW::planned_bytes (master and moments over the rank's ZeRO
+// shards), ParamStore::planned_bytes (bf16 weights, kept gradients, staging, the master's whole
+// copy) and Transformer::buffer_bytes (the activations, the constructor's own carving). During a
+// step units come and go, so categories may peak at different moments: ParamStore::
+// planned_unit_bytes says what a unit costs at each moment of its use (gathered, acquired,
+// accumulating and reducing its gradients, stepping fused), Transformer::unit_buffer_bytes what
+// the model adds to a unit in use, and Transformer::unit_schedule which units a step holds
+// together (the embedding for the whole step, one other unit at a time beside it with the next
+// one's gather in flight, a tied head's gradients from the loss on). The step's peak, per
+// category and in total, is the largest of those combinations, named by the first moment that
+// reaches it. So the prediction is of what the memory tracker (framework/core/memory.h) counts,
+// and a real run's tracked peaks check it; the dataset, the tokenizer and the kernels' per-thread
+// scratch are not tracked, and not predicted.
+// Relies on: models/common (spec, layout, Transformer's sizes), framework/dist (ZeroLayout,
+// ParamStore's sizes), framework/train/optimizer_setup.h, framework/optim (AdamW's sizes, memory_plan.h).
 // Tested by: tests/train/test_memory_estimate.cpp (real Trainer runs at every stage, fused and
-// not, from presets and files; budget refusal).
+// not, from presets and files, np 1/2/3, to the byte; budget refusal); the owners' per-unit
+// figures by tests/dist/test_param_store_plan.cpp.
 #pragma once
 
 #include "framework/train/progress.h"  // format_bytes

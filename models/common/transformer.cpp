@@ -22,6 +22,15 @@ GemmDtype gemm_dtype_of(ComputeMode mode) {
                                       : GemmDtype::kF32;
 }
 
+// The unit whose span holds global element `offset` (units are in offset order).
+int unit_holding(const FlatLayout& layout, int64_t offset) {
+  const auto& units = layout.units();
+  const auto after = std::upper_bound(units.begin(), units.end(), offset,
+                                      [](int64_t o, const ParamUnit& u) { return o < u.begin_elems; });
+  FARTHING_CHECK(after != units.begin(), "offset ", offset, " precedes the first unit");
+  return int(after - units.begin()) - 1;
+}
+
 uint64_t splitmix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -231,13 +240,7 @@ void Transformer::zero_grads() {
   if (options_.unit_storage == nullptr) ops_.zero(grads(), layout().total_elems());
 }
 
-int Transformer::unit_of(int64_t offset) const {
-  const auto& units = layout().units();
-  const auto after = std::upper_bound(units.begin(), units.end(), offset,
-                                      [](int64_t o, const ParamUnit& u) { return o < u.begin_elems; });
-  FARTHING_CHECK(after != units.begin(), "offset ", offset, " precedes the first unit");
-  return int(after - units.begin()) - 1;
-}
+int Transformer::unit_of(int64_t offset) const { return unit_holding(layout(), offset); }
 
 int64_t unit_vector_elems(const FlatLayout& layout, int unit) {
   int64_t n = 0;
@@ -270,6 +273,18 @@ float* Transformer::G(int64_t offset) {
   float*& g = unit_grads_[size_t(u)];
   if (g == nullptr) g = options_.unit_storage->acquire_grads(u);
   return g + (offset - layout().units()[size_t(u)].begin_elems);
+}
+
+// What acquire_unit below allocates beside the storage's buffers.
+UnitBufferBytes Transformer::unit_buffer_bytes(const TransformerSpec& spec, int unit, const ModelOptions& options) {
+  UnitBufferBytes b;
+  b.reads_bf16 = options.compute == ComputeMode::kBF16;
+  if (b.reads_bf16) {
+    b.weights = unit_vector_elems(spec.layout, unit) * 4;  // unit_vectors_
+  } else if (options.compute != ComputeMode::kF32) {
+    b.weights = spec.layout.units()[size_t(unit)].span_elems() * 2;  // unit_working_
+  }
+  return b;
 }
 
 void Transformer::acquire_unit(int u) {
@@ -552,6 +567,33 @@ Transformer::LossSum Transformer::forward_loss_sum(const int32_t* tokens, const 
   return loss;
 }
 
+// The turns that forward_trunk, loss_and_head and backward_from_head (below) take over a
+// UnitStorage; see UnitSchedule.
+UnitSchedule Transformer::unit_schedule(const TransformerSpec& spec) {
+  const FlatLayout& layout = spec.layout;
+  const int64_t L = spec.config.n_layers;
+  auto block = [&](int64_t l) { return unit_holding(layout, spec.blocks[size_t(l)].qkv_w); };
+  const int embedding = unit_holding(layout, spec.tok_emb), head = unit_holding(layout, spec.final_norm_w);
+  UnitSchedule s;
+  s.embedding = embedding;
+  // forward_trunk: the embedding, then each block, each turn prefetching the next one's unit.
+  s.turns.push_back({.unit = embedding, .gathered_ahead = false, .prefetches = L > 0 ? block(0) : head});
+  for (int64_t l = 0; l < L; ++l) s.turns.push_back({.unit = block(l), .prefetches = l + 1 < L ? block(l + 1) : head});
+  // The head: acquired for the final norm, prefetching the last block for backward; the loss
+  // starts the output head's gradients (in the embedding's unit when tied); its backward ends it.
+  s.turns.push_back({.unit = head,
+                     .prefetches = L > 0 ? block(L - 1) : -1,
+                     .loss_grads = unit_holding(layout, spec.head_w),
+                     .hands_over_grads = true});
+  // backward_from_head: each block again in reverse, then the embedding's gradients.
+  for (int64_t l = L - 1; l >= 0; --l) {
+    s.turns.push_back({.unit = block(l), .backward = true, .prefetches = l > 0 ? block(l - 1) : -1,
+                       .hands_over_grads = true});
+  }
+  s.turns.push_back({.unit = embedding, .backward = true, .acquires = false, .hands_over_grads = true});
+  return s;
+}
+
 // Final norm, blocks in reverse, embeddings: after loss_and_head left d(final norm out) in dn_.
 void Transformer::backward_from_head() {
   const ModelConfig& c = config();
@@ -591,7 +633,8 @@ void Transformer::forward_trunk(const int32_t* tokens, bool backward_follows) {
   const int head = unit_of(spec_.final_norm_w);
   refresh_working_weights();
   // UnitStorage mode: each unit is acquired just before use, and the next one's gather starts
-  // right after, so it overlaps this unit's compute (ZeRO-3's prefetch).
+  // right after, so it overlaps this unit's compute (ZeRO-3's prefetch). unit_schedule states
+  // this order, and backward_from_head's, for `farthing plan`: change them together.
   acquire_unit(unit_of(spec_.tok_emb));  // kept through backward (a tied head reads it last)
   prefetch_unit(c.n_layers > 0 ? block_unit(0) : head);
   embed(tokens);

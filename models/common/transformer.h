@@ -12,9 +12,12 @@
 // Activation checkpointing per block keeps only the block inputs and recomputes the rest
 // in backward with the same code, so gradients are bitwise those of the stored run.
 // Every op runs through the backend's NnOps (framework/backend/nn_ops.h); the model includes
-// no kernel directly. Relies on: framework/backend/nn_ops.h, framework/core/memory.h,
+// no kernel directly. What it allocates is stated for `farthing plan`: buffer_bytes (the
+// constructor), unit_buffer_bytes (each unit acquired) and unit_schedule (which units a step holds
+// together). Relies on: framework/backend/nn_ops.h, framework/core/memory.h,
 // framework/dist/unit_storage.h. Tested by: tests/models/test_model_goldens.cpp,
-// test_gradcheck.cpp, test_model_modes.cpp, tests/dist/test_param_store.cpp (over the store).
+// test_gradcheck.cpp, test_model_modes.cpp, tests/dist/test_param_store.cpp (over the store),
+// tests/train/test_memory_estimate.cpp (the sizes and the schedule, against real training steps).
 #pragma once
 
 #include <cstdint>
@@ -64,11 +67,49 @@ struct TransformerBufferBytes {
   int64_t activation_total() const { return activations + scratch + narrow_scratch + inputs; }
 };
 
+// What acquire_unit allocates itself for one unit over a UnitStorage, beside what the storage
+// hands it, and which storage call it makes (held until release_unit, kWeights).
+struct UnitBufferBytes {
+  bool reads_bf16 = false;  // acquire_bf16_params (bf16 compute), else acquire_params
+  int64_t weights = 0;      // the 1-D tensors widened to fp32 (bf16), or the 16-bit GEMM copy (fp16)
+};
+
+// Which units a training step over a UnitStorage holds at once (forward_backward_sum): the
+// model's statement of its schedule, for `farthing plan`, which adds up what the storage and the
+// model hold for each unit (ParamStore::planned_unit_bytes, unit_buffer_bytes) over these turns.
+//   - The embedding unit is acquired first and stays in use to the end of backward (a tied head
+//     reads it last).
+//   - Beside it one other unit is in use at a time, taking turns: every block in forward, the
+//     head from the final norm through the loss to its backward, every block again in backward.
+//   - Once a turn's unit is acquired, the gather of the next turn's unit starts (prefetch), so it
+//     is in flight beside that turn.
+//   - In backward a turn accumulates its unit's gradients and hands them over before the unit
+//     is released. The loss sends the output head's gradients to its weight's unit: the head's
+//     own, or a tied head's embedding, whose gradients then stay beside every later turn.
+//   - The last turn hands over the embedding's gradients.
+struct UnitTurn {
+  int unit = 0;
+  bool backward = false;        // acquired in backward (else forward)
+  bool acquires = true;         // false: the embedding's last turn (it is in use already)
+  bool gathered_ahead = true;   // its gather started in the turn before (not the embedding's first)
+  int prefetches = -1;          // the unit whose gather starts once this one is acquired, or -1
+  int loss_grads = -1;          // the unit whose gradients the loss starts in this turn, or -1
+  bool hands_over_grads = false;  // its gradients accumulate (unless already) and are handed over
+};
+struct UnitSchedule {
+  int embedding = 0;            // in use from the first turn to the last
+  std::vector<UnitTurn> turns;  // in order
+};
+
 class Transformer {
  public:
   // What the constructor with these arguments allocates, computed with the same carving.
   static TransformerBufferBytes buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq,
                                              const ModelOptions& options);
+  // Over a UnitStorage: what acquire_unit allocates for `unit`, and the units a training step
+  // holds together (forward_trunk, loss_and_head and backward_from_head keep to it).
+  static UnitBufferBytes unit_buffer_bytes(const TransformerSpec& spec, int unit, const ModelOptions& options);
+  static UnitSchedule unit_schedule(const TransformerSpec& spec);
   // Allocates parameters, gradients and activations for batches of (batch, seq) tokens.
   Transformer(TransformerSpec spec, int64_t batch, int64_t seq, ModelOptions options = {});
 

@@ -1,10 +1,10 @@
 // test_memory_estimate.cpp — `farthing plan`'s arithmetic (framework/train/memory_estimate.h)
-// against real training: for several configurations the real Trainer (world size 1) takes two
-// steps and the memory tracker's peak is compared with the prediction, in total and per
+// against real training: for several configurations the real Trainer (at the test's world size)
+// takes two steps and the memory tracker's peak is compared with the prediction, in total and per
 // category, and so is the peak while the Trainer is built (loading model.path, or a preset's
 // first weights unit by unit). Every stage, the optimizer in backward, tied and untied heads,
 // bf16 and fp32 kept gradients, the master read by the compute. The budget check refuses a plan
-// that does not fit.
+// that does not fit. Under mpirun (np 2, 3) each rank checks its own prediction.
 // Data is a token file of random ids, so neither a tokenizer nor ../shared is needed.
 #include <gtest/gtest.h>
 
@@ -127,10 +127,11 @@ void expect_within_10_percent(const recipe::RunConfig& config, const models::Mod
               (long long)m.loading_peak);
   // The contract `farthing plan` promises (issue 6): the predicted peak within 10% of the measured one.
   EXPECT_NEAR(double(e.step_peak_bytes), double(m.peak), 0.10 * double(m.peak)) << label;
-  // At world size 1 the estimate repeats every tracked allocation (persistent ones, and each
-  // unit's parameters, gradients and reductions in code order), so it is exact, in total and
-  // category by category: any difference means memory_estimate.cpp no longer mirrors the code it
-  // copies (transformer.cpp, param_store.cpp, adamw.cpp, trainer.cpp).
+  // Every figure the estimate adds up is its owner's statement of what it allocates (AdamW's,
+  // the ParamStore's and the Transformer's sizes, per run and per unit in use, and the model's
+  // schedule of which units are held together), so the estimate is exact, in total and category
+  // by category: any difference means an owner's statement no longer matches its code
+  // (adamw.cpp, param_store.cpp, transformer.cpp), or the trainer allocates something new.
   EXPECT_EQ(e.step_peak_bytes, m.peak) << label;
   for (int c = 0; c < kNumMemoryCategories; ++c) {
     const auto category = MemoryCategory(c);
