@@ -142,7 +142,7 @@ class Renderer {
     if (!node.attribute.empty()) {
       const Value target = lookup(node.name);
       if (!target.is(Type::kNamespace)) {
-        fail(node.at, "cannot set '" + node.name + "." + node.attribute + "': '" + node.name + "' is a " +
+        fail(node.at, "cannot set '" + node.name + "." + node.attribute + "': '" + node.name + "' is of type " +
                           jinja::type_name(target) + ", not a namespace(...)");
       }
       // A namespace inside a namespace could hold itself: a cycle that printing would follow forever.

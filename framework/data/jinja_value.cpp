@@ -167,10 +167,10 @@ bool equal(const Value& a, const Value& b, WorkBudget* budget) {
       return true;
     case T::kMap:
       if (a.map->size() != b.map->size()) return false;
-      for (const auto& [key, value] : *a.map) {
-        const auto it = std::find_if(b.map->begin(), b.map->end(), [&](const auto& kv) { return kv.first == key; });
-        if (budget) budget->charge(1 + key.size());
-        if (it == b.map->end() || !equal(value, it->second, budget)) return false;
+      for (const auto& entry : *a.map) {
+        const auto it = std::find_if(b.map->begin(), b.map->end(), [&](const auto& kv) { return kv.first == entry.first; });
+        if (budget) budget->charge(1 + entry.first.size());
+        if (it == b.map->end() || !equal(entry.second, it->second, budget)) return false;
       }
       return true;
     case T::kNamespace: return a.map == b.map;

@@ -214,7 +214,7 @@ TEST(JinjaTemplate, RenderErrors) {
   expect_render_error("{{ messages[0] + 1 }}", {"unsupported operand types for +: 'dict' and 'int'"});
   expect_render_error("{{ 1 + 2 ~ 3 }}", {"unsupported operand types for +: 'int' and 'str'"});
   expect_render_error("{{ 1 < 'a' }}", {"'<' is not supported between 'int' and 'str'"});
-  expect_render_error("{% set ns = 5 %}{% set ns.a = 1 %}", {"'ns' is a int, not a namespace"});
+  expect_render_error("{% set ns = 5 %}{% set ns.a = 1 %}", {"'ns' is of type int, not a namespace"});
   expect_render_error("{{ 'a' | trim(1) }}", {"trim's argument must be a string"});
   expect_render_error("{{ 3 % 0 }}", {"integer modulo by zero"});
   expect_render_error("{% for m in 5 %}{% endfor %}", {"'int' object is not iterable"});
