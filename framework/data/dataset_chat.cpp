@@ -113,7 +113,7 @@ std::string text_of(const Tokenizer& tokenizer, int32_t id) { return id >= 0 ? t
 // The end-of-turn text of an interpreted template (dataset_chat.h): the longest special token
 // (or the BOS/EOS text) that starts what the template emits right after an assistant message.
 std::string interpreted_end_of_turn(const JinjaTemplate& jinja, const Tokenizer& tokenizer) {
-  const std::string bos = tokenizer.bos_id() >= 0 ? text_of(tokenizer, tokenizer.bos_id()) : "<|begin_of_text|>";
+  const std::string bos = text_of(tokenizer, tokenizer.bos_id());
   const std::string eos = text_of(tokenizer, tokenizer.eos_id());
   // A template may insist on a system message or alternating roles (raise_exception): the
   // second probe starts with a system message.
@@ -174,13 +174,17 @@ ChatTemplate template_from_text(const TemplateText& t, const Tokenizer& tokenize
   if (const std::optional<ChatFormat> format = find_chat_format(t.text)) return built_in(*format, tokenizer);
   JinjaTemplate jinja(t.text, t.source);
   std::string end_of_turn = interpreted_end_of_turn(jinja, tokenizer);
-  return ChatTemplate(std::move(jinja), std::move(end_of_turn), text_of(tokenizer, tokenizer.eos_id()));
+  return ChatTemplate(std::move(jinja), std::move(end_of_turn), text_of(tokenizer, tokenizer.bos_id()),
+                      text_of(tokenizer, tokenizer.eos_id()));
 }
 
 }  // namespace
 
-ChatTemplate::ChatTemplate(JinjaTemplate jinja, std::string end_of_turn, std::string eos_token)
-    : jinja_(std::move(jinja)), end_of_turn_(std::move(end_of_turn)), eos_token_(std::move(eos_token)) {}
+ChatTemplate::ChatTemplate(JinjaTemplate jinja, std::string end_of_turn, std::string bos_token, std::string eos_token)
+    : jinja_(std::move(jinja)),
+      end_of_turn_(std::move(end_of_turn)),
+      bos_token_(std::move(bos_token)),
+      eos_token_(std::move(eos_token)) {}
 
 std::string_view ChatTemplate::end_of_turn() const {
   return format_ ? chat_end_of_turn(*format_) : std::string_view(end_of_turn_);
@@ -189,7 +193,7 @@ std::string_view ChatTemplate::end_of_turn() const {
 std::string ChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                                  const std::string& bos_token) const {
   if (format_) return render_chat(*format_, messages, add_generation_prompt, bos_token);
-  return jinja_->render(messages, add_generation_prompt, bos_token, eos_token_);
+  return jinja_->render(messages, add_generation_prompt, bos_token_, eos_token_);
 }
 
 std::string_view chat_end_of_turn(ChatFormat format) {

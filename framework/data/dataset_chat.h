@@ -51,16 +51,17 @@ struct ChatPiece {
 };
 
 // A chat template ready to render: a built-in format, or an interpreted Jinja template with the
-// end-of-turn text found for it and the tokenizer's EOS text (what {{ eos_token }} prints).
+// end-of-turn text found for it and the BOS and EOS text of the tokenizer it was resolved for
+// (what {{ bos_token }} and {{ eos_token }} print; "" for a token the tokenizer lacks).
 class ChatTemplate {
  public:
   explicit ChatTemplate(ChatFormat format) : format_(format) {}
-  ChatTemplate(JinjaTemplate jinja, std::string end_of_turn, std::string eos_token);
+  ChatTemplate(JinjaTemplate jinja, std::string end_of_turn, std::string bos_token, std::string eos_token);
 
   // The built-in format; nullopt when the template is interpreted.
   std::optional<ChatFormat> format() const { return format_; }
   std::string_view end_of_turn() const;
-  // bos_token is what {{ bos_token }} prints (the built-in Llama-3 formats use it too).
+  // bos_token is used by the built-in Llama-3 formats only.
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                      const std::string& bos_token) const;
 
@@ -68,6 +69,7 @@ class ChatTemplate {
   std::optional<ChatFormat> format_;
   std::optional<JinjaTemplate> jinja_;
   std::string end_of_turn_;
+  std::string bos_token_;
   std::string eos_token_;
 };
 
@@ -75,7 +77,8 @@ class ChatTemplate {
 std::string_view chat_end_of_turn(ChatFormat format);
 
 // The whole rendered conversation (add_generation_prompt = false) as consecutive pieces.
-// bos_token is the text of the tokenizer's BOS (used by the Llama-3 formats only).
+// bos_token is the text of the tokenizer's BOS (used by the built-in Llama-3 formats only; an
+// interpreted template prints the BOS and EOS of the tokenizer it was resolved for).
 std::vector<ChatPiece> chat_training_pieces(const ChatTemplate& chat_template, std::span<const ChatMessage> messages,
                                             const std::string& bos_token);
 std::vector<ChatPiece> chat_training_pieces(ChatFormat format, std::span<const ChatMessage> messages,

@@ -221,6 +221,14 @@ TEST(DatasetChat, InlineTemplateIsInterpreted) {
   const ChatTemplate eos = resolve_chat_template(kEosTemplate, tok);
   EXPECT_EQ(eos.end_of_turn(), "</s>");
   EXPECT_EQ(text_of(chat_training_pieces(eos, kConversation, "<s>"), true), " yo </s>|no<|im_end|>x</s>|");
+  // An interpreted template prints the BOS of the tokenizer it was resolved for, and nothing
+  // for a tokenizer without one (the argument is for the built-in Llama-3 formats).
+  EXPECT_EQ(eos.render(std::vector<ChatMessage>{{"user", "q"}}, false, "<|begin_of_text|>"), "<s><|user|>\nq</s>\n");
+  TokenizerSpec no_bos_spec = byte_tokenizer_spec();
+  no_bos_spec.bos_id = -1;
+  const Tokenizer no_bos(std::move(no_bos_spec));
+  EXPECT_EQ(resolve_chat_template(kEosTemplate, no_bos).render(std::vector<ChatMessage>{{"user", "q"}}, false, "<s>"),
+            "<|user|>\nq</s>\n");
   // Longer than a file name may be: looking for such a file must not throw (the fuzz seed corpus
   // found std::filesystem's "File name too long" escaping).
   const ChatTemplate long_inline = resolve_chat_template("{# " + std::string(5000, 'x') + " #}" + kTrimmingTemplate, tok);
