@@ -36,7 +36,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
 
-  // Raw memory; use Buffer (memory.h), which tracks it, rather than these directly.
+  // Raw memory; use Buffer (buffer.h), which tracks it, rather than these directly.
   virtual void* allocate_bytes(size_t bytes) = 0;
   virtual void free_bytes(void* data) = 0;
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/error.h"
 #include "framework/core/memory.h"
 #include "framework/core/tensor.h"

@@ -1,8 +1,8 @@
 // memory.h — every allocation goes through one allocator that counts bytes by category.
 //
 // The tracker keeps current and peak bytes per device and per category, so `farthing plan`
-// predictions can be checked against what a run really held. Buffers own their memory
-// (RAII) and carry the category they were charged to.
+// predictions can be checked against what a run really held. Buffers (backend/buffer.h) own
+// their memory (RAII) and carry the category they were charged to.
 // Tested by: tests/core/test_core.cpp.
 #pragma once
 
@@ -47,31 +47,5 @@ class MemoryTracker {
 
 // The tracker of a device (one per CUDA device, one for the host).
 MemoryTracker& memory_tracker(Device device);
-
-// An owned, tracked, 64-byte-aligned allocation on a device. Move-only.
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(Device device, size_t bytes, MemoryCategory category);
-  Buffer(Buffer&& other) noexcept;
-  Buffer& operator=(Buffer&& other) noexcept;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer();
-
-  void* data() const { return data_; }
-  size_t bytes() const { return bytes_; }
-  Device device() const { return device_; }
-  MemoryCategory category() const { return category_; }
-  // The whole buffer as a contiguous tensor of the given dtype and shape.
-  Tensor view(DType dtype, Shape shape) const;
-
- private:
-  void release();
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-  Device device_{};
-  MemoryCategory category_ = MemoryCategory::kOther;
-};
 
 }  // namespace farthing

@@ -1,7 +1,7 @@
 // tensor.h — a non-owning view: pointer, dtype, shape, strides (in elements), device.
 //
 // Views are what models, optimizers and backends pass around; ownership lives in Buffer
-// (memory.h), so a flat parameter buffer can be carved into many views without copies.
+// (backend/buffer.h), so a flat parameter buffer can be carved into many views without copies.
 // Tested by: tests/core/test_core.cpp.
 #pragma once
 

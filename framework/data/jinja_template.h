@@ -18,8 +18,9 @@
 // per render 16 MiB of output or of any string, 256 MiB of string work in all, lists of 1M items,
 // 1 million evaluation steps. Integers are 64-bit: overflow is an error (Python's are unbounded).
 // Relies on: jinja_ast.h (parse: jinja_parse.cpp), jinja_value.h, chat_template.h (ChatMessage).
-// Tested by: tests/tokenizers/test_jinja_template.cpp (each construct and error) and
-// tests/tokenizers/test_jinja_goldens.cpp (real templates against jinja2).
+// Tested by: tests/tokenizers/test_jinja_template.cpp (each construct and error),
+// tests/tokenizers/test_jinja_goldens.cpp (real templates against jinja2) and
+// tests/tokenizers/test_jinja_vs_jinja2.sh (random templates against jinja2).
 #pragma once
 
 #include <memory>

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/dist/launcher_env.h"
 #include "framework/dist/mpi_check.h"

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/dist/nccl_check.h"
 #include "kernels/cuda/cuda_check.h"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/error.h"
 
 namespace farthing::dist {

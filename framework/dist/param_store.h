@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/dist/communicator.h"
 #include "framework/dist/unit_storage.h"

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/error.h"
 #include "framework/core/memory.h"
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/dist/communicator.h"
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/error.h"
 
 namespace farthing::dist {

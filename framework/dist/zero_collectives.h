@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/dtype.h"
 #include "framework/core/memory.h"
 #include "framework/dist/communicator.h"

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/error.h"
 #include "kernels/cpu/block_quant_cpu.h"
 #include "kernels/cpu/optim_cpu.h"  // moment_to_f32_cpu: inspection, over host copies

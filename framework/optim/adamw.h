@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/core/tensor.h"
 #include "framework/optim/grad_clip.h"

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/ckpt/h5_checkpoint_dir.h"
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/core/error.h"

@@ -2,6 +2,7 @@
 // current chunk, C = dim, H = hidden, F = H (GPT-2) or 2H (Llama gate|up),
 // Sq = (Hq + 2 Hkv) * D, V = vocab.
 #include "models/common/kv_cache_decoder.h"
+#include "framework/backend/buffer.h"
 #include "models/common/rope.h"
 
 #include <algorithm>

@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/backend/nn_ops.h"
 #include "framework/core/memory.h"
 #include "models/common/transformer_spec.h"

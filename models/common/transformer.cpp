@@ -2,6 +2,7 @@
 // shapes in comments use M = batch * seq rows, C = dim, H = hidden, F = H (GPT-2) or 2H
 // (Llama gate|up), Sq = (Hq + 2 Hkv) * head_dim, V = vocab.
 #include "models/common/transformer.h"
+#include "framework/backend/buffer.h"
 #include "models/common/rope.h"
 
 #include <algorithm>

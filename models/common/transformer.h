@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/backend/nn_ops.h"
 #include "framework/core/memory.h"
 #include "framework/dist/unit_storage.h"

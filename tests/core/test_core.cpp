@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/dtype.h"
 #include "framework/core/error.h"
 #include "framework/core/memory.h"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/error.h"
 #include "framework/core/memory.h"
 #include "framework/optim/adamw.h"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/backend/cuda_backend.h"
 #include "framework/core/memory.h"
 #include "framework/dist/mpi_communicator.h"

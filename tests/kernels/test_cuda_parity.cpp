@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "tests/support/test_support.h"
 

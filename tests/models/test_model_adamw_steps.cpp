@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/optim/adamw.h"
 #include "framework/optim/param_groups.h"

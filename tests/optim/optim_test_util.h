@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/optim/adamw.h"
 #include "kernels/numerics/bf16.h"

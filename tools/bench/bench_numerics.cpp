@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "kernels/cpu/random_bits_cpu.h"
 #include "tools/bench/bench.h"

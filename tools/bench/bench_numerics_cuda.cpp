@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_cuda.h"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/optim/adamw.h"
 #include "tools/bench/bench.h"

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/train/trainer.h"

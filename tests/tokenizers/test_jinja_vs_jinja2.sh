@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# test_jinja_vs_jinja2.sh — farthing's Jinja-subset interpreter against jinja2 itself, on random
+# templates: each one a loop over the messages with nested if/elif/else, for, namespace sets,
+# comments and {{ }} outputs drawn from the subset (loop variables, subscripts, slices, filters,
+# methods, tests, and/or/not/in, conditional expressions), with random whitespace control
+# (-, +), random text (spaces, tabs, newlines, \r\n) between tags, and three conversations.
+# jinja2 renders them as transformers does (its _compile_jinja_template when importable, else
+# the same sandbox with trim_blocks and lstrip_blocks). Every template jinja2 renders must
+# render byte for byte the same; every one jinja2 refuses (an undefined value used, a type
+# error) must be refused too. Deterministic (seeded); prints how many rendered and failed alike.
+# usage: test_jinja_vs_jinja2.sh JINJA_RENDER [COUNT]   (exit 77: no python3 with jinja2)
+set -euo pipefail
+RENDER="$1"
+COUNT="${2:-1500}"
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+python3 -c "import jinja2" 2>/dev/null || { echo "SKIP: python3 has no jinja2 (pip install jinja2)"; exit 77; }
+exec python3 - "$RENDER" "$COUNT" <<'EOF'
+import json, random, subprocess, sys
+
+try:
+    from transformers.utils.chat_template_utils import _compile_jinja_template as compile_template
+except Exception:  # the environment transformers builds, without transformers
+    from jinja2.exceptions import TemplateError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message):
+        raise TemplateError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = lambda x: json.dumps(x, ensure_ascii=False)
+    env.globals["raise_exception"] = raise_exception
+    compile_template = env.from_string
+
+render_binary, count = sys.argv[1], int(sys.argv[2])
+rng = random.Random(20261201)
+TEXTS = ["", " ", "  ", "\n", "\n\n", "\t", " \n ", "x", "a b", "\n  ", "  \n", "<|im_end|>", "\u00e9", "\r\n", " \t\n"]
+EXPRS = ["m.role", "m['content']", "m.content | trim", "loop.index", "loop.index0", "loop.first", "loop.last",
+         "bos_token", "eos_token", "add_generation_prompt", "messages | length", "messages[0].role",
+         "messages[-1]['content']", "messages[1:] | length", "(messages[::-1] | first).role", "'q' ~ loop.index",
+         "m.content.strip()", "m.content.split(' ')", "m.content[1:3]", "m.content[::-1]", "ns.n", "x",
+         "'a' if loop.first else 'b'", "m.role in ['user', 'tool']", "not loop.last", "loop.index0 % 2",
+         "m.content | tojson", "[1, 'a', none]", "m", "none", "true", "m.content.startswith('H')",
+         "m.content.replace('l', 'L')", "m.get('role')", "m.content | length", "'x' * 2", "loop.revindex",
+         "m.content.lstrip()", "m.content.rstrip()", "m.content.split()", "m.role == 'user' and m.content",
+         "m.role != 'user' or 'fallback'", "(m.content | trim | length) > 2", "messages[loop.index0 - 1].role",
+         "m.content | default('d')", "messages | join('|')", "m.content is string", "x is defined", "m is mapping",
+         "x.y", "m.content + 1", "raise_exception('no ' ~ m.role) if m.role == 'tool' else 'ok'"]
+CONDS = ["loop.first", "loop.last", "m.role == 'user'", "m.role == 'assistant'", "m.content", "not m.content",
+         "add_generation_prompt", "x is not defined", "loop.index0 % 2 == 0", "m.role in ['system', 'tool']",
+         "ns.n > 1", "messages | length > 2", "m.content.endswith('!')"]
+CONVERSATIONS = [
+    [{"role": "user", "content": "Hello!"}],
+    [{"role": "system", "content": " Be brief. "}, {"role": "user", "content": "Hi\tthere"},
+     {"role": "assistant", "content": "Hello! \u00e9"}],
+    [{"role": "user", "content": ""}, {"role": "assistant", "content": " a  b "}, {"role": "tool", "content": "{\"x\": 1}"}],
+]
+
+
+def tag(body):
+    return ("{%" + rng.choice(["", "", "-", "+"]) + rng.choice([" ", "  "]) + body + rng.choice([" ", " ", "\n"]) +
+            rng.choice(["", "", "-", "+"]) + "%}")
+
+
+def text():
+    return "".join(rng.choice(TEXTS) for _ in range(rng.randint(0, 3)))
+
+
+def block(depth):
+    out = text()
+    for _ in range(rng.randint(1, 3)):
+        c = rng.random()
+        if c < 0.45 or depth > 3:
+            out += "{{" + rng.choice(["", "-"]) + " " + rng.choice(EXPRS) + " " + rng.choice(["", "-"]) + "}}"
+        elif c < 0.65:
+            out += tag("if " + rng.choice(CONDS)) + block(depth + 1)
+            if rng.random() < 0.4:
+                out += tag("elif " + rng.choice(CONDS)) + block(depth + 1)
+            if rng.random() < 0.5:
+                out += tag("else") + block(depth + 1)
+            out += tag("endif")
+        elif c < 0.85:
+            out += tag("for m in " + rng.choice(["messages", "messages[1:]", "messages[::-1]", "m.content", "[]"]))
+            out += block(depth + 1) + tag("endfor")
+        elif c < 0.93:
+            out += tag("set ns.n = ns.n + 1")
+        else:
+            out += rng.choice(["{# c #}", "{#- c -#}", "\n  {# c #}\n"])
+        out += text()
+    return out
+
+
+proc = subprocess.Popen([render_binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+rendered = refused = 0
+mismatches = []
+for i in range(count):
+    template = "{% set ns = namespace(n=0) %}" + text() + tag("for m in messages") + block(1) + tag("endfor") + text()
+    messages = rng.choice(CONVERSATIONS)
+    agp = rng.random() < 0.5
+    try:
+        want = {"text": compile_template(template).render(messages=messages, bos_token="<s>", eos_token="</s>",
+                                                           add_generation_prompt=agp, tools=None, documents=None)}
+    except Exception as e:  # an undefined value used, a type error, raise_exception
+        want = {"error": f"{type(e).__name__}: {e}"}
+    proc.stdin.write(json.dumps({"template": template, "messages": messages, "add_generation_prompt": agp}) + "\n")
+    proc.stdin.flush()
+    got = json.loads(proc.stdout.readline())
+    if "text" in want:
+        rendered += 1
+        ok = got.get("text") == want["text"]
+    else:
+        refused += 1
+        ok = "error" in got
+    if not ok:
+        mismatches.append((template, messages, agp, want, got))
+proc.stdin.close()
+proc.wait()
+for template, messages, agp, want, got in mismatches[:5]:
+    print("MISMATCH template:", repr(template))
+    print("  messages:", messages, "add_generation_prompt:", agp)
+    print("  jinja2:  ", repr(want)[:400])
+    print("  farthing:", repr(got)[:400])
+print(f"{count} random templates: {rendered} rendered by jinja2, {refused} refused by it; {len(mismatches)} differ")
+sys.exit(1 if mismatches else 0)
+EOF
