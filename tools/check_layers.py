@@ -40,8 +40,6 @@ LAYERS = [
 KNOWN_UPWARD = {
     ("kernels/cuda/cuda_check.h", "framework/core/error.h"):
         "FARTHING_CUDA_CHECK throws farthing::Error, whose header lives in core/",
-    ("kernels/cuda/attention_cuda.cu", "framework/core/error.h"):
-        "its head_dim and GQA checks use FARTHING_CHECK; they belong in CudaNnOps (backend/)",
 }
 
 CUDA_HEADER = re.compile(r'^\s*#\s*include\s*<(cuda|cublas|nccl|curand|cufft)[^>]*>', re.M)

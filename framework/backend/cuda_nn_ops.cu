@@ -75,18 +75,33 @@ void CudaNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, c
   matmul_->run(dtype, shape, a, b, c, accumulate, STREAM);
 }
 
+namespace {
+
+// The CUDA attention kernels' preconditions (kernels/cuda/attention_cuda.h).
+void check_attention_shape(const AttentionShape& s) {
+  FARTHING_CHECK(s.head_dim >= 1 && s.head_dim <= k::kAttentionMaxHeadDim, "CUDA attention: head_dim ", s.head_dim,
+                 " is outside 1..", k::kAttentionMaxHeadDim);
+  FARTHING_CHECK(s.kv_heads >= 1 && s.q_heads % s.kv_heads == 0, "CUDA attention: q_heads (", s.q_heads,
+                 ") must be a multiple of kv_heads (", s.kv_heads, ")");
+}
+
+}  // namespace
+
 void CudaNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
+  check_attention_shape(s);
   k::attention_forward_cuda(s, out, lse, qkv, STREAM);
 }
 
 void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                                    const float* out, const float* lse, const float* qkv) {
+  check_attention_shape(s);
   float* extra = workspace_floats(k::attention_backward_extra_floats(s));
   k::attention_backward_cuda(s, dqkv, scratch, dout, out, lse, qkv, extra, STREAM);
 }
 
 void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
                                  int64_t first_position, const float* k_cache, const float* v_cache) {
+  check_attention_shape(s);
   float* scores = workspace_floats(k::attention_decode_scratch_floats(s, rows, first_position));
   k::attention_decode_cuda(s, out, qkv, rows, first_position, k_cache, v_cache, scores, STREAM);
 }

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "framework/backend/backend.h"
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/core/error.h"
-#include "kernels/cpu/cast_cpu.h"
 
 namespace farthing::ckpt {
 
@@ -43,7 +43,9 @@ ModelFile read_training_checkpoint_model(const std::filesystem::path& path, Chec
     ModelTensor t = make_model_tensor(info.shape);
     std::vector<uint16_t> bits(size_t(info.numel));
     reader.read_slice(info.name, 0, Tensor(bits.data(), DType::kBF16, Shape{info.numel}));
-    kernels::cast_narrow_to_f32_cpu(kernels::NarrowFormat::kBf16, bits.data(), t.f32(), size_t(info.numel));
+    backend_for(Device::cpu())
+        .cast(Tensor(t.f32(), DType::kF32, Shape{info.numel}), Tensor(bits.data(), DType::kBF16, Shape{info.numel}),
+              CastOptions{});  // widening: exact
     file.tensors.emplace(info.name.substr(std::string(kModelPrefix).size()), std::move(t));
   }
   FARTHING_CHECK(!file.tensors.empty(), "checkpoint ", path.string(), " holds no model/ tensors");

@@ -8,7 +8,6 @@
 // scaled (the CPU's definition: score = (q . k) * scale).
 #include "kernels/cuda/attention_cuda.h"
 
-#include "framework/core/error.h"
 #include "kernels/cuda/nn_cuda_common.cuh"
 #include "kernels/numerics/attention_steps.h"
 
@@ -343,11 +342,8 @@ attention_decode_kernel(int Hq, int Hkv, int D, float scale, float* out, const f
   }
 }
 
+// The shape's preconditions (attention_cuda.h) are checked by the caller, CudaNnOps.
 Geometry geometry_of(const AttentionShape& s) {
-  FARTHING_CHECK(s.head_dim >= 1 && s.head_dim <= kAttentionMaxHeadDim, "CUDA attention: head_dim ", s.head_dim,
-                 " is outside 1..", kAttentionMaxHeadDim);
-  FARTHING_CHECK(s.kv_heads >= 1 && s.q_heads % s.kv_heads == 0, "CUDA attention: q_heads (", s.q_heads,
-                 ") must be a multiple of kv_heads (", s.kv_heads, ")");
   return Geometry{s.seq, int(s.q_heads), int(s.kv_heads), int(s.head_dim), nm::attention_scale_f32(s.head_dim)};
 }
 

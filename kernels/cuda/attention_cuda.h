@@ -27,6 +27,8 @@
 namespace farthing::kernels {
 
 inline constexpr int64_t kAttentionMaxHeadDim = 128;
+// Preconditions of every function here (checked by the caller, framework/backend/cuda_nn_ops.cu):
+// 1 <= head_dim <= kAttentionMaxHeadDim, kv_heads >= 1 and q_heads a multiple of kv_heads.
 
 void attention_forward_cuda(const AttentionShape& s, float* out, float* lse, const float* qkv, cudaStream_t stream);
 
