@@ -127,6 +127,7 @@ class Lexer {
   }
 
   size_t comment(size_t open, size_t inside) {
+    if (inside >= text_.size()) return text_.size();  // jinja2 drops a "{#" that ends the template
     for (size_t i = inside; i + 1 < text_.size(); ++i) {
       const bool signed_close = (text_[i] == '-' || text_[i] == '+') && i + 2 < text_.size() && text_[i + 1] == '#' &&
                                 text_[i + 2] == '}';

@@ -95,6 +95,11 @@ TEST(JinjaTemplate, WhitespaceControl) {
   EXPECT_EQ(render("x\r\ny\r\n\r\n"), "x\ny\n");
   EXPECT_EQ(render("{{ 'a' }}\n "), "a\n ");
   EXPECT_EQ(render("{{ 1 }}\n{% if true +%}\nz{% endif %}"), "1\n\nz");
+  // A "{#" that ends the template is dropped, as jinja2 drops it (with the whitespace rules).
+  EXPECT_EQ(render("a{#"), "a");
+  EXPECT_EQ(render("a {#-"), "a");
+  EXPECT_EQ(render("a\n  {#"), "a\n");
+  EXPECT_EQ(render("a {#+"), "a ");
 }
 
 TEST(JinjaTemplate, StringLiterals) {

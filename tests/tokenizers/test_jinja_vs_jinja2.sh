@@ -7,7 +7,9 @@
 # jinja2 renders them as transformers does (its _compile_jinja_template when importable, else
 # the same sandbox with trim_blocks and lstrip_blocks). Every template jinja2 renders must
 # render byte for byte the same; every one jinja2 refuses (an undefined value used, a type
-# error) must be refused too. Deterministic (seeded); prints how many rendered and failed alike.
+# error) must be refused too. Then as many lexing templates: text with stray braces, \r\n,
+# string literals with escapes, comments and tags with every whitespace-control sign, nested.
+# Deterministic (seeded); prints how many rendered and failed alike.
 # usage: test_jinja_vs_jinja2.sh JINJA_RENDER [COUNT]   (exit 77: no python3 with jinja2)
 set -euo pipefail
 RENDER="$1"
@@ -112,6 +114,50 @@ for i in range(count):
         ok = "error" in got
     if not ok:
         mismatches.append((template, messages, agp, want, got))
+# Lexing: text with stray braces, \r and \r\n, string literals with escapes, comments and tags
+# with every whitespace-control sign, nested if blocks and sets, at any position in the text.
+FRAGMENTS = [" ", "  ", "\t", "\n", "\r\n", "\r", "a", "{", "}", "%", "#", "} ", " {", "x\n  ", "\n\t ", "\u00e9", "-", "+"]
+STRINGS = ["'a'", '"b"', "'\\n'", "'\\\\'", "'\\\"'", '"\\\'"', "'\\x41'", "'\\u00e9'", "'\\101'", "'\\q'",
+           "'a\\\nb'", "'{{'", "'%}'", "'}}'", "'#}'", "'\t'", "'\\t\\r'", "'a' 'b'"]
+
+
+def sign(block=True):
+    return rng.choice(["", "", "-", "+"] if block else ["", "", "-"])
+
+
+def fragment():
+    c = rng.random()
+    if c < 0.4:
+        return "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 4)))
+    if c < 0.6:
+        return ("{{" + sign(False) + rng.choice([" ", "", "\n"]) + rng.choice(STRINGS) + rng.choice([" ", "", "\n"]) +
+                sign(False) + "}}")
+    if c < 0.75:
+        return "{#" + sign() + rng.choice([" c ", "", "\n", " - ", " # "]) + sign() + "#}"
+    if c < 0.9:
+        inner = "".join(fragment() for _ in range(rng.randint(0, 2)))
+        return "{%" + sign() + " if true " + sign() + "%}" + inner + "{%" + sign() + " endif " + sign() + "%}"
+    return "{%" + sign() + " set y = " + rng.choice(STRINGS) + " " + sign() + "%}{{ y }}"
+
+
+for i in range(count):
+    template = "".join(fragment() for _ in range(rng.randint(1, 6))) + rng.choice(["", "", "{#", "\n"])
+    try:
+        want = {"text": compile_template(template).render(messages=[], bos_token="<s>", eos_token="</s>",
+                                                           add_generation_prompt=False, tools=None, documents=None)}
+    except Exception as e:  # unbalanced braces, an unterminated comment or string
+        want = {"error": f"{type(e).__name__}: {e}"}
+    proc.stdin.write(json.dumps({"template": template, "messages": [], "add_generation_prompt": False}) + "\n")
+    proc.stdin.flush()
+    got = json.loads(proc.stdout.readline())
+    if "text" in want:
+        rendered += 1
+        ok = got.get("text") == want["text"]
+    else:
+        refused += 1
+        ok = "error" in got
+    if not ok:
+        mismatches.append((template, [], False, want, got))
 proc.stdin.close()
 proc.wait()
 for template, messages, agp, want, got in mismatches[:5]:
@@ -119,6 +165,6 @@ for template, messages, agp, want, got in mismatches[:5]:
     print("  messages:", messages, "add_generation_prompt:", agp)
     print("  jinja2:  ", repr(want)[:400])
     print("  farthing:", repr(got)[:400])
-print(f"{count} random templates: {rendered} rendered by jinja2, {refused} refused by it; {len(mismatches)} differ")
+print(f"{2 * count} random templates: {rendered} rendered by jinja2, {refused} refused by it; {len(mismatches)} differ")
 sys.exit(1 if mismatches else 0)
 EOF
