@@ -23,6 +23,7 @@
 #include "framework/dist/mpi_communicator.h"
 #include "framework/train/memory_estimate.h"
 #include "framework/train/trainer.h"
+#include "tests/train/trainer_test_support.h"
 #include "models/common/presets.h"
 
 namespace farthing::train {
@@ -30,42 +31,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-MpiCommunicator& world() {
-  static std::unique_ptr<MpiCommunicator> comm = make_world_communicator();
-  return *comm;
-}
-
-// A fresh temporary directory per test, removed afterwards, that every rank of an mpirun job
-// names alike (their parent, mpirun, is the same process): rank 0 makes it and writes its files.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / ("farthing_memest_" + name + "_" + std::to_string(int(::getppid())));
-    if (world().rank() == 0) {
-      fs::remove_all(path);
-      fs::create_directories(path);
-    }
-    world().barrier();
-  }
-  ~TempDir() {
-    world().barrier();
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+using testing::world;
+struct TempDir : testing::TempDir {
+  explicit TempDir(const std::string& name) : testing::TempDir("memest_" + name) {}
 };
 
 constexpr int64_t kVocab = 512;  // stories260k's
 
-fs::path write_random_tokens(const fs::path& dir) {
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> id(0, int32_t(kVocab) - 1);
-  std::vector<int32_t> ids(40000);
-  for (int32_t& x : ids) x = id(rng);
-  const fs::path path = dir / "train.tok";
-  if (world().rank() == 0) data::write_token_file(path, ids, uint32_t(kVocab));
-  world().barrier();
-  return path;
-}
+fs::path write_random_tokens(const fs::path& dir) { return testing::write_random_tokens(dir, kVocab, 40000, 7); }
 
 recipe::RunConfig base_config(const fs::path& dir) {
   recipe::RunConfig c;

@@ -17,6 +17,27 @@ status_of() {
 }
 latest_of() { cat "$1/checkpoints/latest"; }
 metric_lines() { grep -c '"loss"' "$1/metrics.jsonl" || true; }
+# Waits (up to 60 s) until a background run PID has a checkpoint in RUN_DIR; fails if it ends first.
+wait_for_checkpoint() {
+  local pid="$1" run_dir="$2" out="$3"
+  for _ in $(seq 600); do
+    [ -f "$run_dir/checkpoints/latest" ] && [ "$(metric_lines "$run_dir")" -ge 2 ] && return 0
+    kill -0 "$pid" 2>/dev/null || fail "the long run ended early: $(cat "$out")"
+    sleep 0.1
+  done
+  fail "the long run wrote no checkpoint within 60 s"
+}
+# Sends SIGUSR1 to PID, which must exit 75 having saved the step it names; sets $stopped to that
+# step (no subshell: only this shell can wait for its child).
+stop_with_usr1() {
+  local pid="$1" run_dir="$2" out="$3" rc=0
+  kill -USR1 "$pid"
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 75 ] || fail "kill -USR1: exit $rc, expected 75; output: $(cat "$out")"
+  stopped="$(grep -o 'stopped by SIGUSR1 after step [0-9]*' "$out" | grep -o '[0-9]*$')"
+  [ -n "$stopped" ] || fail "kill -USR1: no stop message: $(cat "$out")"
+  [ "$(latest_of "$run_dir")" = "$(printf 'step_%08d.h5' "$stopped")" ] || fail "kill -USR1: latest is not step $stopped"
+}
 
 "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "checkpoint.run_dir=$WORK/straight" >/dev/null
 
@@ -79,48 +100,27 @@ if command -v mpirun >/dev/null; then
     --set train.steps=100000 --set checkpoint.save_every=1 --set "checkpoint.run_dir=$WORK/mpilive" \
     >"$WORK/mpilive.out" 2>&1 &
   mpirun_pid=$!
-  for _ in $(seq 600); do
-    [ -f "$WORK/mpilive/checkpoints/latest" ] && break
-    kill -0 "$mpirun_pid" 2>/dev/null || fail "the np 2 long run ended early: $(cat "$WORK/mpilive.out")"
-    sleep 0.1
-  done
-  kill -USR1 "$mpirun_pid"
-  rc=0
-  wait "$mpirun_pid" || rc=$?
-  [ "$rc" -eq 75 ] || fail "kill -USR1 mpirun: exit $rc, expected 75; output: $(cat "$WORK/mpilive.out")"
-  stopped="$(grep -o 'stopped by SIGUSR1 after step [0-9]*' "$WORK/mpilive.out" | grep -o '[0-9]*$')"
-  [ -n "$stopped" ] || fail "kill -USR1 mpirun: no stop message: $(cat "$WORK/mpilive.out")"
-  [ "$(latest_of "$WORK/mpilive")" = "$(printf 'step_%08d.h5' "$stopped")" ] \
-    || fail "kill -USR1 mpirun: latest is not step $stopped"
+  wait_for_checkpoint "$mpirun_pid" "$WORK/mpilive" "$WORK/mpilive.out"
+  stop_with_usr1 "$mpirun_pid" "$WORK/mpilive" "$WORK/mpilive.out"
   echo "ok: np 2, kill -USR1 to mpirun -> exit 75 after step $stopped with its checkpoint"
 fi
 
 # 5. A real signal to a running process, which meanwhile holds its run_dir against a second writer.
-LONG=(--set train.steps=100000 --set checkpoint.save_every=1)
+# keep_last 0: the readers below open checkpoints that a pruning run could delete first.
+LONG=(--set train.steps=100000 --set checkpoint.save_every=1 --set checkpoint.keep_last=0)
 "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${LONG[@]}" --set "checkpoint.run_dir=$WORK/live" >"$WORK/live.out" 2>&1 &
 pid=$!
-for _ in $(seq 600); do
-  [ -f "$WORK/live/checkpoints/latest" ] && [ "$(metric_lines "$WORK/live")" -ge 2 ] && break
-  kill -0 "$pid" 2>/dev/null || fail "the long run ended early: $(cat "$WORK/live.out")"
-  sleep 0.1
-done
-[ -f "$WORK/live/checkpoints/latest" ] || fail "the long run wrote no checkpoint within 60 s"
+wait_for_checkpoint "$pid" "$WORK/live" "$WORK/live.out"
 grep -q "^pid $pid on host $(hostname) since " "$WORK/live/train.lock" \
   || fail "train.lock does not name the running pid $pid: $(cat "$WORK/live/train.lock")"
 expect_error "a second train on a run_dir in use" "is in use by another farthing train" "pid $pid on host" -- \
   "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${LONG[@]}" --set "checkpoint.run_dir=$WORK/live" --resume latest
 "$FARTHING" eval "$RECIPE" "${SMALL[@]}" "${LONG[@]}" --set "checkpoint.run_dir=$WORK/live" --checkpoint latest \
   >/dev/null || fail "eval could not read the run_dir while training ran"
-"$FARTHING" inspect "$WORK/live/checkpoints/$(latest_of "$WORK/live")" >/dev/null \
-  || fail "inspect could not read a checkpoint while training ran"
+"$FARTHING" inspect "$WORK/live/checkpoints/$(latest_of "$WORK/live")" >"$WORK/inspect.out" 2>&1 \
+  || fail "inspect could not read a checkpoint while training ran: $(cat "$WORK/inspect.out")"
 echo "ok: while training, a second train is refused naming pid $pid; eval and inspect read meanwhile"
-kill -USR1 "$pid"
-rc=0
-wait "$pid" || rc=$?
-[ "$rc" -eq 75 ] || fail "kill -USR1: exit $rc, expected 75; output: $(cat "$WORK/live.out")"
-stopped="$(grep -o 'stopped by SIGUSR1 after step [0-9]*' "$WORK/live.out" | grep -o '[0-9]*$')"
-[ -n "$stopped" ] || fail "kill -USR1: no stop message: $(cat "$WORK/live.out")"
-[ "$(latest_of "$WORK/live")" = "$(printf 'step_%08d.h5' "$stopped")" ] || fail "kill -USR1: latest is not step $stopped"
+stop_with_usr1 "$pid" "$WORK/live" "$WORK/live.out"
 # Resume for two more steps; a fresh run stopped at the same step must agree bit for bit.
 target=$((stopped + 2))
 "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${LONG[@]}" --set "checkpoint.run_dir=$WORK/live" --resume latest \

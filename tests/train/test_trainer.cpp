@@ -21,9 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/data/token_file.h"
-#include "framework/dist/mpi_communicator.h"
 #include "framework/train/trainer.h"
+#include "tests/train/trainer_test_support.h"
 
 namespace farthing::train {
 namespace {
@@ -32,33 +31,15 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kVocab = 512;  // stories260k's
 
-MpiCommunicator& world() {
-  static std::unique_ptr<MpiCommunicator> comm = make_world_communicator();
-  return *comm;
-}
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / ("farthing_trainer_" + name + "_" + std::to_string(int(::getpid())));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+using testing::world;
+struct TempDir : testing::TempDir {
+  explicit TempDir(const std::string& name) : testing::TempDir("trainer_" + name) {}
 };
 
 recipe::RunConfig base_config(const fs::path& dir) {
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<int32_t> id(0, int32_t(kVocab) - 1);
-  std::vector<int32_t> ids(20000);
-  for (int32_t& x : ids) x = id(rng);
-  data::write_token_file(dir / "train.tok", ids, uint32_t(kVocab));
   recipe::RunConfig c;
   c.model.preset = "stories260k";
-  c.data.train = (dir / "train.tok").string();
+  c.data.train = testing::write_random_tokens(dir, kVocab, 20000, 11).string();
   c.data.format = "tokens";
   c.data.seq_len = 32;
   c.data.eval_fraction = 0.05;
