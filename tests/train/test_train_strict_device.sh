@@ -7,7 +7,8 @@
 #   - plain steps (8-bit + SR, no master), an fp32 master at precision fp32 (the compute reads
 #     the master), remainder16 with 4-bit moments, ZeRO-3's unit storage, the optimizer step
 #     fused into backward;
-#   - exact resume on the device, and a device checkpoint resumed on the CPU; generating from it;
+#   - exact resume on the device, a device checkpoint resumed on the CPU and the reverse;
+#     generating from it;
 #   - mpirun -np 2 at ZeRO-3 (collectives staged through the host), against the CPU at np 2.
 source "$(dirname "$0")/train_test_common.sh"
 
@@ -61,6 +62,10 @@ run cross strict "${SR8[@]}" --stop-at 3
 run cross cpu "${SR8[@]}" --resume latest
 same_run 8bit-sr-cpu cross
 echo "ok: a strict-device checkpoint resumes on the cpu bit for bit"
+run cross-back cpu "${SR8[@]}" --stop-at 3
+run cross-back strict "${SR8[@]}" --resume latest
+same_run 8bit-sr-cpu cross-back
+echo "ok: a cpu checkpoint resumes on the strict device bit for bit"
 
 # ZeRO-3 over two ranks: the collectives on device buffers go through host staging.
 if command -v mpirun >/dev/null; then
