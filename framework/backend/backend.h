@@ -3,7 +3,7 @@
 // The CPU backend is the reference; the CUDA backend plugs in behind the same interface and
 // must agree with it bitwise on every elementwise op (tests/kernels/test_cuda_parity.cpp).
 // This file is the only place that picks kernels/cpu or kernels/cuda.
-// Tested by: tests/core/test_backend.cpp, tests/kernels/test_cuda_parity.cpp.
+// Tested by: tests/backend/test_backend.cpp, tests/kernels/test_cuda_parity.cpp.
 #pragma once
 
 #include <cstddef>

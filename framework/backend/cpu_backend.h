@@ -1,5 +1,5 @@
 // cpu_backend.h — the reference backend: host memory, kernels/cpu loops.
-// Tested by: tests/core/test_backend.cpp and every numerics test.
+// Tested by: tests/backend/test_backend.cpp and every numerics test.
 #pragma once
 
 #include "framework/backend/backend.h"

@@ -1,6 +1,6 @@
 // cpu_nn_ops.h — the reference NnOps: host memory, kernels/cpu (oneDNN GEMMs with cached
 // primitives, OpenMP loops). Held by the CPU backend; get it with backend_for(cpu).nn().
-// Tested by: tests/kernels/test_nn_ops_parity.cpp, tests/models/test_model_ops_routing.cpp, test_matmul_cpu.cpp, the model goldens.
+// Tested by: tests/kernels/test_nn_ops_parity.cpp, tests/models/test_model_ops_routing.cpp, tests/kernels/test_matmul_cpu.cpp, the model goldens.
 #pragma once
 
 #include "framework/backend/nn_ops.h"

@@ -7,7 +7,7 @@
 // SIGSEGV handler names the arena in the crash, so the test log says what went wrong.
 // Scopes nest and are serialized by one mutex: an op on one thread cannot close the arena under
 // another thread's op.
-// Relies on: POSIX mmap/mprotect/sigaction. Tested by: tests/core/test_strict_device.cpp.
+// Relies on: POSIX mmap/mprotect/sigaction. Tested by: tests/backend/test_strict_device.cpp.
 #pragma once
 
 #include <cstddef>

@@ -7,7 +7,7 @@
 // out again for an allocation of exactly their size. The memory tracker counts Buffers, not
 // this cache: a kept block is free memory to the tracker and to `farthing plan`, but stays in the
 // process's RSS until reused or evicted.
-// Relies on: nothing. Tested by: tests/core/test_host_block_cache.cpp.
+// Relies on: nothing. Tested by: tests/backend/test_host_block_cache.cpp.
 #pragma once
 
 #include <cstddef>

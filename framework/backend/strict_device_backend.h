@@ -8,7 +8,7 @@
 //     tensor's device tag matches where its memory is), failing with the op's name otherwise.
 // The results are the CPU backend's, bit for bit: the ops are CpuBackend's and CpuNnOps', run
 // inside an access scope. Select it with train.device: strict (tests only).
-// Relies on: cpu_backend.h, guarded_arena.h. Tested by: tests/core/test_strict_device.cpp,
+// Relies on: cpu_backend.h, guarded_arena.h. Tested by: tests/backend/test_strict_device.cpp,
 // tests/train/test_train_strict_device.sh.
 #pragma once
 

@@ -1,7 +1,7 @@
 // strict_nn_ops.h — the strict test device's NnOps: CpuNnOps inside the arena's access scope,
 // after checking that every pointer an op is given is device memory (strict_device_backend.h).
 // copy() alone may take host memory on either side, as NnOps::copy allows.
-// Relies on: cpu_nn_ops.h, guarded_arena.h. Tested by: tests/core/test_strict_device.cpp.
+// Relies on: cpu_nn_ops.h, guarded_arena.h. Tested by: tests/backend/test_strict_device.cpp.
 #pragma once
 
 #include "framework/backend/cpu_nn_ops.h"

@@ -13,7 +13,7 @@
 // step's scalars and sums the partials. Results are bit-identical for any sharding into
 // multiples of 256, any thread count and any backend.
 // Relies on: optim_config.h, grad_clip.h, step_diagnostics.h, backend/backend.h, core/memory.h.
-// Tested by: tests/optim/*, tests/core/test_strict_device.cpp (on the strict test device).
+// Tested by: tests/optim/*, tests/backend/test_strict_device.cpp (on the strict test device).
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,7 @@
 // Each function is the scalar definition from numerics/ applied to every element; no
 // arithmetic of its own. Stochastic-rounding casts take the global flat index of src[0]
 // so their bits do not depend on chunking or thread count.
-// Tested by: tests/numerics/test_stochastic_round.cpp, tests/core/test_strict_device.cpp.
+// Tested by: tests/numerics/test_stochastic_round.cpp, tests/backend/test_strict_device.cpp.
 #pragma once
 
 #include <cstddef>

@@ -7,7 +7,7 @@
 // fall back to its reference kernel) the operands are widened to fp32 exactly and multiplied
 // by the fp32 GEMM: a bf16 x bf16 (fp16 x fp16) product is exact in fp32, so the result is
 // still "narrow inputs, fp32 accumulation".
-// Relies on: oneDNN (DNNL::dnnl), OpenMP. Tested by: tests/models/test_matmul_cpu.cpp.
+// Relies on: oneDNN (DNNL::dnnl), OpenMP. Tested by: tests/kernels/test_matmul_cpu.cpp.
 #pragma once
 
 #include <cstdint>
