@@ -271,6 +271,13 @@ class Renderer {
   Value slice(const Expr& e) {
     const Value obj = eval(*e.args[0]);
     defined(obj, e.at);
+    // jinja2 compiles a slice to a plain Python subscript: its TypeError or ValueError is an
+    // error (x[i] without a colon goes through jinja2's getitem instead, undefined on failure).
+    // NOTE: jinja2 folds constant expressions, where a failed slice becomes undefined instead;
+    // templates slice variables, so this follows the runtime behaviour.
+    if (!obj.is(Type::kList) && !obj.is(Type::kString)) {
+      fail(e.at, std::string("'") + jinja::type_name(obj) + "' object is not subscriptable");
+    }
     int64_t bound[3] = {0, 0, 1};
     bool given[3] = {false, false, false};
     for (int k = 0; k < 3; ++k) {
@@ -284,10 +291,7 @@ class Renderer {
     if (bound[2] == 0) fail(e.at, "slice step cannot be zero");
     const std::vector<size_t> offsets =
         obj.is(Type::kString) ? code_points(obj.str()) : std::vector<size_t>{};
-    int64_t n = 0;
-    if (obj.is(Type::kList)) n = int64_t(obj.list->size());
-    else if (obj.is(Type::kString)) n = int64_t(offsets.size()) - 1;
-    else fail(e.at, std::string("'") + jinja::type_name(obj) + "' object cannot be sliced");
+    const int64_t n = obj.is(Type::kList) ? int64_t(obj.list->size()) : int64_t(offsets.size()) - 1;
     const int64_t step = bound[2];
     // Python's PySlice_AdjustIndices.
     const auto adjust = [&](int64_t v, bool is_given, int64_t if_absent) {
@@ -332,10 +336,7 @@ class Renderer {
     defined(a, e.at);
     defined(b, e.at);
     if (op == "<" || op == ">" || op == "<=" || op == ">=") {
-      int order = 0;
-      if (is_numeric(a) && is_numeric(b)) order = as_int(a) < as_int(b) ? -1 : as_int(a) > as_int(b) ? 1 : 0;
-      else if (a.is(Type::kString) && b.is(Type::kString)) order = a.str().compare(b.str());  // UTF-8 order is code point order
-      else fail(e.at, "'" + op + "' is not supported between '" + jinja::type_name(a) + "' and '" + jinja::type_name(b) + "'");
+      const int order = compare(a, b, e);
       if (op == "<") return Value::of(order < 0);
       if (op == ">") return Value::of(order > 0);
       if (op == "<=") return Value::of(order <= 0);
@@ -364,6 +365,16 @@ class Renderer {
       items.insert(items.end(), b.list->begin(), b.list->end());
       return Value::of(std::move(items));
     }
+    if (op == "*" && (a.is(Type::kList) || b.is(Type::kList)) && (is_numeric(a) || is_numeric(b))) {
+      const List& items = a.is(Type::kList) ? *a.list : *b.list;
+      const int64_t times = std::max<int64_t>(0, as_int(a.is(Type::kList) ? b : a));
+      if (times > 0) check_list_size(items.size() > jinja::kMaxListItems / uint64_t(times) ? jinja::kMaxListItems + 1 : items.size() * uint64_t(times), e.at);
+      List out;
+      for (int64_t k = 0; k < times; ++k) out.insert(out.end(), items.begin(), items.end());
+      budget_.charge(out.size());
+      return Value::of(std::move(out));
+    }
+    if (op == "%" && a.is(Type::kString)) fail(e.at, "printf-style string formatting ('...' % x) is not supported");
     if (op == "*" && (a.is(Type::kString) || b.is(Type::kString)) && (is_numeric(a) || is_numeric(b))) {
       const std::string& s = a.is(Type::kString) ? a.str() : b.str();
       const int64_t times = std::max<int64_t>(0, as_int(a.is(Type::kString) ? b : a));
@@ -373,6 +384,27 @@ class Renderer {
       return Value::of(checked_size(std::move(out), e.at));
     }
     bad_operands(e, a, b);
+  }
+
+  // Python's ordering of two values: numbers, strings, and lists element by element; -1, 0 or 1.
+  int compare(const Value& a, const Value& b, const Expr& e) {
+    defined(a, e.at);
+    defined(b, e.at);
+    if (is_numeric(a) && is_numeric(b)) return as_int(a) < as_int(b) ? -1 : as_int(a) > as_int(b) ? 1 : 0;
+    if (a.is(Type::kString) && b.is(Type::kString)) {
+      budget_.charge(std::min(a.str().size(), b.str().size()));
+      const int c = a.str().compare(b.str());  // UTF-8 byte order is code point order
+      return c < 0 ? -1 : c > 0 ? 1 : 0;
+    }
+    if (a.is(Type::kList) && b.is(Type::kList)) {
+      for (size_t i = 0; i < a.list->size() && i < b.list->size(); ++i) {
+        budget_.charge(1);
+        if (jinja::equal((*a.list)[i], (*b.list)[i], &budget_)) continue;
+        return compare((*a.list)[i], (*b.list)[i], e);
+      }
+      return a.list->size() < b.list->size() ? -1 : a.list->size() > b.list->size() ? 1 : 0;
+    }
+    fail(e.at, "'" + e.name + "' is not supported between '" + jinja::type_name(a) + "' and '" + jinja::type_name(b) + "'");
   }
 
   bool contains(const Value& container, const Value& x, const Expr& e) {
@@ -385,6 +417,7 @@ class Renderer {
       case Type::kList:
         return std::any_of(container.list->begin(), container.list->end(), [&](const Value& v) { return jinja::equal(v, x, &budget_); });
       case Type::kMap:
+        if (x.is(Type::kList) || x.is_map()) fail(e.at, std::string("unhashable type: '") + jinja::type_name(x) + "'");
         return x.is(Type::kString) && !jinja::map_get(*container.map, x.str()).is(Type::kUndefined);
       default: fail(e.at, std::string("argument of type '") + jinja::type_name(container) + "' is not iterable");
     }
@@ -464,7 +497,8 @@ class Renderer {
     if (t == "number") return is_numeric(v);
     if (t == "integer") return v.is(Type::kInt);
     if (t == "mapping") return v.is(Type::kMap);
-    if (t == "sequence") return v.is(Type::kString) || v.is(Type::kList) || v.is(Type::kMap);
+    // jinja2: anything with len() and [] — an undefined value too.
+    if (t == "sequence") return v.is(Type::kString) || v.is(Type::kList) || v.is(Type::kMap) || v.is(Type::kUndefined);
     if (t == "iterable") return v.is(Type::kString) || v.is(Type::kList) || v.is(Type::kMap) || v.is(Type::kUndefined);
     if (t == "boolean") return v.is(Type::kBool);
     if (t == "true") return v.is(Type::kBool) && v.boolean;
@@ -494,7 +528,7 @@ class Renderer {
     List args;
     for (size_t k = 1; k < e.args.size(); ++k) args.push_back(eval(*e.args[k]));
     const std::string& m = e.name;
-    if (m == "get" && obj.is_map()) {
+    if (m == "get" && obj.is(Type::kMap)) {  // a dict's; namespace(...) has none
       if (!args[0].is(Type::kString)) return args.size() > 1 ? args[1] : Value::none();
       const Value v = jinja::map_get(*obj.map, args[0].str());
       return v.is(Type::kUndefined) ? (args.size() > 1 ? args[1] : Value::none()) : v;

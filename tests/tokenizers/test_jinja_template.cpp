@@ -114,6 +114,9 @@ TEST(JinjaTemplate, Operators) {
   EXPECT_EQ(render("{{ 'a' + ' b ' | trim }}|{{ 'x' if false }}|{{ 'x' if messages else 'y' }}|{{ none or 'd' }}|"
                    "{{ 'v' and 0 }}|{{ not 0 }}|{{ 'a' + 'b' ~ 'c' }}|{{ not 1 == 2 }}"),
             "ab||x|d|0|True|abc|True");
+  // Lists repeat and order as Python's do.
+  EXPECT_EQ(render("{{ [1, 2] * 2 }}|{{ 0 * ['a'] }}|{{ [1, 'a'] < [1, 'b'] }}|{{ [2] > [1, 5] }}|{{ [] < [none] }}"),
+            "[1, 2, 1, 2]|[]|True|True|True");
   EXPECT_EQ(render("{{ 'ell' in 'hello' }}{{ 'z' not in 'hello' }}{{ 'user' in ['user', 'tool'] }}"
                    "{{ 'role' in messages[0] }}{{ 1 < 2 }}{{ 'b' >= 'a' }}{{ 1 == true }}{{ 1 != '1' }}"),
             "TrueTrueTrueTrueTrueTrueTrueTrue");
@@ -154,6 +157,7 @@ TEST(JinjaTemplate, Tests) {
                    "{{ true is boolean }}{{ true is true }}{{ 0 is false }}{{ 2 is even }}{{ 3 is odd }}"
                    "{{ messages is not string }}"),
             "FalseTrueTrueTrueTrueFalseTrueTrueTrueTrueTrueFalseTrueTrueTrue");
+  EXPECT_EQ(render("{{ x is sequence }}{{ x is iterable }}{{ 1 is sequence }}"), "TrueTrueFalse");
 }
 
 TEST(JinjaTemplate, PrintsAsPythonStr) {
@@ -229,6 +233,10 @@ TEST(JinjaTemplate, RenderErrors) {
   expect_render_error("{{ 'a'.split('') }}", {"empty separator"});
   expect_render_error("{{ 'a'[::0] }}", {"slice step cannot be zero"});
   expect_render_error("{{ 999999999999999999 * 10 }}", {"integer overflow in *"});
+  expect_render_error("{{ [] in messages[0] }}", {"unhashable type: 'list'"});
+  expect_render_error("{{ 'a %s' % 1 }}", {"printf-style string formatting", "not supported"});
+  expect_render_error("{% set ns = namespace(a=1) %}{{ ns.get('a') }}", {"'namespace' object has no method 'get'"});
+  expect_render_error("{% for m in messages %}{{ loop.index[1:] }}{% endfor %}", {"'int' object is not subscriptable"});
 }
 
 TEST(JinjaTemplate, Limits) {

@@ -8,7 +8,9 @@
 # the same sandbox with trim_blocks and lstrip_blocks). Every template jinja2 renders must
 # render byte for byte the same; every one jinja2 refuses (an undefined value used, a type
 # error) must be refused too. Then as many lexing templates: text with stray braces, \r\n,
-# string literals with escapes, comments and tags with every whitespace-control sign, nested.
+# string literals with escapes, comments and tags with every whitespace-control sign, nested;
+# and as many expression templates: random trees of literals, variables, operators, filters,
+# methods, tests, subscripts, slices and conditionals, where Python's types and errors meet.
 # Deterministic (seeded); prints how many rendered and failed alike.
 # usage: test_jinja_vs_jinja2.sh JINJA_RENDER [COUNT]   (exit 77: no python3 with jinja2)
 set -euo pipefail
@@ -17,7 +19,9 @@ COUNT="${2:-1500}"
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 python3 -c "import jinja2" 2>/dev/null || { echo "SKIP: python3 has no jinja2 (pip install jinja2)"; exit 77; }
 exec python3 - "$RENDER" "$COUNT" <<'EOF'
-import json, random, subprocess, sys
+import json, random, subprocess, sys, warnings
+
+warnings.simplefilter("ignore")  # jinja2's compiler warns about the generated subscripts of literals
 
 try:
     from transformers.utils.chat_template_utils import _compile_jinja_template as compile_template
@@ -158,6 +162,62 @@ for i in range(count):
         ok = "error" in got
     if not ok:
         mismatches.append((template, [], False, want, got))
+# Expressions: random trees of literals, variables, operators, filters, methods, tests,
+# subscripts, slices of variables and conditionals (Python's types and errors meet here).
+ATOMS = ["0", "1", "2", "-3", "7", "true", "false", "none", "'a'", "''", "' x '", "'caf\u00e9'", "'a,b,,c'", "'\\n'",
+         "[]", "[1, 2, 3]", "['a', 'b']", "[none, true, 'q']", "messages", "messages[0]", "m", "m.role", "m['content']",
+         "undefined_name", "ns", "ns.n", "loop.index", "loop.length", "'it''s'", "\"it's\"", "[[1], [2, [3]]]",
+         "'\\u00a0x\\u2003'"]
+OPERATORS = ["+", "-", "*", "~", "==", "!=", "<", ">", "<=", ">=", "in", "not in", "and", "or"]
+FILTERS = ["trim", "length", "count", "tojson", "string", "first", "last", "default('d')", "join(',')", "join", "trim('a')"]
+METHODS = ["strip()", "lstrip()", "rstrip(' x')", "startswith('a')", "endswith('')", "split(',')", "split()",
+           "replace('a', 'b')", "replace('', '-')", "get('role')", "get('x', 5)"]
+TESTS = ["defined", "undefined", "none", "string", "number", "integer", "mapping", "sequence", "iterable", "boolean",
+         "true", "false", "even", "odd"]
+SLICED = ["messages", "m.role", "m['content']", "m", "loop.index", "ns.n", "undefined_name",
+          "messages[0].content.split(',')"]
+
+
+def expression(depth):
+    if depth > 3 or rng.random() < 0.3:
+        return rng.choice(ATOMS)
+    c = rng.random()
+    if c < 0.3:
+        return "(" + expression(depth + 1) + " " + rng.choice(OPERATORS) + " " + expression(depth + 1) + ")"
+    if c < 0.45:
+        return "(" + expression(depth + 1) + " | " + rng.choice(FILTERS) + ")"
+    if c < 0.55:
+        return "(" + expression(depth + 1) + ")." + rng.choice(METHODS)
+    if c < 0.65:
+        return "(" + expression(depth + 1) + " is " + rng.choice(["", "not "]) + rng.choice(TESTS) + ")"
+    if c < 0.75:
+        return "(" + expression(depth + 1) + ")[" + rng.choice(["0", "-1", "1", "5", "'role'", "true"]) + "]"
+    if c < 0.85:  # a slice of a constant is folded by jinja2's compiler (undefined, not an error): slice variables
+        return "(" + rng.choice(SLICED) + ")[" + rng.choice(["1:", ":-1", "::-1", "::2", "-2:", "5:", "1:2:0", ":", "none:", "'a':"]) + "]"
+    if c < 0.92:
+        return "(not " + expression(depth + 1) + ")"
+    return "(" + expression(depth + 1) + " if " + expression(depth + 1) + " else " + expression(depth + 1) + ")"
+
+
+chat = [{"role": "user", "content": "Hi, there"}, {"role": "assistant", "content": " ok "}]
+for i in range(count):
+    template = "{% set ns = namespace(n=3) %}{% for m in messages %}{{ " + expression(0) + " }}|{% endfor %}"
+    try:
+        want = {"text": compile_template(template).render(messages=chat, bos_token="<s>", eos_token="</s>",
+                                                           add_generation_prompt=False, tools=None, documents=None)}
+    except Exception as e:
+        want = {"error": f"{type(e).__name__}: {e}"}
+    proc.stdin.write(json.dumps({"template": template, "messages": chat, "add_generation_prompt": False}) + "\n")
+    proc.stdin.flush()
+    got = json.loads(proc.stdout.readline())
+    if "text" in want:
+        rendered += 1
+        ok = got.get("text") == want["text"]
+    else:
+        refused += 1
+        ok = "error" in got
+    if not ok:
+        mismatches.append((template, chat, False, want, got))
 proc.stdin.close()
 proc.wait()
 for template, messages, agp, want, got in mismatches[:5]:
@@ -165,6 +225,6 @@ for template, messages, agp, want, got in mismatches[:5]:
     print("  messages:", messages, "add_generation_prompt:", agp)
     print("  jinja2:  ", repr(want)[:400])
     print("  farthing:", repr(got)[:400])
-print(f"{2 * count} random templates: {rendered} rendered by jinja2, {refused} refused by it; {len(mismatches)} differ")
+print(f"{3 * count} random templates: {rendered} rendered by jinja2, {refused} refused by it; {len(mismatches)} differ")
 sys.exit(1 if mismatches else 0)
 EOF
