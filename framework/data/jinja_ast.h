@@ -1,6 +1,6 @@
 // jinja_ast.h — a parsed chat template: statements (Node) holding expressions (Expr), built by
-// jinja_parse.cpp and walked by jinja_template.cpp. Every node keeps its line and column so a
-// render-time error points into the template.
+// jinja_parse.cpp (from jinja_lex.cpp's tokens) and walked by jinja_template.cpp. Every node
+// keeps its line and column so a render-time error points into the template.
 // Relies on: jinja_value.h. Tested by: tests/tokenizers/test_jinja_template.cpp.
 #pragma once
 
@@ -76,6 +76,11 @@ struct Node {
   std::vector<Branch> branches;
   Body body;
 };
+
+// What error messages say the subset is.
+inline constexpr const char* kSupportedSubset =
+    "farthing's Jinja subset has {{ }}, {% if/elif/else %}, {% for x in xs %}, {% set %}, "
+    "{% generation %} and comments";
 
 // Limits for untrusted templates (a template comes from a recipe or a downloaded file).
 inline constexpr size_t kMaxTemplateBytes = size_t(1) << 20;

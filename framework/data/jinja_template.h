@@ -17,7 +17,7 @@
 // Limits (jinja_ast.h): 1 MiB of template, 64 nested blocks or brackets, expressions 256 deep;
 // per render 16 MiB of output or of any string, 256 MiB of string work in all, lists of 1M items,
 // 1 million evaluation steps. Integers are 64-bit: overflow is an error (Python's are unbounded).
-// Relies on: jinja_ast.h (parse: jinja_parse.cpp), jinja_value.h, chat_template.h (ChatMessage).
+// Relies on: jinja_ast.h (parse: jinja_lex.cpp, jinja_parse.cpp), jinja_value.h, chat_template.h (ChatMessage).
 // Tested by: tests/tokenizers/test_jinja_template.cpp (each construct and error),
 // tests/tokenizers/test_jinja_goldens.cpp (real templates against jinja2) and
 // tests/tokenizers/test_jinja_vs_jinja2.sh (random templates against jinja2).
