@@ -5,12 +5,16 @@
 // size 1) makes them global. The clip factor and the loss-scale unscale are folded into the
 // fused step as one gradient scale, so clipping costs no extra pass over the gradients.
 // The optimizer only reports non-finite gradients; whether to skip the step or fail is the
-// caller's policy. Relies on: nothing but <functional>. Tested by: tests/optim/test_optim_config.cpp (GradClip.*).
+// caller's policy. GradHistogram: an optional diagnostic (gradient magnitudes by power of two),
+// which the trainer fills only when asked (Trainer::set_grad_histogram).
+// Relies on: nothing but the standard library. Tested by: tests/optim/test_optim_config.cpp (GradClip.*),
+// tests/train/test_bench_precision.sh (GradHistogram, through `farthing bench precision`).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 namespace farthing::optim {
 
@@ -28,6 +32,19 @@ struct GradReport {
   double clip_factor = 1.0;    // min(1, max_norm / (norm + 1e-6)), as torch's clip_grad_norm_
   double grad_scale = 1.0;     // clip_factor / loss_scale: what the step multiplies g by
 };
+
+// How many gradient values lie in each power-of-two band of magnitude, the loss scale divided
+// out: counts[i] holds 2^(kMinLog2 + i) <= |g| / loss_scale < 2^(kMinLog2 + i + 1), the first
+// and last bands also everything below and above. Zeros and inf/NaN are counted apart.
+struct GradHistogram {
+  static constexpr int kMinLog2 = -48, kMaxLog2 = 8;
+  double loss_scale = 1.0;  // what the gradients carried (divided out before bucketing)
+  int64_t zeros = 0, nonfinite = 0;
+  std::vector<int64_t> counts = std::vector<int64_t>(size_t(kMaxLog2 - kMinLog2 + 1), 0);
+};
+// Adds n values to h: f32, or bf16 bit patterns.
+void add_grad_magnitudes(GradHistogram& h, const float* g, int64_t n);
+void add_grad_magnitudes_bf16(GradHistogram& h, const uint16_t* g, int64_t n);
 
 // From the global sum of squares (of the scaled gradients) and non-finite count.
 GradReport make_grad_report(double global_sum_squares, int64_t global_nonfinite, const GradOptions& options);

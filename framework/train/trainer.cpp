@@ -1,10 +1,13 @@
 // trainer.cpp — see trainer.h.
 #include "framework/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <span>
+#include <vector>
 
 #include "framework/ckpt/h5_checkpoint_dir.h"
 #include "framework/core/error.h"
@@ -87,6 +90,40 @@ void write_text_file(const fs::path& path, const std::string& text) {
     FARTHING_CHECK(out.good(), "cannot write ", tmp.string(), " (directory not writable, or disk full?)");
   }
   fs::rename(tmp, path);
+}
+
+// The gradients' magnitude histogram over this rank's shards, summed over ranks. Off the host
+// the shards come through a host buffer a piece at a time.
+optim::GradHistogram gradient_histogram(std::span<const Tensor> grads, double loss_scale, Backend& backend,
+                                        MpiCommunicator& comm) {
+  optim::GradHistogram h;
+  h.loss_scale = loss_scale;
+  constexpr int64_t kPiece = int64_t(1) << 20;
+  std::vector<std::byte> staged;
+  for (const Tensor& g : grads) {
+    FARTHING_CHECK(g.dtype() == DType::kF32 || g.dtype() == DType::kBF16, "gradient histogram: gradients must be f32 "
+                   "or bf16, got ", g.describe());
+    for (int64_t begin = 0; begin < g.numel(); begin += kPiece) {
+      const int64_t n = std::min(kPiece, g.numel() - begin);
+      Tensor piece = g.flat_slice(begin, n);
+      const void* host = piece.data();
+      if (!g.device().is_cpu()) {
+        staged.resize(size_t(n) * dtype_size_bytes(g.dtype()));
+        backend.copy(Tensor(staged.data(), g.dtype(), Shape{n}), piece);
+        host = staged.data();
+      }
+      if (g.dtype() == DType::kF32) optim::add_grad_magnitudes(h, static_cast<const float*>(host), n);
+      else optim::add_grad_magnitudes_bf16(h, static_cast<const uint16_t*>(host), n);
+    }
+  }
+  std::vector<int64_t> sums = h.counts;
+  sums.push_back(h.zeros);
+  sums.push_back(h.nonfinite);
+  comm.all_reduce(Tensor(sums.data(), DType::kI64, Shape{int64_t(sums.size())}), ReduceOp::kSum);
+  std::copy(sums.begin(), sums.begin() + int64_t(h.counts.size()), h.counts.begin());
+  h.zeros = sums[h.counts.size()];
+  h.nonfinite = sums[h.counts.size() + 1];
+  return h;
 }
 
 }  // namespace
@@ -313,6 +350,7 @@ Trainer::StepOutcome Trainer::train_step() {
     grad_options.loss_scale = loss_scale;
     const optim::GradReport report = optimizer_->inspect_grads(grad_views, grad_options);
     out.grad_norm = report.grad_norm;
+    if (grad_histogram_) out.grad_histogram = gradient_histogram(grad_views, loss_scale, backend_for(device_), comm_);
     if (report.nonfinite > 0) {
       FARTHING_CHECK(t.nonfinite != "fail", "step ", progress_.step + 1, ": ", report.nonfinite,
                      " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'. Lower the "

@@ -93,8 +93,13 @@ class Trainer {
     bool skipped = false;
     int64_t tokens = 0;
     double unchanged_fraction = 0.0;  // bf16 weights the step left bit-identical (0 when skipped)
+    std::optional<optim::GradHistogram> grad_histogram;  // only when set_grad_histogram(true)
   };
   StepOutcome train_step();
+  // Diagnostic, off by default: each later step that inspects its gradients (not with the
+  // optimizer step fused into backward) also returns their magnitude histogram over all ranks,
+  // the loss scale divided out: one more pass over the gradients and one all-reduce.
+  void set_grad_histogram(bool on) { grad_histogram_ = on; }
   // Bytes this rank sent in ZeRO's gradient and weight collectives so far.
   int64_t bytes_communicated() const { return store_->bytes_sent(); }
 
@@ -144,6 +149,7 @@ class Trainer {
   std::unique_ptr<optim::LossScaler> scaler_;
   double fused_grad_norm_sq_ = 0.0;          // optimizer-in-backward: sum of the units' squared norms
   double fused_elements_ = 0.0, fused_unchanged_ = 0.0;  // optimizer-in-backward: the units' sums
+  bool grad_histogram_ = false;  // set_grad_histogram
   std::string recipe_yaml_, model_config_json_;
   std::string build_note_;  // what setting up held, for the first progress note
   int64_t loading_peak_bytes_ = 0;

@@ -21,6 +21,8 @@ struct BenchOptions {
   long long batch = 0;         // sequences per step (train suite; 0: default)
   bool torch_amp = false;      // train suite: run the bf16-autocast peer even where bf16 is emulated
   std::string device = "cpu";  // "cpu" or "cuda" (numerics, optim, train, ops and gemm suites; device 0)
+  bool quick = false;          // precision suite: stories260K and short runs instead of SmolLM2-135M
+  std::string out;             // precision suite: where the report, JSON and plots go ("": its default)
 };
 
 struct BenchSuite {
@@ -45,6 +47,7 @@ int run_train_bench(const BenchOptions& options);
 int run_dist_bench(const BenchOptions& options);
 int run_gemm_bench(const BenchOptions& options);
 int run_ops_bench(const BenchOptions& options);  // bench_ops.cpp: --device cpu or cuda
+int run_precision_bench(const BenchOptions& options);  // bench_precision.cpp: --quick, --out DIR
 // The --device cuda forms (bench_numerics_cuda.cpp, bench_optim_cuda.cpp): exit 77 without a GPU.
 int run_numerics_bench_cuda(const BenchOptions& options);
 int run_optim_bench_cuda(const BenchOptions& options);

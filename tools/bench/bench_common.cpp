@@ -47,6 +47,8 @@ const std::vector<BenchSuite>& bench_suites() {
       {"gemm", "cuBLASLt bf16 GEMM at a preset's layer shapes and 8192^3 in TFLOP/s (--device cuda only)",
        &run_gemm_bench},
       {"ops", "every NnOps op at SmolLM2-135M and Llama-3.1-8B shapes vs the GEMM ceiling and the copy", &run_ops_bench},
+      {"precision", "the trainer under each numerics setting on one fine-tune: weight sticking, loss vs the fp32 "
+       "reference, fp16 gradient underflow (--quick: stories260K; --out DIR)", &run_precision_bench},
   };
   return suites;
 }

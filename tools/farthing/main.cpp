@@ -27,6 +27,7 @@ constexpr const char* kUsage =
     "  bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n"
     "                 [--preset NAME] [--seq T] [--batch B] [--torch-amp]   (train, gemm suites)\n"
     "                 [--device cpu|cuda]   (numerics, optim, train, ops: cuda measures the GPU; gemm: cuda only)\n"
+    "                 [--quick] [--out DIR]   (precision suite: stories260K in ~2 min; where its report goes)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
     "  tokenize --tokenizer PATH (--ids TEXT | INPUT -o OUT.bin)\n"
     "                 text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)\n"
@@ -84,6 +85,8 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--seq") options.seq = std::stoll(value());
     else if (a == "--batch") options.batch = std::stoll(value());
     else if (a == "--torch-amp") options.torch_amp = true;
+    else if (a == "--quick") options.quick = true;
+    else if (a == "--out") options.out = value();
     else if (a == "--device") {
       options.device = value();
       if (options.device != "cpu" && options.device != "cuda") {
