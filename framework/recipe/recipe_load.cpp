@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <variant>
 
 #include "framework/core/error.h"
 #include "framework/recipe/closest_name.h"
@@ -124,6 +125,14 @@ Entry override_entry(const std::string& text) {
   FARTHING_CHECK(key != nullptr, where, ": '", path, "' is not a key of section ", section, did_you_mean(name, valid),
                  "; valid keys of ", section, ": ", join_names(valid, ", "));
   const std::string value_text = text.substr(equals + 1);
+  // Jinja text (an inline data.chat_template) starts with '{', which YAML reads as a map or
+  // refuses: a string key takes unquoted text holding "{%" or "{{" as it is (YAML-quoted text
+  // is still read as YAML, so its escapes work).
+  RunConfig probe;
+  const bool quoted = !value_text.empty() && (value_text.front() == '"' || value_text.front() == '\'');
+  const bool jinja_text = std::holds_alternative<std::string*>(key->field(probe)) && !quoted &&
+                          (value_text.find("{%") != std::string::npos || value_text.find("{{") != std::string::npos);
+  if (jinja_text) return {key, YAML::Node(value_text), where};
   YAML::Node value;
   try {
     value = YAML::Load(value_text);

@@ -46,6 +46,19 @@ TEST(RecipeOverrides, ValuesAreYamlScalars) {
                   {"model.path at --set model.path=a: b is a map, expected a single value"});
 }
 
+TEST(RecipeOverrides, JinjaTextNeedsNoQuotes) {
+  // YAML would read a bare "{% ... %}" as a map (or refuse it): a string key takes it as text.
+  const std::string jinja = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}";
+  EXPECT_EQ(parse_recipe_text(kRecipe, "recipe.yaml", {"data.chat_template=" + jinja}).data.chat_template, jinja);
+  EXPECT_EQ(parse_recipe_text(kRecipe, "recipe.yaml", {"data.chat_template={{ bos_token }}"}).data.chat_template,
+            "{{ bos_token }}");
+  // YAML-quoted text is still YAML: its quotes go, its escapes work.
+  EXPECT_EQ(parse_recipe_text(kRecipe, "recipe.yaml", {"data.chat_template=\"{{ m }}\\n\""}).data.chat_template,
+            "{{ m }}\n");
+  // Only string keys: a number key with Jinja text is still a type error.
+  expect_contains(parse_error(kRecipe, {"optimizer.lr={{ lr }}"}), {"optimizer.lr at --set optimizer.lr={{ lr }}"});
+}
+
 TEST(RecipeOverrides, AnOverrideMayReplaceABadFileValue) {
   const std::string bad = recipe_with("optimizer", "lr", "fast").yaml;
   EXPECT_EQ(parse_recipe_text(bad, "recipe.yaml", {"optimizer.lr=1e-4"}).optimizer.lr, 1e-4);
