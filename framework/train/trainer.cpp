@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/ckpt/h5_checkpoint_dir.h"
 #include "framework/core/error.h"
 #include "framework/dist/device_communicator.h"
