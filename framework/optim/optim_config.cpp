@@ -69,10 +69,6 @@ void validate_group(const ParamGroup& g, size_t index) {
 void validate_optimizer_config(const OptimizerConfig& config, const std::vector<ShardSpec>& shards) {
   FARTHING_CHECK(!config.groups.empty(), "the optimizer has no parameter groups; give at least one");
   for (size_t i = 0; i < config.groups.size(); ++i) validate_group(config.groups[i], i);
-  FARTHING_CHECK(!(config.master_mode == MasterMode::kNone && config.weight_rounding == WeightRounding::kNearest),
-                 "master mode 'none' with round-to-nearest weights would drop every update smaller than half "
-                 "a bf16 spacing (most of them at fine-tuning learning rates); use weight_rounding "
-                 "'stochastic' with master 'none', or master 'f32'");
   FARTHING_CHECK(!(config.master_mode == MasterMode::kRemainder16 &&
                    config.weight_rounding == WeightRounding::kStochastic),
                  "master mode 'remainder16' keeps the master's high half in the bf16 weight, so the weight must be "

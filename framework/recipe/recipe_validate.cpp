@@ -143,10 +143,6 @@ class Checker {
     FARTHING_CHECK(o.lr * o.weight_decay < 1.0, at("optimizer.lr"), " is ", num(o.lr), " and ",
                    at("optimizer.weight_decay"), " is ", num(o.weight_decay), ": expected lr * weight_decay < 1, got ",
                    num(o.lr * o.weight_decay), ", which would flip or zero every weight each step");
-    FARTHING_CHECK(!(o.master == "none" && o.weight_rounding == "nearest"), at("optimizer.master"), " is 'none' and ",
-                   at("optimizer.weight_rounding"), " is 'nearest': without a master copy, round-to-nearest drops ",
-                   "every update smaller than half a bf16 spacing (most of them at fine-tuning learning rates); "
-                   "expected weight_rounding 'stochastic' with master 'none', or master 'f32'");
     FARTHING_CHECK(!(o.master == "remainder16" && o.weight_rounding == "stochastic"), at("optimizer.master"),
                    " is 'remainder16' and ", at("optimizer.weight_rounding"),
                    " is 'stochastic': remainder16 keeps the ",

@@ -144,6 +144,12 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
                  " elements but the model's flat layout ", spec.layout.total_elems());
   OptimizerSetup setup = make_optimizer_setup(spec.layout, config_.optimizer, t.seed);
   demoted_ = setup.demoted;
+  if (config_.optimizer.master == "none" && config_.optimizer.weight_rounding == "nearest" && comm_.rank() == 0) {
+    // Pure bf16 training, as many trainers do it: allowed, but it loses updates (NUMERICS.md §2).
+    std::fprintf(stderr, "farthing: note: optimizer.master 'none' with weight_rounding 'nearest': every update "
+                         "smaller than half a bf16 spacing is lost, so many weights stick at fine-tuning learning "
+                         "rates (farthing bench precision measures it); 'stochastic' keeps them on average\n");
+  }
   device_ = train_device(t.device, comm_);
   device_peak_flops_ = backend_for(device_).dense_bf16_peak_flops();  // once: a device query, not per step
   if (device_.kind == DeviceKind::kCuda && comm_.rank() == 0 && output_.progress) {

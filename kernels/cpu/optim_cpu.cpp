@@ -120,8 +120,7 @@ AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg, CpuKernelPath path) {
   const int64_t chunks = int64_t((seg.n + lead + kChunk - 1) / kChunk);
   const bool has_master = seg.master_mode == MasterMode::kF32;
   const bool has_remainder = seg.master_mode == MasterMode::kRemainder16;
-  const bool stochastic = seg.master_mode == MasterMode::kNone ||
-                          (has_master && seg.weight_rounding == WeightRounding::kStochastic);
+  const bool stochastic = !has_remainder && seg.weight_rounding == WeightRounding::kStochastic;
   const nm::RandomKey key{seg.seed, seg.step,
                           has_master ? nm::RandomPurpose::kWeightCast : nm::RandomPurpose::kMasterFreeUpdate};
   const nm::AdamWScalars s = seg.scalars;

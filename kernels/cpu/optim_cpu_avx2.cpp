@@ -387,7 +387,11 @@ static void chunk_dense_for_mode(const AdamWSegmentCpu& seg, size_t begin, int c
       chunk_dense<grad_f32, moments_f32, MasterMode::kRemainder16, false>(seg, begin, count, key, lanes);
       return;
     case MasterMode::kNone:
-      chunk_dense<grad_f32, moments_f32, MasterMode::kNone, true>(seg, begin, count, key, lanes);
+      if (stochastic) {
+        chunk_dense<grad_f32, moments_f32, MasterMode::kNone, true>(seg, begin, count, key, lanes);
+      } else {
+        chunk_dense<grad_f32, moments_f32, MasterMode::kNone, false>(seg, begin, count, key, lanes);
+      }
       return;
   }
 }
@@ -425,8 +429,12 @@ static void chunk_block8_for_grad(const AdamWSegmentCpu& seg, size_t begin, int 
     case MasterMode::kRemainder16:  // the remainder split is the rounding (no SR)
       chunk_block8<grad_f32, MasterMode::kRemainder16, false>(seg, begin, count, block, key, lanes);
       return;
-    case MasterMode::kNone:  // always stochastic
-      chunk_block8<grad_f32, MasterMode::kNone, true>(seg, begin, count, block, key, lanes);
+    case MasterMode::kNone:
+      if (stochastic) {
+        chunk_block8<grad_f32, MasterMode::kNone, true>(seg, begin, count, block, key, lanes);
+      } else {
+        chunk_block8<grad_f32, MasterMode::kNone, false>(seg, begin, count, block, key, lanes);
+      }
       return;
   }
 }

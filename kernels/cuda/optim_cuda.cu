@@ -348,8 +348,7 @@ AdamWPartials adamw_step_cuda(const AdamWSegmentCuda& seg, cudaStream_t stream) 
   args.lead = seg.global_offset % kThreads;
   args.chunks = (uint64_t(seg.n) + args.lead + kThreads - 1) / kThreads;
   const bool has_master = seg.master_mode == MasterMode::kF32;
-  args.stochastic = seg.master_mode == MasterMode::kNone ||
-                    (has_master && seg.weight_rounding == WeightRounding::kStochastic);
+  args.stochastic = seg.master_mode != MasterMode::kRemainder16 && seg.weight_rounding == WeightRounding::kStochastic;
   args.key = nm::RandomKey{seg.seed, seg.step,
                            has_master ? nm::RandomPurpose::kWeightCast : nm::RandomPurpose::kMasterFreeUpdate};
 

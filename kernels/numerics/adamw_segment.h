@@ -18,7 +18,9 @@ enum class GradFormat : uint8_t { kF32, kBf16 };
 enum class MomentFormat : uint8_t { kF32, kBf16, kBlock8, kBlock4 };
 // kF32: an fp32 master; kRemainder16: the master is the bf16 weight plus a 16-bit remainder
 // (numerics/master_remainder.h, lossless, weight rounded to nearest with ties away from zero);
-// kNone: no master, the bf16 weight is updated in fp32 and written back stochastically rounded.
+// kNone: no master, the bf16 weight is updated in fp32 and written back rounded as weight_rounding
+// says: stochastically (unbiased: small updates survive on average), or to nearest (pure bf16
+// training: an update below half a bf16 spacing is lost; `farthing bench precision` measures it).
 enum class MasterMode : uint8_t { kF32, kRemainder16, kNone };
 enum class WeightRounding : uint8_t { kNearest, kStochastic };
 
@@ -40,7 +42,7 @@ struct AdamWSegment {
   float* master = nullptr;        // MasterMode::kF32 only
   uint16_t* remainder = nullptr;  // MasterMode::kRemainder16 only
   MasterMode master_mode = MasterMode::kF32;
-  WeightRounding weight_rounding = WeightRounding::kNearest;  // master -> weight cast (kF32 only)
+  WeightRounding weight_rounding = WeightRounding::kNearest;  // the new weight's cast (kF32, kNone)
   MomentRef m, v;
   numerics::AdamWScalars scalars{};
   uint64_t seed = 0;  // stochastic rounding key: (seed, step, purpose, global index)

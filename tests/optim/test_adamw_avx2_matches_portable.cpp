@@ -188,6 +188,7 @@ void expect_every_mode_agrees(MomentFormat mf, std::initializer_list<uint64_t> o
         expect_paths_agree(n, offset, gf, mf, MasterMode::kF32, WeightRounding::kStochastic);
         expect_paths_agree(n, offset, gf, mf, MasterMode::kRemainder16, WeightRounding::kNearest);
         expect_paths_agree(n, offset, gf, mf, MasterMode::kNone, WeightRounding::kStochastic);
+        expect_paths_agree(n, offset, gf, mf, MasterMode::kNone, WeightRounding::kNearest);
       }
     }
   }

@@ -41,7 +41,7 @@ void expect_step_matches_scalars(MasterMode master_mode, WeightRounding rounding
     float p = has_master ? master[i] : nm::bf16_to_f32(weight[i]);
     nm::adamw_update_element(scalars, grad[i], p, want_m[i], want_v[i]);
     want_master[i] = p;
-    const bool stochastic = !has_master || rounding == WeightRounding::kStochastic;
+    const bool stochastic = rounding == WeightRounding::kStochastic;
     want_weight[i] = stochastic ? nm::f32_to_bf16_sr(p, nm::random_bits_for_element(key, global_offset + i))
                                 : nm::f32_to_bf16_rne(p);
   }
@@ -79,6 +79,11 @@ void expect_step_matches_scalars(MasterMode master_mode, WeightRounding rounding
 TEST(AdamWStepScalarParity, NoMasterStochasticRounding) {
   expect_step_matches_scalars(MasterMode::kNone, WeightRounding::kStochastic, 100003, 1283);
   expect_step_matches_scalars(MasterMode::kNone, WeightRounding::kStochastic, 7, 5);
+}
+
+TEST(AdamWStepScalarParity, NoMasterRoundToNearest) {
+  expect_step_matches_scalars(MasterMode::kNone, WeightRounding::kNearest, 100003, 1283);
+  expect_step_matches_scalars(MasterMode::kNone, WeightRounding::kNearest, 7, 5);
 }
 
 TEST(AdamWStepScalarParity, Fp32MasterStochasticCast) {
