@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "framework/backend/fp8_op_checks.h"
 #include "framework/core/error.h"
 #include "kernels/cuda/activation_cuda.h"
 #include "kernels/cuda/attention_cuda.h"
@@ -12,6 +13,8 @@
 #include "kernels/cuda/cross_entropy_cuda.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/embedding_cuda.h"
+#include "kernels/cuda/fp8_cuda.h"
+#include "kernels/cuda/gemm_fp8_cublaslt.h"
 #include "kernels/cuda/matmul_cublaslt.h"
 #include "kernels/cuda/norm_cuda.h"
 #include "kernels/cuda/rope_cuda.h"
@@ -47,7 +50,10 @@ void* CudaNnOps::on_device() const {
 }
 
 CudaNnOps::CudaNnOps(int device_index, void* stream)
-    : device_index_(device_index), stream_(stream), matmul_(std::make_unique<k::MatmulLt>()) {}
+    : device_index_(device_index),
+      stream_(stream),
+      matmul_(std::make_unique<k::MatmulLt>()),
+      matmul_fp8_(std::make_unique<k::MatmulFp8Lt>(*matmul_)) {}
 
 CudaNnOps::~CudaNnOps() {
   if (workspace_ != nullptr) {
@@ -73,6 +79,23 @@ void* CudaNnOps::workspace(size_t bytes) {
 void CudaNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                        bool accumulate) {
   matmul_->run(dtype, shape, a, b, c, accumulate, STREAM);
+}
+
+void CudaNnOps::fp8_quantize(const Fp8QuantizeArgs& args) {
+  check_fp8_quantize_args(args);
+  const size_t scratch_bytes = k::fp8_quantize_scratch_bytes(args);
+  void* scratch = scratch_bytes > 0 ? workspace(scratch_bytes) : nullptr;
+  k::fp8_quantize_cuda(args, scratch, STREAM);
+}
+
+int64_t CudaNnOps::fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const {
+  return k::MatmulFp8Lt::workspace_bytes(a_elems, b_elems, power_of_two);
+}
+
+void CudaNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c,
+                           bool accumulate, void* workspace) {
+  check_fp8_matmul_operands(shape, a, b);
+  matmul_fp8_->run(shape, a, b, c, accumulate, workspace, STREAM);
 }
 
 namespace {

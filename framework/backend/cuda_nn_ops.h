@@ -7,7 +7,10 @@
 // ops need (column-sum partials, attention's dO.O rows, decode scores, embedding links, row
 // losses) comes from one device workspace, grown stream-ordered (cudaMallocAsync) and reused
 // by every later op on the stream. Includable from plain C++ (the stream is opaque).
-// Relies on: kernels/cuda/*_cuda.h, matmul_cublaslt.h. Tested by: tests/kernels/test_nn_ops_parity.cpp
+// FP8: fp8_quantize through kernels/cuda/fp8_cuda.h (bitwise the CPU's), matmul_fp8 through
+// kernels/cuda/gemm_fp8_cublaslt.h (cuBLASLt FP8, or its exact dense fallback).
+// Relies on: kernels/cuda/*_cuda.h, matmul_cublaslt.h, gemm_fp8_cublaslt.h, backend/fp8_op_checks.h.
+// Tested by: tests/kernels/test_nn_ops_parity.cpp
 // (CUDA against CpuNnOps, op by op; skips without a GPU).
 #pragma once
 
@@ -20,6 +23,7 @@ namespace farthing {
 
 namespace kernels {
 class MatmulLt;
+class MatmulFp8Lt;
 }
 
 class CudaNnOps final : public NnOps {
@@ -33,6 +37,10 @@ class CudaNnOps final : public NnOps {
   Device device() const override { return Device::cuda(device_index_); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
+  void fp8_quantize(const Fp8QuantizeArgs& args) override;
+  int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
+  void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
+                  void* workspace) override;
   void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override;
   void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const float* out,
                           const float* lse, const float* qkv) override;
@@ -81,6 +89,7 @@ class CudaNnOps final : public NnOps {
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   std::unique_ptr<kernels::MatmulLt> matmul_;
+  std::unique_ptr<kernels::MatmulFp8Lt> matmul_fp8_;  // after matmul_: its fallback uses it
 };
 
 }  // namespace farthing

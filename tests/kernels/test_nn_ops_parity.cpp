@@ -11,13 +11,18 @@
 //   Cuda/*: CpuNnOps vs the CUDA backend's NnOps under the class's tolerance; skipped (GTEST_SKIP)
 //     without a GPU.
 // Everything goes through Backend (allocate, NnOps::copy) so the test is plain C++.
-// Relies on: framework/backend, kernels/numerics/bf16.h, minifloat.h. Tested by: itself (an op broken
+// FP8 rows: fp8_quantize for every tiling, fp32 and bf16 inputs, odd shapes, T = 1, NaN, inf and
+// all-zero tiles, current and delayed scaling (codes, s_inv and amax bitwise); matmul_fp8 for
+// the model's three GEMMs (forward, dgrad, wgrad) with per-tensor and block tilings, on operands
+// each backend quantized itself (class kFp8Gemm).
+// Relies on: framework/backend, kernels/numerics/bf16.h, minifloat.h, fp8_scaling.h. Tested by: itself (an op broken
 // on purpose makes its rows fail; see docs/cuda_ops.md).
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -27,6 +32,7 @@
 
 #include "framework/backend/backend.h"
 #include "kernels/numerics/bf16.h"
+#include "kernels/numerics/fp8_scaling.h"
 #include "kernels/numerics/minifloat.h"
 
 namespace farthing {
@@ -34,7 +40,7 @@ namespace {
 
 // ---- comparison classes --------------------------------------------------------------------
 
-enum class Tol { kBitwise, kF32Reduction, kAttention, kGemm };
+enum class Tol { kBitwise, kF32Reduction, kAttention, kGemm, kFp8Gemm };
 
 // max |candidate - reference| <= rel * max |reference| over each output array (the error is
 // measured against the output's scale, since reductions with cancellation make per-element
@@ -43,6 +49,15 @@ enum class Tol { kBitwise, kF32Reduction, kAttention, kGemm };
 // typically (<= 1e-5 with margin); attention chains a softmax and two such sums (1e-4); GEMMs
 // take identical (already rounded) bf16/f16/fp32 inputs on both sides and accumulate in fp32,
 // so only the summation order differs, over k up to 14,336 (1e-4). Loss sums (double) 1e-9.
+// FP8 GEMMs (2e-3): both sides multiply the same codes and power-of-two scales, so every
+// product is exact; the CPU emulation sums them in fp32 (bf16 GEMM of exactly dequantized
+// values). cuBLASLt's FP8 kernels on Hopper sum each 128-wide k block in the tensor cores, which
+// keep only about 14 bits of the running sum (DeepSeek-V3 report, section 3.3.2), then promote the
+// block into fp32 (fast accumulation off). Per block that is at most ~2^-13 of the block's
+// sum |a.b|; over k/128 blocks of zero-mean inputs these add like a random walk, so the error is
+// ~2^-13 * sqrt(128 k) * E|ab| against max|C| ~ 4 sqrt(k) rms(ab): ~3e-4 of the scale, whatever
+// k. 2e-3 leaves a factor ~7; a wrong scale on one 128-element tile moves C by ~10% of the scale.
+// Rows that fall back to the dense GEMM (gemm_fp8_cublaslt.h) are within 1e-4, inside the class.
 struct Tolerance {
   Tol tol;
   const char* name;
@@ -53,6 +68,7 @@ constexpr Tolerance kTolerances[] = {
     {Tol::kF32Reduction, "fp32 reduction", 1e-5},
     {Tol::kAttention, "fp32 attention", 1e-4},
     {Tol::kGemm, "fp32-accumulated GEMM", 1e-4},
+    {Tol::kFp8Gemm, "FP8 GEMM (tensor-core block accumulation)", 2e-3},
 };
 constexpr double kLossSumRel = 1e-9;
 
@@ -88,10 +104,24 @@ class Arena {
     nn_.copy(p, staged.data(), int64_t(staged.size()));
     return reinterpret_cast<T*>(p);
   }
+  // Uninitialised device scratch (a GEMM's workspace).
+  void* raw(size_t bytes) {
+    void* p = backend_.allocate_bytes(std::max<size_t>((bytes + 3) / 4 * 4, 4));
+    blocks_.push_back(p);
+    return p;
+  }
   std::vector<float> get(const float* p, size_t n) {
     std::vector<float> host(n);
     if (n > 0) nn_.copy(host.data(), p, int64_t(n));
     return host;
+  }
+  // Bytes (FP8 codes), each as an exact float 0..255.
+  std::vector<float> get_u8_as_f32(const uint8_t* p, size_t n) {
+    std::vector<float> words((n + 3) / 4);
+    if (!words.empty()) nn_.copy(words.data(), reinterpret_cast<const float*>(p), int64_t(words.size()));
+    std::vector<uint8_t> bytes(n);
+    if (n > 0) std::memcpy(bytes.data(), words.data(), n);
+    return std::vector<float>(bytes.begin(), bytes.end());
   }
   std::vector<uint16_t> get_u16(const uint16_t* p, size_t n) {
     std::vector<float> words((n + 1) / 2);
@@ -473,6 +503,184 @@ void add_copy_cases() {
   });
 }
 
+// ---- FP8 ------------------------------------------------------------------------------------
+
+using numerics::Fp8Format;
+using numerics::Fp8Tiling;
+
+const char* tiling_name(Fp8Tiling t) {
+  switch (t) {
+    case Fp8Tiling::kTensor: return "tensor";
+    case Fp8Tiling::kRow1x128: return "row1x128";
+    case Fp8Tiling::kCol128x1: return "col128x1";
+    default: return "block128";
+  }
+}
+
+// rows x cols values whose magnitudes vary over 2^-9..2^9 along rows and columns, so neighbouring
+// tiles get different scales and small values land on FP8 subnormals. With specials: a NaN at
+// (5, 7), +inf at (100, 150), and zeros over row 2's and rows 128..'s columns 128.. (all-zero
+// 1 x 128, 128 x 1 and 128 x 128 tiles), where the shape has them.
+std::vector<float> fp8_inputs(Rng& rng, int64_t rows, int64_t cols, bool specials) {
+  std::vector<float> v(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      v[size_t(r * cols + c)] = rng.uniform(-1.0f, 1.0f) * std::ldexp(1.0f, int((r * 7 + c / 37) % 19) - 9);
+    }
+  }
+  if (!specials) return v;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 128; c < cols; ++c) {
+      if (r == 2 || r >= 128) v[size_t(r * cols + c)] = 0.0f;
+    }
+  }
+  if (rows > 5 && cols > 7) v[size_t(5 * cols + 7)] = std::nanf("");
+  if (rows > 100 && cols > 150) v[size_t(100 * cols + 150)] = INFINITY;
+  return v;
+}
+
+struct Fp8QuantizeCase {
+  Fp8Tiling tiling;
+  Fp8Format format;
+  bool bf16_input;
+  bool specials;
+  int margin = 0;
+  bool power_of_two = true;
+  float given_scale = 0.0f;  // > 0: delayed scaling with this scale
+};
+
+void add_fp8_quantize_case(const std::string& label, int64_t rows, int64_t cols, Fp8QuantizeCase q) {
+  const std::string name = std::string("fp8_quantize_") + tiling_name(q.tiling) + (q.bf16_input ? "_bf16_" : "_f32_") + label;
+  add(name, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const auto xs = fp8_inputs(rng, rows, cols, q.specials);
+    const int64_t scales = numerics::fp8_scale_count(q.tiling, rows, cols);
+    Fp8QuantizeArgs args;
+    if (q.bf16_input) {
+      args.x_bf16 = a.put(to_bf16(xs));
+    } else {
+      args.x_f32 = a.put(xs);
+    }
+    args.rows = rows;
+    args.cols = cols;
+    args.tiling = q.tiling;
+    args.format = q.format;
+    args.margin = q.margin;
+    args.power_of_two = q.power_of_two;
+    if (q.given_scale > 0.0f) args.given_scale = a.put(std::vector<float>{q.given_scale});
+    args.codes = a.put(std::vector<uint8_t>(size_t(rows * cols), 0xAB));
+    args.scale_inv = a.put(std::vector<float>(size_t(scales), -1.0f));
+    args.amax = a.put(std::vector<float>{-1.0f});
+    a.nn().fp8_quantize(args);
+    Outputs o;
+    o.add("codes", a.get_u8_as_f32(args.codes, size_t(rows * cols)));
+    o.add("scale_inv", a.get(args.scale_inv, size_t(scales)));
+    o.add("amax", a.get(args.amax, 1));
+    return o;
+  });
+}
+
+// Quantizes host values on the arena's backend (current scaling) into a GEMM operand.
+Fp8Operand quantize_operand(Arena& a, const std::vector<float>& xs, int64_t rows, int64_t cols, Fp8Tiling tiling,
+                            Fp8Format format, bool power_of_two) {
+  Fp8QuantizeArgs args;
+  args.x_f32 = a.put(xs);
+  args.rows = rows;
+  args.cols = cols;
+  args.tiling = tiling;
+  args.format = format;
+  args.power_of_two = power_of_two;
+  args.codes = a.put(std::vector<uint8_t>(size_t(rows * cols)));
+  args.scale_inv = a.put(std::vector<float>(size_t(numerics::fp8_scale_count(tiling, rows, cols))));
+  a.nn().fp8_quantize(args);
+  Fp8Operand op;
+  op.codes = args.codes;
+  op.scale_inv = args.scale_inv;
+  op.rows = rows;
+  op.cols = cols;
+  op.tiling = tiling;
+  op.format = format;
+  op.power_of_two = power_of_two;
+  return op;
+}
+
+struct Fp8GemmOperands {
+  Fp8Tiling tiling_a, tiling_b;
+  Fp8Format format_a = Fp8Format::kE4M3, format_b = Fp8Format::kE4M3;
+  bool power_of_two = true;
+};
+
+// C (+)= op(A) op(B) of operands quantized from values whose rows vary in magnitude (2^-2..2^2),
+// so tiles get different scales.
+void add_fp8_matmul_case(const std::string& label, GemmShape g, Fp8GemmOperands f, bool accumulate) {
+  add("matmul_fp8_" + label, Tol::kFp8Gemm, [=](Arena& a, Rng& rng) {
+    const bool ta = g.trans_a == Trans::kT, tb = g.trans_b == Trans::kT;
+    const int64_t a_rows = ta ? g.k : g.m, a_cols = ta ? g.m : g.k, b_rows = tb ? g.n : g.k, b_cols = tb ? g.k : g.n;
+    const auto values = [&](int64_t rows, int64_t cols) {
+      std::vector<float> v = rng.floats(rows * cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) v[size_t(r * cols + c)] *= std::ldexp(1.0f, int(r % 5) - 2);
+      }
+      return v;
+    };
+    const Fp8Operand A = quantize_operand(a, values(a_rows, a_cols), a_rows, a_cols, f.tiling_a, f.format_a, f.power_of_two);
+    const Fp8Operand B = quantize_operand(a, values(b_rows, b_cols), b_rows, b_cols, f.tiling_b, f.format_b, f.power_of_two);
+    void* workspace = a.raw(size_t(a.nn().fp8_matmul_workspace_bytes(a_rows * a_cols, b_rows * b_cols, f.power_of_two)));
+    const int64_t ldc = g.ldc ? g.ldc : g.n;
+    float* c = a.put(rng.floats(g.m * ldc));
+    a.nn().matmul_fp8(g, A, B, c, accumulate, workspace);
+    Outputs o;
+    o.add("c", a.get(c, size_t(g.m * ldc)));
+    return o;
+  });
+}
+
+// A Linear layer's three GEMMs for x (m, in) and W (out, in): forward y = x W^T (m, out), dgrad
+// dx = dy W (m, in), wgrad dW += dy^T x (out, in). Block tilings as the policy uses them: 1 x 128
+// activations and gradients, 128 x 128 weights, 128 x 1 (along the tokens) for wgrad's operands;
+// gradients in E5M2 for dgrad and wgrad (the hybrid format).
+void add_fp8_linear_cases(const std::string& label, int64_t m, int64_t in, int64_t out) {
+  using T = Trans;
+  const auto e4 = Fp8Format::kE4M3, e5 = Fp8Format::kE5M2;
+  const Fp8Tiling tensor = Fp8Tiling::kTensor, row = Fp8Tiling::kRow1x128, col = Fp8Tiling::kCol128x1,
+                  block = Fp8Tiling::kBlock128;
+  add_fp8_matmul_case("fwd_tensor_" + label, GemmShape{m, out, in, 0, 0, 0, T::kN, T::kT}, {tensor, tensor, e4, e4}, false);
+  add_fp8_matmul_case("fwd_block_" + label, GemmShape{m, out, in, 0, 0, 0, T::kN, T::kT}, {row, block, e4, e4}, false);
+  add_fp8_matmul_case("dgrad_tensor_" + label, GemmShape{m, in, out, 0, 0, 0, T::kN, T::kN}, {tensor, tensor, e5, e4}, false);
+  add_fp8_matmul_case("dgrad_block_" + label, GemmShape{m, in, out, 0, 0, 0, T::kN, T::kN}, {row, block, e5, e4}, false);
+  add_fp8_matmul_case("wgrad_tensor_" + label, GemmShape{out, in, m, 0, 0, 0, T::kT, T::kN}, {tensor, tensor, e5, e4}, true);
+  add_fp8_matmul_case("wgrad_block_" + label, GemmShape{out, in, m, 0, 0, 0, T::kT, T::kN}, {col, col, e5, e4}, true);
+}
+
+void add_fp8_cases() {
+  const auto e4 = Fp8Format::kE4M3, e5 = Fp8Format::kE5M2;
+  for (Fp8Tiling t : {Fp8Tiling::kTensor, Fp8Tiling::kRow1x128, Fp8Tiling::kCol128x1, Fp8Tiling::kBlock128}) {
+    for (bool bf16 : {false, true}) {
+      add_fp8_quantize_case("130x200_specials", 130, 200, {t, e4, bf16, true});
+      add_fp8_quantize_case("t1_e5m2", 1, 200, {t, e5, bf16, false});
+      add_fp8_quantize_case("256x384", 256, 384, {t, e4, bf16, false});
+    }
+  }
+  // Delayed scaling (a given scale: large values saturate, small ones flush to FP8 subnormals or
+  // zero), and a non-power-of-two scale with a margin.
+  add_fp8_quantize_case("delayed_130x200", 130, 200, {Fp8Tiling::kTensor, e4, false, true, 0, true, 1.0f});
+  add_fp8_quantize_case("delayed_e5m2_t1", 1, 200, {Fp8Tiling::kTensor, e5, true, false, 0, true, 0.25f});
+  add_fp8_quantize_case("margin1_not_pow2", 130, 200, {Fp8Tiling::kBlock128, e4, false, false, 1, false});
+  add_fp8_quantize_case("margin2_not_pow2_rows", 130, 200, {Fp8Tiling::kRow1x128, e5, true, true, 2, false});
+  // GEMMs: 128-aligned shapes (the cuBLASLt FP8 path), odd ones (k = 200 is no multiple of 16:
+  // the exact fallback), cut-short edge tiles, T = 1 with a long k (32 blocks), and
+  // non-power-of-two scales.
+  add_fp8_linear_cases("256x512x384", 256, 512, 384);
+  add_fp8_linear_cases("odd_130x200x200", 130, 200, 200);
+  add_fp8_linear_cases("partial_tiles_144x208x176", 144, 208, 176);  // multiples of 16, not of 128
+  using T = Trans;
+  add_fp8_matmul_case("fwd_block_t1_k4096", GemmShape{1, 512, 4096, 0, 0, 0, T::kN, T::kT},
+                      {Fp8Tiling::kRow1x128, Fp8Tiling::kBlock128}, false);
+  add_fp8_matmul_case("fwd_tensor_t1_k4096", GemmShape{1, 512, 4096, 0, 0, 0, T::kN, T::kT},
+                      {Fp8Tiling::kTensor, Fp8Tiling::kTensor}, false);
+  add_fp8_matmul_case("fwd_tensor_not_pow2", GemmShape{64, 256, 256, 0, 0, 0, T::kN, T::kT},
+                      {Fp8Tiling::kTensor, Fp8Tiling::kTensor, e4, e4, false}, true);
+}
+
 const std::vector<Case>& cases() {
   if (!g_cases.empty()) return g_cases;
   // Norms: stories260K (dim 64), SmolLM2-135M (576; 67 rows: two column chunks), Llama-3.2-1B
@@ -540,6 +748,7 @@ const std::vector<Case>& cases() {
   add_matmul_case("f16_llama31_8b_o", GemmDtype::kF16, GemmShape{3, 4096, 4096, 0, 0, 0, T::kN, T::kT}, false);
   add_matmul_case("bf16_llama3_lm_head", GemmDtype::kBF16, GemmShape{2, 128256, 2048, 0, 0, 0, T::kN, T::kT}, false);
   add_copy_cases();
+  add_fp8_cases();
   return g_cases;
 }
 
@@ -648,6 +857,79 @@ TEST(NnOpsParityTable, HasOneRowPerOpAndShape) {
   std::sort(names.begin(), names.end());
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "duplicate row names";
   std::printf("parity table: %zu rows\n", names.size());
+}
+
+// Not a parity row: FP8 against BF16 GEMM throughput at Llama-3.1-8B's projection shapes (8,192
+// tokens; qkv, gate/up, down), forward form C = X W^T. Disabled by default (it needs ~3 GB of
+// device memory and says nothing on a CPU); tools/gpu/check.sh runs it (--gtest_also_run_disabled_tests,
+// FARTHING_FP8_PLAN_LOG=1, so its log says whether each FP8 GEMM ran on cuBLASLt's FP8 kernels
+// or fell back). Inputs: 2^20 random values repeated (tensor-core timing hardly depends on them,
+// but all-zero inputs would understate the power draw). Times exclude quantization.
+TEST(Fp8GemmThroughput, DISABLED_Llama31_8bShapes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  Backend& gpu = backend_for(Device::cuda(0));
+  struct Shape {
+    const char* name;
+    int64_t n, k;
+  };
+  const int64_t m = 8192;
+  const Shape shapes[] = {{"qkv", 6144, 4096}, {"gate_up", 14336, 4096}, {"down", 4096, 14336}};
+  Rng rng(20260118);
+  for (const Shape& sh : shapes) {
+    Arena a(gpu);
+    NnOps& nn = a.nn();
+    const int64_t pattern_n = int64_t(1) << 20;
+    const float* pattern = a.put(rng.floats(pattern_n));
+    const auto filled = [&](int64_t count) {
+      auto* p = static_cast<float*>(a.raw(size_t(count) * 4));
+      for (int64_t off = 0; off < count; off += pattern_n) nn.copy(p + off, pattern, std::min(pattern_n, count - off));
+      return p;
+    };
+    const float* x = filled(m * sh.k);
+    const float* w = filled(sh.n * sh.k);
+    auto* x16 = static_cast<uint16_t*>(a.raw(size_t(m * sh.k) * 2));
+    auto* w16 = static_cast<uint16_t*>(a.raw(size_t(sh.n * sh.k) * 2));
+    nn.narrow(GemmDtype::kBF16, x16, x, m * sh.k);
+    nn.narrow(GemmDtype::kBF16, w16, w, sh.n * sh.k);
+    auto* c = static_cast<float*>(a.raw(size_t(m * sh.n) * 4));
+    void* ws = a.raw(size_t(nn.fp8_matmul_workspace_bytes(m * sh.k, sh.n * sh.k, true)));
+    const auto operand = [&](const float* src, int64_t rows, Fp8Tiling tiling) {
+      Fp8QuantizeArgs q;
+      q.x_f32 = src;
+      q.rows = rows;
+      q.cols = sh.k;
+      q.tiling = tiling;
+      q.codes = static_cast<uint8_t*>(a.raw(size_t(rows * sh.k)));
+      q.scale_inv = static_cast<float*>(a.raw(size_t(numerics::fp8_scale_count(tiling, rows, sh.k)) * 4));
+      nn.fp8_quantize(q);
+      Fp8Operand op;
+      op.codes = q.codes;
+      op.scale_inv = q.scale_inv;
+      op.rows = rows;
+      op.cols = sh.k;
+      op.tiling = tiling;
+      return op;
+    };
+    const Fp8Operand xt = operand(x, m, Fp8Tiling::kTensor), wt = operand(w, sh.n, Fp8Tiling::kTensor);
+    const Fp8Operand xb = operand(x, m, Fp8Tiling::kRow1x128), wb = operand(w, sh.n, Fp8Tiling::kBlock128);
+    const GemmShape g{m, sh.n, sh.k, 0, 0, 0, Trans::kN, Trans::kT};
+    const auto tflops = [&](const std::function<void()>& run) {
+      run();  // plans and warms up
+      gpu.synchronize();
+      const int reps = 10;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < reps; ++i) run();
+      gpu.synchronize();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+      return 2.0 * double(m) * double(sh.n) * double(sh.k) / s * 1e-12;
+    };
+    const double bf16 = tflops([&] { nn.matmul(GemmDtype::kBF16, g, x16, w16, c, false); });
+    const double fp8_tensor = tflops([&] { nn.matmul_fp8(g, xt, wt, c, false, ws); });
+    const double fp8_block = tflops([&] { nn.matmul_fp8(g, xb, wb, c, false, ws); });
+    std::printf("fp8 gemm %-8s m=%lld n=%lld k=%lld: bf16 %.1f TFLOP/s, fp8 per-tensor %.1f (x%.2f), fp8 1x128/128x128 %.1f (x%.2f)\n",
+                sh.name, (long long)m, (long long)sh.n, (long long)sh.k, bf16, fp8_tensor, fp8_tensor / bf16, fp8_block,
+                fp8_block / bf16);
+  }
 }
 
 // The tolerance path only runs against a GPU; check here that it can fail. (Globals: gtest's

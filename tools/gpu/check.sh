@@ -7,7 +7,8 @@
 # machine's CUDA and NCCL libraries; the package's library closure (closure.sh) and how this
 # machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda; the NnOps
 # parity table (test_nn_ops_parity: CUDA vs CPU per op and shape; test_ptx_numerics skips there
-# without nvcc); whole models through the CUDA ops (test_model_on_device_ops); `farthing info`; `farthing bench gemm|ops|numerics|optim --device cuda`; versions; every other
+# without nvcc); the FP8 GEMMs' plans (cuBLASLt FP8 or the dense fallback) and FP8 vs BF16 TFLOP/s
+# at Llama-3.1-8B shapes (fp8-gemm); whole models through the CUDA ops (test_model_on_device_ops); `farthing info`; `farthing bench gemm|ops|numerics|optim --device cuda`; versions; every other
 # (CPU) test, in chunks. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
 # ignores the signal) and the whole run under a budget (default 420 s): a step that would
 # overrun it is cut short, later ones are marked "no time". A hang costs one step, never the
@@ -142,6 +143,11 @@ nn_parity='^(test_nn_ops_parity|test_ptx_numerics|test_model_on_device_ops)$'
 # package from the source tree), left out of the CPU chunks with the parity tests.
 not_here='^(test_gpu_package)$'
 run_step cuda-tests-nn-parity 90 bash -c 'in_ctest_dir "$@"' _ -R '^(test_nn_ops_parity|test_ptx_numerics)$' --timeout 85
+# FP8 GEMMs: the parity table's matmul_fp8 rows again with each plan's path logged (cuBLASLt's
+# FP8 kernels, or the exact dense fallback and why), then FP8 against BF16 throughput at
+# Llama-3.1-8B's projection shapes (a disabled test of the same binary).
+run_step fp8-gemm 45 env FARTHING_FP8_PLAN_LOG=1 "$PKG/bin/test_nn_ops_parity" --gtest_also_run_disabled_tests \
+  --gtest_filter='NnOps/Cuda.MatchesCpuWithinItsClass/matmul_fp8_*:Fp8GemmThroughput.*'
 # Whole models (a training step's loss and gradients, decoding logits) through the CUDA ops.
 run_step cuda-tests-model-on-device 90 bash -c 'in_ctest_dir "$@"' _ -R '^test_model_on_device_ops$' --timeout 85
 # The one-GPU trainer: GPT-2 124M, 4 steps on cuda and on the cpu, losses within 2% (train_smoke.sh).

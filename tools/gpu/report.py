@@ -2,7 +2,8 @@
 """report.py — gpu-report.md from the logs tools/gpu/check.sh leaves in its log folder.
 
 Sections: what ran where; the steps (outcome, exit code, seconds); every test's result from the
-ctest logs (pass/fail/skip counts, then one row per test); each benchmark's table as printed;
+ctest logs (pass/fail/skip counts, then one row per test); the FP8 GEMM plans and throughput
+(fp8-gemm); each benchmark's table as printed;
 the versions; the tail of every log whose step did not pass. Only reads files; prints Markdown.
 
 usage: report.py LOG_DIR ARCHIVE REPO_ROOT
@@ -105,6 +106,14 @@ def main():
     out.append("")
     out.append("```")
     out.append((smoke or "(did not run)").rstrip())
+    out.append("```")
+    out.append("")
+    fp8 = read(os.path.join(log_dir, "fp8-gemm.log"))
+    out.append("## FP8 GEMMs: plans and throughput (fp8-gemm)")
+    out.append("")
+    out.append("```")
+    keep = [l for l in (fp8 or "").splitlines() if l.startswith(("matmul_fp8 plan", "fp8 gemm", "[  PASSED", "[  FAILED"))]
+    out.append("\n".join(keep) if keep else "(did not run)")
     out.append("```")
     out.append("")
     out.append("## Benchmarks")
