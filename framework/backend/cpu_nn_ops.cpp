@@ -3,9 +3,11 @@
 
 #include <cstring>
 
+#include "framework/backend/fp8_op_checks.h"
 #include "framework/core/error.h"
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/cast_cpu.h"
+#include "kernels/cpu/fp8_cpu.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/cpu/nn_cpu.h"
 
@@ -16,6 +18,21 @@ namespace k = farthing::kernels;
 void CpuNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                       bool accumulate) {
   k::matmul_cpu(dtype, shape, a, b, c, accumulate);
+}
+
+void CpuNnOps::fp8_quantize(const Fp8QuantizeArgs& args) {
+  check_fp8_quantize_args(args);
+  k::fp8_quantize_cpu(args);
+}
+
+int64_t CpuNnOps::fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const {
+  return k::fp8_matmul_workspace_bytes_cpu(a_elems, b_elems, power_of_two);
+}
+
+void CpuNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c,
+                          bool accumulate, void* workspace) {
+  check_fp8_matmul_operands(shape, a, b);
+  k::fp8_matmul_cpu(shape, a, b, c, accumulate, workspace);
 }
 
 void CpuNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {

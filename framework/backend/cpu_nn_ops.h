@@ -12,6 +12,10 @@ class CpuNnOps final : public NnOps {
   Device device() const override { return Device::cpu(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
+  void fp8_quantize(const Fp8QuantizeArgs& args) override;
+  int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
+  void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
+                  void* workspace) override;
   void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override;
   void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const float* out,
                           const float* lse, const float* qkv) override;

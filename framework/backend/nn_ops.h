@@ -17,11 +17,14 @@
 #include <cstdint>
 
 #include "framework/core/tensor.h"
+#include "kernels/numerics/fp8_operand.h"
 #include "kernels/numerics/op_shapes.h"
 
 namespace farthing {
 
 using kernels::AttentionShape;
+using kernels::Fp8Operand;
+using kernels::Fp8QuantizeArgs;
 using kernels::GemmDtype;
 using kernels::GemmShape;
 using kernels::Trans;
@@ -35,6 +38,18 @@ class NnOps {
   // C(m, n) = op(A) · op(B), or C += ... when accumulate; A and B of `dtype`, C fp32.
   virtual void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                       bool accumulate) = 0;
+
+  // FP8 GEMMs (kernels/numerics/fp8_scaling.h; the policy: backend/fp8_policy.h). Quantize a
+  // row-major matrix into codes and one s_inv per tile (fp8_operand.h says what is written).
+  virtual void fp8_quantize(const Fp8QuantizeArgs& args) = 0;
+  // Device scratch that matmul_fp8 needs for operands of these element counts.
+  virtual int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const = 0;
+  // C(m, n) = op(A) · op(B), or C += ... when accumulate, of dequantized FP8 operands with fp32
+  // accumulation; a and b as stored (op per shape.trans_a / trans_b). The CPU's is an exact
+  // emulation with power-of-two scales (kernels/cpu/fp8_cpu.h); results agree across backends
+  // within the GEMM tolerance (summation order), the quantized operands bit for bit.
+  virtual void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c,
+                          bool accumulate, void* workspace) = 0;
 
   // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride).
   virtual void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) = 0;

@@ -22,6 +22,19 @@ void StrictNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a,
                          bool accumulate) {
   STRICT_OP(matmul, matmul(dtype, shape, a, b, c, accumulate), {"a", a}, {"b", b}, {"c", c});
 }
+void StrictNnOps::fp8_quantize(const Fp8QuantizeArgs& a) {
+  STRICT_OP(fp8_quantize, fp8_quantize(a), {"x_f32", a.x_f32}, {"x_bf16", a.x_bf16}, {"given_scale", a.given_scale},
+            {"codes", a.codes}, {"scale_inv", a.scale_inv}, {"amax", a.amax});
+}
+int64_t StrictNnOps::fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const {
+  return cpu_.fp8_matmul_workspace_bytes(a_elems, b_elems, power_of_two);
+}
+void StrictNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c,
+                             bool accumulate, void* workspace) {
+  STRICT_OP(matmul_fp8, matmul_fp8(shape, a, b, c, accumulate, workspace), {"a.codes", a.codes},
+            {"a.scale_inv", a.scale_inv}, {"b.codes", b.codes}, {"b.scale_inv", b.scale_inv}, {"c", c},
+            {"workspace", workspace});
+}
 void StrictNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
   STRICT_OP(attention_forward, attention_forward(s, out, lse, qkv), {"out", out}, {"lse", lse}, {"qkv", qkv});
 }

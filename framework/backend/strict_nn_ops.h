@@ -13,6 +13,10 @@ class StrictNnOps final : public NnOps {
  public:
   explicit StrictNnOps(GuardedArena& arena) : arena_(arena) {}
   Device device() const override { return Device::strict(); }
+  void fp8_quantize(const Fp8QuantizeArgs& args) override;
+  int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
+  void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
+                  void* workspace) override;
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
   void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override;

@@ -36,6 +36,7 @@ class Checker {
     check_train();  // before check_schedule, which compares warmup_steps with train.steps
     check_schedule();
     check_loss_scale();
+    check_fp8();
     check_checkpoint();
     FARTHING_CHECK(c_.distributed.zero_stage >= 1 && c_.distributed.zero_stage <= 3, at("distributed.zero_stage"),
                    " is ", c_.distributed.zero_stage,
@@ -68,9 +69,10 @@ class Checker {
       bool known = false;
       for (const std::string& choice : choices) known = known || choice == value;
       if (known) continue;
-      if (key.path() == "train.precision" && (value == "fp8" || value == "fp8_e4m3" || value == "fp8_e5m2")) {
+      if (key.path() == "train.precision" && (value == "fp8_e4m3" || value == "fp8_e5m2")) {
         FARTHING_FAIL(at(key.path()), " is '", value, "', expected ", join_names(choices, "|"),
-                      "; fp8 GEMMs are not available in the trainer yet (use bf16)");
+                      "; with fp8, the format of each tensor role is set in the fp8 section (fp8.input, "
+                      "fp8.weight, fp8.grad_output)");
       }
       FARTHING_FAIL(at(key.path()), " is '", value, "', expected ", join_names(choices, "|"),
                     did_you_mean(value, choices));
@@ -180,6 +182,15 @@ class Checker {
                    num(l.backoff_factor), ", expected a number in (0, 1) (0.5 is usual)");
     FARTHING_CHECK(l.growth_interval >= 1, at("loss_scale.growth_interval"), " is ", l.growth_interval,
                    ", expected a whole number >= 1 (finite steps before the scale grows)");
+  }
+
+  void check_fp8() const {
+    const Fp8Section& f = c_.fp8;
+    FARTHING_CHECK(f.margin >= 0 && f.margin <= 32, at("fp8.margin"), " is ", f.margin,
+                   ", expected a whole number in 0..32 (scales leave 2^margin of headroom; 0 is usual)");
+    FARTHING_CHECK(f.amax_history_len >= 1 && f.amax_history_len <= 1024, at("fp8.amax_history_len"), " is ",
+                   f.amax_history_len, ", expected a whole number in 1..1024 (steps of amax that tensor_delayed "
+                   "scaling keeps; 16 is usual)");
   }
 
   void check_train() const {

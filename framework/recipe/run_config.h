@@ -82,13 +82,29 @@ struct LossScaleSection {
   bool operator==(const LossScaleSection&) const = default;
 };
 
+// fp8: FP8 linear layers under train.precision fp8 (framework/backend/fp8_policy.h); ignored
+// otherwise. Defaults follow DeepSeek-V3: E4M3 everywhere, 1 x 128 / 128 x 128 tiles.
+struct Fp8Section {
+  std::string scaling = "block";      // "block" | "tensor_current" | "tensor_delayed"
+  std::string input = "e4m3";         // activations entering a linear layer: "e4m3" | "e5m2"
+  std::string weight = "e4m3";        // "e4m3" | "e5m2"
+  std::string grad_output = "e4m3";   // gradients entering its backward: "e4m3" | "e5m2" (TE's hybrid)
+  int margin = 0;                     // scales leave 2^margin of headroom below the format's max
+  bool power_of_two_scales = true;    // exact rescaling; the CPU emulation is then exact
+  int amax_history_len = 16;          // tensor_delayed: steps of amax kept
+  std::string amax_compute = "max";   // tensor_delayed: "max" | "most_recent" of the history
+  std::string layers = "all";         // which block projections: "all" | "mlp" | "attention"
+
+  bool operator==(const Fp8Section&) const = default;
+};
+
 // train: the loop.
 struct TrainSection {
   int64_t steps = 100;               // optimizer steps in total (a resumed run continues to this)
   int64_t micro_batch = 4;           // sequences per forward/backward on each rank
   int64_t grad_accum = 1;            // micro-batches per optimizer step on each rank
   double max_grad_norm = 1.0;        // 0: no clipping
-  std::string precision = "bf16";    // "fp32" | "bf16" | "fp16"
+  std::string precision = "bf16";    // "fp32" | "bf16" | "fp16" | "fp8" (bf16 + FP8 linear layers: fp8 section)
   // Where weights, gradients, optimizer state and activations live: "cpu"; "cuda" (each rank on
   // its node-local GPU; not yet run on a GPU by farthing's tests); "auto" (cuda when a GPU is
   // visible); "strict", the test device (CPU kernels over memory the host may not touch:
@@ -134,6 +150,7 @@ struct RunConfig {
   OptimizerSection optimizer;
   ScheduleSection schedule;
   LossScaleSection loss_scale;
+  Fp8Section fp8;
   TrainSection train;
   CheckpointSection checkpoint;
   DistributedSection distributed;

@@ -13,25 +13,13 @@
 #include "framework/core/error.h"
 #include "framework/dist/param_store.h"
 #include "framework/dist/zero_layout.h"
+#include "framework/train/model_options.h"
 #include "framework/train/optimizer_setup.h"
 #include "models/common/presets.h"
 
 namespace farthing::train {
 
 namespace {
-
-models::ModelOptions model_options_of(const recipe::RunConfig& config) {
-  // The same mapping as trainer.cpp's model_options().
-  models::ModelOptions o;
-  const std::string& p = config.train.precision;
-  o.compute = p == "fp32"   ? models::ComputeMode::kF32
-              : p == "fp16" ? models::ComputeMode::kF16
-                            : models::ComputeMode::kBF16;
-  o.checkpointing = config.model.activation_checkpointing == "per_block" ? models::Checkpointing::kPerBlock
-                                                                         : models::Checkpointing::kNone;
-  o.loss_chunk_rows = config.model.loss_chunk_rows;
-  return o;
-}
 
 std::vector<dist::UnitRange> unit_ranges(const models::FlatLayout& layout) {
   std::vector<dist::UnitRange> units;
@@ -202,7 +190,8 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.flat_elems = layout.total_elems();
 
   // Over the ParamStore the model allocates no whole parameter, gradient or GEMM-copy buffer.
-  const models::ModelOptions model_options = model_options_of(config);
+  const Fp8Recipe fp8 = uses_fp8(config) ? fp8_recipe_of(config) : Fp8Recipe{};
+  const models::ModelOptions model_options = model_options_of(config, &fp8, nullptr);
   e.model_buffers = models::Transformer::buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options);
   e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
 

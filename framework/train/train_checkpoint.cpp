@@ -173,6 +173,14 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
       writer.write_tensor(range_dataset(r, p.suffix), p.dtype, Shape{p.total}, p.offset, slice.read());
     }
   }
+  if (state.fp8_history != nullptr) {
+    const Fp8AmaxHistory& h = *state.fp8_history;
+    const Shape shape{h.tensors(), int64_t(h.length())};
+    const bool writes = comm.rank() == 0;  // replicated: one rank writes it whole
+    writer.write_tensor("fp8/amax_history", DType::kF32, shape, 0,
+                        writes ? Tensor(const_cast<float*>(h.entries().data()), DType::kF32, Shape{shape.numel()})
+                               : Tensor(&nothing, DType::kF32, Shape{0}));
+  }
   writer.set_attribute("step", progress.step);
   writer.set_attribute("optimizer_steps", optimizer.steps_taken());
   writer.set_attribute("data_position", progress.data_position);
@@ -236,6 +244,17 @@ void load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, TrainSta
         slice.commit();
       }
     }
+  }
+  if (state.fp8_history != nullptr && reader.has_tensor("fp8/amax_history")) {
+    Fp8AmaxHistory& h = *state.fp8_history;
+    const H5TensorInfo& info = reader.tensor("fp8/amax_history");
+    const Shape expected{h.tensors(), int64_t(h.length())};
+    FARTHING_CHECK(info.dtype == DType::kF32 && info.shape == expected, "checkpoint ", path.string(),
+                   ": 'fp8/amax_history' is ", dtype_name(info.dtype), info.shape.str(), ", expected f32",
+                   expected.str(), " (fp8.amax_history_len and fp8.layers must match the run that wrote it)");
+    std::vector<float> entries(size_t(expected.numel()));
+    reader.read_slice("fp8/amax_history", 0, Tensor(entries.data(), DType::kF32, Shape{expected.numel()}));
+    h.set_entries(entries);
   }
   optimizer.set_steps_taken(reader.attribute_i64("optimizer_steps"));
   optimizer.on_state_loaded();

@@ -6,6 +6,8 @@
 //   optim/<range>/master                f32 master (master f32), shape (numel)
 //   optim/<range>/master_remainder      uint16 remainders as bytes (master remainder16), (2·numel)
 //   optim/<range>/exp_avg, exp_avg_sq   f32, or bf16 bits; 8-bit/4-bit: .codes (u8) and .absmax (f32)
+//   fp8/amax_history                    f32 (tensors, length): FP8 delayed scaling's amax history,
+//                                       the same on every rank (rank 0 writes it; every rank reads it)
 // <range> is an optimizer range name (a tensor, or tensors packed back to back joined by '+').
 // Root attributes: step, optimizer_steps, data_position (sequences drawn), tokens_seen,
 // skipped_steps, loss_scale, loss_scale_clean_steps, seed; strings: recipe (resolved YAML),
@@ -23,6 +25,7 @@
 #include <functional>
 #include <string>
 
+#include "framework/backend/fp8_policy.h"
 #include "framework/ckpt/h5_checkpoint_writer.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/dist/param_store.h"
@@ -48,6 +51,9 @@ struct TrainState {
   dist::ParamStore& store;
   optim::AdamW& optimizer;
   TrainProgressState& progress;
+  // FP8 delayed scaling's history, or null. Loading a checkpoint without one (a run that had no
+  // delayed scaling) leaves it empty: scales start at 1, as in a new run.
+  Fp8AmaxHistory* fp8_history = nullptr;
 };
 
 // What a checkpoint's state belongs to (compared on load; a mismatch names the field).

@@ -15,6 +15,7 @@
 #include "framework/dist/device_communicator.h"
 #include "framework/optim/grad_clip.h"
 #include "framework/recipe/recipe.h"
+#include "framework/train/model_options.h"
 #include "framework/train/optimizer_setup.h"
 #include "framework/train/run_dir_lock.h"
 #include "framework/train/stop_signals.h"
@@ -50,16 +51,6 @@ data::SplitData open_data(const recipe::RunConfig& config, const ModelSource& so
                  ") exceeds the model's max_position_embeddings (", source.config.max_seq_len, ")");
   return data::load_split_data(config.data.train, config.data.eval, options, source.tokenizer.get(),
                                source.config.vocab_size);
-}
-
-models::ModelOptions model_options(const recipe::RunConfig& config) {
-  models::ModelOptions o;
-  const std::string& p = config.train.precision;
-  o.compute = p == "fp32" ? models::ComputeMode::kF32 : p == "fp16" ? models::ComputeMode::kF16 : models::ComputeMode::kBF16;
-  o.checkpointing = config.model.activation_checkpointing == "per_block" ? models::Checkpointing::kPerBlock
-                                                                         : models::Checkpointing::kNone;
-  o.loss_chunk_rows = config.model.loss_chunk_rows;
-  return o;
 }
 
 std::vector<dist::UnitRange> unit_ranges(const models::FlatLayout& layout) {
@@ -177,7 +168,14 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   store_->set_unit_grads_hook([this](int unit, int shard, const Tensor& grads) { step_unit(unit, shard, grads); });
   set_up_first_weights(spec);  // before the model allocates its activations: loading peaks lower
   loading_peak_bytes_ = memory_tracker(device_).snapshot().total_peak_bytes;
-  models::ModelOptions options = model_options(config_);
+  if (uses_fp8(config_)) {
+    fp8_recipe_ = fp8_recipe_of(config_);
+    if (fp8_recipe_.scaling == Fp8Scaling::kTensorDelayed) {
+      fp8_history_ = std::make_unique<Fp8AmaxHistory>(models::Fp8Linears::history_tensors(spec, fp8_recipe_),
+                                                      fp8_recipe_.amax_history_len);
+    }
+  }
+  models::ModelOptions options = model_options_of(config_, &fp8_recipe_, fp8_history_.get());
   options.unit_storage = store_.get();
   options.ops = &backend.nn();
   model_ = std::make_unique<models::Transformer>(std::move(spec), t.micro_batch, config_.data.seq_len, options);
@@ -335,6 +333,7 @@ Trainer::StepOutcome Trainer::train_step() {
     loss_sums[size_t(r * A + a)] = ls.sum;
   }
   comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
+  if (fp8_history_) all_reduce_fp8_amaxes();
   double loss_total = 0.0;
   for (double s : loss_sums) loss_total += s;
   StepOutcome out;
@@ -365,6 +364,7 @@ Trainer::StepOutcome Trainer::train_step() {
       out.skipped = true;
       ++progress_.skipped_steps;
       scaler_->update(true);
+      if (fp8_history_) fp8_history_->discard_step();  // its amaxes may be inf or NaN
     } else {
       out.unchanged_fraction =
           optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1))
@@ -373,12 +373,22 @@ Trainer::StepOutcome Trainer::train_step() {
       store_->publish_weights();
     }
   }
+  if (fp8_history_ && !out.skipped) fp8_history_->end_step();
   progress_.data_position += W * A * mb;
   progress_.tokens_seen += out.tokens;
   progress_.loss_scale = scaler_->scale();
   progress_.loss_scale_clean_steps = scaler_->clean_steps();
   ++progress_.step;
   return out;
+}
+
+// Delayed scaling's amaxes of this step, the max over every rank (as ordered bits, so the max
+// is exact and NaN-dominant): every rank then keeps the same history, whatever the world size.
+void Trainer::all_reduce_fp8_amaxes() {
+  std::vector<uint32_t>& bits = fp8_history_->step_amax_bits();
+  std::vector<int64_t> wide(bits.begin(), bits.end());
+  comm_.all_reduce(Tensor(wide.data(), DType::kI64, Shape{int64_t(wide.size())}), ReduceOp::kMax);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = uint32_t(wide[i]);
 }
 
 EvalResult Trainer::evaluate(int64_t max_batches) {

@@ -126,9 +126,10 @@ class Trainer {
  private:
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
   void set_up_first_weights(const models::TransformerSpec& spec);
-  TrainState train_state() { return TrainState{model_->layout(), *store_, *optimizer_, progress_}; }  // from model.path or the preset, unit by unit
+  TrainState train_state() { return TrainState{model_->layout(), *store_, *optimizer_, progress_, fp8_history_.get()}; }  // from model.path or the preset, unit by unit
   void step_unit(int unit, int shard, const Tensor& grads);  // the optimizer step fused into backward
   double scaler_options_and_schedule();
+  void all_reduce_fp8_amaxes();
   std::filesystem::path save(bool final_save);
   void log_eval(const EvalResult& r, const char* when);
 
@@ -143,6 +144,8 @@ class Trainer {
   std::unique_ptr<Communicator> device_comm_;  // off the host: the ZeRO collectives, staged through comm_
   std::unique_ptr<dist::ZeroLayout> zero_;
   std::unique_ptr<dist::ParamStore> store_;  // weights, gradients and the units the model uses
+  Fp8Recipe fp8_recipe_;                          // train.precision fp8: the fp8 section, typed
+  std::unique_ptr<Fp8AmaxHistory> fp8_history_;   // its delayed scaling's state, or null
   std::unique_ptr<models::Transformer> model_;
   std::unique_ptr<optim::AdamW> optimizer_;
   optim::LrSchedule schedule_;

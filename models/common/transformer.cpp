@@ -64,6 +64,8 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
                  batch, ") and seq(", seq, ") must be positive and seq <= max_seq_len(",
                  c.max_seq_len, ")");
   FARTHING_CHECK(options.loss_chunk_rows > 0, "loss_chunk_rows must be positive");
+  FARTHING_CHECK(options.fp8.recipe == nullptr || options.compute == ComputeMode::kBF16,
+                 "model '", c.name, "': FP8 linear layers run on top of bf16 compute");
   const int64_t n = spec_.layout.total_elems();
   if (options.unit_storage == nullptr) {
     params_ = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kWeights);
@@ -115,6 +117,9 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
     bf16_slots_[1] = bf16_slots_[0] + bf16_slot_elems_;
   }
 
+  if (options.fp8.recipe != nullptr) {
+    fp8_ = std::make_unique<Fp8Linears>(spec_, batch, seq, options.fp8, ops_, options.unit_storage == nullptr);
+  }
   inputs_ = Buffer(ops_.device(), size_t(input_elems(c, batch, seq)) * 4, MemoryCategory::kActivations);
   tokens_ = static_cast<int32_t*>(inputs_.data());
   targets_ = tokens_ + batch * seq;
@@ -200,6 +205,11 @@ TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, in
   b.scratch = scratch.used * 4;
   b.narrow_scratch = 2 * narrow_slot_elems(spec.config, batch, seq, options) * 2;
   b.inputs = input_elems(spec.config, batch, seq) * 4;
+  if (options.fp8.recipe != nullptr) {
+    const NnOps& ops = options.ops != nullptr ? *options.ops : backend_for(Device::cpu()).nn();
+    b.fp8 = Fp8Linears::buffer_bytes(spec, batch, seq, *options.fp8.recipe, ops);
+    if (options.unit_storage == nullptr) b.working += Fp8Linears::flat_weight_bytes(spec, *options.fp8.recipe);
+  }
   return b;
 }
 
@@ -282,6 +292,7 @@ UnitBufferBytes Transformer::unit_buffer_bytes(const TransformerSpec& spec, int 
   b.reads_bf16 = options.compute == ComputeMode::kBF16;
   if (b.reads_bf16) {
     b.weights = unit_vector_elems(spec.layout, unit) * 4;  // unit_vectors_
+    if (options.fp8.recipe != nullptr) b.weights += Fp8Linears::unit_bytes(spec, unit, *options.fp8.recipe);
   } else if (options.compute != ComputeMode::kF32) {
     b.weights = spec.layout.units()[size_t(unit)].span_elems() * 2;  // unit_working_
   }
@@ -304,6 +315,7 @@ void Transformer::acquire_unit(int u) {
       ops_.widen(GemmDtype::kBF16, dst, w + (e->offset_elems - begin), e->numel());
       dst += e->numel();
     }
+    if (fp8_) fp8_->quantize_unit(u, w, begin);
     return;
   }
   const float* p = options_.unit_storage->acquire_params(u);
@@ -323,6 +335,7 @@ void Transformer::release_unit(int u) {
   }
   unit_working_[size_t(u)] = Buffer();
   unit_vectors_[size_t(u)] = Buffer();
+  if (fp8_) fp8_->release_unit(u);
   unit_params_[size_t(u)] = nullptr;
   unit_bf16_[size_t(u)] = nullptr;
   options_.unit_storage->release_params(u);
@@ -348,6 +361,7 @@ void Transformer::refresh_working_weights() {
   if (options_.unit_storage != nullptr) return;  // converted per unit on acquire
   auto* w = static_cast<uint16_t*>(working_.data());
   if (options_.compute != ComputeMode::kF32) ops_.narrow(gemm_dtype_of(options_.compute), w, params(), layout().total_elems());
+  if (fp8_) fp8_->quantize_unit(-1, w, 0);
 }
 
 const void* Transformer::weight_ptr(int64_t offset) const {
@@ -370,15 +384,24 @@ const void* Transformer::gemm_operand(const float* x, int64_t count, int slot) {
 void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bias, int64_t m,
                                  int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
   const GemmDtype dt = gemm_dtype_of(options_.compute);
-  GemmShape s{m, n, kdim};
-  s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
-  ops_.matmul(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y, accumulate);
+  if (fp8_ && fp8_->covers(w)) {
+    fp8_->forward(y, x, w, m, orient, accumulate);
+  } else {
+    GemmShape s{m, n, kdim};
+    s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
+    ops_.matmul(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y, accumulate);
+  }
   if (bias >= 0) ops_.bias_add(y, P(bias), m, n, n);
 }
 
 void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy,
                                   const float* x, int64_t m, int64_t kdim, int64_t n,
                                   WeightOrientation orient) {
+  if (fp8_ && fp8_->covers(w)) {
+    fp8_->backward(dx, G(w), w, dy, x, m, orient);
+    if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
+    return;
+  }
   const GemmDtype dt = gemm_dtype_of(options_.compute);
   const void* dy_op = gemm_operand(dy, m * n, 0);
   const void* x_op = gemm_operand(x, m * kdim, 1);
@@ -543,9 +566,21 @@ Transformer::LossSum Transformer::loss_and_head(const int32_t* targets, bool wan
 
 namespace {
 float mean_of(const Transformer::LossSum& s) { return s.counted > 0 ? float(s.sum / double(s.counted)) : 0.0f; }
+
+// FP8 delayed scaling records amaxes during training steps only (not evaluation or scoring).
+struct ObservingFp8 {
+  Fp8Linears* fp8;
+  explicit ObservingFp8(Fp8Linears* f) : fp8(f) {
+    if (fp8) fp8->set_observing(true);
+  }
+  ~ObservingFp8() {
+    if (fp8) fp8->set_observing(false);
+  }
+};
 }  // namespace
 
 float Transformer::forward_backward(const int32_t* tokens, const int32_t* targets) {
+  const ObservingFp8 observing(fp8_.get());
   forward_trunk(tokens, /*backward_follows=*/true);
   const float loss = mean_of(loss_and_head(targets, true, nullptr));
   backward_from_head();
@@ -555,6 +590,7 @@ float Transformer::forward_backward(const int32_t* tokens, const int32_t* target
 Transformer::LossSum Transformer::forward_backward_sum(const int32_t* tokens, const int32_t* targets,
                                                        float loss_grad_scale) {
   FARTHING_CHECK(loss_grad_scale >= 0.0f, "loss_grad_scale must be >= 0, got ", loss_grad_scale);
+  const ObservingFp8 observing(fp8_.get());
   forward_trunk(tokens, /*backward_follows=*/true);
   const LossSum loss = loss_and_head(targets, true, nullptr, loss_grad_scale);
   backward_from_head();

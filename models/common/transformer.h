@@ -21,12 +21,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "framework/backend/buffer.h"
 #include "framework/backend/nn_ops.h"
 #include "framework/core/memory.h"
 #include "framework/dist/unit_storage.h"
+#include "models/common/fp8_linears.h"
 #include "models/common/transformer_spec.h"
 
 namespace farthing::models {
@@ -50,6 +52,8 @@ struct ModelOptions {
   UnitStorage* unit_storage = nullptr;
   // The ops the model runs on (not owned); nullptr: the CPU backend's, backend_for(cpu).nn().
   NnOps* ops = nullptr;
+  // FP8 linear layers (fp8_linears.h) on top of kBF16 compute; off without a recipe.
+  Fp8Options fp8;
 };
 
 // The elements of a unit's 1-D tensors (norm weights, biases): what a model under bf16 compute
@@ -65,14 +69,16 @@ struct TransformerBufferBytes {
   int64_t scratch = 0;         // backward scratch, attention scratch, one logits chunk (kActivations)
   int64_t narrow_scratch = 0;  // two bf16/fp16 GEMM operand slots; 0 at fp32 (kActivations)
   int64_t inputs = 0;          // a micro-batch's tokens and targets, and the RoPE tables, on the device (kActivations)
-  int64_t activation_total() const { return activations + scratch + narrow_scratch + inputs; }
+  int64_t fp8 = 0;             // FP8 operand slots and GEMM workspace (kActivations; fp8_linears.h)
+  int64_t activation_total() const { return activations + scratch + narrow_scratch + inputs + fp8; }
 };
 
 // What acquire_unit allocates itself for one unit over a UnitStorage, beside what the storage
 // hands it, and which storage call it makes (held until release_unit, kWeights).
 struct UnitBufferBytes {
   bool reads_bf16 = false;  // acquire_bf16_params (bf16 compute), else acquire_params
-  int64_t weights = 0;      // the 1-D tensors widened to fp32 (bf16), or the 16-bit GEMM copy (fp16)
+  int64_t weights = 0;      // the 1-D tensors widened to fp32 (bf16), or the 16-bit GEMM copy (fp16),
+                            // and under FP8 the unit's quantized weights
 };
 
 // Which units a training step over a UnitStorage holds at once (forward_backward_sum): the
@@ -229,6 +235,7 @@ class Transformer {
   float *dres_ = nullptr, *dn_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr, *dfc_ = nullptr,
         *dact_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
   uint16_t* bf16_slots_[2] = {nullptr, nullptr};
+  std::unique_ptr<Fp8Linears> fp8_;  // FP8 projections, or null
   int64_t bf16_slot_elems_ = 0;
   // UnitStorage mode: per unit, its acquired parameters, 16-bit GEMM copy and gradients; under
   // bf16 compute instead its bf16 weights (the storage's) and its 1-D tensors widened to fp32.

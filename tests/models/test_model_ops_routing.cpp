@@ -36,6 +36,19 @@ class RecordingOps final : public NnOps {
     if (refuse_matmul) throw std::runtime_error("matmul refused by the test");
     cpu_.matmul(dtype, shape, a, b, c, accumulate);
   }
+  void fp8_quantize(const Fp8QuantizeArgs& args) override {
+    ++calls["fp8_quantize"];
+    cpu_.fp8_quantize(args);
+  }
+  int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override {
+    return cpu_.fp8_matmul_workspace_bytes(a_elems, b_elems, power_of_two);
+  }
+  void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
+                  void* workspace) override {
+    ++calls["matmul_fp8"];
+    if (refuse_matmul) throw std::runtime_error("matmul_fp8 refused by the test");
+    cpu_.matmul_fp8(shape, a, b, c, accumulate, workspace);
+  }
   void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override {
     ++calls["attention_forward"];
     cpu_.attention_forward(s, out, lse, qkv);
@@ -170,9 +183,10 @@ struct StepResult {
   std::vector<float> grads;
 };
 
-StepResult train_step(const ModelConfig& c, ComputeMode compute, NnOps* ops) {
+StepResult train_step(const ModelConfig& c, ComputeMode compute, NnOps* ops, const Fp8Recipe* fp8 = nullptr) {
   ModelOptions options;
   options.compute = compute;
+  options.fp8.recipe = fp8;
   options.loss_chunk_rows = kChunkRows;
   options.ops = ops;
   Transformer model(make_spec(c), kBatch, kSeq, options);
@@ -221,6 +235,27 @@ TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
       // The working weights once, then every GEMM's activation operands.
       EXPECT_GT(ops.calls["narrow"], 12 * L);
     }
+  }
+}
+
+TEST_P(OpsRouting, Fp8ProjectionsRunAsFp8GemmsAndTheHeadDoesNot) {
+  const ModelConfig c = micro(GetParam());
+  const int64_t L = c.n_layers, chunks = 3;
+  for (Fp8Layers layers : {Fp8Layers::kAll, Fp8Layers::kMlp}) {
+    Fp8Recipe fp8;  // block scaling
+    fp8.layers = layers;
+    const int64_t fp8_linears = layers == Fp8Layers::kAll ? 4 * L : 2 * L;
+    RecordingOps ops;
+    const StepResult routed = train_step(c, ComputeMode::kBF16, &ops, &fp8);
+    const StepResult plain = train_step(c, ComputeMode::kBF16, nullptr, &fp8);
+    EXPECT_EQ(std::memcmp(&routed.loss, &plain.loss, 4), 0);
+    EXPECT_EQ(std::memcmp(routed.grads.data(), plain.grads.data(), plain.grads.size() * 4), 0);
+    // Each FP8 projection: forward, dgrad and wgrad in FP8; the rest, and the head, in bf16.
+    EXPECT_EQ(ops.calls["matmul_fp8"], 3 * fp8_linears);
+    EXPECT_EQ(ops.calls["matmul"], 3 * (4 * L - fp8_linears) + 3 * chunks);
+    // Weights once (flat model), then per projection: x forward; dy twice (row and column
+    // tiles) and x once more (column tiles) in backward.
+    EXPECT_EQ(ops.calls["fp8_quantize"], fp8_linears + 4 * fp8_linears);
   }
 }
 
