@@ -4,7 +4,9 @@
 // ordered bits, so the same whatever the thread count), per-tile scale, then the cast. The GEMM
 // emulation dequantizes both operands (q * s_inv) and multiplies them with fp32 accumulation:
 // with power-of-two scales the dequantized values are exact in bf16, so the bf16 GEMM computes
-// exactly what an FP8 GEMM with fp32 accumulation computes, up to the order of the sums. With
+// exactly what an FP8 GEMM with fp32 accumulation computes, up to the order of the sums.
+// NOTE: exact down to bf16's smallest subnormal (2^-133): in a tile whose amax is below ~2^-115
+// (scales near the 2^126 clamp), the smallest codes times s_inv fall below it and round. With
 // other scales each dequantized value is q * s_inv rounded once to fp32, and the GEMM runs in
 // fp32 — within one fp32 rounding per operand of the device's FP8 GEMM, not exact.
 // Relies on: kernels/numerics/fp8_operand.h, matmul_cpu.h. Tested by: tests/kernels/test_fp8_cpu.cpp.

@@ -63,18 +63,20 @@ FARTHING_HD uint32_t fp8_amax_bits_max(uint32_t a, uint32_t b) { return a > b ? 
 // The largest power of two <= s, for finite s >= 2^-126 (clears the mantissa).
 FARTHING_HD float fp8_floor_pow2(float s) { return bits_to_f32(f32_to_bits(s) & 0xFF800000u); }
 
-// The scale for a tile of this amax (see the header comment). A scale that would overflow fp32
-// (an amax below max/FLT_MAX) is clamped to 2^127, so s_inv stays normal.
+// The scale for a tile of this amax (see the header comment). The margin is applied to the format's
+// max before dividing (exact: a power of two), so it still counts where max / amax alone would
+// overflow fp32. Scales are clamped to [2^-126, 2^126], so s and s_inv are both normal floats (no
+// flush-to-zero mode can touch them); the upper clamp acts for amaxes below max * 2^-(126+margin).
 FARTHING_HD float fp8_scale_from_amax(float amax, Fp8Format format, int margin, bool power_of_two) {
   const uint32_t bits = f32_to_bits(amax) & 0x7FFFFFFFu;
   if (bits == 0u || bits >= 0x7F800000u) return 1.0f;  // zero, infinite or NaN
-  float s = fp8_max_finite(format) / bits_to_f32(bits);
   // 2^-margin, exact (margins are small integers), as a product so no libm call is involved.
   const float step = bits_to_f32(uint32_t(127 - margin) << 23);
-  s = s * step;
-  const float kMaxScale = bits_to_f32(uint32_t(127 + 127) << 23);  // 2^127
+  float s = (fp8_max_finite(format) * step) / bits_to_f32(bits);
+  const float kMaxScale = bits_to_f32(uint32_t(127 + 126) << 23);  // 2^126
+  const float kMinScale = bits_to_f32(uint32_t(127 - 126) << 23);  // 2^-126
   s = s > kMaxScale ? kMaxScale : s;
-  s = s < 1.1754944e-38f ? 1.1754944e-38f : s;  // 2^-126: an amax near FLT_MAX
+  s = s < kMinScale ? kMinScale : s;
   return power_of_two ? fp8_floor_pow2(s) : s;
 }
 

@@ -244,8 +244,8 @@ TEST(Fp8ScaleFromAmax, MarginsAndPowerOfTwoFloorOverRandomAmaxes) {
 }
 
 TEST(Fp8ScaleFromAmax, ClampsAtTinyAndHugeAmax) {
-  const float kMaxScale = 0x1p127f, kMinScale = 0x1p-126f;
-  // max / amax above 2^127 (the first three overflow fp32 outright).
+  const float kMaxScale = 0x1p126f, kMinScale = 0x1p-126f;
+  // max / amax above 2^126 (the first three overflow fp32 outright).
   const float tiny[] = {bits_to_f32(1u), 1e-40f, 1e-38f, 0x1p-120f};
   for (Fp8Format f : kFormats) {
     for (bool pow2 : {false, true}) {
@@ -255,7 +255,7 @@ TEST(Fp8ScaleFromAmax, ClampsAtTinyAndHugeAmax) {
         EXPECT_TRUE(std::isfinite(fp8_scale_inv(s)) && fp8_scale_inv(s) > 0);
         EXPECT_LE(double(s) * double(a), double(fp8_max_finite(f))) << "the clamp only lowers the scale";
       }
-      // Even divided by 2^4, max / (smallest subnormal) is far above 2^127.
+      // Even divided by 2^4, max / (smallest subnormal) is far above 2^126.
       EXPECT_EQ(fp8_scale_from_amax(bits_to_f32(1u), f, 4, pow2), kMaxScale) << name(f);
       // Just inside: max / amax = 2^126 exactly is kept.
       const float a126 = fp8_max_finite(f) * 0x1p-126f;
@@ -275,8 +275,8 @@ TEST(Fp8ScaleFromAmax, ClampsAtTinyAndHugeAmax) {
   }
 }
 
-// The header: "clamped to 2^127, so s_inv stays normal". 1 / 2^127 = 2^-127 is below FLT_MIN
-// (2^-126): subnormal, and flushed to zero wherever denormals are (CUDA's ftz, DAZ on the host).
+// The clamped scale's inverse must be normal: 1 / 2^127 = 2^-127 would be below FLT_MIN (2^-126),
+// subnormal, and flushed to zero wherever denormals are (CUDA's ftz, DAZ on the host).
 TEST(Fp8ScaleFromAmax, ClampedScaleHasNormalInverse) {
   for (Fp8Format f : kFormats) {
     for (bool pow2 : {false, true}) {
@@ -287,12 +287,12 @@ TEST(Fp8ScaleFromAmax, ClampedScaleHasNormalInverse) {
   }
 }
 
-// s = max / amax / 2^margin, clamped to [2^-126, 2^127]: where max / amax overflows fp32 but
-// max / amax / 2^margin does not reach 2^127, the definition gives the margin-reduced value.
+// s = max / amax / 2^margin, clamped to [2^-126, 2^126]: where max / amax overflows fp32 but
+// max / amax / 2^margin does not reach 2^126, the definition gives the margin-reduced value.
 TEST(Fp8ScaleFromAmax, MarginAppliesWhenMaxOverAmaxOverflowsFp32) {
   for (Fp8Format f : kFormats) {
     // max = 1.75 * 2^e (448 = 1.75 * 2^8, 57344 = 1.75 * 2^15); amax = 2^(e - 129) makes
-    // max / amax = 1.75 * 2^129 > FLT_MAX, and / 2^4 = 1.75 * 2^125 < 2^127.
+    // max / amax = 1.75 * 2^129 > FLT_MAX, and / 2^4 = 1.75 * 2^125 < 2^126.
     const int e = f == Fp8Format::kE4M3 ? 8 : 15;
     const float amax = std::ldexp(1.0f, e - 129);
     ASSERT_TRUE(std::isinf(fp8_max_finite(f) / amax));
@@ -353,7 +353,7 @@ TEST(Fp8ScaleFromAmax, ScaleTimesAmaxNeverExceedsMaxRandomAmaxes) {
       for (int margin : {0, 1, 4}) {
         for (bool pow2 : {false, true}) {
           const float s = fp8_scale_from_amax(amax, f, margin, pow2);
-          ASSERT_TRUE(s >= 0x1p-126f && s <= 0x1p127f) << "amax " << amax << " -> " << s;
+          ASSERT_TRUE(s >= 0x1p-126f && s <= 0x1p126f) << "amax " << amax << " -> " << s;
           if (pow2) {
             ASSERT_TRUE(is_pow2(s)) << "amax " << amax << " -> " << s;
           }
