@@ -31,6 +31,7 @@ inline VariedRecipe recipe_with(const std::string& section, const std::string& k
       {"optimizer", {}},
       {"schedule", {}},
       {"loss_scale", {}},
+      {"fp8", {}},
       {"train", {}},
       {"checkpoint", {}},
       {"distributed", {}},

@@ -19,8 +19,8 @@ TEST(RecipeErrors, BaseRecipeIsValid) {
   EXPECT_EQ(c.train.steps, 10);
   EXPECT_EQ(c.model.path, "models/SmolLM2-135M");
   EXPECT_EQ(c.data.train, "data/train.txt");
-  EXPECT_EQ(c.key_locations.at("train.steps"), "recipe.yaml:9:10");
-  EXPECT_EQ(r.location(), "recipe.yaml:9:10");
+  EXPECT_EQ(c.key_locations.at("train.steps"), "recipe.yaml:10:10");
+  EXPECT_EQ(r.location(), "recipe.yaml:10:10");
 }
 
 // The example of the issue, written out by hand so the 1-based line:column is pinned.
@@ -84,7 +84,7 @@ TEST(RecipeErrors, TopLevelMustBeAMapOfSections) {
 
 TEST(RecipeErrors, UnknownSectionSuggestsTheClosest) {
   std::string yaml = recipe_with("train", "steps", "10").yaml + "optimiser:\n  lr: 1e-5\n";
-  expect_contains(parse_error(yaml), {"'optimiser' at recipe.yaml:12:1", "is not a recipe section",
+  expect_contains(parse_error(yaml), {"'optimiser' at recipe.yaml:13:1", "is not a recipe section",
                                       "did you mean 'optimizer'?", "valid sections: model, data, optimizer"});
   expect_contains(parse_error("zzzzzzzzzz: 1\n"), {"'zzzzzzzzzz' at recipe.yaml:1:1", "valid sections"});
   EXPECT_EQ(parse_error("zzzzzzzzzz: 1\n").find("did you mean"), std::string::npos);
@@ -124,10 +124,22 @@ TEST(RecipeErrors, EveryEnumListsItsValues) {
   expect_contains(parse_error(typo.yaml), {"did you mean '8bit'?"});
 }
 
-TEST(RecipeErrors, Fp8IsNotAPrecisionYet) {
-  const VariedRecipe r = recipe_with("train", "precision", "fp8");
-  expect_contains(parse_error(r.yaml), {"train.precision at " + r.location(), "is 'fp8'", "expected fp32|bf16|fp16",
-                                        "fp8 GEMMs are not available in the trainer yet"});
+TEST(RecipeErrors, Fp8FormatNamesAreNotPrecisions) {
+  const VariedRecipe r = recipe_with("train", "precision", "fp8_e4m3");
+  expect_contains(parse_error(r.yaml), {"train.precision at " + r.location(), "is 'fp8_e4m3'",
+                                        "expected fp32|bf16|fp16|fp8", "fp8.input, fp8.weight, fp8.grad_output"});
+}
+
+TEST(RecipeErrors, Fp8SectionKeysNameTheKeyValueAndWhatIsExpected) {
+  const VariedRecipe scaling = recipe_with("fp8", "scaling", "delayed");
+  expect_contains(parse_error(scaling.yaml), {"fp8.scaling at " + scaling.location(), "is 'delayed'",
+                                              "expected block|tensor_current|tensor_delayed"});
+  const VariedRecipe format = recipe_with("fp8", "grad_output", "e4m4");
+  expect_contains(parse_error(format.yaml), {"fp8.grad_output at " + format.location(), "expected e4m3|e5m2"});
+  const VariedRecipe margin = recipe_with("fp8", "margin", "33");
+  expect_contains(parse_error(margin.yaml), {"fp8.margin at " + margin.location(), "is 33", "0..32"});
+  const VariedRecipe history = recipe_with("fp8", "amax_history_len", "0");
+  expect_contains(parse_error(history.yaml), {"fp8.amax_history_len at " + history.location(), "is 0", "1..1024"});
 }
 
 TEST(RecipeErrors, RangesNameTheKeyValueAndBound) {

@@ -76,8 +76,10 @@ TEST(RecipeOverrides, AreTypeChecked) {
 TEST(RecipeOverrides, AreValidated) {
   expect_contains(parse_error(kRecipe, {"optimizer.lr=-1"}),
                   {"optimizer.lr at --set optimizer.lr=-1 is -1, expected a number > 0"});
-  expect_contains(parse_error(kRecipe, {"train.precision=fp8"}),
-                  {"train.precision at --set train.precision=fp8", "expected fp32|bf16|fp16"});
+  expect_contains(parse_error(kRecipe, {"train.precision=fp4"}),
+                  {"train.precision at --set train.precision=fp4", "expected fp32|bf16|fp16|fp8"});
+  expect_contains(parse_error(kRecipe, {"fp8.layers=head"}),
+                  {"fp8.layers at --set fp8.layers=head", "expected all|mlp|attention"});
   expect_contains(parse_error(kRecipe, {"train.optimizer_in_backward=true", "train.max_grad_norm=0"}),
                   {"train.optimizer_in_backward at --set train.optimizer_in_backward=true", "train.nonfinite (default;",
                    "expected nonfinite 'fail'"});

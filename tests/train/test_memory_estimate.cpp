@@ -169,6 +169,30 @@ TEST(MemoryEstimate, Bf16PerBlockCheckpointingNoMasterAccum) {
   expect_within_10_percent(c, models::preset_config("stories260k"), "bf16, 8bit state, no master, per_block, accum 3");
 }
 
+// FP8 linear layers: the operand slots, the GEMM workspace (the CPU emulation's dequantized
+// operands) and each unit's quantized weights, made on acquire and freed with the unit.
+TEST(MemoryEstimate, Fp8BlockScaling) {
+  TempDir dir("fp8_block");
+  recipe::RunConfig c = base_config(dir.path);
+  c.train.precision = "fp8";
+  c.optimizer.state = "8bit";
+  c.optimizer.master = "f32";
+  expect_within_10_percent(c, models::preset_config("stories260k"), "fp8 block scaling, 8bit state, f32 master");
+}
+
+// FP8 per-tensor delayed scaling over ZeRO-3 with per-block recomputation and accumulation.
+TEST(MemoryEstimate, Fp8DelayedZeroStage3PerBlock) {
+  TempDir dir("fp8_delayed_zero3");
+  recipe::RunConfig c = base_config(dir.path);
+  c.distributed.zero_stage = 3;
+  c.train.precision = "fp8";
+  c.fp8.scaling = "tensor_delayed";
+  c.fp8.layers = "mlp";
+  c.model.activation_checkpointing = "per_block";
+  c.train.grad_accum = 2;
+  expect_within_10_percent(c, models::preset_config("stories260k"), "fp8 delayed, mlp only, zero3, per_block, accum 2");
+}
+
 // GPT-2 family (fused c_attn, biases, positional embedding, F = H) from a safetensors directory:
 // model.path instead of a preset, so the load-time peak is predicted as well.
 TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
