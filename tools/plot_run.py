@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """plot_run.py — the loss curve of a farthing run: training loss and eval loss against steps,
 from RUN_DIR/metrics.jsonl, as a PNG (matplotlib). `farthing plot RUN_DIR` runs this script.
+Several runs (for example one recipe at two precisions) share one plot, each labelled with its
+directory's name, one colour per run: the training loss as a thin line, the eval loss as dots.
 
-    python3 tools/plot_run.py RUN_DIR [--out PNG]     (default PNG: RUN_DIR/loss.png)
+    python3 tools/plot_run.py RUN_DIR [RUN_DIR ...] [--out PNG]
+        (default PNG: RUN_DIR/loss.png for one run, FIRST_RUN_DIR/compare.png for several)
 
 Prints the PNG's path and how many points each curve has. Exit 2 for bad input (no
 metrics.jsonl, no loss record, a line that is not JSON), 3 when matplotlib is not installed.
@@ -45,10 +48,10 @@ def read_metrics(path):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("run_dir")
-    p.add_argument("--out", help="PNG to write (default: RUN_DIR/loss.png)")
+    p.add_argument("run_dir", nargs="+")
+    p.add_argument("--out", help="PNG to write (default: RUN_DIR/loss.png; FIRST_RUN_DIR/compare.png for several)")
     a = p.parse_args()
-    train, evals = read_metrics(os.path.join(a.run_dir, "metrics.jsonl"))
+    runs = [(d, *read_metrics(os.path.join(d, "metrics.jsonl"))) for d in a.run_dir]
     try:
         import matplotlib
         matplotlib.use("Agg")  # files only, no display
@@ -57,15 +60,22 @@ def main():
         fail(f"needs matplotlib, which {sys.executable} cannot import ({e}); install it with "
              "`python3 -m pip install matplotlib` (or Debian's python3-matplotlib for /usr/bin/python3)", 3)
 
-    out = a.out or os.path.join(a.run_dir, "loss.png")
+    several = len(runs) > 1
+    out = a.out or os.path.join(a.run_dir[0], "compare.png" if several else "loss.png")
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-    if train:
-        ax.plot([s for s, _ in train], [v for _, v in train], label="train loss", linewidth=1.2)
-    if evals:
-        ax.plot([s for s, _ in evals], [v for _, v in evals], "o-", label="eval loss", linewidth=1.2, markersize=4)
+    for i, (run_dir, train, evals) in enumerate(runs):
+        name = os.path.basename(os.path.normpath(run_dir))
+        prefix = f"{name}: " if several else ""
+        colour = f"C{i}"
+        if train:
+            ax.plot([s for s, _ in train], [v for _, v in train], color=colour, label=prefix + "train loss",
+                    linewidth=0.8 if several else 1.2, alpha=0.6 if several else 1.0)
+        if evals:
+            ax.plot([s for s, _ in evals], [v for _, v in evals], "o-", color=colour if several else "C1",
+                    label=prefix + "eval loss", linewidth=1.2, markersize=4)
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats/token)")
-    ax.set_title(os.path.basename(os.path.normpath(a.run_dir)))
+    ax.set_title(" vs ".join(os.path.basename(os.path.normpath(d)) for d in a.run_dir))
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -73,7 +83,9 @@ def main():
         fig.savefig(out, format="png")
     except OSError as e:
         fail(f"cannot write {out} ({e.strerror}); pass --out with a writable path")
-    print(f"farthing plot: wrote {out} ({len(train)} training and {len(evals)} eval points)")
+    counts = ", ".join(f"{len(t)} training and {len(e)} eval points" + (f" of {os.path.basename(os.path.normpath(d))}"
+                                                                        if several else "") for d, t, e in runs)
+    print(f"farthing plot: wrote {out} ({counts})")
     return 0
 
 

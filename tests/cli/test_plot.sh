@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# test_plot.sh — `farthing plot RUN_DIR` (issue 23) on a hand-written metrics.jsonl: bad input
+# test_plot.sh — `farthing plot RUN_DIR [RUN_DIR ...]` (issue 23) on hand-written metrics.jsonl: bad input
 # (no run dir, a torn line, no loss record) fails with one line naming the file; without
 # matplotlib the message says what to install; with it, an 800x450 PNG holding every training
-# and eval point. Exit 77 (skipped) after the error checks when python3 has no matplotlib.
+# and eval point, and two runs on one plot. Exit 77 (skipped) after the error checks when python3
+# has no matplotlib.
 # usage: test_plot.sh FARTHING_BINARY
 set -u
 farthing="$1"
@@ -55,3 +56,16 @@ grep -qF "wrote $run/loss.png (6 training and 3 eval points)" <<<"$out" || fail 
   || fail "loss.png is not 800x450"
 "$farthing" plot "$run" --out "$tmp/elsewhere.png" >/dev/null && [ -s "$tmp/elsewhere.png" ] || fail "--out ignored"
 echo "ok: plot wrote an 800x450 PNG with 6 training and 3 eval points; --out works"
+# Several runs on one plot: each run's points counted, the default PNG beside the first run, and
+# a missing second run refused by name before anything is drawn.
+run2="$tmp/run2"
+mkdir -p "$run2"
+head -4 "$run/metrics.jsonl" > "$run2/metrics.jsonl"
+out="$("$farthing" plot "$run" "$run2")" || fail "farthing plot of two runs exited non-zero: $out"
+echo "$out"
+grep -qF "wrote $run/compare.png (6 training and 3 eval points of run, 3 training and 1 eval points of run2)" <<<"$out" \
+  || fail "unexpected output for two runs: $out"
+[ "$(od -An -tu1 -j16 -N8 "$run/compare.png" | tr -s ' ' | sed 's/^ //')" = "0 0 3 32 0 0 1 194" ] \
+  || fail "compare.png is not an 800x450 PNG"
+expect_error "a missing second run" "$tmp/nope/metrics.jsonl does not exist" "$farthing" plot "$run" "$tmp/nope"
+echo "ok: two runs on one plot"

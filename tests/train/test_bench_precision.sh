@@ -41,7 +41,7 @@ for heading in ("## Sticking", "## Trajectories", "## Underflow"):
     check(heading in md, f"precision.md lacks the section '{heading}'")
 for image in ("precision_unchanged.png", "precision_loss.png", "precision_underflow.png"):
     check(f"]({image})" in md, f"precision.md does not show {image}")
-check("fp8" in md and "not available" in md, "precision.md does not say fp8 is not available")
+check("FP8 linear layers (block scaling) against bf16 compute" in md, "precision.md lacks the FP8-vs-bf16 line")
 
 s = doc["sticking"]
 check(s["steps"] == 20, "sticking: not 20 steps")
@@ -64,7 +64,8 @@ for lr in (1e-6, 1e-5):
 
 t = doc["trajectories"]
 expected = ["reference: f32 moments + f32 master", "8-bit + f32 master", "8-bit + remainder16", "8-bit, no master, SR",
-            "8-bit, no master, RN", "4-bit, no master, SR", "fp16 + dynamic loss scaling (f32 moments + master)"]
+            "8-bit, no master, RN", "4-bit, no master, SR", "bf16 compute (f32 moments + master)",
+            "fp8 block scaling (f32 moments + master)", "fp16 + dynamic loss scaling (f32 moments + master)"]
 check([r["name"] for r in t["runs"]] == expected, f"trajectories: {[r['name'] for r in t['runs']]}")
 for r in t["runs"]:
     check(f"| {r['name']} |" in md, f"precision.md lacks the trajectory row '{r['name']}'")

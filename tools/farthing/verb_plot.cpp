@@ -1,5 +1,6 @@
-// verb_plot.cpp — `farthing plot RUN_DIR [--out PNG]`: the run's loss and eval loss against steps
-// as a PNG (default RUN_DIR/loss.png). The drawing is matplotlib's, through tools/plot_run.py,
+// verb_plot.cpp — `farthing plot RUN_DIR [RUN_DIR ...] [--out PNG]`: the run's loss and eval loss
+// against steps as a PNG (default RUN_DIR/loss.png), or several runs on one plot to compare them
+// (default FIRST_RUN_DIR/compare.png). The drawing is matplotlib's, through tools/plot_run.py,
 // so the binary gains no plotting dependency; without matplotlib the script names what to install.
 // The script is found beside the source tree the binary was built in (BUILD/bin/farthing ->
 // tools/plot_run.py two levels up), or at $FARTHING_PLOT_SCRIPT.
@@ -22,10 +23,11 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kPlotUsage =
-    "usage: farthing plot RUN_DIR [--out PNG]\n"
+    "usage: farthing plot RUN_DIR [RUN_DIR ...] [--out PNG]\n"
     "\n"
-    "  RUN_DIR      a training run's directory (checkpoint.run_dir), holding metrics.jsonl\n"
-    "  --out PNG    where to write the plot (default RUN_DIR/loss.png)\n"
+    "  RUN_DIR      a training run's directory (checkpoint.run_dir), holding metrics.jsonl;\n"
+    "               several: their curves on one plot, labelled by directory name\n"
+    "  --out PNG    where to write the plot (default RUN_DIR/loss.png; FIRST_RUN_DIR/compare.png)\n"
     "Needs python3 with matplotlib (python3 -m pip install matplotlib).\n";
 
 fs::path plot_script() {
@@ -52,7 +54,8 @@ fs::path plot_script() {
 }
 
 int run_plot(const std::vector<std::string>& args) {
-  std::string run_dir, out;
+  std::vector<std::string> run_dirs;
+  std::string out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -62,22 +65,25 @@ int run_plot(const std::vector<std::string>& args) {
     if (a == "--out") {
       FARTHING_CHECK(i + 1 < args.size(), "option --out needs a value (the PNG to write)");
       out = args[++i];
-    } else if (!a.starts_with("-") && run_dir.empty()) {
-      run_dir = a;
+    } else if (!a.starts_with("-")) {
+      run_dirs.push_back(a);
     } else {
       std::fprintf(stderr, "farthing plot: unexpected argument '%s'\n\n%s", a.c_str(), kPlotUsage);
       return 2;
     }
   }
-  if (run_dir.empty()) {
+  if (run_dirs.empty()) {
     std::fprintf(stderr, "farthing plot: need RUN_DIR\n\n%s", kPlotUsage);
     return 2;
   }
-  FARTHING_CHECK(fs::is_regular_file(fs::path(run_dir) / "metrics.jsonl"), "plot: ",
-                 (fs::path(run_dir) / "metrics.jsonl").string(),
-                 " does not exist; give the run directory of a training run (its checkpoint.run_dir)");
+  for (const std::string& run_dir : run_dirs) {
+    FARTHING_CHECK(fs::is_regular_file(fs::path(run_dir) / "metrics.jsonl"), "plot: ",
+                   (fs::path(run_dir) / "metrics.jsonl").string(),
+                   " does not exist; give the run directory of a training run (its checkpoint.run_dir)");
+  }
   const std::string script = plot_script().string();
-  std::vector<std::string> argv_strings = {"python3", script, run_dir};
+  std::vector<std::string> argv_strings = {"python3", script};
+  argv_strings.insert(argv_strings.end(), run_dirs.begin(), run_dirs.end());
   if (!out.empty()) argv_strings.insert(argv_strings.end(), {"--out", out});
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
