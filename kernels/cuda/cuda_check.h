@@ -26,6 +26,14 @@ namespace farthing::cuda_detail {
                                    function, "() [check failed: ", expression, "]"));
 }
 
+// The same for the CUDA libraries (cuBLASLt: cublaslt_check.h), which report a status code and
+// its name instead of a cudaError_t.
+[[noreturn]] inline void throw_cuda_library_error(const char* library, int status, const char* status_name,
+                                                  const char* expression, const char* file, int line) {
+  throw Error(error_detail::concat(library, " error ", status, " (", status_name, ")\n  at ", file, ":", line,
+                                   " [check failed: ", expression, "]"));
+}
+
 }  // namespace farthing::cuda_detail
 
 #define FARTHING_CUDA_CHECK(expr)                                                              \

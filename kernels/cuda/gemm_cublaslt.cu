@@ -3,38 +3,10 @@
 
 #include <cublasLt.h>
 
+#include "kernels/cuda/cublaslt_check.h"
 #include "kernels/cuda/cuda_check.h"
 
-// Errors are thrown as in cuda_check.h (header-only parts of error.h), so this library needs
-// no framework library to link.
-#define FARTHING_CUBLASLT_CHECK(expr)                                                          \
-  do {                                                                                         \
-    const cublasStatus_t farthing_lt_status_ = (expr);                                         \
-    if (farthing_lt_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                           \
-      throw ::farthing::Error(::farthing::error_detail::concat(                                \
-          "cuBLASLt error ", cublasLt_status_name(farthing_lt_status_), "\n  at ", __FILE__,   \
-          ":", __LINE__, " [check failed: ", #expr, "]"));                                     \
-    }                                                                                          \
-  } while (0)
-
 namespace farthing::kernels {
-
-namespace {
-
-const char* cublasLt_status_name(cublasStatus_t status) {
-  switch (status) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "another cublasStatus_t";
-  }
-}
-
-}  // namespace
 
 struct GemmBf16Lt::Plan {
   cublasLtHandle_t handle = nullptr;

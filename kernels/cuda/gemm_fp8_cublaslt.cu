@@ -13,20 +13,11 @@
 #include <string>
 #include <tuple>
 
+#include "kernels/cuda/cublaslt_check.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_cuda.h"
 #include "kernels/cuda/matmul_cublaslt.h"
 
-#define FARTHING_FP8_LT_CHECK(expr)                                                                         \
-  do {                                                                                                      \
-    const cublasStatus_t farthing_lt_status_ = (expr);                                                      \
-    if (farthing_lt_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                                        \
-      throw ::farthing::Error(::farthing::error_detail::concat("cuBLASLt error ", int(farthing_lt_status_),  \
-                                                               " (", cublasLtGetStatusName(farthing_lt_status_), \
-                                                               ")\n  at ", __FILE__, ":", __LINE__,         \
-                                                               " [check failed: ", #expr, "]"));            \
-    }                                                                                                       \
-  } while (0)
 
 namespace farthing::kernels {
 
@@ -260,7 +251,7 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
     if (why != nullptr) {
       p.reason = why;
     } else {
-      if (st.handle == nullptr) FARTHING_FP8_LT_CHECK(cublasLtCreate(&st.handle));
+      if (st.handle == nullptr) FARTHING_CUBLASLT_CHECK(cublasLtCreate(&st.handle));
       p.fp8 = plan_fp8(st.handle, p, s, a, b, alignment, p.reason);
     }
     if (st.log) {
@@ -287,9 +278,9 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
     };
     const float* ak_scales = scales_for(p.ak, a.scale_inv, ak_scales_ws);
     const float* bk_scales = scales_for(p.bk, b.scale_inv, bk_scales_ws);
-    FARTHING_FP8_LT_CHECK(
+    FARTHING_CUBLASLT_CHECK(
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &bk_scales, sizeof bk_scales));
-    FARTHING_FP8_LT_CHECK(
+    FARTHING_CUBLASLT_CHECK(
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &ak_scales, sizeof ak_scales));
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     const cublasStatus_t status =
@@ -302,7 +293,7 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
     // A refusal on a plan's first call (an unsupported combination the heuristic let through):
     // the plan falls back for good. Later failures are errors.
     if (p.verified || (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE)) {
-      FARTHING_FP8_LT_CHECK(status);
+      FARTHING_CUBLASLT_CHECK(status);
     }
     p.fp8 = false;
     p.reason = error_detail::concat("cublasLtMatmul refused the plan (", cublasLtGetStatusName(status), ")");

@@ -12,18 +12,9 @@
 #include <map>
 #include <tuple>
 
+#include "kernels/cuda/cublaslt_check.h"
 #include "kernels/cuda/cuda_check.h"
 
-#define FARTHING_LT_CHECK(expr)                                                                           \
-  do {                                                                                                    \
-    const cublasStatus_t farthing_lt_status_ = (expr);                                                    \
-    if (farthing_lt_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                                      \
-      throw ::farthing::Error(::farthing::error_detail::concat("cuBLASLt error ", int(farthing_lt_status_), \
-                                                               " (", cublasLtGetStatusName(farthing_lt_status_), \
-                                                               ")\n  at ", __FILE__, ":", __LINE__,       \
-                                                               " [check failed: ", #expr, "]"));          \
-    }                                                                                                     \
-  } while (0)
 
 namespace farthing::kernels {
 
@@ -98,7 +89,7 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
     return;
   }
   if (st.handle == nullptr) {
-    FARTHING_LT_CHECK(cublasLtCreate(&st.handle));
+    FARTHING_CUBLASLT_CHECK(cublasLtCreate(&st.handle));
     if (st.workspace_bytes > 0) FARTHING_CUDA_CHECK(cudaMalloc(&st.workspace, st.workspace_bytes));
   }
   const int alignment = alignment_of(a, b, c);
@@ -107,18 +98,18 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
   if (it == st.plans.end()) {
     auto plan = std::make_unique<Plan>();
     const cudaDataType_t in = data_type(dtype);
-    FARTHING_LT_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    FARTHING_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    FARTHING_LT_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
-    FARTHING_LT_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
+    FARTHING_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
+    FARTHING_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
     // B as stored, column-major: (n x k) when not transposed, else (k x n); A: (k x m), else (m x k).
-    FARTHING_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_b, in, uint64_t(tb ? s.k : s.n),
+    FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_b, in, uint64_t(tb ? s.k : s.n),
                                                  uint64_t(tb ? s.n : s.k), s.ldb));
-    FARTHING_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_a, in, uint64_t(ta ? s.m : s.k),
+    FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_a, in, uint64_t(ta ? s.m : s.k),
                                                  uint64_t(ta ? s.k : s.m), s.lda));
-    FARTHING_LT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_c, CUDA_R_32F, uint64_t(s.n), uint64_t(s.m), s.ldc));
+    FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_c, CUDA_R_32F, uint64_t(s.n), uint64_t(s.m), s.ldc));
     cublasLtMatmulPreference_t preference = nullptr;
-    FARTHING_LT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    FARTHING_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t status = [&] {
@@ -139,7 +130,7 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
                                             plan->layout_c, preference, 1, &result, &found);
     }();
     cublasLtMatmulPreferenceDestroy(preference);
-    FARTHING_LT_CHECK(status);
+    FARTHING_CUBLASLT_CHECK(status);
     if (found == 0) {
       throw Error(error_detail::concat("matmul: cuBLASLt has no algorithm for dtype ", int(dtype), " m=", s.m,
                                        " n=", s.n, " k=", s.k, " lda=", s.lda, " ldb=", s.ldb, " ldc=", s.ldc,
@@ -150,7 +141,7 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
   }
   Plan& p = *it->second;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  FARTHING_LT_CHECK(cublasLtMatmul(st.handle, p.desc, &alpha, b, p.layout_b, a, p.layout_a, &beta, c, p.layout_c, c,
+  FARTHING_CUBLASLT_CHECK(cublasLtMatmul(st.handle, p.desc, &alpha, b, p.layout_b, a, p.layout_a, &beta, c, p.layout_c, c,
                                    p.layout_c, &p.algo, st.workspace, st.workspace_bytes, stream));
 }
 
