@@ -9,35 +9,11 @@ namespace farthing {
 
 namespace nm = farthing::numerics;
 
-Fp8Scaling fp8_scaling_named(std::string_view name) {
-  if (name == "block") return Fp8Scaling::kBlock;
-  if (name == "tensor_current") return Fp8Scaling::kTensorCurrent;
-  if (name == "tensor_delayed") return Fp8Scaling::kTensorDelayed;
-  FARTHING_FAIL("fp8 scaling '", name, "': expected block, tensor_current or tensor_delayed");
-}
-
-Fp8Format fp8_format_named(std::string_view name) {
-  if (name == "e4m3") return Fp8Format::kE4M3;
-  if (name == "e5m2") return Fp8Format::kE5M2;
-  FARTHING_FAIL("fp8 format '", name, "': expected e4m3 or e5m2");
-}
-
-Fp8AmaxCompute fp8_amax_compute_named(std::string_view name) {
-  if (name == "max") return Fp8AmaxCompute::kMax;
-  if (name == "most_recent") return Fp8AmaxCompute::kMostRecent;
-  FARTHING_FAIL("fp8 amax_compute '", name, "': expected max or most_recent");
-}
-
-Fp8Layers fp8_layers_named(std::string_view name) {
-  if (name == "all") return Fp8Layers::kAll;
-  if (name == "mlp") return Fp8Layers::kMlp;
-  if (name == "attention") return Fp8Layers::kAttention;
-  FARTHING_FAIL("fp8 layers '", name, "': expected all, mlp or attention");
-}
-
 std::string_view fp8_scaling_name(Fp8Scaling scaling) {
-  return scaling == Fp8Scaling::kBlock ? "block" : scaling == Fp8Scaling::kTensorCurrent ? "tensor_current"
-                                                                                          : "tensor_delayed";
+  for (const auto& [value, name] : kFp8ScalingNames) {
+    if (value == scaling) return name;
+  }
+  return "?";
 }
 
 Fp8Format fp8_format_of(const Fp8Recipe& recipe, Fp8Role role) {

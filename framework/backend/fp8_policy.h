@@ -13,9 +13,11 @@
 // Relies on: kernels/numerics/fp8_scaling.h. Tested by: tests/backend/test_fp8_policy.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/numerics/fp8_scaling.h"
@@ -46,12 +48,20 @@ struct Fp8Recipe {
   Fp8Layers layers = Fp8Layers::kAll;
 };
 
-// Names as the recipe spells them ("block", "tensor_current", "tensor_delayed"; "e4m3", "e5m2";
-// "max", "most_recent"; "all", "mlp", "attention"), and back. Unknown names throw.
-Fp8Scaling fp8_scaling_named(std::string_view name);
-Fp8Format fp8_format_named(std::string_view name);
-Fp8AmaxCompute fp8_amax_compute_named(std::string_view name);
-Fp8Layers fp8_layers_named(std::string_view name);
+// Names as the recipe spells them (the fp8 section), in the order its errors list them: the one
+// table of each (recipe/run_config.h reads these).
+inline constexpr std::array<std::pair<Fp8Scaling, std::string_view>, 3> kFp8ScalingNames{{
+    {Fp8Scaling::kBlock, "block"},
+    {Fp8Scaling::kTensorCurrent, "tensor_current"},
+    {Fp8Scaling::kTensorDelayed, "tensor_delayed"}}};
+inline constexpr std::array<std::pair<Fp8Format, std::string_view>, 2> kFp8FormatNames{{
+    {Fp8Format::kE4M3, "e4m3"}, {Fp8Format::kE5M2, "e5m2"}}};
+inline constexpr std::array<std::pair<Fp8AmaxCompute, std::string_view>, 2> kFp8AmaxComputeNames{{
+    {Fp8AmaxCompute::kMax, "max"}, {Fp8AmaxCompute::kMostRecent, "most_recent"}}};
+inline constexpr std::array<std::pair<Fp8Layers, std::string_view>, 3> kFp8LayersNames{{
+    {Fp8Layers::kAll, "all"}, {Fp8Layers::kMlp, "mlp"}, {Fp8Layers::kAttention, "attention"}}};
+
+// The scaling's name (test and benchmark labels).
 std::string_view fp8_scaling_name(Fp8Scaling scaling);
 
 Fp8Format fp8_format_of(const Fp8Recipe& recipe, Fp8Role role);

@@ -9,10 +9,10 @@
 namespace farthing::optim {
 
 LrScheduleKind parse_lr_schedule_kind(std::string_view name) {
-  if (name == "constant") return LrScheduleKind::kConstant;
-  if (name == "linear_warmup") return LrScheduleKind::kLinearWarmup;
-  if (name == "cosine") return LrScheduleKind::kCosine;
-  if (name == "linear" || name == "linear_decay") return LrScheduleKind::kLinearDecay;
+  for (const auto& [kind, kind_name] : kLrScheduleKindNames) {
+    if (kind_name == name) return kind;
+  }
+  if (name == "linear_decay") return LrScheduleKind::kLinearDecay;
   FARTHING_FAIL("unknown lr schedule '", name, "'; use one of: constant, linear_warmup, cosine, linear");
 }
 

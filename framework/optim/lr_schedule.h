@@ -7,8 +7,10 @@
 // Relies on: core/error.h. Tested by: tests/optim/test_optim_config.cpp (LrSchedule.Shapes).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 namespace farthing::optim {
 
@@ -21,7 +23,15 @@ struct LrSchedule {
   double min_ratio = 0.0;    // the final multiplier (torchtune/llm.c style floor)
 };
 
-LrScheduleKind parse_lr_schedule_kind(std::string_view name);  // "constant", "linear_warmup", "cosine", "linear"
+// The names a recipe spells them by (schedule.kind), in the order its errors list them: the one
+// table (recipe/run_config.h reads it).
+inline constexpr std::array<std::pair<LrScheduleKind, std::string_view>, 4> kLrScheduleKindNames{{
+    {LrScheduleKind::kConstant, "constant"},
+    {LrScheduleKind::kLinearWarmup, "linear_warmup"},
+    {LrScheduleKind::kCosine, "cosine"},
+    {LrScheduleKind::kLinearDecay, "linear"}}};
+
+LrScheduleKind parse_lr_schedule_kind(std::string_view name);  // the names above, or linear_decay
 void validate_lr_schedule(const LrSchedule& schedule);          // throws naming the bad field
 double lr_multiplier(const LrSchedule& schedule, int64_t step);
 

@@ -7,37 +7,46 @@
 
 namespace farthing::optim {
 
-std::string_view state_format_name(StateFormat format) {
-  switch (format) {
-    case StateFormat::kF32: return "f32";
-    case StateFormat::kBf16: return "bf16";
-    case StateFormat::kBlock8: return "8bit";
-    case StateFormat::kBlock4: return "4bit";
+namespace {
+
+template <class E, size_t N>
+std::string_view name_in(const std::array<std::pair<E, std::string_view>, N>& names, E value) {
+  for (const auto& [v, name] : names) {
+    if (v == value) return name;
   }
   return "?";
 }
 
+template <class E, size_t N>
+bool find_named(const std::array<std::pair<E, std::string_view>, N>& names, std::string_view name, E& out) {
+  for (const auto& [v, n] : names) {
+    if (n == name) {
+      out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view state_format_name(StateFormat format) { return name_in(kStateFormatNames, format); }
+
 StateFormat parse_state_format(std::string_view name) {
-  if (name == "f32" || name == "fp32") return StateFormat::kF32;
-  if (name == "bf16") return StateFormat::kBf16;
-  if (name == "8bit" || name == "int8" || name == "block8") return StateFormat::kBlock8;
-  if (name == "4bit" || name == "block4") return StateFormat::kBlock4;
+  StateFormat format{};
+  if (find_named(kStateFormatNames, name, format)) return format;
+  if (name == "fp32") return StateFormat::kF32;
+  if (name == "int8" || name == "block8") return StateFormat::kBlock8;
+  if (name == "block4") return StateFormat::kBlock4;
   FARTHING_FAIL("unknown optimizer state format '", name, "'; use one of: f32, bf16, 8bit, 4bit");
 }
 
-std::string_view master_mode_name(MasterMode mode) {
-  switch (mode) {
-    case MasterMode::kF32: return "f32";
-    case MasterMode::kRemainder16: return "remainder16";
-    case MasterMode::kNone: return "none";
-  }
-  return "?";
-}
+std::string_view master_mode_name(MasterMode mode) { return name_in(kMasterModeNames, mode); }
 
 MasterMode parse_master_mode(std::string_view name) {
-  if (name == "f32" || name == "fp32") return MasterMode::kF32;
-  if (name == "remainder16") return MasterMode::kRemainder16;
-  if (name == "none") return MasterMode::kNone;
+  MasterMode mode{};
+  if (find_named(kMasterModeNames, name, mode)) return mode;
+  if (name == "fp32") return MasterMode::kF32;
   FARTHING_FAIL("unknown master mode '", name, "'; use one of: f32, remainder16, none");
 }
 

@@ -7,9 +7,11 @@
 // Tested by: tests/optim/test_optim_config.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/numerics/adamw_segment.h"
@@ -74,10 +76,20 @@ struct OptimizerConfig {
   uint64_t seed = 0;  // stochastic-rounding key
 };
 
+// The names a recipe spells them by (optimizer.state, .master, .weight_rounding), in the order
+// its errors list them: the one table of each (recipe/run_config.h reads these).
+inline constexpr std::array<std::pair<StateFormat, std::string_view>, 4> kStateFormatNames{{
+    {StateFormat::kF32, "f32"}, {StateFormat::kBf16, "bf16"}, {StateFormat::kBlock8, "8bit"}, {StateFormat::kBlock4, "4bit"}}};
+inline constexpr std::array<std::pair<MasterMode, std::string_view>, 3> kMasterModeNames{{
+    {MasterMode::kF32, "f32"}, {MasterMode::kRemainder16, "remainder16"}, {MasterMode::kNone, "none"}}};
+inline constexpr std::array<std::pair<WeightRounding, std::string_view>, 2> kWeightRoundingNames{{
+    {WeightRounding::kNearest, "nearest"}, {WeightRounding::kStochastic, "stochastic"}}};
+
 std::string_view state_format_name(StateFormat format);
 std::string_view master_mode_name(MasterMode mode);
-MasterMode parse_master_mode(std::string_view name);  // "f32", "remainder16", "none"
-StateFormat parse_state_format(std::string_view name);  // "f32", "bf16", "8bit", "4bit"
+// The names above, plus the aliases fp32 (both), int8 and block8, block4 (state).
+MasterMode parse_master_mode(std::string_view name);
+StateFormat parse_state_format(std::string_view name);
 
 // The state format a range actually gets (demotions to fp32 applied).
 StateFormat effective_state_format(const OptimizerConfig& config, const ParamRange& range);

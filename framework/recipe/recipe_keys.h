@@ -1,31 +1,43 @@
-// recipe_keys.h — the schema of a recipe: its sections, the keys of each, the RunConfig field
-// each key fills and, for enum-like strings, the accepted values.
+// recipe_keys.h — the schema of a recipe: its sections, the keys of each and the RunConfig field
+// each key fills (an enum field brings its accepted names: EnumNames, enum_names.h).
 //
-// Parsing (recipe_load.cpp), --set overrides, enum validation (recipe_validate.cpp) and the
+// Parsing and enum names (recipe_load.cpp, recipe_scalar.cpp), --set overrides and the
 // resolved YAML (recipe_resolved.cpp) all read this one table, so a field added to
 // run_config.h and listed here is parsed, checked, written back and round-trip tested with no
 // other edit. YAML keys are the field names (run_config.h promises that).
-// Relies on: run_config.h. Tested by: tests/recipes/ (every key round-trips).
+// Relies on: run_config.h, enum_names.h. Tested by: tests/recipes/ (every key round-trips).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
+#include "framework/recipe/enum_names.h"
 #include "framework/recipe/run_config.h"
 
 namespace farthing::recipe {
 
-// The field a key fills; the alternative held says its C++ type (and so its YAML type).
-using FieldRef = std::variant<std::string*, double*, int64_t*, int*, uint64_t*, bool*>;
+// The field a key fills; the alternative held says its C++ type (and so its YAML type). Enum
+// fields, whatever their enum, are an EnumRef: a name from their table.
+using FieldRef = std::variant<std::string*, double*, int64_t*, int*, uint64_t*, bool*, EnumRef>;
+
+// &field as a FieldRef (RECIPE_KEY's accessor): enums through their names table.
+template <class T>
+FieldRef field_ref(T* field) {
+  if constexpr (std::is_enum_v<T>) {
+    return EnumRef(field);
+  } else {
+    return field;
+  }
+}
 
 struct RecipeKey {
   std::string_view section;               // "optimizer"
   std::string_view name;                  // "lr"
   FieldRef (*field)(RunConfig& config);   // &config.optimizer.lr
-  std::vector<std::string_view> choices;  // accepted strings; empty: any value of the type
 
   std::string path() const { return std::string(section) + "." + std::string(name); }
 };

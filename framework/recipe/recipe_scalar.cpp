@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "framework/core/error.h"
+#include "framework/recipe/closest_name.h"
 
 namespace farthing::recipe {
 
@@ -70,6 +71,20 @@ struct Reader {
     const std::string s = text("true or false");
     if (!YAML::convert<bool>::decode(value, *field)) fail(quoted(s), "true or false");
   }
+  // An enum is parsed here, once: a name of its table, else "expected a|b|c" and the nearest
+  // name. An empty value is the name '' (refused like any unknown one).
+  void operator()(const EnumRef& field) const {
+    const std::string s = value.IsNull() ? std::string() : text("a single value (a string)");
+    if (field.set(s)) return;
+    const std::vector<std::string> names = field.names();
+    if (key.path() == "train.precision" && (s == "fp8_e4m3" || s == "fp8_e5m2")) {
+      FARTHING_FAIL(key.path(), " at ", location, " is '", s, "', expected ", join_names(names, "|"),
+                    "; with fp8, the format of each tensor role is set in the fp8 section (fp8.input, "
+                    "fp8.weight, fp8.grad_output)");
+    }
+    FARTHING_FAIL(key.path(), " at ", location, " is '", s, "', expected ", join_names(names, "|"),
+                  did_you_mean(s, names));
+  }
 };
 
 // Plain (unquoted) when YAML reads the text back unchanged as a scalar: names, numbers-like
@@ -123,12 +138,14 @@ std::string field_to_yaml(const RecipeKey& key, const RunConfig& config) {
   // nothing is written through it here.
   RunConfig& readable = const_cast<RunConfig&>(config);
   struct Writer {
-    std::string operator()(std::string* f) const { return plain_is_safe(*f) ? *f : double_quoted(*f); }
+    std::string operator()(std::string* f) const { return (*this)(*f); }
     std::string operator()(double* f) const { return number_text(*f); }
     std::string operator()(int64_t* f) const { return std::to_string(*f); }
     std::string operator()(int* f) const { return std::to_string(*f); }
     std::string operator()(uint64_t* f) const { return std::to_string(*f); }
     std::string operator()(bool* f) const { return *f ? "true" : "false"; }
+    std::string operator()(const EnumRef& f) const { return (*this)(std::string(f.name())); }
+    std::string operator()(const std::string& s) const { return plain_is_safe(s) ? s : double_quoted(s); }
   };
   return std::visit(Writer{}, key.field(readable));
 }

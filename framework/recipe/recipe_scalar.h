@@ -3,8 +3,9 @@
 //
 // Accepted: numbers as C++ from_chars reads them (2e-5, 0.9, 1234; a leading '+' too), whole
 // numbers for integer fields, YAML 1.1 booleans (true/false/yes/no/on/off), any scalar for
-// strings (an empty value is ""). Lists and maps are rejected for every key.
-// Relies on: yaml-cpp, recipe_keys.h. Tested by: tests/recipes/ (type errors, round trip).
+// strings (an empty value is ""), a name of the enum's table for enums (EnumNames; anything else
+// is refused with the names and the nearest one). Lists and maps are rejected for every key.
+// Relies on: yaml-cpp, recipe_keys.h, closest_name.h. Tested by: tests/recipes/ (type errors, round trip).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -22,7 +23,7 @@ namespace farthing::recipe {
 void set_field_from_yaml(const RecipeKey& key, const YAML::Node& value, const std::string& location, RunConfig& config);
 
 // The field as YAML text: strings plain when that is unambiguous, else double-quoted and
-// escaped; numbers in their shortest exact form.
+// escaped; numbers in their shortest exact form; enums by their name.
 std::string field_to_yaml(const RecipeKey& key, const RunConfig& config);
 
 // Shortest decimal text that parses back to exactly `value` (std::to_chars).

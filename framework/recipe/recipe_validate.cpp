@@ -4,7 +4,9 @@
 // Messages start with the key and where it was set ("optimizer.lr at recipe.yaml:7:7",
 // "optimizer.lr at --set optimizer.lr=-1", or "(default; ...)" when the recipe left it out),
 // then the value and what was expected; combinations name both keys.
-// Relies on: recipe_keys.h (enum choices), models/common/presets.h (preset names and shapes).
+// Enum values need no check here: they were parsed from their names (recipe_scalar.cpp), so
+// an unknown name never reaches a RunConfig.
+// Relies on: models/common/presets.h (preset names and shapes).
 // Tested by: tests/recipes/test_recipe_errors.cpp, test_recipe_files.cpp.
 #include <cmath>
 #include <string>
@@ -12,7 +14,6 @@
 #include "framework/core/error.h"
 #include "framework/recipe/closest_name.h"
 #include "framework/recipe/recipe.h"
-#include "framework/recipe/recipe_keys.h"
 #include "framework/recipe/recipe_scalar.h"
 #include "models/common/presets.h"
 
@@ -29,7 +30,6 @@ class Checker {
   explicit Checker(const RunConfig& config) : c_(config) {}
 
   void check() const {
-    check_enums();
     check_model();
     check_data();
     check_optimizer();
@@ -60,25 +60,6 @@ class Checker {
   }
   static std::string num(double value) { return number_text(value); }
 
-  void check_enums() const {
-    RunConfig& readable = const_cast<RunConfig&>(c_);  // the accessor only takes an address
-    for (const RecipeKey& key : recipe_keys()) {
-      if (key.choices.empty()) continue;
-      const std::string& value = *std::get<std::string*>(key.field(readable));
-      std::vector<std::string> choices(key.choices.begin(), key.choices.end());
-      bool known = false;
-      for (const std::string& choice : choices) known = known || choice == value;
-      if (known) continue;
-      if (key.path() == "train.precision" && (value == "fp8_e4m3" || value == "fp8_e5m2")) {
-        FARTHING_FAIL(at(key.path()), " is '", value, "', expected ", join_names(choices, "|"),
-                      "; with fp8, the format of each tensor role is set in the fp8 section (fp8.input, "
-                      "fp8.weight, fp8.grad_output)");
-      }
-      FARTHING_FAIL(at(key.path()), " is '", value, "', expected ", join_names(choices, "|"),
-                    did_you_mean(value, choices));
-    }
-  }
-
   void check_model() const {
     const ModelSection& m = c_.model;
     const std::vector<std::string> presets = models::preset_names();
@@ -100,8 +81,9 @@ class Checker {
       // is surely text is refused here: with format auto, a file of another name may be a
       // token file (the data reader looks for its magic).
       const std::string& train = c_.data.train;
-      const bool surely_text = c_.data.format == "text" || c_.data.format == "jsonl" ||
-                               (c_.data.format == "auto" && (ends_with(train, ".txt") || ends_with(train, ".jsonl")));
+      const bool surely_text =
+          c_.data.format == DataFormat::kText || c_.data.format == DataFormat::kJsonl ||
+          (c_.data.format == DataFormat::kAuto && (ends_with(train, ".txt") || ends_with(train, ".jsonl")));
       FARTHING_CHECK(!m.tokenizer.empty() || !surely_text, at("model.tokenizer"), " is empty, expected a tokenizer ",
                      "file or directory: model.preset '", m.preset, "' gives shapes but no vocabulary, and ",
                      at("data.train"), " is '", train, "' (text; pre-tokenize it with `farthing tokenize` or give ",
@@ -145,7 +127,8 @@ class Checker {
     FARTHING_CHECK(o.lr * o.weight_decay < 1.0, at("optimizer.lr"), " is ", num(o.lr), " and ",
                    at("optimizer.weight_decay"), " is ", num(o.weight_decay), ": expected lr * weight_decay < 1, got ",
                    num(o.lr * o.weight_decay), ", which would flip or zero every weight each step");
-    FARTHING_CHECK(!(o.master == "remainder16" && o.weight_rounding == "stochastic"), at("optimizer.master"),
+    FARTHING_CHECK(!(o.master == optim::MasterMode::kRemainder16 && o.weight_rounding == optim::WeightRounding::kStochastic),
+                   at("optimizer.master"),
                    " is 'remainder16' and ", at("optimizer.weight_rounding"),
                    " is 'stochastic': remainder16 keeps the ",
                    "master's high half in the bf16 weight, so the weight must be rounded to nearest; expected ",
@@ -157,15 +140,15 @@ class Checker {
     const int64_t steps = c_.train.steps;
     FARTHING_CHECK(s.warmup_steps >= 0, at("schedule.warmup_steps"), " is ", s.warmup_steps,
                    ", expected a whole number >= 0");
-    FARTHING_CHECK(!(s.kind == "constant" && s.warmup_steps > 0), at("schedule.kind"), " is 'constant' but ",
+    FARTHING_CHECK(!(s.kind == optim::LrScheduleKind::kConstant && s.warmup_steps > 0), at("schedule.kind"), " is 'constant' but ",
                    at("schedule.warmup_steps"), " is ", s.warmup_steps, ": a constant schedule has no warmup; ",
                    "expected kind 'linear_warmup' (or cosine/linear) to warm up, or warmup_steps 0");
-    if (s.kind == "linear_warmup") {
+    if (s.kind == optim::LrScheduleKind::kLinearWarmup) {
       FARTHING_CHECK(s.warmup_steps <= steps, at("schedule.warmup_steps"), " is ", s.warmup_steps,
                      ", expected at most ", at("train.steps"), " (", steps, ")");
-    } else if (s.kind == "cosine" || s.kind == "linear") {
+    } else if (s.kind == optim::LrScheduleKind::kCosine || s.kind == optim::LrScheduleKind::kLinearDecay) {
       FARTHING_CHECK(s.warmup_steps < steps, at("schedule.warmup_steps"), " is ", s.warmup_steps,
-                     ", expected fewer than ", at("train.steps"), " (", steps, "): a ", s.kind,
+                     ", expected fewer than ", at("train.steps"), " (", steps, "): a ", enum_name(s.kind),
                      " schedule decays after the warmup");
     }
     FARTHING_CHECK(s.min_ratio >= 0.0 && s.min_ratio <= 1.0, at("schedule.min_ratio"), " is ", num(s.min_ratio),
@@ -218,10 +201,10 @@ class Checker {
     FARTHING_CHECK(t.max_grad_norm == 0.0, oib, " but ", at("train.max_grad_norm"), " is ", num(t.max_grad_norm),
                    ": clipping needs the global gradient norm before any unit steps; expected max_grad_norm 0 ",
                    "(no clipping) or optimizer_in_backward false");
-    FARTHING_CHECK(t.precision != "fp16", oib, " but ", at("train.precision"), " is 'fp16': the loss scaler must see ",
+    FARTHING_CHECK(t.precision != Precision::kFp16, oib, " but ", at("train.precision"), " is 'fp16': the loss scaler must see ",
                    "every gradient (to skip the step on overflow) before any unit steps; expected precision bf16 or ",
                    "fp32, or optimizer_in_backward false");
-    FARTHING_CHECK(t.nonfinite != "skip", oib, " but ", at("train.nonfinite"), " is 'skip': a non-finite gradient ",
+    FARTHING_CHECK(t.nonfinite != Nonfinite::kSkip, oib, " but ", at("train.nonfinite"), " is 'skip': a non-finite gradient ",
                    "found in a late unit cannot skip the step, because the units after it have already stepped; ",
                    "expected nonfinite 'fail' or optimizer_in_backward false");
   }

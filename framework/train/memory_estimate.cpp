@@ -199,7 +199,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   const std::vector<dist::UnitRange> units = unit_ranges(layout);
   // The owners report what they hold for the run: AdamW (master, moments) and the parameter
   // store (bf16 weights, kept gradients, staging, the master's whole copy), for each rank.
-  const bool compute_from_master = t.precision == "fp32" && setup.config.master_mode == optim::MasterMode::kF32;
+  const bool compute_from_master = t.precision == recipe::Precision::kFp32 && setup.config.master_mode == optim::MasterMode::kF32;
   dist::ParamStoreOptions store_options;  // as the trainer's constructor sets them
   store_options.zero_stage = e.zero_stage;
   store_options.grad_accum = t.grad_accum;
@@ -285,8 +285,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
                                    : "while setting up the first weights, one unit's fp32 values at a time";
   e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);
 
-  e.nominal = optim::bytes_per_param(optim::parse_state_format(config.optimizer.state),
-                                     optim::parse_master_mode(config.optimizer.master),
+  e.nominal = optim::bytes_per_param(config.optimizer.state, config.optimizer.master,
                                      DType::kBF16, DType::kBF16);
   // §6's ZeRO rows: stage 1 divides the master and moments over the ranks, stage 2 the gradients
   // too, stage 3 the weights as well; a step fused into backward keeps no gradients. Kept

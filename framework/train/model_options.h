@@ -11,9 +11,11 @@
 
 namespace farthing::train {
 
-// The fp8 section, typed (names checked by the recipe's validation).
+// The fp8 section as the model's FP8 layers take it (a copy: the recipe holds the same enums).
 Fp8Recipe fp8_recipe_of(const recipe::RunConfig& config);
 bool uses_fp8(const recipe::RunConfig& config);
+// train.precision's compute mode: fp8 computes in bf16 with FP8 linear layers on top.
+models::ComputeMode compute_mode_of(recipe::Precision precision);
 
 // fp8: the recipe the model's FP8 layers follow (must outlive the model; ignored unless
 // train.precision is fp8); history: delayed scaling's state, or null.

@@ -1,7 +1,6 @@
 // optimizer_setup.cpp — see optimizer_setup.h.
 #include "framework/train/optimizer_setup.h"
 
-#include "framework/core/error.h"
 #include "framework/optim/param_groups.h"
 
 namespace farthing::train {
@@ -17,7 +16,6 @@ bool is_embedding_or_head(const std::string& name) {
 
 OptimizerSetup make_optimizer_setup(const models::FlatLayout& layout, const recipe::OptimizerSection& section,
                                     uint64_t seed) {
-  FARTHING_CHECK(section.name == "adamw", "optimizer.name '", section.name, "' is not available; use adamw");
   OptimizerSetup setup;
   optim::OptimizerConfig& c = setup.config;
   optim::AdamWHyper hyper;
@@ -26,12 +24,9 @@ OptimizerSetup make_optimizer_setup(const models::FlatLayout& layout, const reci
   hyper.beta2 = section.beta2;
   hyper.eps = section.eps;
   hyper.weight_decay = section.weight_decay;
-  c.groups = optim::default_param_groups(hyper, optim::parse_state_format(section.state));
-  c.master_mode = optim::parse_master_mode(section.master);
-  FARTHING_CHECK(section.weight_rounding == "nearest" || section.weight_rounding == "stochastic",
-                 "optimizer.weight_rounding '", section.weight_rounding, "': use nearest or stochastic");
-  c.weight_rounding = section.weight_rounding == "stochastic" ? optim::WeightRounding::kStochastic
-                                                              : optim::WeightRounding::kNearest;
+  c.groups = optim::default_param_groups(hyper, section.state);
+  c.master_mode = section.master;
+  c.weight_rounding = section.weight_rounding;
   c.seed = seed;
 
   // NOTE: ranges never cross a unit boundary, even where two units sit back to back (GPT-2's

@@ -30,9 +30,9 @@ namespace {
 
 // Token files need no tokenizer (the data loader tells them by their FTOK magic).
 bool is_token_file(const recipe::DataSection& data) {
-  if (data.format == "tokens") return true;
-  if (data.format != "auto" || !fs::exists(data.train)) return false;
-  return data::dataset_format(data.train, data.format) == data::DatasetFormat::kTokens;
+  if (data.format == recipe::DataFormat::kTokens) return true;
+  if (data.format != recipe::DataFormat::kAuto || !fs::exists(data.train)) return false;
+  return data::dataset_format(data.train, "auto") == data::DatasetFormat::kTokens;
 }
 
 ModelSource open_source(const recipe::RunConfig& config) {
@@ -41,7 +41,7 @@ ModelSource open_source(const recipe::RunConfig& config) {
 
 data::SplitData open_data(const recipe::RunConfig& config, const ModelSource& source) {
   data::DatasetOptions options;
-  options.format = config.data.format;
+  options.format = std::string(recipe::enum_name(config.data.format));  // the data layer takes the name
   options.seq_len = config.data.seq_len;
   options.add_bos = config.data.add_bos;
   options.add_eos = config.data.add_eos;
@@ -64,10 +64,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // train.device: where the run's buffers live; a CUDA rank takes its node-local GPU.
-Device train_device(const std::string& name, const Communicator& comm) {
-  if (name == "strict") return Device::strict();
-  if (name == "cpu" || (name == "auto" && !cuda_available())) return Device::cpu();
-  FARTHING_CHECK(cuda_available(), "train.device is '", name, "' but this farthing sees no CUDA device (built "
+Device train_device(recipe::TrainDevice choice, const Communicator& comm) {
+  if (choice == recipe::TrainDevice::kStrict) return Device::strict();
+  if (choice == recipe::TrainDevice::kCpu || (choice == recipe::TrainDevice::kAuto && !cuda_available())) {
+    return Device::cpu();
+  }
+  FARTHING_CHECK(cuda_available(), "train.device is '", recipe::enum_name(choice), "' but this farthing sees no CUDA device (built "
                  "without CUDA, no driver, or no GPU: check nvidia-smi and CUDA_VISIBLE_DEVICES); set train.device: cpu");
   return Device::cuda(comm.local_rank() % visible_cuda_devices());  // ranks beyond the GPUs share them
 }
@@ -135,7 +137,8 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
                  " elements but the model's flat layout ", spec.layout.total_elems());
   OptimizerSetup setup = make_optimizer_setup(spec.layout, config_.optimizer, t.seed);
   demoted_ = setup.demoted;
-  if (config_.optimizer.master == "none" && config_.optimizer.weight_rounding == "nearest" && comm_.rank() == 0) {
+  if (config_.optimizer.master == optim::MasterMode::kNone &&
+      config_.optimizer.weight_rounding == optim::WeightRounding::kNearest && comm_.rank() == 0) {
     // Pure bf16 training, as many trainers do it: allowed, but it loses updates (NUMERICS.md §2).
     std::fprintf(stderr, "farthing: note: optimizer.master 'none' with weight_rounding 'nearest': every update "
                          "smaller than half a bf16 spacing is lost, so many weights stick at fine-tuning learning "
@@ -162,7 +165,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   store_options.grad_accum = t.grad_accum;
   store_options.optimizer_in_backward = t.optimizer_in_backward;
   store_options.compute_from_master =
-      t.precision == "fp32" && optimizer_->config().master_mode == optim::MasterMode::kF32;
+      t.precision == recipe::Precision::kFp32 && optimizer_->config().master_mode == optim::MasterMode::kF32;
   store_ = std::make_unique<dist::ParamStore>(*zero_, data_comm, backend, store_options);
   store_->set_master_source([this](size_t shard) { return optimizer_->master(shard); });
   store_->set_unit_grads_hook([this](int unit, int shard, const Tensor& grads) { step_unit(unit, shard, grads); });
@@ -236,7 +239,7 @@ void Trainer::set_up_first_weights(const models::TransformerSpec& spec) {
 
 // The lr schedule and the fp16 loss scaler from the recipe; returns the initial loss scale.
 double Trainer::scaler_options_and_schedule() {
-  schedule_.kind = optim::parse_lr_schedule_kind(config_.schedule.kind);
+  schedule_.kind = config_.schedule.kind;
   schedule_.warmup_steps = config_.schedule.warmup_steps;
   schedule_.total_steps = config_.train.steps;
   schedule_.min_ratio = config_.schedule.min_ratio;
@@ -246,7 +249,7 @@ double Trainer::scaler_options_and_schedule() {
   scaler.growth_factor = config_.loss_scale.growth_factor;
   scaler.backoff_factor = config_.loss_scale.backoff_factor;
   scaler.growth_interval = config_.loss_scale.growth_interval;
-  scaler_ = std::make_unique<optim::LossScaler>(scaler, config_.train.precision == "fp16");
+  scaler_ = std::make_unique<optim::LossScaler>(scaler, config_.train.precision == recipe::Precision::kFp16);
   return scaler_->scale();
 }
 
@@ -358,7 +361,7 @@ Trainer::StepOutcome Trainer::train_step() {
     out.grad_norm = report.grad_norm;
     if (grad_histogram_) out.grad_histogram = gradient_histogram(grad_views, loss_scale, backend_for(device_), comm_);
     if (report.nonfinite > 0) {
-      FARTHING_CHECK(t.nonfinite != "fail", "step ", progress_.step + 1, ": ", report.nonfinite,
+      FARTHING_CHECK(t.nonfinite != recipe::Nonfinite::kFail, "step ", progress_.step + 1, ": ", report.nonfinite,
                      " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'. Lower the "
                      "learning rate, or use precision bf16, or train.nonfinite: skip");
       out.skipped = true;

@@ -245,8 +245,8 @@ TEST(RecipeErrors, MasterAndRoundingMustAgree) {
   std::string none_nearest = recipe_with("optimizer", "master", "none").yaml;
   none_nearest.replace(none_nearest.find("optimizer:\n"), 11, "optimizer:\n  weight_rounding: nearest\n");
   const RunConfig pure_bf16 = parse_recipe_text(none_nearest, "recipe.yaml");
-  EXPECT_EQ(pure_bf16.optimizer.master, "none");
-  EXPECT_EQ(pure_bf16.optimizer.weight_rounding, "nearest");
+  EXPECT_EQ(pure_bf16.optimizer.master, optim::MasterMode::kNone);
+  EXPECT_EQ(pure_bf16.optimizer.weight_rounding, optim::WeightRounding::kNearest);
   // weight_rounding defaults to stochastic: the message says where that default came from.
   const VariedRecipe remainder = recipe_with("optimizer", "master", "remainder16");
   expect_contains(parse_error(remainder.yaml), {"optimizer.master at " + remainder.location(), "'remainder16'",

@@ -23,7 +23,7 @@ TEST(RecipeOverrides, ReplaceFileValuesAndAddMissingOnes) {
   EXPECT_EQ(c.train.steps, 7);
   EXPECT_FALSE(c.data.shuffle);
   EXPECT_EQ(c.model.tokenizer, "tok/tokenizer.json");
-  EXPECT_EQ(c.optimizer.state, "f32");
+  EXPECT_EQ(c.optimizer.state, optim::StateFormat::kF32);
   EXPECT_EQ(c.train.seed, 18446744073709551615ull);
   EXPECT_EQ(c.key_locations.at("optimizer.lr"), "--set optimizer.lr=3e-4");
   EXPECT_EQ(c.key_locations.at("model.path"), "recipe.yaml:2:9");

@@ -44,7 +44,7 @@ recipe::RunConfig base_config(const fs::path& dir) {
   recipe::RunConfig c;
   c.model.preset = "stories260k";
   c.data.train = write_random_tokens(dir).string();
-  c.data.format = "tokens";
+  c.data.format = recipe::DataFormat::kTokens;
   c.data.seq_len = 64;
   c.data.eval_fraction = 0.05;
   c.train.steps = 2;
@@ -138,9 +138,9 @@ void write_random_safetensors(const models::ModelConfig& config, const std::file
 TEST(MemoryEstimate, Bf16Compute8BitStateF32Master) {
   TempDir dir("bf16_8bit");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = "bf16";
-  c.optimizer.state = "8bit";
-  c.optimizer.master = "f32";
+  c.train.precision = recipe::Precision::kBf16;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kF32;
   c.optimizer.embedding_f32_state = false;  // let the 8-bit segments include the big embedding
   expect_within_10_percent(c, models::preset_config("stories260k"), "bf16, 8bit state, f32 master");
 }
@@ -148,10 +148,10 @@ TEST(MemoryEstimate, Bf16Compute8BitStateF32Master) {
 TEST(MemoryEstimate, Fp32ComputeF32StateGradAccum) {
   TempDir dir("fp32_accum");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = "fp32";
-  c.optimizer.state = "f32";
-  c.optimizer.master = "f32";
-  c.optimizer.weight_rounding = "nearest";
+  c.train.precision = recipe::Precision::kFp32;
+  c.optimizer.state = optim::StateFormat::kF32;
+  c.optimizer.master = optim::MasterMode::kF32;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   c.train.grad_accum = 2;
   expect_within_10_percent(c, models::preset_config("stories260k"), "fp32, f32 state, grad_accum 2");
 }
@@ -159,11 +159,11 @@ TEST(MemoryEstimate, Fp32ComputeF32StateGradAccum) {
 TEST(MemoryEstimate, Bf16PerBlockCheckpointingNoMasterAccum) {
   TempDir dir("bf16_ckpt");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = "bf16";
-  c.optimizer.state = "8bit";
-  c.optimizer.master = "none";
-  c.optimizer.weight_rounding = "stochastic";
-  c.model.activation_checkpointing = "per_block";
+  c.train.precision = recipe::Precision::kBf16;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kNone;
+  c.optimizer.weight_rounding = optim::WeightRounding::kStochastic;
+  c.model.activation_checkpointing = models::Checkpointing::kPerBlock;
   c.train.grad_accum = 3;
   c.train.micro_batch = 8;
   expect_within_10_percent(c, models::preset_config("stories260k"), "bf16, 8bit state, no master, per_block, accum 3");
@@ -174,9 +174,9 @@ TEST(MemoryEstimate, Bf16PerBlockCheckpointingNoMasterAccum) {
 TEST(MemoryEstimate, Fp8BlockScaling) {
   TempDir dir("fp8_block");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = "fp8";
-  c.optimizer.state = "8bit";
-  c.optimizer.master = "f32";
+  c.train.precision = recipe::Precision::kFp8;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kF32;
   expect_within_10_percent(c, models::preset_config("stories260k"), "fp8 block scaling, 8bit state, f32 master");
 }
 
@@ -185,10 +185,10 @@ TEST(MemoryEstimate, Fp8DelayedZeroStage3PerBlock) {
   TempDir dir("fp8_delayed_zero3");
   recipe::RunConfig c = base_config(dir.path);
   c.distributed.zero_stage = 3;
-  c.train.precision = "fp8";
-  c.fp8.scaling = "tensor_delayed";
-  c.fp8.layers = "mlp";
-  c.model.activation_checkpointing = "per_block";
+  c.train.precision = recipe::Precision::kFp8;
+  c.fp8.scaling = Fp8Scaling::kTensorDelayed;
+  c.fp8.layers = Fp8Layers::kMlp;
+  c.model.activation_checkpointing = models::Checkpointing::kPerBlock;
   c.train.grad_accum = 2;
   expect_within_10_percent(c, models::preset_config("stories260k"), "fp8 delayed, mlp only, zero3, per_block, accum 2");
 }
@@ -213,10 +213,10 @@ TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
   recipe::RunConfig c = base_config(dir.path);
   c.model.preset = "";
   c.model.path = (dir.path / "model").string();
-  c.train.precision = "bf16";
-  c.optimizer.state = "bf16";
-  c.optimizer.master = "remainder16";
-  c.optimizer.weight_rounding = "nearest";
+  c.train.precision = recipe::Precision::kBf16;
+  c.optimizer.state = optim::StateFormat::kBf16;
+  c.optimizer.master = optim::MasterMode::kRemainder16;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   const MemoryEstimate e = estimate_memory(c, gpt2, 1);
   EXPECT_GT(e.load_peak_bytes, 0);
   expect_within_10_percent(c, gpt2, "gpt2 from safetensors, bf16 state, remainder16 master");
@@ -229,9 +229,9 @@ TEST(MemoryEstimate, ZeroStage3Bf16GradAccum) {
   TempDir dir("zero3_bf16");
   recipe::RunConfig c = base_config(dir.path);
   c.distributed.zero_stage = 3;
-  c.train.precision = "bf16";
-  c.optimizer.state = "8bit";
-  c.optimizer.master = "f32";
+  c.train.precision = recipe::Precision::kBf16;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kF32;
   c.train.grad_accum = 2;
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), 1);
   EXPECT_EQ(e.model_buffers.params + e.model_buffers.grads + e.model_buffers.working, 0);
@@ -249,12 +249,12 @@ TEST(MemoryEstimate, OptimizerInBackwardFp32) {
   TempDir dir("oib_fp32");
   recipe::RunConfig c = base_config(dir.path);
   c.train.optimizer_in_backward = true;
-  c.train.precision = "fp32";
+  c.train.precision = recipe::Precision::kFp32;
   c.train.max_grad_norm = 0.0;
-  c.train.nonfinite = "fail";
-  c.optimizer.state = "f32";
-  c.optimizer.master = "f32";
-  c.optimizer.weight_rounding = "nearest";
+  c.train.nonfinite = recipe::Nonfinite::kFail;
+  c.optimizer.state = optim::StateFormat::kF32;
+  c.optimizer.master = optim::MasterMode::kF32;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), 1);
   EXPECT_EQ(e.grad_sum, 0);
   EXPECT_EQ(e.nominal.grads, 0.0);
@@ -267,10 +267,10 @@ TEST(MemoryEstimate, ZeroStage2Fp32ComputeFromMaster) {
   TempDir dir("zero2_master");
   recipe::RunConfig c = base_config(dir.path);
   c.distributed.zero_stage = 2;
-  c.train.precision = "fp32";
-  c.optimizer.state = "8bit";
-  c.optimizer.master = "f32";
-  c.optimizer.weight_rounding = "nearest";
+  c.train.precision = recipe::Precision::kFp32;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kF32;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size(), world().rank());
   EXPECT_EQ(e.master_copy > 0, world().world_size() > 1);
   expect_within_10_percent(c, models::preset_config("stories260k"), "zero2, fp32 compute from the f32 master");
@@ -291,10 +291,10 @@ TEST(MemoryEstimate, ZeroStage3UntiedLlamaFromSafetensors) {
   c.model.preset = "";
   c.model.path = (dir.path / "model").string();
   c.distributed.zero_stage = 3;
-  c.train.precision = "fp32";
-  c.optimizer.state = "bf16";
-  c.optimizer.master = "remainder16";
-  c.optimizer.weight_rounding = "nearest";
+  c.train.precision = recipe::Precision::kFp32;
+  c.optimizer.state = optim::StateFormat::kBf16;
+  c.optimizer.master = optim::MasterMode::kRemainder16;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   expect_within_10_percent(c, llama, "zero3 untied llama from safetensors, fp32 compute, remainder16 master");
 }
 
@@ -354,7 +354,7 @@ TEST(MemoryEstimate, ZeroStage3ShardsWeightsOverRanks) {
   TempDir dir("zero3_world");
   recipe::RunConfig c = base_config(dir.path);
   c.distributed.zero_stage = 3;
-  c.train.precision = "bf16";
+  c.train.precision = recipe::Precision::kBf16;
   const models::ModelConfig model = models::preset_config("smollm2-135m");
   c.data.seq_len = 256;
   const MemoryEstimate one = estimate_memory(c, model, 1);

@@ -40,7 +40,7 @@ recipe::RunConfig base_config(const fs::path& dir) {
   recipe::RunConfig c;
   c.model.preset = "stories260k";
   c.data.train = testing::write_random_tokens(dir, kVocab, 20000, 11).string();
-  c.data.format = "tokens";
+  c.data.format = recipe::DataFormat::kTokens;
   c.data.seq_len = 32;
   c.data.eval_fraction = 0.05;
   c.train.steps = 4;
@@ -84,7 +84,7 @@ TEST(Trainer, OneStepFromRandomInit) {
 TEST(Trainer, AccumulatedMicroBatchesMatchOneBigOne) {
   TempDir dir("accumulate");
   recipe::RunConfig whole = base_config(dir.path);
-  whole.optimizer.state = "f32";
+  whole.optimizer.state = optim::StateFormat::kF32;
   recipe::RunConfig split = whole;
   split.train.micro_batch = 2;
   split.train.grad_accum = 2;
@@ -104,7 +104,7 @@ TEST(Trainer, AccumulatedMicroBatchesMatchOneBigOne) {
 TEST(Trainer, ClippingScalesTheGradientByMaxNormOverNorm) {
   TempDir dir("clip");
   recipe::RunConfig free = base_config(dir.path);
-  free.optimizer.state = "f32";
+  free.optimizer.state = optim::StateFormat::kF32;
   free.optimizer.embedding_f32_state = true;
   free.train.max_grad_norm = 0.0;
   Trainer unclipped(free, world(), TrainerOutput{.progress = false});
@@ -133,8 +133,8 @@ TEST(Trainer, ClippingScalesTheGradientByMaxNormOverNorm) {
 TEST(Trainer, NonFiniteStepIsSkippedAndTheScaleBacksOff) {
   TempDir dir("nonfinite");
   recipe::RunConfig config = base_config(dir.path);
-  config.train.precision = "fp16";
-  config.optimizer.state = "f32";
+  config.train.precision = recipe::Precision::kFp16;
+  config.optimizer.state = optim::StateFormat::kF32;
   config.loss_scale.initial = 1e30;  // the scaled loss gradient overflows fp16 at once
   Trainer trainer(config, world(), TrainerOutput{.progress = false});
   const Trainer::StepOutcome first = trainer.train_step();

@@ -175,26 +175,26 @@ RunRecord run_setting(const Study& st, const Setting& setting, double lr, int64_
   rc.model.path = st.model_path;
   rc.model.tokenizer = st.tokenizer;
   rc.data.train = st.data_path;
-  rc.data.format = "text";
+  rc.data.format = recipe::DataFormat::kText;
   rc.data.seq_len = st.seq;
   rc.data.eval_fraction = 0.05;
   rc.data.shuffle = true;
   rc.optimizer.lr = lr;
-  rc.optimizer.state = setting.state;
-  rc.optimizer.master = setting.master;
-  rc.optimizer.weight_rounding = setting.rounding;
+  rc.optimizer.state = recipe::enum_of<optim::StateFormat>(setting.state);
+  rc.optimizer.master = recipe::enum_of<optim::MasterMode>(setting.master);
+  rc.optimizer.weight_rounding = recipe::enum_of<optim::WeightRounding>(setting.rounding);
   // NOTE: a constant learning rate, no warmup: the first steps' updates are then lr-sized in
   // every setting, which is what the sticking measure is about.
-  rc.schedule.kind = "constant";
+  rc.schedule.kind = optim::LrScheduleKind::kConstant;
   rc.schedule.warmup_steps = 0;
   rc.train.steps = steps;
   rc.train.micro_batch = st.batch;
-  rc.train.precision = setting.precision;
+  rc.train.precision = recipe::enum_of<recipe::Precision>(setting.precision);
   rc.train.eval_batches = st.eval_batches;
-  rc.train.nonfinite = "skip";
+  rc.train.nonfinite = recipe::Nonfinite::kSkip;
   rc.train.seed = 1234;
   rc.checkpoint.run_dir = run_dir.string();
-  rc.train.device = "cpu";
+  rc.train.device = recipe::TrainDevice::kCpu;
 
   const auto t0 = Clock::now();
   auto comm = make_world_communicator();

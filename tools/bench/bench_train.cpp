@@ -224,30 +224,30 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
   r.mode = run.name;
   recipe::RunConfig rc;
   rc.model.preset = preset;
-  rc.model.activation_checkpointing = run.checkpointing;
+  rc.model.activation_checkpointing = recipe::enum_of<models::Checkpointing>(run.checkpointing);
   // NOTE: 512 logits rows per loss chunk (GPT-2: 98 MiB of them): fewer rows make the head's
   // GEMMs smaller and re-read the whole fp32 head gradient once per chunk (64 rows cost
   // 3-6% more step time than 512 here; 1024 buys little more).
   rc.model.loss_chunk_rows = 512;
   rc.data.train = tokens.string();
-  rc.data.format = "tokens";
+  rc.data.format = recipe::DataFormat::kTokens;
   rc.data.seq_len = seq;
   rc.data.eval_fraction = 0.0;
   rc.data.shuffle = false;
-  rc.optimizer.state = run.state;
-  rc.optimizer.master = run.master;
-  rc.optimizer.weight_rounding = run.rounding;
-  rc.schedule.kind = "constant";
+  rc.optimizer.state = recipe::enum_of<optim::StateFormat>(run.state);
+  rc.optimizer.master = recipe::enum_of<optim::MasterMode>(run.master);
+  rc.optimizer.weight_rounding = recipe::enum_of<optim::WeightRounding>(run.rounding);
+  rc.schedule.kind = optim::LrScheduleKind::kConstant;
   rc.train.steps = 1000;
   rc.train.micro_batch = batch;
-  rc.train.precision = run.precision;
+  rc.train.precision = recipe::enum_of<recipe::Precision>(run.precision);
   rc.train.optimizer_in_backward = run.in_backward;
   if (run.in_backward) {
     rc.train.max_grad_norm = 0.0;
-    rc.train.nonfinite = "fail";
+    rc.train.nonfinite = recipe::Nonfinite::kFail;
   }
   rc.checkpoint.run_dir = run_dir.string();
-  rc.train.device = device.is_cpu() ? "cpu" : "cuda";
+  rc.train.device = device.is_cpu() ? recipe::TrainDevice::kCpu : recipe::TrainDevice::kCuda;
 
   MemoryTracker& tracker = memory_tracker(device);
   tracker.reset_peaks();

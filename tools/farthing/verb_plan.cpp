@@ -33,6 +33,9 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace train = farthing::train;
+namespace recipe = farthing::recipe;
+namespace optim = farthing::optim;
+namespace models = farthing::models;
 using farthing::MemoryCategory;
 
 constexpr const char* kPlanUsage =
@@ -166,20 +169,22 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
       return std::string(e.grad_bytes_per_elem == 2 ? "bf16 (one backward's gradient)" : "fp32 sums") +
              (e.zero_stage == 1 ? ", whole" : ", owned shards only");
     case MemoryCategory::kMaster:
-      return r.optimizer.master == "none" ? "none (bf16 weights are the only copy)"
-                                          : r.optimizer.master + " of this rank's ZeRO shards";
+      return r.optimizer.master == optim::MasterMode::kNone
+                 ? "none (bf16 weights are the only copy)"
+                 : std::string(recipe::enum_name(r.optimizer.master)) + " of this rank's ZeRO shards";
     case MemoryCategory::kOptimizerState: {
-      if (r.optimizer.state == "f32" || r.optimizer.state == "bf16") return "m, v: " + r.optimizer.state;
+      const std::string state(recipe::enum_name(r.optimizer.state));
+      if (!optim::is_quantized(r.optimizer.state)) return "m, v: " + state;
       // Small tensors, embeddings (embedding_f32_state) and off-block ranges keep f32 moments.
       const double quantized = double(e.quantized_state_elems) / double(std::max<int64_t>(1, e.optimizer.owned_elems));
       char text[160];
       std::snprintf(text, sizeof text, "m, v: %s on %.0f%% of elements, f32 elsewhere (absmax %s)",
-                    r.optimizer.state.c_str(), 100.0 * quantized, train::format_bytes(e.optimizer.absmax).c_str());
+                    state.c_str(), 100.0 * quantized, train::format_bytes(e.optimizer.absmax).c_str());
       return text;
     }
     case MemoryCategory::kActivations:
       return "batch " + std::to_string(r.train.micro_batch) + " x seq " + std::to_string(r.data.seq_len) +
-             (r.model.activation_checkpointing == "per_block" ? ", per-block checkpointing" : ", every block stored") +
+             (r.model.activation_checkpointing == models::Checkpointing::kPerBlock ? ", per-block checkpointing" : ", every block stored") +
              ", logits " + std::to_string(r.model.loss_chunk_rows) + " rows";
     case MemoryCategory::kCommBuffers:
       if (e.world_size == 1) return "none at world size 1";
@@ -227,9 +232,11 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   std::printf("          from %s\n", pm.source.c_str());
   std::printf("train     micro_batch %lld x seq_len %lld, grad_accum %lld, precision %s; adamw state %s%s, master %s\n",
               (long long)r.train.micro_batch, (long long)r.data.seq_len, (long long)r.train.grad_accum,
-              r.train.precision.c_str(), r.optimizer.state.c_str(),
-              r.optimizer.embedding_f32_state && r.optimizer.state != "f32" ? " (embeddings/head f32)" : "",
-              r.optimizer.master.c_str());
+              std::string(recipe::enum_name(r.train.precision)).c_str(),
+              std::string(recipe::enum_name(r.optimizer.state)).c_str(),
+              r.optimizer.embedding_f32_state && r.optimizer.state != optim::StateFormat::kF32 ? " (embeddings/head f32)"
+                                                                                              : "",
+              std::string(recipe::enum_name(r.optimizer.master)).c_str());
   if (e.world_size > 1) std::printf("          rank %d holds the most (ranks own unequal shards)\n", e.peak_rank);
   std::printf("\n%-16s %8s %8s %12s  %s\n", "category", "B/param", "sec. 6", "per rank", "what");
   double model_state_nominal = 0.0;
@@ -241,8 +248,8 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   }
   std::printf("%-16s %8.2f %8.2f %12s  %s\n", "model state", double(e.model_state_bytes()) / params,
               model_state_nominal, train::format_bytes(e.model_state_bytes()).c_str(), "held for the run, this rank");
-  const std::string in_use = r.train.precision == "bf16" ? "bf16 weights read in place, 1-D tensors widened "
-                             : r.train.precision == "fp16" ? "fp32 parameters and fp16 GEMM copies "
+  const std::string in_use = r.train.precision == recipe::Precision::kBf16 ? "bf16 weights read in place, 1-D tensors widened "
+                             : r.train.precision == recipe::Precision::kFp16 ? "fp32 parameters and fp16 GEMM copies "
                                                            : "fp32 parameters ";
   std::printf("%-16s %8s %8s %12s  %s\n", "units in use", "-", "-",
               train::format_bytes(e.unit_weights + e.unit_grads).c_str(),
@@ -273,19 +280,19 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               e.from_file ? "model state, and one unit of the mapped model.path in fp32 (activations come after)"
                           : "model state, and one unit's fp32 first weights (activations come after)");
   // What the store keeps, so that the gap to section 6's figures is not a surprise.
-  const bool gather_master = r.train.precision == "fp32" && r.optimizer.master == "f32";
+  const bool gather_master = r.train.precision == recipe::Precision::kFp32 && r.optimizer.master == optim::MasterMode::kF32;
   std::printf("\nparameter store (ZeRO stage %d%s): the bf16 weights are the only copy of the weights.\n", e.zero_stage,
               e.optimizer_in_backward ? ", optimizer step fused into backward" : "");
   std::printf("  weights   %s\n", e.zero_stage == 3 ? "bf16, this rank's owned shards only"
                                                     : "bf16, whole on every rank (all-gathered after each step)");
-  if (r.train.precision == "bf16") {
+  if (r.train.precision == recipe::Precision::kBf16) {
     std::printf("  in use    the GEMMs read each unit's bf16 weights %s; only its 1-D tensors are widened\n",
                 e.zero_stage == 3 && e.world_size > 1 ? "as all-gathered" : "in place");
   } else {
     std::printf("  in use    each unit's fp32 parameters while it runs, %s from the %s%s\n",
                 e.zero_stage == 3 && e.world_size > 1 ? "all-gathered" : "widened exactly",
                 gather_master ? "fp32 master" : "bf16 weights",
-                r.train.precision == "fp16" ? ", plus an fp16 GEMM copy" : "");
+                r.train.precision == recipe::Precision::kFp16 ? ", plus an fp16 GEMM copy" : "");
   }
   std::printf("  alive     the embedding for the whole step, one block at a time in forward and again\n"
               "            in backward, the head from the final norm to its backward\n");
@@ -335,10 +342,10 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
            {{"micro_batch", r.train.micro_batch},
             {"seq_len", r.data.seq_len},
             {"grad_accum", r.train.grad_accum},
-            {"precision", r.train.precision},
-            {"activation_checkpointing", r.model.activation_checkpointing},
-            {"optimizer_state", r.optimizer.state},
-            {"master", r.optimizer.master}}},
+            {"precision", std::string(recipe::enum_name(r.train.precision))},
+            {"activation_checkpointing", std::string(recipe::enum_name(r.model.activation_checkpointing))},
+            {"optimizer_state", std::string(recipe::enum_name(r.optimizer.state))},
+            {"master", std::string(recipe::enum_name(r.optimizer.master))}}},
           {"categories", categories},
           {"model_state_bytes", e.model_state_bytes()},
           {"model_state_bytes_per_param", double(e.model_state_bytes()) / double(e.param_count)},
