@@ -2,6 +2,7 @@
 #include "kernels/cpu/fp8_cpu.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "kernels/cpu/matmul_cpu.h"
@@ -13,49 +14,121 @@ namespace nm = farthing::numerics;
 
 namespace {
 
-// Element (r, c) of the input, widened to fp32 (exact from bf16).
-struct Input {
-  const float* f32;
-  const uint16_t* bf16;
-  int64_t cols;
-  float at(int64_t r, int64_t c) const {
-    const int64_t i = r * cols + c;
-    return f32 != nullptr ? f32[i] : nm::bf16_to_f32(bf16[i]);
-  }
-};
-
-// Rows [row_begin, row_end) that share tiles: one row for 1 x 128 tiles, 128 for the others.
+// Rows that share a tile row: one for 1 x 128 tiles, 128 for 128 x 1 and 128 x 128 tiles (and
+// all of them per tensor).
 int64_t rows_per_band(Fp8Tiling tiling, int64_t rows) {
   return tiling == Fp8Tiling::kTensor ? rows : tiling == Fp8Tiling::kRow1x128 ? 1 : nm::kFp8TileEdge;
+}
+
+// Columns that share a scale along a row: 128 (1 x 128, 128 x 128), one (128 x 1: a scale per
+// column), or the whole row (per tensor). Loops run over these segments with the scale hoisted.
+int64_t cols_per_segment(Fp8Tiling tiling, int64_t cols) {
+  return tiling == Fp8Tiling::kTensor ? cols : tiling == Fp8Tiling::kCol128x1 ? 1 : nm::kFp8TileEdge;
+}
+
+// Row r of the input as fp32: the fp32 row itself, or the bf16 row widened (exactly) into buf.
+const float* input_row(const Fp8QuantizeArgs& a, int64_t r, float* buf) {
+  if (a.x_f32 != nullptr) return a.x_f32 + r * a.cols;
+  const uint16_t* src = a.x_bf16 + r * a.cols;
+#pragma omp simd
+  for (int64_t c = 0; c < a.cols; ++c) buf[c] = nm::bf16_to_f32(src[c]);
+  return buf;
+}
+
+// Folds one row into its tile row's amaxes m (ordered |x| bits).
+void fold_row_amax(const float* row, int64_t cols, Fp8Tiling tiling, uint32_t* m) {
+  if (tiling == Fp8Tiling::kCol128x1) {
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) m[c] = nm::fp8_amax_bits_max(m[c], nm::fp8_abs_bits(row[c]));
+    return;
+  }
+  const int64_t width = cols_per_segment(tiling, cols);
+  for (int64_t t = 0, c0 = 0; c0 < cols; ++t, c0 += width) {
+    const int64_t c1 = std::min(cols, c0 + width);
+    uint32_t local = 0u;
+#pragma omp simd reduction(max : local)
+    for (int64_t c = c0; c < c1; ++c) local = nm::fp8_amax_bits_max(local, nm::fp8_abs_bits(row[c]));
+    m[t] = nm::fp8_amax_bits_max(m[t], local);
+  }
+}
+
+// codes[c] = fp8(row[c] * s) for a run of one scale, the format chosen outside the loop.
+void cast_run(const float* row, uint8_t* codes, int64_t n, float s, Fp8Format format) {
+  if (format == Fp8Format::kE4M3) {
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) codes[c] = nm::f32_to_e4m3(row[c] * s, nm::Overflow::kSaturate);
+  } else {
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) codes[c] = nm::f32_to_e5m2(row[c] * s, nm::Overflow::kSaturate);
+  }
+}
+
+// Every code's exact value (fp8_decode), so dequantizing is a table lookup and a product.
+std::array<float, 256> decode_table(Fp8Format format) {
+  std::array<float, 256> table{};
+  for (int code = 0; code < 256; ++code) table[size_t(code)] = nm::fp8_decode(uint8_t(code), format);
+  return table;
+}
+
+// out[r * cols + c] = widen(decode(code) * s_inv) for every element, out fp32 or bf16 bits.
+template <class Out, class Widen>
+void dequantize(const Fp8Operand& x, Out* out, Widen widen) {
+  const std::array<float, 256> table = decode_table(x.format);
+  const float* lut = table.data();
+  const int64_t band = rows_per_band(x.tiling, x.rows), width = cols_per_segment(x.tiling, x.cols);
+  const int64_t tile_cols = nm::fp8_tile_cols(x.tiling, x.cols);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const uint8_t* codes = x.codes + r * x.cols;
+    const float* scales = x.scale_inv + (r / band) * tile_cols;
+    Out* dst = out + r * x.cols;
+    if (x.tiling == Fp8Tiling::kCol128x1) {
+#pragma omp simd
+      for (int64_t c = 0; c < x.cols; ++c) dst[c] = widen(lut[codes[c]] * scales[c]);
+      continue;
+    }
+    for (int64_t t = 0, c0 = 0; c0 < x.cols; ++t, c0 += width) {
+      const int64_t c1 = std::min(x.cols, c0 + width);
+      const float s_inv = scales[t];
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) dst[c] = widen(lut[codes[c]] * s_inv);
+    }
+  }
 }
 
 }  // namespace
 
 void fp8_quantize_cpu(const Fp8QuantizeArgs& a) {
   // The backend (framework/backend/cpu_nn_ops.cpp) has checked the arguments.
-  const Input x{a.x_f32, a.x_bf16, a.cols};
   const int64_t tiles = nm::fp8_scale_count(a.tiling, a.rows, a.cols);
+  const int64_t tile_cols = nm::fp8_tile_cols(a.tiling, a.cols);
   const int64_t band = rows_per_band(a.tiling, a.rows);
   const int64_t bands = (a.rows + band - 1) / band;
 
-  // 1. Each tile's amax, as the max of ordered |x| bits. A band's tiles are disjoint from every
-  // other band's, except under per-tensor tiling, where each band is a thread's partial max.
+  // 1. Each tile's amax, as the max of ordered |x| bits: a max, so the same whatever the order.
+  // Bands (tile rows) are disjoint and run in parallel; per tensor, threads take rows and their
+  // partial maxes are reduced.
   std::vector<uint32_t> amax_bits(static_cast<size_t>(tiles), 0u);
   if (a.tiling == Fp8Tiling::kTensor) {
     uint32_t m = 0u;
-#pragma omp parallel for reduction(max : m) schedule(static)
-    for (int64_t r = 0; r < a.rows; ++r) {
-      for (int64_t c = 0; c < a.cols; ++c) m = nm::fp8_amax_bits_max(m, nm::fp8_abs_bits(x.at(r, c)));
+#pragma omp parallel reduction(max : m)
+    {
+      std::vector<float> buf(size_t(a.x_f32 != nullptr ? 0 : a.cols));
+      uint32_t local = 0u;
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < a.rows; ++r) fold_row_amax(input_row(a, r, buf.data()), a.cols, a.tiling, &local);
+      m = nm::fp8_amax_bits_max(m, local);
     }
     amax_bits[0] = m;
   } else {
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < bands; ++b) {
-      const int64_t r_end = std::min(a.rows, (b + 1) * band);
-      for (int64_t r = b * band; r < r_end; ++r) {
-        for (int64_t c = 0; c < a.cols; ++c) {
-          uint32_t& m = amax_bits[size_t(nm::fp8_scale_index(a.tiling, r, c, a.cols))];
-          m = nm::fp8_amax_bits_max(m, nm::fp8_abs_bits(x.at(r, c)));
+#pragma omp parallel
+    {
+      std::vector<float> buf(size_t(a.x_f32 != nullptr ? 0 : a.cols));
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < bands; ++b) {
+        uint32_t* m = amax_bits.data() + b * tile_cols;
+        for (int64_t r = b * band; r < std::min(a.rows, (b + 1) * band); ++r) {
+          fold_row_amax(input_row(a, r, buf.data()), a.cols, a.tiling, m);
         }
       }
     }
@@ -73,34 +146,39 @@ void fp8_quantize_cpu(const Fp8QuantizeArgs& a) {
   }
   if (a.amax != nullptr) *a.amax = nm::bits_to_f32(total);
 
-  // 3. The cast.
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < a.rows; ++r) {
-    for (int64_t c = 0; c < a.cols; ++c) {
-      const float s = scale[size_t(nm::fp8_scale_index(a.tiling, r, c, a.cols))];
-      a.codes[r * a.cols + c] = nm::fp8_quantize(x.at(r, c), s, a.format);
+  // 3. The cast, a run of one scale at a time (per column under 128 x 1 tiles).
+  const int64_t width = cols_per_segment(a.tiling, a.cols);
+#pragma omp parallel
+  {
+    std::vector<float> buf(size_t(a.x_f32 != nullptr ? 0 : a.cols));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < a.rows; ++r) {
+      const float* row = input_row(a, r, buf.data());
+      const float* scales = scale.data() + (r / band) * tile_cols;
+      uint8_t* codes = a.codes + r * a.cols;
+      if (a.tiling == Fp8Tiling::kCol128x1) {
+        if (a.format == Fp8Format::kE4M3) {
+#pragma omp simd
+          for (int64_t c = 0; c < a.cols; ++c) codes[c] = nm::f32_to_e4m3(row[c] * scales[c], nm::Overflow::kSaturate);
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < a.cols; ++c) codes[c] = nm::f32_to_e5m2(row[c] * scales[c], nm::Overflow::kSaturate);
+        }
+        continue;
+      }
+      for (int64_t t = 0, c0 = 0; c0 < a.cols; ++t, c0 += width) {
+        cast_run(row + c0, codes + c0, std::min(a.cols, c0 + width) - c0, scales[t], a.format);
+      }
     }
   }
 }
 
 void fp8_dequantize_f32_cpu(const Fp8Operand& x, float* out) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < x.rows; ++r) {
-    for (int64_t c = 0; c < x.cols; ++c) {
-      const float s_inv = x.scale_inv[nm::fp8_scale_index(x.tiling, r, c, x.cols)];
-      out[r * x.cols + c] = nm::fp8_dequantize(x.codes[r * x.cols + c], s_inv, x.format);
-    }
-  }
+  dequantize(x, out, [](float v) { return v; });
 }
 
 void fp8_dequantize_bf16_cpu(const Fp8Operand& x, uint16_t* out) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < x.rows; ++r) {
-    for (int64_t c = 0; c < x.cols; ++c) {
-      const float s_inv = x.scale_inv[nm::fp8_scale_index(x.tiling, r, c, x.cols)];
-      out[r * x.cols + c] = nm::f32_to_bf16_rne(nm::fp8_dequantize(x.codes[r * x.cols + c], s_inv, x.format));
-    }
-  }
+  dequantize(x, out, [](float v) { return nm::f32_to_bf16_rne(v); });
 }
 
 int64_t fp8_matmul_workspace_bytes_cpu(int64_t a_elems, int64_t b_elems, bool power_of_two) {
