@@ -365,6 +365,7 @@ Trainer::StepOutcome Trainer::train_step() {
                      " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'. Lower the "
                      "learning rate, or use precision bf16, or train.nonfinite: skip");
       out.skipped = true;
+      out.unchanged_fraction = 1.0;  // a skipped step leaves every weight as it was
       ++progress_.skipped_steps;
       scaler_->update(true);
       if (fp8_history_) fp8_history_->discard_step();  // its amaxes may be inf or NaN

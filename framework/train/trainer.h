@@ -92,7 +92,7 @@ class Trainer {
     double grad_norm = 0.0;
     bool skipped = false;
     int64_t tokens = 0;
-    double unchanged_fraction = 0.0;  // bf16 weights the step left bit-identical (0 when skipped)
+    double unchanged_fraction = 0.0;  // bf16 weights the step left bit-identical (1 when skipped: all of them)
     std::optional<optim::GradHistogram> grad_histogram;  // only when set_grad_histogram(true)
   };
   StepOutcome train_step();

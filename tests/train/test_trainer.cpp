@@ -139,6 +139,7 @@ TEST(Trainer, NonFiniteStepIsSkippedAndTheScaleBacksOff) {
   Trainer trainer(config, world(), TrainerOutput{.progress = false});
   const Trainer::StepOutcome first = trainer.train_step();
   EXPECT_TRUE(first.skipped);
+  EXPECT_EQ(first.unchanged_fraction, 1.0) << "a skipped step leaves every weight unchanged";
   EXPECT_EQ(trainer.progress().skipped_steps, 1);
   EXPECT_LT(trainer.progress().loss_scale, 1e30);
   for (float m : first_moments(trainer.optimizer())) ASSERT_EQ(m, 0.0f) << "a skipped step left moments";
