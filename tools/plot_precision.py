@@ -9,7 +9,7 @@ after it wrote the JSON; it can be rerun by hand:
 Writes precision_loss.png, precision_unchanged.png and precision_underflow.png and prints their
 paths. Exit 2 for bad input (no such file, not the suite's JSON), 3 when matplotlib is not installed.
 Needs: matplotlib (pip install matplotlib, or Debian's python3-matplotlib for /usr/bin/python3).
-Tested by: tests/train/test_bench_precision.sh.
+Tested by: tests/run/train/test_bench_precision.sh.
 """
 import argparse
 import json

@@ -9,7 +9,7 @@
 // The results are the CPU backend's, bit for bit: the ops are CpuBackend's and CpuNnOps', run
 // inside an access scope. Select it with train.device: strict (tests only).
 // Relies on: cpu_backend.h, guarded_arena.h. Tested by: tests/backend/test_strict_device.cpp,
-// tests/train/test_train_strict_device.sh.
+// tests/run/train/test_train_strict_device.sh.
 #pragma once
 
 #include "framework/backend/backend.h"

@@ -31,11 +31,13 @@ bool starts_with_token_magic(const fs::path& path) {
   return in.gcount() == 4 && std::string_view(magic, 4) == "FTOK";
 }
 
-const char* format_name(DatasetFormat format) {
+// As an error message calls a file of each reader: "a JSONL file".
+const char* format_name(DataFormat format) {
   switch (format) {
-    case DatasetFormat::kText: return "text";
-    case DatasetFormat::kJsonl: return "JSONL";
-    case DatasetFormat::kTokens: return "token";
+    case DataFormat::kText: return "text";
+    case DataFormat::kJsonl: return "JSONL";
+    case DataFormat::kTokens: return "token";
+    case DataFormat::kAuto: break;
   }
   return "?";
 }
@@ -76,19 +78,15 @@ void read_token_document(const fs::path& path, int64_t vocab_size, TokenStream& 
 
 }  // namespace
 
-DatasetFormat dataset_format(const fs::path& path, const std::string& format) {
-  if (format == "text") return DatasetFormat::kText;
-  if (format == "jsonl") return DatasetFormat::kJsonl;
-  if (format == "tokens") return DatasetFormat::kTokens;
-  FARTHING_CHECK(format == "auto", "dataset format '", format, "' for ", path.string(),
-                 "; expected auto, text, jsonl or tokens");
-  if (starts_with_token_magic(path)) return DatasetFormat::kTokens;
+DataFormat dataset_format(const fs::path& path, DataFormat format) {
+  if (format != DataFormat::kAuto) return format;
+  if (starts_with_token_magic(path)) return DataFormat::kTokens;
   const std::string ext = lowercase(path.extension().string());
-  if (ext == ".jsonl") return DatasetFormat::kJsonl;
+  if (ext == ".jsonl") return DataFormat::kJsonl;
   FARTHING_CHECK(ext != ".bin" && ext != ".tok", path.string(),
                  " is named like a token file but does not start with the FTOK magic (llm.c or other binary "
                  "formats are not read); write it with `farthing tokenize`, or set the format to text");
-  return DatasetFormat::kText;
+  return DataFormat::kText;
 }
 
 TokenStream load_token_stream(const fs::path& path, const DatasetOptions& options, const Tokenizer* tokenizer,
@@ -97,14 +95,15 @@ TokenStream load_token_stream(const fs::path& path, const DatasetOptions& option
   FARTHING_CHECK(fs::is_regular_file(path), "dataset file ", path.string(), " does not exist or is not a file");
   FARTHING_CHECK(std::ifstream(path, std::ios::binary).good(), "dataset file ", path.string(), " cannot be read");
   FARTHING_CHECK(vocab_size > 0, "vocab_size is ", vocab_size, " for ", path.string(), "; expected the model's (> 0)");
-  const DatasetFormat format = dataset_format(path, options.format);
-  FARTHING_CHECK(tokenizer != nullptr || format == DatasetFormat::kTokens, path.string(), " is a ", format_name(format),
+  const DataFormat format = dataset_format(path, options.format);
+  FARTHING_CHECK(tokenizer != nullptr || format == DataFormat::kTokens, path.string(), " is a ", format_name(format),
                  " file and needs a tokenizer; none was given (only token files are read without one)");
   TokenStream stream;
   switch (format) {
-    case DatasetFormat::kText: read_text_document(path, *tokenizer, options, vocab_size, stream); break;
-    case DatasetFormat::kJsonl: read_jsonl_documents(path, *tokenizer, options, vocab_size, stream); break;
-    case DatasetFormat::kTokens: read_token_document(path, vocab_size, stream); break;
+    case DataFormat::kText: read_text_document(path, *tokenizer, options, vocab_size, stream); break;
+    case DataFormat::kJsonl: read_jsonl_documents(path, *tokenizer, options, vocab_size, stream); break;
+    case DataFormat::kTokens: read_token_document(path, vocab_size, stream); break;
+    case DataFormat::kAuto: FARTHING_FAIL("dataset_format resolved ", path.string(), " to auto");
   }
   return stream;
 }

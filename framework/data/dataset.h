@@ -23,10 +23,9 @@
 
 namespace farthing::data {
 
-enum class DatasetFormat { kText, kJsonl, kTokens };
-
-// The reader DatasetOptions::format picks for `path` ("auto" looks at the magic and extension).
-DatasetFormat dataset_format(const std::filesystem::path& path, const std::string& format);
+// The reader `format` picks for `path`: itself, or for kAuto what the magic and extension say
+// (never kAuto).
+DataFormat dataset_format(const std::filesystem::path& path, DataFormat format);
 
 // Every document of one file, BOS/EOS added as options say. tokenizer may be nullptr only for
 // token files.

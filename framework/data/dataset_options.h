@@ -3,16 +3,23 @@
 // Relies on: nothing. Tested by: tests/datasets/.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace farthing::data {
 
+// Which reader a file goes through (the recipe's data.format). kAuto: a file starting with the
+// FTOK magic -> tokens; *.jsonl -> jsonl; *.bin/*.tok without the magic is refused (it is not
+// text); anything else -> text. dataset_format (dataset.h) resolves kAuto for a file.
+enum class DataFormat : uint8_t { kAuto, kText, kJsonl, kTokens };
+inline constexpr std::array<std::pair<DataFormat, std::string_view>, 4> kDataFormatNames{{
+    {DataFormat::kAuto, "auto"}, {DataFormat::kText, "text"}, {DataFormat::kJsonl, "jsonl"}, {DataFormat::kTokens, "tokens"}}};
+
 struct DatasetOptions {
-  // "auto": a file starting with the FTOK magic -> "tokens"; *.jsonl -> "jsonl"; *.bin/*.tok
-  // without the magic is refused (it is not text); anything else -> "text".
-  // "text" | "jsonl" | "tokens" force the reader.
-  std::string format = "auto";
+  DataFormat format = DataFormat::kAuto;
   int64_t seq_len = 256;
   bool add_bos = true;          // BOS before each document when the tokenizer has one (bos_id >= 0)
   bool add_eos = true;          // EOS after each document when the tokenizer has one

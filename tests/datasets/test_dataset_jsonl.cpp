@@ -23,7 +23,7 @@ Ids cat(std::initializer_list<Ids> parts) {
 
 DatasetOptions jsonl_options() {
   DatasetOptions o;
-  o.format = "auto";
+  o.format = DataFormat::kAuto;
   return o;
 }
 

@@ -80,15 +80,15 @@ TEST(DatasetSplit, FormatByMagicExtensionOrOption) {
   const TempDir dir("farthing-split");
   const Ids ids = {5, 6, 7};
   write_token_file(dir / "ids.dat", ids, 300);
-  EXPECT_EQ(dataset_format(dir / "ids.dat", "auto"), DatasetFormat::kTokens);  // FTOK magic, any name
-  EXPECT_EQ(dataset_format(write_file(dir / "a.JSONL", "{}"), "auto"), DatasetFormat::kJsonl);
-  EXPECT_EQ(dataset_format(write_file(dir / "a.txt", "hello"), "auto"), DatasetFormat::kText);
-  EXPECT_EQ(dataset_format(write_file(dir / "noext", ""), "auto"), DatasetFormat::kText);
-  EXPECT_EQ(dataset_format(dir / "a.JSONL", "text"), DatasetFormat::kText);
+  EXPECT_EQ(dataset_format(dir / "ids.dat", DataFormat::kAuto), DataFormat::kTokens);  // FTOK magic, any name
+  EXPECT_EQ(dataset_format(write_file(dir / "a.JSONL", "{}"), DataFormat::kAuto), DataFormat::kJsonl);
+  EXPECT_EQ(dataset_format(write_file(dir / "a.txt", "hello"), DataFormat::kAuto), DataFormat::kText);
+  EXPECT_EQ(dataset_format(write_file(dir / "noext", ""), DataFormat::kAuto), DataFormat::kText);
+  EXPECT_EQ(dataset_format(dir / "a.JSONL", DataFormat::kText), DataFormat::kText);
   // Forced text reads JSON as characters.
   const Tokenizer tok(byte_tokenizer_spec());
   DatasetOptions o;
-  o.format = "text";
+  o.format = DataFormat::kText;
   o.add_bos = o.add_eos = false;
   EXPECT_EQ(load_token_stream(dir / "a.JSONL", o, &tok, 260).tokens, byte_ids("{}"));
 }

@@ -9,7 +9,7 @@
 // (P: the padded parameter count). Run it once per world size:
 //   farthing bench dist --preset gpt2-124m --seq 256 --batch 1
 //   mpirun -np 2 farthing bench dist --preset gpt2-124m --seq 256 --batch 1
-// Relies on: framework/train/trainer.h. Not a test: numbers only.
+// Relies on: framework/run/train/trainer.h. Not a test: numbers only.
 #include <omp.h>
 #include <unistd.h>
 
@@ -22,7 +22,7 @@
 
 #include "framework/core/memory.h"
 #include "framework/dist/mpi_communicator.h"
-#include "framework/train/trainer.h"
+#include "framework/run/train/trainer.h"
 #include "models/common/presets.h"
 #include "tools/bench/bench.h"
 

@@ -7,8 +7,8 @@
 // The model's architecture comes from its preset, or from the config of model.path (only
 // config.json for a safetensors model, the stored model_config of a training checkpoint; GGUF
 // and llama2.c files are read whole, which costs their size in fp32 for a moment).
-// Relies on: framework/recipe/recipe.h, framework/train/memory_estimate.h, framework/ckpt.
-// Tested by: tests/train/test_memory_estimate.cpp (the arithmetic and the budget check).
+// Relies on: framework/run/recipe/recipe.h, framework/run/train/memory_estimate.h, framework/ckpt.
+// Tested by: tests/run/train/test_memory_estimate.cpp (the arithmetic and the budget check).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -23,8 +23,8 @@
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/core/error.h"
-#include "framework/recipe/recipe.h"
-#include "framework/train/memory_estimate.h"
+#include "framework/run/recipe/recipe.h"
+#include "framework/run/train/memory_estimate.h"
 #include "models/common/presets.h"
 #include "models/common/weights_from_file.h"
 #include "tools/farthing/verbs.h"

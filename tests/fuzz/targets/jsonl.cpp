@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto path = fuzz::input_file(data, size, "data.jsonl");
   fuzz::guarded([&] {
     data::DatasetOptions options;
-    options.format = "jsonl";
+    options.format = farthing::data::DataFormat::kJsonl;
     options.chat_template = "chatml";
     data::TokenStream stream;
     const data::Tokenizer& tokenizer = fuzz::byte_tokenizer();

@@ -1,0 +1,344 @@
+// memory_estimate.cpp — see memory_estimate.h. Nothing here knows how a buffer is allocated:
+// every figure comes from its owner (AdamW, ParamStore, Transformer), and this file only adds
+// them up and takes the largest combination that the model's schedule holds at once.
+// tests/run/train/test_memory_estimate.cpp checks the result against the tracker after real training
+// steps; tests/dist/test_param_store_plan.cpp checks the store's per-unit figures call by call.
+#include "framework/run/train/memory_estimate.h"
+#include "framework/run/train/progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "framework/core/error.h"
+#include "framework/dist/param_store.h"
+#include "framework/dist/zero_layout.h"
+#include "framework/run/train/model_options.h"
+#include "framework/run/train/optimizer_setup.h"
+#include "models/common/presets.h"
+
+namespace farthing::train {
+
+namespace {
+
+std::vector<dist::UnitRange> unit_ranges(const models::FlatLayout& layout) {
+  std::vector<dist::UnitRange> units;
+  for (const models::ParamUnit& u : layout.units()) units.push_back({u.begin_elems, u.end_elems});
+  return units;
+}
+
+// Bytes by category at one moment of a step.
+struct Held {
+  std::array<int64_t, kNumMemoryCategories> bytes{};
+  Held& add(MemoryCategory c, int64_t n) {
+    bytes[size_t(c)] += n;
+    return *this;
+  }
+  Held& add(const dist::UnitBytes& b) {
+    add(MemoryCategory::kWeights, b.weights);
+    add(MemoryCategory::kGrads, b.grads);
+    return add(MemoryCategory::kCommBuffers, b.comm);
+  }
+  Held plus(const dist::UnitBytes& b) const { return Held(*this).add(b); }
+  int64_t total() const {
+    int64_t t = 0;
+    for (int64_t b : bytes) t += b;
+    return t;
+  }
+};
+
+// Each category's peak over the moments considered, and the peak of their sum with the first
+// moment that reaches it: what the tracker's per-category and total peaks will say.
+struct StepPeaks {
+  std::array<int64_t, kNumMemoryCategories> category{};
+  int64_t total = -1;
+  std::string moment;
+  void consider(const Held& h, const std::string& when) {
+    for (size_t c = 0; c < category.size(); ++c) category[c] = std::max(category[c], h.bytes[c]);
+    if (h.total() > total) {
+      total = h.total();
+      moment = when;
+    }
+  }
+};
+
+// What one unit costs while a step uses it: the store's buffers (ParamStore::planned_unit_bytes),
+// through the acquisition the model makes, with the model's own (Transformer::unit_buffer_bytes).
+struct UnitCost {
+  dist::UnitBytes gathering, acquiring, in_use, reducing, stepping;
+  int64_t accumulator = 0;
+  bool gathered = false;  // a gather brings it (else it is widened or read where it is)
+};
+
+UnitCost unit_cost(const dist::ZeroLayout& zero, const dist::ParamStoreOptions& store,
+                   const models::TransformerSpec& spec, const models::ModelOptions& model, size_t unit) {
+  const dist::ParamStoreUnitBytes s = dist::ParamStore::planned_unit_bytes(zero, store, unit);
+  const models::UnitBufferBytes m = models::Transformer::unit_buffer_bytes(spec, int(unit), model);
+  const dist::ParamStoreUnitBytes::Acquisition& acquisition = m.reads_bf16 ? s.bf16_params : s.params;
+  UnitCost c;
+  c.gathering = s.gathering;
+  c.gathered = s.gathering.total() > 0;
+  c.acquiring = acquisition.peak;
+  c.in_use = acquisition.held;
+  c.in_use.weights += m.weights;
+  c.accumulator = s.accumulator;
+  c.reducing = s.reducing;
+  c.stepping = s.stepping;
+  return c;
+}
+
+// One training step on top of `persistent`: the model's turns (Transformer::unit_schedule), each
+// holding the embedding unit beside its own unit, the next turn's gather and the gradients being
+// accumulated or reduced; then the trainer's reductions after backward. A turn's moments are
+// taken in its order (acquiring, in use, prefetching, gradients, reduction), so that the first
+// one to reach the peak names it. hook_comm: what AdamW's reductions hold (each fused unit's
+// step, or the optimizer step); loss_comm: the micro-batch loss sums' (trainer.cpp's train_step).
+StepPeaks step_peaks(const Held& persistent, const models::UnitSchedule& schedule, const std::vector<UnitCost>& cost,
+                     const std::vector<models::ParamUnit>& units, bool fused, int64_t hook_comm, int64_t loss_comm) {
+  using C = MemoryCategory;
+  StepPeaks peaks;
+  peaks.consider(persistent, "between steps");
+  const int embedding = schedule.embedding;
+  bool embedding_in_use = false, embedding_grads = false;
+  for (const models::UnitTurn& t : schedule.turns) {
+    const UnitCost& c = cost[size_t(t.unit)];
+    const std::string& name = units[size_t(t.unit)].name;
+    const std::string phase = t.backward ? "backward: " : "forward: ";
+    Held now = persistent;  // and the embedding's unit: in use, and its gradients from a tied head's loss on
+    if (t.unit != embedding && embedding_in_use) now.add(cost[size_t(embedding)].in_use);
+    if (embedding_grads) now.add(C::kGrads, cost[size_t(embedding)].accumulator);
+    if (t.acquires) {
+      if (!t.gathered_ahead && c.gathered) peaks.consider(now.plus(c.gathering), phase + "all-gathering " + name);
+      peaks.consider(now.plus(c.acquiring), phase + (c.gathered ? "all-gathering " : "widening ") + name);
+    }
+    now.add(c.in_use);
+    if (t.unit == embedding) embedding_in_use = true;
+    peaks.consider(now, phase + name + " in use");
+    if (t.prefetches >= 0) {
+      now.add(cost[size_t(t.prefetches)].gathering);
+      peaks.consider(now, phase + "prefetching " + units[size_t(t.prefetches)].name);
+    }
+    bool accumulating = t.unit == embedding && embedding_grads;
+    if (t.loss_grads >= 0) {
+      now.add(C::kGrads, cost[size_t(t.loss_grads)].accumulator);
+      peaks.consider(now, "loss: " + units[size_t(t.loss_grads)].name + "'s gradients");
+      embedding_grads = t.loss_grads == embedding;
+      accumulating = t.loss_grads == t.unit;
+    }
+    if (!t.hands_over_grads) continue;
+    if (!accumulating) {
+      now.add(C::kGrads, c.accumulator);
+      peaks.consider(now, "backward: " + name + "'s gradients");
+    }
+    now.add(C::kGrads, -c.accumulator);  // the reduction's figures hold it
+    const std::string at = "backward: reducing " + name + "'s gradients";
+    peaks.consider(now.plus(c.reducing), at);
+    if (fused) peaks.consider(now.plus(c.stepping).add(C::kCommBuffers, hook_comm), at);
+    if (t.unit == embedding) embedding_grads = false;
+  }
+  peaks.consider(Held(persistent).add(C::kCommBuffers, loss_comm), "loss all-reduce");
+  if (!fused) peaks.consider(Held(persistent).add(C::kCommBuffers, hook_comm), "optimizer step");
+  return peaks;
+}
+
+// The recipe changes that shrink a category, for the budget message.
+std::string shrink_advice(MemoryCategory c, const MemoryEstimate& e) {
+  switch (c) {
+    case MemoryCategory::kActivations:
+      return "model.activation_checkpointing per_block, a smaller train.micro_batch (more train.grad_accum keeps "
+             "the batch) or data.seq_len, fewer model.loss_chunk_rows";
+    case MemoryCategory::kOptimizerState:
+      return "optimizer.state 8bit or 4bit, optimizer.embedding_f32_state false, more ranks (--world-size)";
+    case MemoryCategory::kMaster:
+      return "optimizer.master remainder16 or none, more ranks (--world-size)";
+    case MemoryCategory::kWeights:
+    case MemoryCategory::kGrads:
+      if (e.zero_stage == 3) {
+        return std::string("more ranks (--world-size) shrink the owned shards; the units in use stay whole (the "
+                           "embedding for the whole step, the largest block or head beside it), so a smaller "
+                           "vocabulary or block only helps those") +
+               (e.grad_sum > 0 ? "; train.optimizer_in_backward drops the kept gradients" : "");
+      }
+      return std::string("distributed.zero_stage 3 (weights sharded too, units gathered when used) or 2 (gradients "
+                         "sharded), or train.optimizer_in_backward (no kept gradients)") +
+             (e.grad_bytes_per_elem == 4 && e.world_size == 1 ? "; train.grad_accum 1 keeps them in bf16" : "");
+    case MemoryCategory::kCommBuffers:
+    case MemoryCategory::kOther:
+      return "fewer ranks or ZeRO stage 1";
+  }
+  return "";
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::ModelConfig& model, int world_size,
+                               int rank) {
+  const recipe::TrainSection& t = config.train;
+  FARTHING_CHECK(world_size >= 1, "world size ", world_size, " must be at least 1");
+  FARTHING_CHECK(rank >= -1 && rank < world_size, "rank ", rank, " is not one of ", world_size);
+  FARTHING_CHECK(config.data.seq_len <= model.max_seq_len, "data.seq_len (", config.data.seq_len,
+                 ") exceeds the model's max_position_embeddings (", model.max_seq_len, ")");
+
+  MemoryEstimate e;
+  e.model = model;
+  e.world_size = world_size;
+  e.zero_stage = config.distributed.zero_stage;
+  e.optimizer_in_backward = t.optimizer_in_backward;
+  const models::TransformerSpec spec = models::make_spec(model);
+  const models::FlatLayout& layout = spec.layout;
+  e.param_count = layout.param_count();
+  e.flat_elems = layout.total_elems();
+
+  // Over the ParamStore the model allocates no whole parameter, gradient or GEMM-copy buffer.
+  const Fp8Recipe fp8 = uses_fp8(config) ? fp8_recipe_of(config) : Fp8Recipe{};
+  const models::ModelOptions model_options = model_options_of(config, &fp8, nullptr);
+  e.model_buffers = models::Transformer::buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options);
+  e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
+
+  const OptimizerSetup setup = make_optimizer_setup(layout, config.optimizer, t.seed);
+  const std::vector<dist::UnitRange> units = unit_ranges(layout);
+  // The owners report what they hold for the run: AdamW (master, moments) and the parameter
+  // store (bf16 weights, kept gradients, staging, the master's whole copy), for each rank.
+  const bool compute_from_master = t.precision == recipe::Precision::kFp32 && setup.config.master_mode == optim::MasterMode::kF32;
+  dist::ParamStoreOptions store_options;  // as the trainer's constructor sets them
+  store_options.zero_stage = e.zero_stage;
+  store_options.grad_accum = t.grad_accum;
+  store_options.optimizer_in_backward = t.optimizer_in_backward;
+  store_options.compute_from_master = compute_from_master;
+  dist::ParamStoreBytes store;
+  // The rank that owns the most holds the most (master, moments, and at stages 2-3 the kept
+  // gradients and at 3 the weights are owned shards).
+  int64_t best_total = -1;
+  for (int r = 0; r < world_size; ++r) {
+    const dist::ZeroLayout zero(units, world_size, r);
+    const std::vector<optim::ShardSpec> shards = zero.owned_shards();
+    FARTHING_CHECK(!shards.empty(), "at world size ", world_size, " rank ", r, " owns no parameters (",
+                   e.flat_elems, " elements in ", units.size(), " units of at least 256 per rank); "
+                   "AdamW needs at least one shard per rank: use fewer ranks");
+    const optim::AdamWStateBytes state = optim::AdamW::planned_bytes(setup.config, shards);
+    const dist::ParamStoreBytes held = dist::ParamStore::planned_bytes(zero, store_options);
+    const int64_t total = state.master + state.state() + held.total();
+    if (rank >= 0 ? r != rank : total <= best_total) continue;
+    best_total = total;
+    e.peak_rank = r;
+    e.optimizer = state;
+    store = held;
+    e.quantized_state_elems = 0;
+    for (const optim::ShardSpec& s : shards) {
+      for (const optim::ParamRange& range : setup.config.ranges) {
+        const uint64_t begin = std::max(s.global_offset, range.global_offset);
+        const uint64_t end = std::min(s.global_offset + s.numel, range.global_offset + range.numel);
+        if (begin < end && optim::is_quantized(optim::effective_state_format(setup.config, range))) {
+          e.quantized_state_elems += int64_t(end - begin);
+        }
+      }
+    }
+  }
+  e.trainer_weights = store.weights;
+  e.grad_sum = store.grads;
+  e.comm_staging = store.staging;
+  e.master_copy = store.master_copy;
+  e.grad_bytes_per_elem =
+      e.optimizer_in_backward ? 0 : int64_t(dtype_size_bytes(dist::kept_gradient_dtype(store_options, world_size)));
+  const int64_t grad_bytes = int64_t(dtype_size_bytes(dist::kept_gradient_dtype(store_options, world_size)));
+
+  // Held for the whole run (AdamW's, the store's, the model's activations), then a step on top.
+  using C = MemoryCategory;
+  const TransformerBufferBytes& m = e.model_buffers;
+  Held persistent;
+  persistent.add(C::kMaster, e.optimizer.master).add(C::kOptimizerState, e.optimizer.state());
+  persistent.add(C::kWeights, e.trainer_weights + e.master_copy).add(C::kGrads, e.grad_sum);
+  persistent.add(C::kCommBuffers, e.comm_staging).add(C::kActivations, m.activation_total());
+  const int64_t persistent_bytes = persistent.total();
+  const dist::ZeroLayout zero(units, world_size, e.peak_rank);
+  std::vector<UnitCost> cost;
+  for (size_t u = 0; u < units.size(); ++u) cost.push_back(unit_cost(zero, store_options, spec, model_options, u));
+  // The trainer's own all-reduces (MpiCommunicator's temporaries): AdamW's partial sums through
+  // its reduce hook, in each fused unit's step or in the optimizer step; the micro-batch loss sums.
+  const int64_t hook_comm =
+      std::max(dist::mpi_all_reduce_temp_bytes(optim::AdamW::kInspectReducedValues, world_size, 8),
+               dist::mpi_all_reduce_temp_bytes(optim::AdamW::kStepReducedValues, world_size, 8));
+  const int64_t loss_comm = dist::mpi_all_reduce_temp_bytes(world_size * t.grad_accum, world_size, 8);
+  const StepPeaks peaks = step_peaks(persistent, models::Transformer::unit_schedule(spec), cost, layout.units(),
+                                     t.optimizer_in_backward, hook_comm, loss_comm);
+  e.step_bytes = peaks.category;
+  e.step_peak_bytes = peaks.total;
+  e.step_peak_moment = peaks.moment;
+  e.unit_weights = e.bytes(MemoryCategory::kWeights) - e.trainer_weights - e.master_copy;
+  e.unit_grads = e.bytes(MemoryCategory::kGrads) - e.grad_sum;
+  e.comm_transient = e.bytes(MemoryCategory::kCommBuffers) - e.comm_staging;
+
+  // While the trainer is built (its constructor): the optimizer's and the store's buffers, and one
+  // unit's fp32 first values at a time, decoded from the memory-mapped model.path
+  // (ckpt::open_model_file: the mapping is the page cache's, not the tracker's) or made from a
+  // preset; the model's activations come after. (A training checkpoint as model.path is read
+  // whole: its fp32 tensors come on top, not predicted here.)
+  e.from_file = !config.model.path.empty();
+  int64_t largest_span = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    largest_span = std::max(largest_span, dist::ZeroLayout(units, 1, 0).aligned_end(u) - units[u].begin);
+  }
+  e.initial_weights = largest_span * 4;
+  e.load_peak_bytes = persistent_bytes - m.activation_total() + e.initial_weights;
+  e.built_bytes = persistent_bytes;
+  e.load_peak_moment = e.from_file ? "while loading model.path, one unit's fp32 values at a time"
+                                   : "while setting up the first weights, one unit's fp32 values at a time";
+  e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);
+
+  e.nominal = optim::bytes_per_param(config.optimizer.state, config.optimizer.master,
+                                     DType::kBF16, DType::kBF16);
+  // §6's ZeRO rows: stage 1 divides the master and moments over the ranks, stage 2 the gradients
+  // too, stage 3 the weights as well; a step fused into backward keeps no gradients. Kept
+  // gradients are 2 B (bf16) for one backward, 4 B (fp32) when summed.
+  e.nominal.grads = double(grad_bytes);
+  e.nominal.master /= double(world_size);
+  e.nominal.moments /= double(world_size);
+  if (e.zero_stage >= 2) e.nominal.grads /= double(world_size);
+  if (e.zero_stage == 3) e.nominal.weights /= double(world_size);
+  if (e.optimizer_in_backward) e.nominal.grads = 0.0;
+  return e;
+}
+
+int64_t MemoryEstimate::held_bytes(MemoryCategory c) const {
+  switch (c) {
+    case MemoryCategory::kWeights: return trainer_weights + master_copy;
+    case MemoryCategory::kGrads: return grad_sum;
+    case MemoryCategory::kMaster: return optimizer.master;
+    case MemoryCategory::kOptimizerState: return optimizer.state();
+    default: return 0;
+  }
+}
+
+int64_t MemoryEstimate::model_state_bytes() const {
+  return held_bytes(MemoryCategory::kWeights) + held_bytes(MemoryCategory::kGrads) +
+         held_bytes(MemoryCategory::kMaster) + held_bytes(MemoryCategory::kOptimizerState);
+}
+
+BudgetCheck check_budget(const MemoryEstimate& e, int64_t budget_bytes) {
+  BudgetCheck check;
+  check.fits = e.peak_bytes <= budget_bytes;
+  if (check.fits) {
+    check.message = "fits: predicted peak " + format_bytes(e.peak_bytes) + " per rank of a " +
+                    format_bytes(budget_bytes) + " budget (" + format_bytes(budget_bytes - e.peak_bytes) + " to spare)";
+    return check;
+  }
+  // Name the largest category, since that is where shrinking pays.
+  int largest = 0;
+  for (int c = 1; c < kNumMemoryCategories; ++c) {
+    if (e.step_bytes[size_t(c)] > e.step_bytes[size_t(largest)]) largest = c;
+  }
+  const std::string when = e.load_peak_bytes > e.step_peak_bytes ? ", " + e.load_peak_moment : "";
+  check.message = "over budget: predicted peak " + format_bytes(e.peak_bytes) + " per rank (rank " +
+                  std::to_string(e.peak_rank) + " of " + std::to_string(e.world_size) + when + ") exceeds the " +
+                  format_bytes(budget_bytes) + " budget by " + format_bytes(e.peak_bytes - budget_bytes) +
+                  "; the largest part is " + std::string(memory_category_name(MemoryCategory(largest))) + " (" +
+                  format_bytes(e.step_bytes[size_t(largest)]) + "). To shrink it: " +
+                  shrink_advice(MemoryCategory(largest), e);
+  if (e.load_peak_bytes > e.step_peak_bytes) {
+    check.message += ". The peak itself comes before training, while the first weights are set up one unit at a time";
+  }
+  return check;
+}
+
+
+}  // namespace farthing::train

@@ -1,0 +1,46 @@
+// model_options.cpp — see model_options.h.
+#include "framework/run/train/model_options.h"
+
+namespace farthing::train {
+
+Fp8Recipe fp8_recipe_of(const recipe::RunConfig& config) {
+  const recipe::Fp8Section& f = config.fp8;
+  Fp8Recipe r;
+  r.scaling = f.scaling;
+  r.input = f.input;
+  r.weight = f.weight;
+  r.grad_output = f.grad_output;
+  r.margin = f.margin;
+  r.power_of_two_scales = f.power_of_two_scales;
+  r.amax_history_len = f.amax_history_len;
+  r.amax_compute = f.amax_compute;
+  r.layers = f.layers;
+  return r;
+}
+
+bool uses_fp8(const recipe::RunConfig& config) { return config.train.precision == recipe::Precision::kFp8; }
+
+models::ComputeMode compute_mode_of(recipe::Precision precision) {
+  switch (precision) {
+    case recipe::Precision::kFp32: return models::ComputeMode::kF32;
+    case recipe::Precision::kFp16: return models::ComputeMode::kF16;
+    case recipe::Precision::kBf16:
+    case recipe::Precision::kFp8: return models::ComputeMode::kBF16;  // fp8: bf16 compute with FP8 linear layers on top
+  }
+  return models::ComputeMode::kBF16;
+}
+
+models::ModelOptions model_options_of(const recipe::RunConfig& config, const Fp8Recipe* fp8,
+                                      Fp8AmaxHistory* history) {
+  models::ModelOptions o;
+  o.compute = compute_mode_of(config.train.precision);
+  o.checkpointing = config.model.activation_checkpointing;
+  o.loss_chunk_rows = config.model.loss_chunk_rows;
+  if (uses_fp8(config)) {
+    o.fp8.recipe = fp8;
+    o.fp8.history = history;
+  }
+  return o;
+}
+
+}  // namespace farthing::train

@@ -1,0 +1,25 @@
+// model_options.h — what a recipe asks of the model (compute mode, activation checkpointing,
+// loss chunking, FP8 linear layers): one mapping, shared by the trainer and `farthing plan`, so
+// the plan sizes the model the trainer builds.
+// Relies on: recipe/run_config.h, backend/fp8_policy.h, models/common/transformer.h.
+// Tested by: tests/run/train/test_memory_estimate.cpp (the plan against real steps), tests/run/train/test_train_fp8.sh.
+#pragma once
+
+#include "framework/backend/fp8_policy.h"
+#include "framework/run/recipe/run_config.h"
+#include "models/common/transformer.h"
+
+namespace farthing::train {
+
+// The fp8 section as the model's FP8 layers take it (a copy: the recipe holds the same enums).
+Fp8Recipe fp8_recipe_of(const recipe::RunConfig& config);
+bool uses_fp8(const recipe::RunConfig& config);
+// train.precision's compute mode: fp8 computes in bf16 with FP8 linear layers on top.
+models::ComputeMode compute_mode_of(recipe::Precision precision);
+
+// fp8: the recipe the model's FP8 layers follow (must outlive the model; ignored unless
+// train.precision is fp8); history: delayed scaling's state, or null.
+models::ModelOptions model_options_of(const recipe::RunConfig& config, const Fp8Recipe* fp8,
+                                      Fp8AmaxHistory* history);
+
+}  // namespace farthing::train

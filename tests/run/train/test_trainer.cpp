@@ -1,0 +1,174 @@
+// test_trainer.cpp — the Trainer itself (framework/run/train/trainer.h) on a random-init preset
+// (stories260k) over a token file of random ids, world size 1, no ../shared needed:
+//  - one step: the first loss is that of a near-uniform model (ln vocab), every target counted,
+//    the weights move and the step is counted;
+//  - accumulation: 2 micro-batches of 2 sequences give the same step as 1 of 4 (the same
+//    sequences, the loss normalised over the global batch);
+//  - clipping: the first step's first moment with max_grad_norm = norm / 4 is the unclipped one
+//    times exactly that factor (m1 = (1 - beta1) * clip * g), and the reported norm is the
+//    unclipped one;
+//  - a non-finite step (fp16 with a loss scale that overflows) is skipped: counted, moments left
+//    at zero, the scale backed off, and the next step taken;
+//  - save and load: a Trainer that loads another's checkpoint evaluates bit for bit alike and
+//    holds the same optimizer state.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "framework/run/train/trainer.h"
+#include "tests/run/train/trainer_test_support.h"
+
+namespace farthing::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kVocab = 512;  // stories260k's
+
+using testing::world;
+struct TempDir : testing::TempDir {
+  explicit TempDir(const std::string& name) : testing::TempDir("trainer_" + name) {}
+};
+
+recipe::RunConfig base_config(const fs::path& dir) {
+  recipe::RunConfig c;
+  c.model.preset = "stories260k";
+  c.data.train = testing::write_random_tokens(dir, kVocab, 20000, 11).string();
+  c.data.format = recipe::DataFormat::kTokens;
+  c.data.seq_len = 32;
+  c.data.eval_fraction = 0.05;
+  c.train.steps = 4;
+  c.train.micro_batch = 4;
+  c.train.eval_batches = 2;
+  c.train.log_every = 0;
+  c.schedule.warmup_steps = 0;
+  c.optimizer.lr = 1e-3;
+  c.checkpoint.run_dir = (dir / "run").string();
+  return c;
+}
+
+// The first moment of every shard, as fp32.
+std::vector<float> first_moments(const optim::AdamW& adamw) {
+  std::vector<float> all;
+  for (size_t s = 0; s < adamw.shards().size(); ++s) {
+    const size_t n = size_t(adamw.shards()[s].numel);
+    std::vector<float> m(n), v(n);
+    adamw.moments_to_f32(s, m.data(), v.data());
+    all.insert(all.end(), m.begin(), m.end());
+  }
+  return all;
+}
+
+TEST(Trainer, OneStepFromRandomInit) {
+  TempDir dir("one_step");
+  const recipe::RunConfig config = base_config(dir.path);
+  Trainer trainer(config, world(), TrainerOutput{.progress = false});
+  const Trainer::StepOutcome out = trainer.train_step();
+  // A random init with small weights predicts a near-uniform distribution over the vocabulary.
+  EXPECT_NEAR(out.loss, std::log(double(kVocab)), 0.05);
+  EXPECT_EQ(out.tokens, config.train.micro_batch * config.data.seq_len);
+  EXPECT_TRUE(std::isfinite(out.grad_norm));
+  EXPECT_GT(out.grad_norm, 0.0);
+  EXPECT_FALSE(out.skipped);
+  EXPECT_LT(out.unchanged_fraction, 0.5) << "an lr 1e-3 step should move most bf16 weights";
+  EXPECT_EQ(trainer.progress().step, 1);
+  EXPECT_EQ(trainer.progress().tokens_seen, out.tokens);
+}
+
+TEST(Trainer, AccumulatedMicroBatchesMatchOneBigOne) {
+  TempDir dir("accumulate");
+  recipe::RunConfig whole = base_config(dir.path);
+  whole.optimizer.state = optim::StateFormat::kF32;
+  recipe::RunConfig split = whole;
+  split.train.micro_batch = 2;
+  split.train.grad_accum = 2;
+  split.checkpoint.run_dir = (dir.path / "run_split").string();
+  Trainer a(whole, world(), TrainerOutput{.progress = false});
+  Trainer b(split, world(), TrainerOutput{.progress = false});
+  for (int step = 0; step < 2; ++step) {
+    const Trainer::StepOutcome x = a.train_step(), y = b.train_step();
+    // The same four sequences; only the GEMMs' batch shapes and the sums' association differ.
+    EXPECT_NEAR(x.loss, y.loss, 1e-5 * x.loss) << "step " << step;
+    EXPECT_NEAR(x.grad_norm, y.grad_norm, 1e-3 * x.grad_norm) << "step " << step;
+    EXPECT_EQ(x.tokens, y.tokens);
+  }
+  EXPECT_EQ(a.progress().data_position, b.progress().data_position);
+}
+
+TEST(Trainer, ClippingScalesTheGradientByMaxNormOverNorm) {
+  TempDir dir("clip");
+  recipe::RunConfig free = base_config(dir.path);
+  free.optimizer.state = optim::StateFormat::kF32;
+  free.optimizer.embedding_f32_state = true;
+  free.train.max_grad_norm = 0.0;
+  Trainer unclipped(free, world(), TrainerOutput{.progress = false});
+  const Trainer::StepOutcome u = unclipped.train_step();
+  const std::vector<float> m_free = first_moments(unclipped.optimizer());
+
+  recipe::RunConfig clip = free;
+  clip.train.max_grad_norm = u.grad_norm / 4;
+  clip.checkpoint.run_dir = (dir.path / "run_clip").string();
+  Trainer clipped(clip, world(), TrainerOutput{.progress = false});
+  const Trainer::StepOutcome c = clipped.train_step();
+  const std::vector<float> m_clip = first_moments(clipped.optimizer());
+
+  EXPECT_EQ(c.grad_norm, u.grad_norm) << "the reported norm is the one before clipping";
+  ASSERT_EQ(m_free.size(), m_clip.size());
+  const double factor = clip.train.max_grad_norm / u.grad_norm;  // 1/4, up to the norm's rounding
+  int64_t checked = 0;
+  for (size_t i = 0; i < m_free.size(); ++i) {
+    if (m_free[i] == 0.0f) continue;
+    ASSERT_NEAR(m_clip[i], factor * m_free[i], 1e-5 * std::fabs(m_free[i])) << "element " << i;
+    ++checked;
+  }
+  EXPECT_GT(checked, int64_t(m_free.size() / 2));
+}
+
+TEST(Trainer, NonFiniteStepIsSkippedAndTheScaleBacksOff) {
+  TempDir dir("nonfinite");
+  recipe::RunConfig config = base_config(dir.path);
+  config.train.precision = recipe::Precision::kFp16;
+  config.optimizer.state = optim::StateFormat::kF32;
+  config.loss_scale.initial = 1e30;  // the scaled loss gradient overflows fp16 at once
+  Trainer trainer(config, world(), TrainerOutput{.progress = false});
+  const Trainer::StepOutcome first = trainer.train_step();
+  EXPECT_TRUE(first.skipped);
+  EXPECT_EQ(first.unchanged_fraction, 1.0) << "a skipped step leaves every weight unchanged";
+  EXPECT_EQ(trainer.progress().skipped_steps, 1);
+  EXPECT_LT(trainer.progress().loss_scale, 1e30);
+  for (float m : first_moments(trainer.optimizer())) ASSERT_EQ(m, 0.0f) << "a skipped step left moments";
+  // The scale keeps backing off until a step goes through.
+  int64_t steps = 1;
+  while (trainer.train_step().skipped && steps < 200) ++steps;
+  EXPECT_LT(steps, 200) << "no step was ever taken";
+  EXPECT_EQ(trainer.progress().skipped_steps, steps);
+}
+
+TEST(Trainer, ALoadedCheckpointEvaluatesAndStepsAlike) {
+  TempDir dir("save_load");
+  const recipe::RunConfig config = base_config(dir.path);
+  Trainer first(config, world(), TrainerOutput{.progress = false});
+  const TrainResult trained = first.train("", 2);
+  ASSERT_TRUE(fs::exists(trained.last_checkpoint));
+  const EvalResult before = first.evaluate(0);
+
+  Trainer second(config, world(), TrainerOutput{.progress = false});
+  second.load_checkpoint(trained.last_checkpoint);
+  const EvalResult after = second.evaluate(0);
+  EXPECT_EQ(after.loss, before.loss) << "bit for bit";
+  EXPECT_EQ(after.tokens, before.tokens);
+  EXPECT_EQ(second.progress().step, 2);
+  EXPECT_EQ(second.progress().data_position, first.progress().data_position);
+  EXPECT_EQ(first_moments(second.optimizer()), first_moments(first.optimizer()));
+  // And the next step is the same step.
+  EXPECT_EQ(second.train_step().loss, first.train_step().loss);
+}
+
+}  // namespace
+}  // namespace farthing::train
