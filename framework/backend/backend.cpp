@@ -35,6 +35,10 @@ Backend& backend_for(Device device) {
 #endif
 }
 
+void moment_to_f32_on_host(const kernels::MomentRef& moment, numerics::MapSign sign, float* dst, size_t n) {
+  static_cast<CpuBackend&>(backend_for(Device::cpu())).moment_to_f32(moment, sign, dst, n);
+}
+
 int visible_cuda_devices() {
 #if defined(FARTHING_WITH_CUDA)
   return cuda_device_count();

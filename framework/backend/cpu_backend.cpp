@@ -72,6 +72,12 @@ void CpuBackend::block_dequantize(const Tensor& dst, const Tensor& codes, const 
                                 size_t(dst.numel()));
 }
 
+void CpuBackend::moment_to_f32(const kernels::MomentRef& moment, numerics::MapSign sign, float* dst,
+                               size_t n) const {
+  const float* map4 = (sign == numerics::MapSign::kSigned ? signed_map4_ : unsigned_map4_).data();
+  kernels::moment_to_f32_cpu(moment, &map_for(sign), map4, dst, n);
+}
+
 void CpuBackend::fill_bytes(void* dst, uint8_t value, size_t bytes) {
   if (bytes > 0) std::memset(dst, value, bytes);
 }

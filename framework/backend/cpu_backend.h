@@ -26,6 +26,9 @@ class CpuBackend final : public Backend {
   kernels::AdamWPartials adamw_step(const kernels::AdamWSegment& segment) override;
   kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) override;
   NnOps& nn() override { return nn_; }
+  // A moment of n elements (host memory) to fp32 with this backend's map tables
+  // (moment_to_f32_on_host in backend.h).
+  void moment_to_f32(const kernels::MomentRef& moment, numerics::MapSign sign, float* dst, size_t n) const;
   void synchronize() override {}
 
  private:

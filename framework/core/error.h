@@ -1,4 +1,4 @@
-// error.h — farthing::Error and the FARTHING_CHECK family.
+// error.h — the FARTHING_CHECK family, which throws farthing::Error (kernels/numerics/error.h).
 //
 // Library code never exits: it throws Error carrying a message for the user, naming the values
 // involved (what()), and apart from it the place for developers: file:line, the function and the
@@ -7,35 +7,14 @@
 // Tested by: tests/core/test_core.cpp.
 #pragma once
 
-#include <sstream>
-#include <stdexcept>
 #include <string>
 
-namespace farthing {
+#include "kernels/numerics/error.h"  // Error and concat: the lowest layer, so kernels throw it too
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message, std::string location = "")
-      : std::runtime_error(message), location_(std::move(location)) {}
-  // "at file:line in function() [check failed: condition]", or "" when not known.
-  const std::string& location() const { return location_; }
-
- private:
-  std::string location_;
-};
-
-namespace error_detail {
-template <class... Args>
-std::string concat(const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return out.str();
-}
+namespace farthing::error_detail {
 [[noreturn]] void throw_error(const char* file, int line, const char* function,
                               const char* condition, const std::string& message);
-}  // namespace error_detail
-
-}  // namespace farthing
+}  // namespace farthing::error_detail
 
 // FARTHING_CHECK(cond, "parts", value, "of the message") throws farthing::Error when cond is false.
 #define FARTHING_CHECK(cond, ...)                                                              \

@@ -8,8 +8,6 @@
 
 #include "framework/backend/buffer.h"
 #include "framework/core/error.h"
-#include "kernels/cpu/block_quant_cpu.h"
-#include "kernels/cpu/optim_cpu.h"  // moment_to_f32_cpu: inspection, over host copies
 #include "kernels/numerics/adamw_update.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/block_quant4.h"
@@ -38,19 +36,6 @@ size_t moment_value_bytes(StateFormat format, uint64_t numel) {
 size_t blocks_of(StateFormat format, uint64_t numel) {
   const uint64_t block = format == StateFormat::kBlock4 ? uint64_t(numerics::kQuant4BlockElems) : kQuantBlockElems;
   return size_t((numel + block - 1) / block);
-}
-
-// The CPU lookup tables of bitsandbytes' maps, built once per process.
-const kernels::QuantMapCpu& quant_map(numerics::MapSign sign) {
-  static const kernels::QuantMapCpu signed_map = kernels::make_quant_map_cpu(numerics::MapSign::kSigned);
-  static const kernels::QuantMapCpu unsigned_map = kernels::make_quant_map_cpu(numerics::MapSign::kUnsigned);
-  return sign == numerics::MapSign::kSigned ? signed_map : unsigned_map;
-}
-
-const float* quant_map4(numerics::MapSign sign) {
-  static const numerics::DynamicMap4 signed_map = numerics::make_dynamic_map_4bit(numerics::MapSign::kSigned);
-  static const numerics::DynamicMap4 unsigned_map = numerics::make_dynamic_map_4bit(numerics::MapSign::kUnsigned);
-  return (sign == numerics::MapSign::kSigned ? signed_map : unsigned_map).data();
 }
 
 size_t master_bytes_per_elem(MasterMode mode) {
@@ -403,39 +388,31 @@ void AdamW::moments_to_f32(size_t s, float* m, float* v) const {
     };
     rebase(mr, shard.m, *bm);
     rebase(vr, shard.v, *bv);
-    kernels::moment_to_f32_cpu(mr, &quant_map(numerics::MapSign::kSigned), quant_map4(numerics::MapSign::kSigned),
-                               m + seg.local_offset, size_t(seg.numel));
-    kernels::moment_to_f32_cpu(vr, &quant_map(numerics::MapSign::kUnsigned), quant_map4(numerics::MapSign::kUnsigned),
-                               v + seg.local_offset, size_t(seg.numel));
+    moment_to_f32_on_host(mr, numerics::MapSign::kSigned, m + seg.local_offset, size_t(seg.numel));
+    moment_to_f32_on_host(vr, numerics::MapSign::kUnsigned, v + seg.local_offset, size_t(seg.numel));
   }
 }
 
+// The same bytes as segment_views() describes, named and in its order.
 std::vector<StateSpan> AdamW::state_spans() {
   std::vector<StateSpan> spans;
   spans.push_back({"step", std::as_writable_bytes(std::span<int64_t>(&step_, 1)), Device::cpu()});
   const Device device = backend_.device();
-  for (size_t s = 0; s < shards_.size(); ++s) {
-    ShardState& shard = shards_[s];
-    const std::string prefix = "shard" + std::to_string(s) + "/";
-    for (const Segment& seg : shard.segments) {
-      const std::string name = prefix + config_.ranges[seg.range].name + "@" + std::to_string(seg.global_offset);
-      if (config_.master_mode == MasterMode::kF32) {
-        auto* master = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * sizeof(float);
-        spans.push_back({name + "/master", {master, size_t(seg.numel) * sizeof(float)}, device});
-      } else if (config_.master_mode == MasterMode::kRemainder16) {
-        auto* remainder = static_cast<std::byte*>(shard.master.data()) + seg.local_offset * sizeof(uint16_t);
-        spans.push_back({name + "/master_remainder", {remainder, size_t(seg.numel) * sizeof(uint16_t)}, device});
-      }
-      const size_t value_bytes = moment_value_bytes(seg.format, seg.numel);
-      const bool q8 = is_quantized(seg.format);
-      for (int k = 0; k < 2; ++k) {
-        std::byte* base = static_cast<std::byte*>((k == 0 ? shard.m : shard.v).data());
-        const std::string moment = name + (k == 0 ? "/exp_avg" : "/exp_avg_sq");
-        spans.push_back({moment + (q8 ? ".codes" : ""), {base + seg.values_offset_bytes, value_bytes}, device});
-        if (q8) {
-          spans.push_back({moment + ".absmax",
-                           {base + seg.absmax_offset_bytes, blocks_of(seg.format, seg.numel) * sizeof(float)}, device});
-        }
+  for (const SegmentView& v : segment_views()) {
+    const std::string name =
+        "shard" + std::to_string(v.shard) + "/" + v.range->name + "@" + std::to_string(v.global_offset);
+    if (config_.master_mode == MasterMode::kF32) {
+      spans.push_back({name + "/master", {v.master, size_t(v.numel) * sizeof(float)}, device});
+    } else if (config_.master_mode == MasterMode::kRemainder16) {
+      spans.push_back({name + "/master_remainder", {v.master, size_t(v.numel) * sizeof(uint16_t)}, device});
+    }
+    const bool quantized = is_quantized(v.format);
+    for (int k = 0; k < 2; ++k) {
+      const std::string moment = name + (k == 0 ? "/exp_avg" : "/exp_avg_sq");
+      spans.push_back({moment + (quantized ? ".codes" : ""), {v.values[k], v.value_bytes}, device});
+      if (quantized) {
+        spans.push_back({moment + ".absmax", {reinterpret_cast<std::byte*>(v.absmax[k]), v.absmax_count * sizeof(float)},
+                         device});
       }
     }
   }
@@ -444,9 +421,11 @@ std::vector<StateSpan> AdamW::state_spans() {
 
 std::vector<AdamW::SegmentView> AdamW::segment_views() {
   std::vector<SegmentView> views;
-  for (ShardState& shard : shards_) {
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    ShardState& shard = shards_[s];
     for (const Segment& seg : shard.segments) {
       SegmentView v;
+      v.shard = s;
       v.range = &config_.ranges[seg.range];
       v.global_offset = seg.global_offset;
       v.numel = seg.numel;

@@ -99,8 +99,8 @@ class AdamW {
   const uint16_t* master_remainder(size_t shard) const;
   void moments_to_f32(size_t shard, float* m, float* v) const;
 
-  // Every byte of state, in a fixed order: the step counter, then per shard and segment the
-  // master, m and v (8-bit: codes and absmax separately). Writing into these spans restores it
+  // Every byte of state, in a fixed order: the step counter, then per segment_views() entry
+  // the master, m and v (8-bit: codes and absmax separately). Writing into these spans restores it
   // (through the backend where a span's device is not the host).
   std::vector<StateSpan> state_spans();
   // Called by load_optimizer_state after it wrote the spans: the master counts as initialized.
@@ -113,6 +113,7 @@ class AdamW {
   // block boundaries of the range: ranges and shards both start on 256 multiples).
   // Pointers address the optimizer's device memory (backend().device()).
   struct SegmentView {
+    size_t shard = 0;  // which of this optimizer's shards holds it
     const ParamRange* range = nullptr;
     uint64_t global_offset = 0;
     uint64_t numel = 0;

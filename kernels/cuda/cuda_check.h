@@ -3,8 +3,8 @@
 // The message keeps the failing expression, the CUDA error name and string, and
 // file:line:function, in the same shape as FARTHING_CHECK. Use it on every runtime call and
 // as FARTHING_CUDA_CHECK(cudaGetLastError()) after every kernel launch.
-// Relies on: the CUDA runtime API and the header-only parts of framework/core/error.h (Error and
-// concat; the out-of-line throw_error is not used, so kernels/cuda needs no framework library).
+// Relies on: the CUDA runtime API and kernels/numerics/error.h (Error and concat, header-only, so
+// kernels/cuda needs no framework library and includes no layer above it).
 // Tested by: tests/kernels/test_cuda_parity.cpp (the error-path cases).
 #pragma once
 
@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "framework/core/error.h"
+#include "kernels/numerics/error.h"
 
 namespace farthing::cuda_detail {
 
