@@ -39,16 +39,23 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
 
   chunk_rows_ = std::min(kPrefillChunkRows, max_seq_);
   const int64_t R = chunk_rows_;
-  const int64_t sizes[] = {R * C, R * C, R, R, R * Sq, R * C, R * F, R * H, V};
+  // x, n, mean, rstd, qkv, att, mid, fc, act (R rows each), then the last row's logits
+  const int64_t sizes[] = {R * C, R * C, R, R, R * Sq, R * C, R * C, R * F, R * H, V};
   int64_t total = 0;
   for (int64_t s : sizes) total += round16(s);
   scratch_ = Buffer(ops_.device(), size_t(total) * 4, MemoryCategory::kActivations);
   float* cursor = static_cast<float*>(scratch_.data());
-  float** slots[] = {&x_, &n_, &mean_, &rstd_, &qkv_, &att_, &fc_, &act_, &logits_};
+  float* n = nullptr;
+  float* mean = nullptr;
+  float* rstd = nullptr;
+  float** slots[] = {&x_, &n, &mean, &rstd, &acts_.qkv, &acts_.att, &acts_.mid, &acts_.fc, &acts_.act, &logits_};
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = cursor;
     cursor += round16(sizes[i]);
   }
+  acts_.n1 = acts_.n2 = n;
+  acts_.n1_mean = acts_.n2_mean = mean;
+  acts_.n1_rstd = acts_.n2_rstd = rstd;
   if (c.family == ModelFamily::kLlama) rope_tables(c, max_seq_, rope_cos_, rope_sin_);
 }
 
@@ -93,63 +100,32 @@ void KvCacheDecoder::forward_rows(const int32_t* tokens, int64_t rows) {
   // position table starts at this chunk's first position.
   const float* wpe = spec_.pos_emb >= 0 ? params_ + spec_.pos_emb + position_ * C : nullptr;
   ops_.embedding_forward(x_, tokens, params_ + spec_.tok_emb, wpe, rows, rows, C);
-  for (int64_t l = 0; l < c.n_layers; ++l) block(l, rows);
+  const int64_t half = c.head_dim() / 2;
+  const BlockRows block_rows = c.family == ModelFamily::kLlama
+                                   ? BlockRows{rows, rows, rope_cos_.data() + position_ * half,
+                                               rope_sin_.data() + position_ * half}
+                                   : BlockRows{rows, rows, nullptr, nullptr};
+  for (int64_t l = 0; l < c.n_layers; ++l) block_forward(spec_, ops_, *this, l, acts_, x_, x_, block_rows);
   // Only the last row's logits are wanted: final norm and head on that row alone.
   const float* last = x_ + (rows - 1) * C;
-  norm(n_, last, spec_.final_norm_w, spec_.final_norm_b, 1);
-  linear(logits_, n_, spec_.head_w, -1, 1, C, V, WeightOrientation::kOutIn, false);
+  block_norm_forward(spec_, ops_, *this, acts_.n1, acts_.n1_mean, acts_.n1_rstd, last, spec_.final_norm_w,
+                     spec_.final_norm_b, 1);
+  linear(logits_, acts_.n1, spec_.head_w, -1, 1, C, V, WeightOrientation::kOutIn, false);
   position_ += rows;
 }
 
-void KvCacheDecoder::block(int64_t layer, int64_t rows) {
+void KvCacheDecoder::attention(int64_t layer, const BlockActs& a, int64_t rows) {
   const ModelConfig& c = spec_.config;
-  const BlockOffsets& w = spec_.blocks[size_t(layer)];
-  const int64_t C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim(), D = c.head_dim();
-  const bool llama = c.family == ModelFamily::kLlama;
-  const WeightOrientation o = spec_.orientation;
-  // n = norm(x); qkv = n Wqkv^T + b; rope(q, k) at the rows' positions
-  norm(n_, x_, w.norm1_w, w.norm1_b, rows);
-  linear(qkv_, n_, w.qkv_w, w.qkv_b, rows, C, Sq, o, false);
-  if (llama) {
-    const int64_t half = D / 2;
-    ops_.rope_apply(qkv_, rows, rows, c.n_heads + c.n_kv_heads, D, Sq, rope_cos_.data() + position_ * half,
-                      rope_sin_.data() + position_ * half, false);
-  }
+  const int64_t D = c.head_dim(), Sq = c.qkv_dim();
   // Cache this chunk's keys and values: rows of [k: Hkv*D | v: Hkv*D] after the queries.
   const int64_t kv_row = c.n_kv_heads * D;
   for (int64_t r = 0; r < rows; ++r) {
-    const float* src = qkv_ + r * Sq + c.n_heads * D;
+    const float* src = a.qkv + r * Sq + c.n_heads * D;
     ops_.copy(key_cache(layer, position_ + r), src, kv_row);
     ops_.copy(value_cache(layer, position_ + r), src + kv_row, kv_row);
   }
-  attend(layer, rows);
-  // x += att Wo^T + bo
-  linear(x_, att_, w.attn_out_w, w.attn_out_b, rows, C, C, o, true);
-  // n = norm(x); act = silu(n Wg^T) * (n Wu^T)  |  gelu(n Wfc + bfc); x += act Wout^T + bout
-  norm(n_, x_, w.norm2_w, w.norm2_b, rows);
-  const int64_t F = llama ? 2 * H : H;
-  linear(fc_, n_, w.mlp_in_w, w.mlp_in_b, rows, C, F, o, false);
-  if (llama) {
-    ops_.swiglu_forward(act_, fc_, rows, H);
-  } else {
-    ops_.gelu_forward(act_, fc_, rows * H);
-  }
-  linear(x_, act_, w.mlp_out_w, w.mlp_out_b, rows, H, C, o, true);
-}
-
-void KvCacheDecoder::attend(int64_t layer, int64_t rows) {
-  const ModelConfig& c = spec_.config;
-  const AttentionShape shape{1, max_seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
-  ops_.attention_decode(shape, att_, qkv_, rows, position_, key_cache(layer, 0), value_cache(layer, 0));
-}
-
-void KvCacheDecoder::norm(float* out, const float* x, int64_t w, int64_t b, int64_t rows) {
-  const ModelConfig& c = spec_.config;
-  if (c.family == ModelFamily::kGpt2) {
-    ops_.layernorm_forward(out, mean_, rstd_, x, params_ + w, params_ + b, rows, c.dim, c.norm_eps);
-  } else {
-    ops_.rmsnorm_forward(out, rstd_, x, params_ + w, rows, c.dim, c.norm_eps);
-  }
+  const AttentionShape shape{1, max_seq_, c.n_heads, c.n_kv_heads, D};
+  ops_.attention_decode(shape, a.att, a.qkv, rows, position_, key_cache(layer, 0), value_cache(layer, 0));
 }
 
 void KvCacheDecoder::linear(float* y, const float* x, int64_t w, int64_t bias, int64_t rows,

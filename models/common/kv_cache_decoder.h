@@ -1,8 +1,8 @@
-// kv_cache_decoder.h — incremental decoding for generation: the same fp32 maths as
-// Transformer's forward (models/common/transformer.h), but keys and values of past positions
-// are kept in a cache, so each new token costs one row through the model instead of the whole
-// prefix. Both families: Llama (RMSNorm, RoPE with optional llama3 scaling, GQA, SwiGLU,
-// optional qkv bias) and GPT-2 (LayerNorm, learned positions, GELU-tanh, Conv1D weights).
+// kv_cache_decoder.h — incremental decoding for generation: Transformer's forward maths
+// (models/common/transformer.h), but keys and values of past positions are kept in a cache, so
+// each new token costs one row through the model instead of the whole prefix. Each block runs the
+// training forward itself (block_forward.h); the decoder supplies fp32 weights and attention over
+// the cache. Both families: Llama and GPT-2.
 //
 // The decoder reads weights from a flat fp32 parameter buffer in the spec's layout, which it
 // does not own (a Transformer's params(), or a buffer filled by copy_weights_from_file); the
@@ -10,7 +10,7 @@
 // KV cache: keys and values each (layers, max_seq, kv_heads, head_dim) fp32, one
 // MemoryCategory::kActivations Buffer; rotary embedding is applied to keys before caching.
 // Every op runs through the backend's NnOps. Relies on: framework/backend/nn_ops.h,
-// framework/core/memory.h.
+// framework/core/memory.h, models/common/block_forward.h.
 // Tested by: tests/models/test_kv_cache_decoder.cpp (logits vs Transformer::forward_logits),
 // tests/models/test_stories260k_greedy.cpp, tests/models/test_smollm2_logits.cpp.
 #pragma once
@@ -22,11 +22,13 @@
 #include "framework/backend/buffer.h"
 #include "framework/backend/nn_ops.h"
 #include "framework/core/memory.h"
+#include "models/common/block_forward.h"
 #include "models/common/transformer_spec.h"
 
 namespace farthing::models {
 
-class KvCacheDecoder {
+// Private BlockHooks: block_forward reads the decoder's weights and attends over its cache.
+class KvCacheDecoder : private BlockHooks {
  public:
   // max_seq: positions the cache holds (0: the model's max_seq_len); must be <= max_seq_len.
   // ops: where the maths runs (not owned); nullptr: the CPU backend's.
@@ -47,13 +49,14 @@ class KvCacheDecoder {
  private:
   // Runs rows tokens at positions position_.. position_ + rows - 1 (rows <= chunk_rows_).
   void forward_rows(const int32_t* tokens, int64_t rows);
-  void block(int64_t layer, int64_t rows);
-  // Causal attention of rows query rows (at positions position_ + r) over the cached keys.
-  void attend(int64_t layer, int64_t rows);
-  void norm(float* out, const float* x, int64_t w, int64_t b, int64_t rows);
+  // BlockHooks over the fp32 parameter buffer.
+  const float* vector(int64_t offset) override { return params_ + offset; }
   // y(rows, N) (+)= x(rows, K) W^T + bias, W stored per `orient`.
-  void linear(float* y, const float* x, int64_t w, int64_t bias, int64_t rows, int64_t k,
-              int64_t n, WeightOrientation orient, bool accumulate);
+  void linear(float* y, const float* x, int64_t w, int64_t bias, int64_t rows, int64_t k, int64_t n,
+              WeightOrientation orient, bool accumulate) override;
+  // Caches the rows' keys and values, then attends causally from each row (at position_ + r)
+  // over every cached position.
+  void attention(int64_t layer, const BlockActs& a, int64_t rows) override;
   float* key_cache(int64_t layer, int64_t pos) const;
   float* value_cache(int64_t layer, int64_t pos) const;
 
@@ -63,8 +66,9 @@ class KvCacheDecoder {
   int64_t max_seq_ = 0, chunk_rows_ = 0, position_ = 0;
   Buffer cache_;    // keys then values, each (layers, max_seq, kv_heads, head_dim)
   Buffer scratch_;  // activations of one chunk of rows, and the last row's logits
-  float *x_ = nullptr, *n_ = nullptr, *mean_ = nullptr, *rstd_ = nullptr, *qkv_ = nullptr,
-        *att_ = nullptr, *fc_ = nullptr, *act_ = nullptr, *logits_ = nullptr;
+  float *x_ = nullptr, *logits_ = nullptr;
+  // The blocks' activations over a chunk: n1 and n2 (and their statistics) share one slot.
+  BlockActs acts_{};
   std::vector<float> rope_cos_, rope_sin_;  // (max_seq, head_dim / 2), Llama only
 };
 

@@ -423,13 +423,7 @@ void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const floa
 
 void Transformer::norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w,
                                int64_t b) {
-  const ModelConfig& c = config();
-  const int64_t M = batch_ * seq_;
-  if (c.family == ModelFamily::kGpt2) {
-    ops_.layernorm_forward(out, mean, rstd, x, P(w), P(b), M, c.dim, c.norm_eps);
-  } else {
-    ops_.rmsnorm_forward(out, rstd, x, P(w), M, c.dim, c.norm_eps);
-  }
+  block_norm_forward(spec_, ops_, *this, out, mean, rstd, x, w, b, batch_ * seq_);
 }
 
 void Transformer::norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
@@ -443,7 +437,7 @@ void Transformer::norm_backward(float* dx, const float* dout, const float* x, in
   }
 }
 
-Transformer::BlockActs Transformer::acts_for(int64_t layer) {
+BlockActs Transformer::acts_for(int64_t layer) {
   return layer_acts_[size_t(options_.checkpointing == Checkpointing::kPerBlock ? 0 : layer)];
 }
 
@@ -466,39 +460,18 @@ void Transformer::embed(const int32_t* tokens) {
                          c.dim);
 }
 
-void Transformer::block_forward(int64_t layer, BlockActs& a, const float* x, float* y) {
-  const ModelConfig& c = config();
-  const BlockOffsets& w = spec_.blocks[size_t(layer)];
-  const int64_t M = batch_ * seq_, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();
-  const bool llama = c.family == ModelFamily::kLlama;
-  const WeightOrientation o = spec_.orientation;
-  // n1 = norm(x); qkv = n1 Wqkv^T + b; rope(q, k); att = softmax(q k^T / sqrt(D)) v
-  norm_forward(a.n1, a.n1_mean, a.n1_rstd, x, w.norm1_w, w.norm1_b);
-  linear_forward(a.qkv, a.n1, w.qkv_w, w.qkv_b, M, C, Sq, o, false);
-  if (llama) {
-    ops_.rope_apply(a.qkv, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_,
-                      rope_sin_, false);
-  }
-  const AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
-  ops_.attention_forward(as, a.att, a.lse, a.qkv);
-  // mid = x + att Wo^T + bo
-  ops_.copy(a.mid, x, M * C);
-  linear_forward(a.mid, a.att, w.attn_out_w, w.attn_out_b, M, C, C, o, true);
-  // n2 = norm(mid); act = silu(n2 Wg^T) * (n2 Wu^T)  |  gelu(n2 Wfc + bfc)
-  norm_forward(a.n2, a.n2_mean, a.n2_rstd, a.mid, w.norm2_w, w.norm2_b);
-  const int64_t F = llama ? 2 * H : H;
-  linear_forward(a.fc, a.n2, w.mlp_in_w, w.mlp_in_b, M, C, F, o, false);
-  if (llama) {
-    ops_.swiglu_forward(a.act, a.fc, M, H);
-  } else {
-    ops_.gelu_forward(a.act, a.fc, M * H);
-  }
-  // y = mid + act Wout^T + bout
-  ops_.copy(y, a.mid, M * C);
-  linear_forward(y, a.act, w.mlp_out_w, w.mlp_out_b, M, H, C, o, true);
+// The block's maths is block_forward's (block_forward.h), shared with the KV-cache decoder.
+void Transformer::block_forward(int64_t layer, const BlockActs& a, const float* x, float* y) {
+  models::block_forward(spec_, ops_, *this, layer, a, x, y, BlockRows{batch_ * seq_, seq_, rope_cos_, rope_sin_});
 }
 
-void Transformer::block_backward(int64_t layer, BlockActs& a, const float* x) {
+void Transformer::attention(int64_t /*layer*/, const BlockActs& a, int64_t rows) {
+  FARTHING_CHECK(rows == batch_ * seq_, "training attention runs whole micro-batches: ", rows, " rows");
+  const ModelConfig& c = config();
+  ops_.attention_forward(AttentionShape{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()}, a.att, a.lse, a.qkv);
+}
+
+void Transformer::block_backward(int64_t layer, const BlockActs& a, const float* x) {
   const ModelConfig& c = config();
   const BlockOffsets& w = spec_.blocks[size_t(layer)];
   const int64_t M = batch_ * seq_, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();

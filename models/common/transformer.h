@@ -17,7 +17,7 @@
 // together). Relies on: framework/backend/nn_ops.h, framework/core/memory.h,
 // framework/dist/unit_storage.h. Tested by: tests/models/test_model_goldens.cpp,
 // test_gradcheck.cpp, test_model_modes.cpp, tests/dist/test_param_store.cpp (over the store),
-// tests/train/test_memory_estimate.cpp (the sizes and the schedule, against real training steps).
+// tests/run/train/test_memory_estimate.cpp (the sizes and the schedule, against real training steps).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +28,7 @@
 #include "framework/backend/nn_ops.h"
 #include "framework/core/memory.h"
 #include "framework/dist/unit_storage.h"
+#include "models/common/block_forward.h"
 #include "models/common/fp8_linears.h"
 #include "models/common/transformer_spec.h"
 
@@ -108,7 +109,8 @@ struct UnitSchedule {
   std::vector<UnitTurn> turns;  // in order
 };
 
-class Transformer {
+// Private BlockHooks: block_forward (block_forward.h) reads this model's weights through them.
+class Transformer : private BlockHooks {
  public:
   // What the constructor with these arguments allocates, computed with the same carving.
   static TransformerBufferBytes buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq,
@@ -164,9 +166,6 @@ class Transformer {
   double flops_per_step() const;
 
  private:
-  struct BlockActs {
-    float *n1, *n1_mean, *n1_rstd, *qkv, *att, *lse, *mid, *n2, *n2_mean, *n2_rstd, *fc, *act;
-  };
   struct Carver;
   struct Carved {  // where carve() put each array
     float* resid = nullptr;
@@ -191,8 +190,16 @@ class Transformer {
   void unit_grads_done(int unit);
   void release_all_units();
   void embed(const int32_t* tokens);
-  void block_forward(int64_t layer, BlockActs& a, const float* x, float* y);
-  void block_backward(int64_t layer, BlockActs& a, const float* x);
+  void block_forward(int64_t layer, const BlockActs& a, const float* x, float* y);
+  // BlockHooks: the block's 1-D tensors, its projections (FP8, 16-bit or fp32 operands) and
+  // attention within each sequence of the micro-batch.
+  const float* vector(int64_t offset) override { return P(offset); }
+  void linear(float* y, const float* x, int64_t w, int64_t bias, int64_t m, int64_t k, int64_t n,
+              WeightOrientation orient, bool accumulate) override {
+    linear_forward(y, x, w, bias, m, k, n, orient, accumulate);
+  }
+  void attention(int64_t layer, const BlockActs& a, int64_t rows) override;
+  void block_backward(int64_t layer, const BlockActs& a, const float* x);
   void final_norm();
   // Embed, blocks, final norm (no grad); backward_follows: prefetch the last block for it.
   void forward_trunk(const int32_t* tokens, bool backward_follows = false);
