@@ -58,6 +58,7 @@ void Fp8AmaxHistory::end_step() {
     row[0] = nm::bits_to_f32(step_bits_[size_t(t)]);
   }
   std::fill(step_bits_.begin(), step_bits_.end(), 0u);
+  ++version_;
 }
 
 void Fp8AmaxHistory::discard_step() { std::fill(step_bits_.begin(), step_bits_.end(), 0u); }
@@ -66,6 +67,7 @@ void Fp8AmaxHistory::set_entries(const std::vector<float>& entries) {
   FARTHING_CHECK(int64_t(entries.size()) == tensors_ * length_, "fp8 amax history: ", entries.size(),
                  " entries, expected ", tensors_, " tensors x ", length_);
   entries_ = entries;
+  ++version_;
 }
 
 }  // namespace farthing

@@ -95,6 +95,9 @@ class Fp8AmaxHistory {
   // The step's amaxes become the newest entries; a skipped (non-finite) step's are dropped.
   void end_step();
   void discard_step();
+  // Changes whenever the entries do (end_step, set_entries): a user of scale() that keeps
+  // copies of the scales (Fp8Linears, in device memory) refreshes them when it moves.
+  uint64_t version() const { return version_; }
   // tensors() x length() floats, row-major, newest first: what a checkpoint stores.
   const std::vector<float>& entries() const { return entries_; }
   void set_entries(const std::vector<float>& entries);
@@ -104,6 +107,7 @@ class Fp8AmaxHistory {
   int length_ = 0;
   std::vector<float> entries_;
   std::vector<uint32_t> step_bits_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace farthing

@@ -144,7 +144,8 @@ void fp8_quantize_cpu(const Fp8QuantizeArgs& a) {
     a.scale_inv[t] = nm::fp8_scale_inv(scale[size_t(t)]);
     total = nm::fp8_amax_bits_max(total, amax_bits[size_t(t)]);
   }
-  if (a.amax != nullptr) *a.amax = nm::bits_to_f32(total);
+  // Folded into the value there (an amax is never negative, so its bits order as |x| bits do).
+  if (a.amax != nullptr) *a.amax = nm::bits_to_f32(nm::fp8_amax_bits_max(nm::f32_to_bits(*a.amax), total));
 
   // 3. The cast, a run of one scale at a time (per column under 128 x 1 tiles).
   const int64_t width = cols_per_segment(a.tiling, a.cols);

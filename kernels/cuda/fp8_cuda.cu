@@ -37,7 +37,8 @@ __device__ uint32_t warp_max_bits(uint32_t v) {
   return v;
 }
 
-// The matrix's amax as a max of bits: *amax was zeroed (+0.0) before the launch.
+// The matrix's amax folded into *amax as a max of bits (the caller zeroes it for one matrix's
+// alone; an amax is never negative, so its float bits order as |x| bits do).
 __device__ void fold_into_matrix_amax(float* amax, uint32_t bits) {
   if (amax != nullptr) atomicMax(reinterpret_cast<unsigned int*>(amax), bits);
 }
@@ -149,7 +150,7 @@ __global__ void __launch_bounds__(kThreads)
   const float scale = nm::fp8_scale_from_amax(nm::bits_to_f32(bits), format, margin, power_of_two);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     scale_inv[0] = nm::fp8_scale_inv(scale);
-    if (amax != nullptr) *amax = nm::bits_to_f32(bits);
+    if (amax != nullptr) *amax = nm::bits_to_f32(nm::fp8_amax_bits_max(nm::f32_to_bits(*amax), bits));
   }
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -178,7 +179,7 @@ template <int = 0>
 __global__ void tensor_given_finish_kernel(const float* given_scale, const uint32_t* amax_bits, float* scale_inv,
                                            float* amax) {
   scale_inv[0] = nm::fp8_scale_inv(*given_scale);
-  if (amax != nullptr) *amax = nm::bits_to_f32(*amax_bits);
+  if (amax != nullptr) *amax = nm::bits_to_f32(nm::fp8_amax_bits_max(nm::f32_to_bits(*amax), *amax_bits));
 }
 
 template <class In>
@@ -273,9 +274,7 @@ size_t fp8_quantize_scratch_bytes(const Fp8QuantizeArgs& args) {
 }
 
 void fp8_quantize_cuda(const Fp8QuantizeArgs& args, void* scratch, cudaStream_t stream) {
-  if (args.amax != nullptr && args.tiling != Fp8Tiling::kTensor) {
-    FARTHING_CUDA_CHECK(cudaMemsetAsync(args.amax, 0, sizeof(float), stream));  // +0.0: the max's start
-  }
+  // *args.amax is folded into, not reset (fp8_operand.h): the caller zeroes it.
   auto* bits = static_cast<uint32_t*>(scratch);
   if (args.x_f32 != nullptr) {
     quantize(args, F32In{args.x_f32}, bits, stream);

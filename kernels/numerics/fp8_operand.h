@@ -29,8 +29,10 @@ struct Fp8Operand {
 // Quantize a row-major (rows, cols) matrix, read from fp32 or from bf16 (exactly widened).
 // Current scaling (given_scale == nullptr): each tile's scale from its own amax, with the
 // margin and power-of-two rule of fp8_scale_from_amax. Delayed scaling: one given scale (device
-// memory, tiling kTensor). Writes the codes, each tile's s_inv, and, when amax != nullptr, the
-// amax of the whole matrix (one float: the max over the tiles, NaN-dominant).
+// memory, tiling kTensor). Writes the codes, each tile's s_inv, and, when amax != nullptr, folds
+// the amax of the whole matrix into *amax (one float in the ops' memory: the NaN-dominant max of
+// the value there and every tile's amax; zero it first for this matrix's alone). Folding lets
+// delayed scaling gather a whole step's amaxes on the device and read them back once.
 struct Fp8QuantizeArgs {
   const float* x_f32 = nullptr;     // exactly one of x_f32 / x_bf16
   const uint16_t* x_bf16 = nullptr;
@@ -42,7 +44,7 @@ struct Fp8QuantizeArgs {
   const float* given_scale = nullptr;
   uint8_t* codes = nullptr;         // rows * cols
   float* scale_inv = nullptr;       // fp8_scale_count(tiling, rows, cols)
-  float* amax = nullptr;            // optional, one float
+  float* amax = nullptr;            // optional, one float: folded into (see above)
 };
 
 }  // namespace farthing::kernels

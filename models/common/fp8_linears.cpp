@@ -85,8 +85,12 @@ int64_t Fp8Linears::buffer_bytes(const TransformerSpec& spec, int64_t batch, int
   const int64_t m = batch * seq;
   const SlotSize s = slot_size(ps, m);
   const int64_t operand = workspace_operand_elems(ps, m);
-  return 2 * (align64(s.elems) + align64(s.scales * 4)) + align64(2 * 4) +
+  return 2 * (align64(s.elems) + align64(s.scales * 4)) + align64(scalar_floats(recipe, ps) * 4) +
          align64(ops.fp8_matmul_workspace_bytes(operand, operand, recipe.power_of_two_scales));
+}
+
+int64_t Fp8Linears::scalar_floats(const Fp8Recipe& recipe, const std::vector<Fp8Projection>& projections) {
+  return recipe.scaling == Fp8Scaling::kTensorDelayed ? 2 * int64_t(projections.size()) * kFp8Roles : 0;
 }
 
 int64_t Fp8Linears::flat_weight_bytes(const TransformerSpec& spec, const Fp8Recipe& recipe) {
@@ -125,9 +129,13 @@ Fp8Linears::Fp8Linears(const TransformerSpec& spec, int64_t batch, int64_t seq, 
     slots_[i].codes = base;
     slots_[i].scale_inv = reinterpret_cast<float*>(base + align64(s.elems));
   }
-  scalars_ = Buffer(ops.device(), size_t(align64(2 * 4)), MemoryCategory::kActivations);
-  given_scale_ = static_cast<float*>(scalars_.data());
-  amax_ = given_scale_ + 1;
+  if (const int64_t floats = scalar_floats(recipe_, projections_); floats > 0) {
+    scalars_ = Buffer(ops.device(), size_t(align64(floats * 4)), MemoryCategory::kActivations);
+    tensors_ = floats / 2;
+    given_scales_ = static_cast<float*>(scalars_.data());
+    step_amaxes_ = given_scales_ + tensors_;
+    ops_.zero(step_amaxes_, tensors_);  // +0: the start of every tensor's max
+  }
   const int64_t operand = workspace_operand_elems(projections_, m);
   workspace_ = Buffer(ops.device(),
                       size_t(align64(ops.fp8_matmul_workspace_bytes(operand, operand, recipe_.power_of_two_scales))),
@@ -170,20 +178,34 @@ void Fp8Linears::release_unit(int unit) {
 }
 
 void Fp8Linears::run_quantize(Fp8QuantizeArgs args, int64_t tensor) {
-  const bool delayed = recipe_.scaling == Fp8Scaling::kTensorDelayed;
-  if (delayed) args.amax = amax_;
-  // NOTE: a tensor without history yet (its first step) is scaled from its own amax.
-  if (delayed && history_->has_history(tensor)) {
-    const float scale = history_->scale(tensor, recipe_, args.format);
-    ops_.copy(given_scale_, &scale, 1);  // host to the ops' memory
-    args.given_scale = given_scale_;
+  if (recipe_.scaling == Fp8Scaling::kTensorDelayed) {
+    // NOTE: a tensor without history yet (its first step) is scaled from its own amax.
+    if (history_->has_history(tensor)) {
+      refresh_given_scales();
+      args.given_scale = given_scales_ + tensor;
+    }
+    if (observing_) args.amax = step_amaxes_ + tensor;  // folded in (fp8_operand.h)
   }
   ops_.fp8_quantize(args);
-  if (delayed && observing_) {
-    float amax = 0.0f;
-    ops_.copy(&amax, amax_, 1);
-    history_->observe(tensor, amax);
+}
+
+void Fp8Linears::refresh_given_scales() {
+  if (scales_version_ == history_->version()) return;
+  std::vector<float> scales(size_t(tensors_), 1.0f);
+  for (int64_t t = 0; t < tensors_; ++t) {
+    const Fp8Format format = fp8_format_of(recipe_, Fp8Role(t % kFp8Roles));
+    if (history_->has_history(t)) scales[size_t(t)] = history_->scale(t, recipe_, format);
   }
+  ops_.copy(given_scales_, scales.data(), tensors_);  // host to the ops' memory
+  scales_version_ = history_->version();
+}
+
+void Fp8Linears::collect_step_amaxes() {
+  if (tensors_ == 0) return;
+  std::vector<float> amaxes(static_cast<size_t>(tensors_));
+  ops_.copy(amaxes.data(), step_amaxes_, tensors_);  // the ops' memory to the host: once a step
+  for (int64_t t = 0; t < tensors_; ++t) history_->observe(t, amaxes[size_t(t)]);
+  ops_.zero(step_amaxes_, tensors_);
 }
 
 Fp8Operand Fp8Linears::quantize(int slot, const float* x, int64_t rows, int64_t cols, size_t p, Fp8Role role,

@@ -9,7 +9,10 @@
 // the bf16 weights when their unit is acquired (once per acquisition, freed with the unit), so
 // the codes are the same at every ZeRO stage. Activations and gradients are quantized into two
 // slots just before each GEMM. Under delayed scaling each (projection, role) pair is one tensor
-// of the trainer's Fp8AmaxHistory, observed only in training steps (not in evaluation).
+// of the trainer's Fp8AmaxHistory, observed only in training steps (not in evaluation). Its
+// scales and amaxes stay in the ops' memory: the scales are copied there once whenever the history
+// moves, each cast folds its amax into its tensor's slot there, and collect_step_amaxes reads a
+// whole step's amaxes back at once, so no cast waits for the device (one transfer a step).
 // Sizes are stated for `farthing plan` (buffer_bytes, unit_bytes), as the Transformer's are.
 // Relies on: framework/backend/nn_ops.h, framework/backend/fp8_policy.h, transformer_spec.h.
 // Tested by: tests/models/test_fp8_model.cpp.
@@ -61,6 +64,10 @@ class Fp8Linears {
   void release_unit(int unit);
   // Delayed scaling records amaxes only while observing (the trainer's forward and backward).
   void set_observing(bool observing) { observing_ = observing; }
+  // Delayed scaling: hands the amaxes the casts gathered since the last call to the history
+  // (Fp8AmaxHistory::observe) and clears them; the trainer calls it once a step, before it
+  // reduces them over the ranks. A no-op under the other scalings.
+  void collect_step_amaxes();
 
   void forward(float* y, const float* x, int64_t weight, int64_t m, WeightOrientation orient, bool accumulate);
   // dx (M, K) overwritten; dw (the weight's gradient) accumulated.
@@ -78,6 +85,11 @@ class Fp8Linears {
   // Quantizes with the given tiling/format; under delayed scaling also reads the history's scale
   // and records the amax of tensor `tensor`.
   void run_quantize(Fp8QuantizeArgs args, int64_t tensor);
+  // Copies the history's scales of the tensors that have one into given_scales_, when the
+  // history moved since the last copy.
+  void refresh_given_scales();
+  // The floats of scalars_: delayed scaling's scale and step amax per tensor, or none.
+  static int64_t scalar_floats(const Fp8Recipe& recipe, const std::vector<Fp8Projection>& projections);
   const Fp8Operand& weight_operand(size_t projection) const;
 
   Fp8Recipe recipe_;
@@ -91,8 +103,10 @@ class Fp8Linears {
   std::vector<Buffer> unit_codes_;             // per unit (or one, flat)
   Buffer slots_buffer_, scalars_, workspace_;
   Slot slots_[2];
-  float* given_scale_ = nullptr;  // device: delayed scaling's scale for the next cast
-  float* amax_ = nullptr;         // device: the last cast's amax
+  int64_t tensors_ = 0;             // delayed scaling's tensors (kFp8Roles per projection), or 0
+  float* given_scales_ = nullptr;   // ops' memory, per tensor: this step's scale (delayed)
+  float* step_amaxes_ = nullptr;    // ops' memory, per tensor: amaxes folded since the last collect
+  uint64_t scales_version_ = ~uint64_t(0);  // the history version given_scales_ holds
   bool observing_ = false;
 };
 

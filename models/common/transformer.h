@@ -162,6 +162,12 @@ class Transformer : private BlockHooks {
   // Full logits (batch, seq, vocab) for small shapes (tests, scoring).
   void forward_logits(const int32_t* tokens, float* logits);
 
+  // FP8 delayed scaling: hands the amaxes that training passes gathered (in the ops' memory)
+  // to the history, once a step (Fp8Linears::collect_step_amaxes); a no-op otherwise.
+  void collect_fp8_amaxes() {
+    if (fp8_) fp8_->collect_step_amaxes();
+  }
+
   // Model FLOPs of one forward+backward over batch*seq tokens (GEMMs and attention).
   double flops_per_step() const;
 

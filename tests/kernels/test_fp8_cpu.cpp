@@ -66,7 +66,7 @@ std::vector<float> random_matrix(int64_t rows, int64_t cols, uint64_t seed) {
 struct Quantized {
   std::vector<uint8_t> codes;
   std::vector<float> scale_inv;
-  float amax = -1.0f;
+  float amax = 0.0f;  // folded into (fp8_operand.h): +0 is the max's start
 };
 
 // The tiles of a tiling, from its definition: tile (tr, tc) spans rows [r0, r1) and columns
@@ -306,6 +306,37 @@ TEST(Fp8QuantizeCpu, WholeMatrixAmaxIsTheMaxOverTiles) {
   for (Fp8Tiling t : kTilings) {
     const Quantized got = run_quantize(x, nullptr, rows, cols, t, Fp8Format::kE4M3, 0, true, nullptr);
     EXPECT_EQ(got.amax, 1e7f) << name(t);
+  }
+}
+
+// Delayed scaling gathers a step's amaxes on the device: each cast folds its amax into the value
+// already there (NaN-dominant max), so one read at the step's end sees them all.
+TEST(Fp8QuantizeCpu, AmaxFoldsIntoTheValueThere) {
+  const int64_t rows = 130, cols = 129;
+  const std::vector<float> x = random_matrix(rows, cols, 43);
+  const Quantized alone = run_quantize(x, nullptr, rows, cols, Fp8Tiling::kRow1x128, Fp8Format::kE4M3, 0, true, nullptr);
+  ASSERT_GT(alone.amax, 0.0f);
+  for (Fp8Tiling t : kTilings) {
+    Fp8QuantizeArgs a;
+    std::vector<uint8_t> codes(size_t(rows * cols));
+    std::vector<float> s_inv(size_t(nm::fp8_scale_count(t, rows, cols)));
+    a.x_f32 = x.data();
+    a.rows = rows;
+    a.cols = cols;
+    a.tiling = t;
+    a.format = Fp8Format::kE4M3;
+    a.codes = codes.data();
+    a.scale_inv = s_inv.data();
+    float amax = 2.0f * alone.amax;  // larger than this matrix's: kept
+    a.amax = &amax;
+    fp8_quantize_cpu(a);
+    EXPECT_EQ(amax, 2.0f * alone.amax) << name(t);
+    amax = 0.5f * alone.amax;  // smaller: replaced by this matrix's
+    fp8_quantize_cpu(a);
+    EXPECT_EQ(amax, alone.amax) << name(t);
+    amax = std::numeric_limits<float>::quiet_NaN();  // a NaN seen earlier in the step stays
+    fp8_quantize_cpu(a);
+    EXPECT_TRUE(std::isnan(amax)) << name(t);
   }
 }
 

@@ -336,7 +336,10 @@ Trainer::StepOutcome Trainer::train_step() {
     loss_sums[size_t(r * A + a)] = ls.sum;
   }
   comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
-  if (fp8_history_) all_reduce_fp8_amaxes();
+  if (fp8_history_) {
+    model_->collect_fp8_amaxes();  // the step's amaxes, gathered in the device's memory
+    all_reduce_fp8_amaxes();
+  }
   double loss_total = 0.0;
   for (double s : loss_sums) loss_total += s;
   StepOutcome out;
