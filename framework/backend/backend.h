@@ -81,9 +81,9 @@ class Backend {
 // with CUDA.
 Backend& backend_for(Device device);
 
-// A moment of n elements (m: signed map, v: unsigned) widened to fp32, in host memory only: inspection and tests
-// (AdamW::moments_f32 copies a device's moments to the host first), with the CPU backend's tables
-// of the quantization maps.
+// A moment of n elements (m: signed map, v: unsigned) widened to fp32, in host memory only:
+// inspection and tests (AdamW::moments_to_f32 copies a device's moments to the host first), with
+// the CPU backend's tables of the quantization maps.
 void moment_to_f32_on_host(const kernels::MomentRef& moment, numerics::MapSign sign, float* dst, size_t n);
 
 // True when this binary was built with CUDA and at least one device is visible.
