@@ -80,4 +80,10 @@ int64_t FlatLayout::storage_offset(int64_t global_elem, const UnitPadding& paddi
                 cursor_, " elements)");
 }
 
+std::vector<dist::UnitRange> zero_units(const FlatLayout& layout) {
+  std::vector<dist::UnitRange> units;
+  for (const ParamUnit& u : layout.units()) units.push_back({u.begin_elems, u.end_elems});
+  return units;
+}
+
 }  // namespace farthing::models

@@ -8,7 +8,7 @@
 // straddle units. Sharding pads units *in storage* through a UnitPadding rule
 // (pad_to_multiple(256 * world_size)), which maps to storage offsets without moving
 // anything in the global space. Models know nothing of ranks.
-// Relies on: framework/core. Tested by: tests/models/test_flat_layout.cpp.
+// Relies on: framework/core, framework/dist/zero_layout.h (UnitRange). Tested by: tests/models/test_flat_layout.cpp.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "framework/core/tensor.h"
+#include "framework/dist/zero_layout.h"
 
 namespace farthing::models {
 
@@ -79,5 +80,9 @@ class FlatLayout {
   std::unordered_map<std::string, size_t> index_;
   int64_t cursor_ = 0;
 };
+
+// The layout's units as ZeRO's plain ranges (framework/dist knows nothing of models/): what the
+// trainer shards, and what `farthing plan` sizes and times.
+std::vector<dist::UnitRange> zero_units(const FlatLayout& layout);
 
 }  // namespace farthing::models

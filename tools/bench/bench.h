@@ -22,7 +22,9 @@ struct BenchOptions {
   bool torch_amp = false;      // train suite: run the bf16-autocast peer even where bf16 is emulated
   std::string device = "cpu";  // "cpu" or "cuda" (numerics, optim, train, ops and gemm suites; device 0)
   bool quick = false;          // precision suite: stories260K and short runs instead of SmolLM2-135M
-  std::string out;             // precision suite: where the report, JSON and plots go ("": its default)
+  std::string out;             // precision suite: where the report, JSON and plots go ("": its default);
+                               // dist suite: a JSON file of this world size's links and compute
+  std::string profile;         // dist suite: another run's --out file, whose compute predicts this one
 };
 
 struct BenchSuite {

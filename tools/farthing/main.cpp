@@ -28,6 +28,8 @@ constexpr const char* kUsage =
     "                 [--preset NAME] [--seq T] [--batch B] [--torch-amp]   (train, gemm suites)\n"
     "                 [--device cpu|cuda]   (numerics, optim, train, ops: cuda measures the GPU; gemm: cuda only)\n"
     "                 [--quick] [--out DIR]   (precision suite: stories260K in ~2 min; where its report goes)\n"
+    "                 [--out FILE] [--profile FILE]   (dist suite: write this world size's measurements;\n"
+    "                 predict from another run's, e.g. np 1's)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
     "  tokenize --tokenizer PATH (--ids TEXT | INPUT -o OUT.bin)\n"
     "                 text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)\n"
@@ -87,6 +89,7 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--torch-amp") options.torch_amp = true;
     else if (a == "--quick") options.quick = true;
     else if (a == "--out") options.out = value();
+    else if (a == "--profile") options.profile = value();
     else if (a == "--device") {
       options.device = value();
       if (options.device != "cpu" && options.device != "cuda") {

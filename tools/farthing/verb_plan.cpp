@@ -1,13 +1,16 @@
 // verb_plan.cpp — `farthing plan RECIPE [--set k=v]... [--world-size N] [--preset NAME] [--budget-gb X]
-// [--json]`:
+// [--interconnect NAME|FILE (--profile FILE | --compute-tflops R [--memory-gbs M])] [--json]`:
 // what a run will hold per rank, before anything is allocated — bytes per parameter by
-// category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget.
+// category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget;
+// with --interconnect, how long its step takes at each ZeRO stage on that many ranks
+// (framework/run/train/scaling_model.h).
 // The parameter store's choices are explained in the table's notes: what is held whole or
 // sharded, what a unit in use costs, what happens to gradients, and when the step peaks.
 // The model's architecture comes from its preset, or from the config of model.path (only
 // config.json for a safetensors model, the stored model_config of a training checkpoint; GGUF
 // and llama2.c files are read whole, which costs their size in fp32 for a moment).
-// Relies on: framework/run/recipe/recipe.h, framework/run/train/memory_estimate.h, framework/ckpt.
+// Relies on: framework/run/recipe/recipe.h, framework/run/train/{memory_estimate,scaling_model,scaling_profile}.h,
+// framework/ckpt.
 // Tested by: tests/run/train/test_memory_estimate.cpp (the arithmetic and the budget check).
 #include <algorithm>
 #include <cstdio>
@@ -25,6 +28,8 @@
 #include "framework/core/error.h"
 #include "framework/run/recipe/recipe.h"
 #include "framework/run/train/memory_estimate.h"
+#include "framework/run/train/scaling_model.h"
+#include "framework/run/train/scaling_profile.h"
 #include "models/common/presets.h"
 #include "models/common/weights_from_file.h"
 #include "tools/farthing/verbs.h"
@@ -52,7 +57,16 @@ constexpr const char* kPlanUsage =
     "  --preset NAME       take the architecture from preset NAME instead of model.path's config, to plan\n"
     "                      before downloading the weights (e.g. --preset llama3.1-8b)\n"
     "  --budget-gb X       exit 1 with a message when the predicted peak exceeds X GiB (2^30 bytes)\n"
-    "  --json              one JSON object instead of the table\n";
+    "  --json              one JSON object instead of the table\n"
+    "\n"
+    "  Step time (docs/scaling.md), at ZeRO stages 1-3 on --world-size ranks:\n"
+    "  --interconnect X    nvlink, ib400, ib200, eth100 (nominal links), or a file of measured ones\n"
+    "                      (farthing bench dist --out FILE)\n"
+    "  --profile FILE      the compute of each turn, measured by farthing bench dist --out at the\n"
+    "                      recipe's micro_batch and seq_len, or:\n"
+    "  --compute-tflops R  the compute from the model's FLOPs at R TFLOP/s achieved per rank\n"
+    "  --memory-gbs M      the optimizer step's memory bandwidth per rank with --compute-tflops\n"
+    "                      (default 3350: an H100 SXM's HBM3)\n";
 
 struct PlanArgs {
   std::string recipe;
@@ -60,6 +74,9 @@ struct PlanArgs {
   int world_size = 1;
   std::string preset;  // architecture override: plan without model.path's files
   double budget_gb = -1.0;
+  std::string interconnect;  // step time: the links
+  std::string profile;       // step time: measured compute
+  double compute_tflops = 0.0, memory_gbs = 3350.0;
   bool json = false;
   bool help = false;
 };
@@ -83,6 +100,17 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
       try { n = std::stoi(v, &used); } catch (const std::exception&) { used = 0; }
       FARTHING_CHECK(used == v.size() && n >= 1, "farthing plan: --world-size '", v, "' must be a whole number >= 1");
       p.world_size = n;
+    } else if (a == "--interconnect") {
+      p.interconnect = value();
+    } else if (a == "--profile") {
+      p.profile = value();
+    } else if (a == "--compute-tflops" || a == "--memory-gbs") {
+      const std::string v = value();
+      size_t used = 0;
+      double x = 0.0;
+      try { x = std::stod(v, &used); } catch (const std::exception&) { used = 0; }
+      FARTHING_CHECK(used == v.size() && x > 0.0, "farthing plan: ", a, " '", v, "' must be a positive number");
+      (a == "--compute-tflops" ? p.compute_tflops : p.memory_gbs) = x;
     } else if (a == "--budget-gb") {
       const std::string v = value();
       size_t used = 0;
@@ -99,6 +127,12 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
     }
   }
   FARTHING_CHECK(p.help || !p.recipe.empty(), "farthing plan: no RECIPE given (see --help)");
+  const bool step_time = !p.profile.empty() || p.compute_tflops > 0.0;
+  FARTHING_CHECK(p.interconnect.empty() || step_time, "farthing plan: --interconnect needs the compute: --profile FILE "
+                 "(farthing bench dist --out) or --compute-tflops R");
+  FARTHING_CHECK(!step_time || !p.interconnect.empty(), "farthing plan: --profile and --compute-tflops need "
+                 "--interconnect (", train::kInterconnectNames, ", or a file of measured links)");
+  FARTHING_CHECK(p.profile.empty() || p.compute_tflops <= 0.0, "farthing plan: give --profile or --compute-tflops, not both");
   return p;
 }
 
@@ -366,6 +400,129 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
           {"peak_bytes_per_rank", e.peak_bytes}};
 }
 
+// Step time at ZeRO stages 1-3 on the plan's world size (scaling_model.h), both schedules.
+struct StageTime {
+  int stage = 1;
+  train::StepPrediction serial, overlapped;
+};
+struct StepTimePlan {
+  train::Interconnect links;
+  std::string compute_source;
+  int64_t tokens_per_rank = 0;  // per step
+  std::vector<StageTime> stages;
+};
+
+StepTimePlan plan_step_time(const PlanArgs& a, const farthing::recipe::RunConfig& r, const models::ModelConfig& model) {
+  const int N = a.world_size;
+  const models::TransformerSpec spec = models::make_spec(model);
+  const models::UnitSchedule schedule = models::Transformer::unit_schedule(spec);
+  const std::vector<farthing::dist::UnitRange> units = models::zero_units(spec.layout);
+  int busiest = 0;  // the rank owning the most steps the longest
+  for (int rank = 1; rank < N; ++rank) {
+    if (farthing::dist::ZeroLayout(units, N, rank).owned_elems() > farthing::dist::ZeroLayout(units, N, busiest).owned_elems())
+      busiest = rank;
+  }
+  const farthing::dist::ZeroLayout zero(units, N, busiest);
+  StepTimePlan plan;
+  if (fs::exists(a.interconnect)) {
+    const train::ScalingProfile measured = train::read_scaling_profile(a.interconnect);
+    FARTHING_CHECK(measured.world_size > 1, "farthing plan --interconnect ", a.interconnect, " was measured at world size 1: "
+                   "it holds no links; measure them under mpirun -np 2 or more");
+    plan.links = measured.links;
+  } else {
+    plan.links = train::interconnect_preset(a.interconnect);
+  }
+  std::optional<train::ScalingProfile> profile;
+  if (!a.profile.empty()) {
+    profile = train::read_scaling_profile(a.profile);
+    FARTHING_CHECK(profile->seq == r.data.seq_len && profile->batch == r.train.micro_batch, "farthing plan --profile ",
+                   a.profile, " measured micro_batch ", profile->batch, " x seq_len ", profile->seq, ", but the recipe has ",
+                   r.train.micro_batch, " x ", r.data.seq_len, "; measure at the recipe's shape (farthing bench dist "
+                   "--preset P --batch B --seq T --out FILE) or --set them");
+    char text[256];
+    std::snprintf(text, sizeof text, "measured by farthing bench dist on %s at np %d, %d threads per rank (%s)",
+                  profile->preset.c_str(), profile->world_size, profile->threads, a.profile.c_str());
+    plan.compute_source = text;
+  } else {
+    char text[160];
+    std::snprintf(text, sizeof text, "the model's FLOPs at %.0f TFLOP/s per rank, the optimizer at %.0f GB/s",
+                  a.compute_tflops, a.memory_gbs);
+    plan.compute_source = text;
+  }
+  const int64_t A = r.train.grad_accum;
+  plan.tokens_per_rank = A * r.train.micro_batch * r.data.seq_len;
+  const bool checkpointing = r.model.activation_checkpointing == models::Checkpointing::kPerBlock;
+  const train::ZeroSetup base{.gather_f32 = r.train.precision == recipe::Precision::kFp32 &&
+                                            r.optimizer.master == optim::MasterMode::kF32,
+                              .optimizer_in_backward = r.train.optimizer_in_backward};
+  for (int stage = 1; stage <= 3; ++stage) {
+    train::StepCompute compute;
+    if (profile) {
+      compute = profile->compute_at(stage);
+      FARTHING_CHECK(compute.turn_seconds.size() == schedule.turns.size(), "farthing plan --profile ", a.profile,
+                     " has ", compute.turn_seconds.size(), " turns per pass, but ", model.name, "'s schedule has ",
+                     schedule.turns.size(), ": measure the recipe's model (", profile->preset, " was measured)");
+      compute.passes = A;
+    } else {
+      // Bytes the optimizer reads and writes per owned element: master and moments both ways, the
+      // bf16 weight both ways, the gradient read once.
+      farthing::recipe::RunConfig at_stage = r;
+      at_stage.distributed.zero_stage = stage;
+      const train::MemoryEstimate e = train::estimate_memory(at_stage, model, N, busiest);
+      const double owned = double(std::max<int64_t>(1, e.optimizer.owned_elems));
+      const double bytes = 2.0 * double(e.optimizer.master + e.optimizer.state()) / owned + 4.0 +
+                           double(e.grad_bytes_per_elem > 0 ? e.grad_bytes_per_elem : 4);
+      compute = train::flops_step_compute(spec, schedule, r.train.micro_batch, r.data.seq_len, A, checkpointing,
+                                          a.compute_tflops * 1e12, zero.owned_elems(), bytes, a.memory_gbs * 1e9);
+    }
+    train::ZeroSetup setup = base;
+    setup.zero_stage = stage;
+    plan.stages.push_back({stage, train::predict_step(schedule, zero, setup, compute, plan.links, train::Overlap::kNone),
+                           train::predict_step(schedule, zero, setup, compute, plan.links, train::Overlap::kStreams)});
+  }
+  return plan;
+}
+
+void print_step_time(const PlanArgs& a, const farthing::recipe::RunConfig& r, const StepTimePlan& p) {
+  std::printf("\nstep time at world size %d over %s (docs/scaling.md)\n", a.world_size, p.links.name.c_str());
+  std::printf("  links     %s\n", p.links.source.c_str());
+  std::printf("  compute   %s\n", p.compute_source.c_str());
+  std::printf("  %lld tokens per rank per step; serial: every collective blocks (the trainer today); overlapped: one\n"
+              "  communication stream, gathers prefetched a unit ahead, reductions as backward finishes (the GPU design)\n\n",
+              (long long)p.tokens_per_rank);
+  std::printf("%-6s %9s %9s %9s %9s %10s | %9s %9s %10s | %9s %9s %10s\n", "stage", "compute s", "optim s", "other s",
+              "comm s", "sent/rank", "exposed s", "step s", "tok/s/rank", "exposed s", "step s", "tok/s/rank");
+  for (const StageTime& s : p.stages) {
+    std::printf("%-6s %9.3f %9.3f %9.3f %9.3f %10s | %9.3f %9.3f %10.0f | %9.3f %9.3f %10.0f\n",
+                (std::to_string(s.stage) + (s.stage == r.distributed.zero_stage ? "*" : "")).c_str(),
+                s.serial.compute_seconds, s.serial.optimizer_seconds, s.serial.other_seconds, s.serial.comm_seconds,
+                train::format_bytes(int64_t(s.serial.bytes_sent)).c_str(), s.serial.exposed_seconds,
+                s.serial.step_seconds, double(p.tokens_per_rank) / s.serial.step_seconds, s.overlapped.exposed_seconds,
+                s.overlapped.step_seconds, double(p.tokens_per_rank) / s.overlapped.step_seconds);
+  }
+  std::printf("\n* the recipe's stage. sent/rank: bytes each rank sends per step (ring volumes).\n");
+}
+
+nlohmann::json step_time_json(const StepTimePlan& p) {
+  nlohmann::json stages = nlohmann::json::array();
+  auto one = [&](const train::StepPrediction& x) {
+    return nlohmann::json{{"exposed_seconds", x.exposed_seconds}, {"step_seconds", x.step_seconds},
+                          {"tokens_per_s_per_rank", double(p.tokens_per_rank) / x.step_seconds}};
+  };
+  for (const StageTime& s : p.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"compute_seconds", s.serial.compute_seconds},
+                      {"optimizer_seconds", s.serial.optimizer_seconds},
+                      {"other_seconds", s.serial.other_seconds},
+                      {"comm_seconds", s.serial.comm_seconds},
+                      {"bytes_sent_per_rank", s.serial.bytes_sent},
+                      {"serial", one(s.serial)},
+                      {"overlapped", one(s.overlapped)}});
+  }
+  return {{"interconnect", p.links.name}, {"links_source", p.links.source}, {"compute_source", p.compute_source},
+          {"tokens_per_rank", p.tokens_per_rank}, {"stages", stages}};
+}
+
 int run_plan(const std::vector<std::string>& args) {
   const PlanArgs a = parse_plan_args(args);
   if (a.help) {
@@ -378,13 +535,17 @@ int run_plan(const std::vector<std::string>& args) {
   std::optional<train::BudgetCheck> budget;
   if (a.budget_gb > 0.0) budget = train::check_budget(estimate, int64_t(a.budget_gb * double(int64_t(1) << 30)));
 
+  std::optional<StepTimePlan> step_time;
+  if (!a.interconnect.empty()) step_time = plan_step_time(a, config, model.config);
   if (a.json) {
     nlohmann::json j = to_json(a, config, model, estimate);
+    if (step_time) j["step_time"] = step_time_json(*step_time);
     if (budget) j["budget"] = {{"bytes", int64_t(a.budget_gb * double(int64_t(1) << 30))}, {"fits", budget->fits},
                                {"message", budget->message}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_table(a, config, model, estimate);
+    if (step_time) print_step_time(a, config, *step_time);
   }
   if (!budget) return 0;
   if (!budget->fits) {
@@ -395,7 +556,8 @@ int run_plan(const std::vector<std::string>& args) {
   return 0;
 }
 
-const VerbRegistration kPlan{"plan", "RECIPE [--set key=value]... [--world-size N] [--budget-gb X] [--json]",
-                             "memory per rank of a recipe, before allocating (farthing plan --help)", run_plan};
+const VerbRegistration kPlan{"plan", "RECIPE [--set key=value]... [--world-size N] [--budget-gb X] [--interconnect X] [--json]",
+                             "memory per rank of a recipe before allocating, and its step time on N ranks "
+                             "(farthing plan --help)", run_plan};
 
 }  // namespace

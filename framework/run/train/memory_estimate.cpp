@@ -21,12 +21,6 @@ namespace farthing::train {
 
 namespace {
 
-std::vector<dist::UnitRange> unit_ranges(const models::FlatLayout& layout) {
-  std::vector<dist::UnitRange> units;
-  for (const models::ParamUnit& u : layout.units()) units.push_back({u.begin_elems, u.end_elems});
-  return units;
-}
-
 // Bytes by category at one moment of a step.
 struct Held {
   std::array<int64_t, kNumMemoryCategories> bytes{};
@@ -196,7 +190,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
 
   const OptimizerSetup setup = make_optimizer_setup(layout, config.optimizer, t.seed);
-  const std::vector<dist::UnitRange> units = unit_ranges(layout);
+  const std::vector<dist::UnitRange> units = models::zero_units(layout);
   // The owners report what they hold for the run: AdamW (master, moments) and the parameter
   // store (bf16 weights, kept gradients, staging, the master's whole copy), for each rank.
   const bool compute_from_master = t.precision == recipe::Precision::kFp32 && setup.config.master_mode == optim::MasterMode::kF32;

@@ -53,12 +53,6 @@ data::SplitData open_data(const recipe::RunConfig& config, const ModelSource& so
                                source.config.vocab_size);
 }
 
-std::vector<dist::UnitRange> unit_ranges(const models::FlatLayout& layout) {
-  std::vector<dist::UnitRange> units;
-  for (const models::ParamUnit& u : layout.units()) units.push_back({u.begin_elems, u.end_elems});
-  return units;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -132,7 +126,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   sampler_ = std::make_unique<data::EpochSampler>(data_.train.size(), t.seed, config_.data.shuffle);
   models::TransformerSpec spec = models::make_spec(source_.config);
 
-  zero_ = std::make_unique<dist::ZeroLayout>(unit_ranges(spec.layout), comm_.world_size(), comm_.rank());
+  zero_ = std::make_unique<dist::ZeroLayout>(models::zero_units(spec.layout), comm_.world_size(), comm_.rank());
   FARTHING_CHECK(zero_->global_elems() == spec.layout.total_elems(), "the ZeRO layout spans ", zero_->global_elems(),
                  " elements but the model's flat layout ", spec.layout.total_elems());
   OptimizerSetup setup = make_optimizer_setup(spec.layout, config_.optimizer, t.seed);
@@ -155,7 +149,12 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   dist::DeviceCommunicator device_comm = dist::make_device_communicator(comm_, backend);
   device_comm_ = std::move(device_comm.comm);
   const std::string collectives = comm_.world_size() > 1 ? "; ZeRO collectives over " + device_comm.kind : "";
-  Communicator& data_comm = device_comm_ ? static_cast<Communicator&>(*device_comm_) : comm_;
+  Communicator* data_comm_ptr = device_comm_ ? device_comm_.get() : static_cast<Communicator*>(&comm_);
+  if (output_.timeline != nullptr) {
+    timed_comm_ = std::make_unique<dist::TimedCommunicator>(*data_comm_ptr, output_.timeline->comm_spans);
+    data_comm_ptr = timed_comm_.get();
+  }
+  Communicator& data_comm = *data_comm_ptr;
   optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards(), &backend);
   optimizer_->set_reduce_hook([this](std::span<double> values) {
     comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
@@ -180,6 +179,10 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   }
   models::ModelOptions options = model_options_of(config_, &fp8_recipe_, fp8_history_.get());
   options.unit_storage = store_.get();
+  if (output_.timeline != nullptr) {
+    timed_store_ = std::make_unique<TimedUnitStorage>(*store_, *output_.timeline);
+    options.unit_storage = timed_store_.get();
+  }
   options.ops = &backend.nn();
   model_ = std::make_unique<models::Transformer>(std::move(spec), t.micro_batch, config_.data.seq_len, options);
 
@@ -312,6 +315,14 @@ Trainer::StepOutcome Trainer::train_step() {
   const recipe::TrainSection& t = config_.train;
   const int64_t A = t.grad_accum, mb = t.micro_batch, T = config_.data.seq_len;
   const int64_t W = comm_.world_size(), r = comm_.rank();
+  StepTimeline* timeline = output_.timeline;
+  if (timeline) {
+    timeline->clear();
+    timeline->begin = StepTimeline::now();
+  }
+  auto mark = [timeline](double StepTimeline::*at) {
+    if (timeline) timeline->*at = StepTimeline::now();
+  };
 
   // This rank's micro-batches of the global batch, and the global count of loss targets.
   std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(A)), targets(static_cast<size_t>(A));
@@ -331,8 +342,13 @@ Trainer::StepOutcome Trainer::train_step() {
   fused_grad_norm_sq_ = fused_elements_ = fused_unchanged_ = 0.0;
   for (int64_t a = 0; a < A; ++a) {
     store_->begin_micro_batch(a);
+    if (timeline) timeline->passes.push_back({.begin = StepTimeline::now(), .first_call = timeline->calls.size()});
     const models::Transformer::LossSum ls =
         model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale);
+    if (timeline) {
+      timeline->passes.back().end = StepTimeline::now();
+      timeline->passes.back().end_call = timeline->calls.size();
+    }
     loss_sums[size_t(r * A + a)] = ls.sum;
   }
   comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
@@ -347,11 +363,14 @@ Trainer::StepOutcome Trainer::train_step() {
   out.tokens = W * A * mb * T;
 
   if (t.optimizer_in_backward) {  // every unit stepped as backward finished it (step_unit)
+    mark(&StepTimeline::optimizer_begin);
     optimizer_->finish_step();
+    mark(&StepTimeline::optimizer_end);
     out.grad_norm = std::sqrt(fused_grad_norm_sq_);
     out.unchanged_fraction = fused_elements_ > 0.0 ? fused_unchanged_ / fused_elements_ : 0.0;
     store_->publish_weights();
   } else {
+    mark(&StepTimeline::optimizer_begin);
     std::vector<Tensor> grad_views, weight_views;
     for (size_t s = 0; s < optimizer_->shards().size(); ++s) {
       grad_views.push_back(store_->grads(s));
@@ -372,11 +391,13 @@ Trainer::StepOutcome Trainer::train_step() {
       ++progress_.skipped_steps;
       scaler_->update(true);
       if (fp8_history_) fp8_history_->discard_step();  // its amaxes may be inf or NaN
+      mark(&StepTimeline::optimizer_end);
     } else {
       out.unchanged_fraction =
           optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1))
               .unchanged_fraction;
       scaler_->update(false);
+      mark(&StepTimeline::optimizer_end);
       store_->publish_weights();
     }
   }
@@ -386,6 +407,7 @@ Trainer::StepOutcome Trainer::train_step() {
   progress_.loss_scale = scaler_->scale();
   progress_.loss_scale_clean_steps = scaler_->clean_steps();
   ++progress_.step;
+  mark(&StepTimeline::end);
   return out;
 }
 

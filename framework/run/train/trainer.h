@@ -44,6 +44,7 @@
 #include "framework/run/train/metrics_log.h"
 #include "framework/run/train/model_source.h"
 #include "framework/run/train/progress.h"
+#include "framework/run/train/step_timeline.h"
 #include "framework/run/train/train_checkpoint.h"
 #include "models/common/transformer.h"
 
@@ -69,6 +70,9 @@ struct TrainResult {
 // What the trainer prints: rank 0 only, and tests can silence it.
 struct TrainerOutput {
   bool progress = true;
+  // When set, each train_step records where its time went here (step_timeline.h): `farthing
+  // bench dist` and the scaling model read it. Must outlive the trainer.
+  StepTimeline* timeline = nullptr;
 };
 
 class Trainer {
@@ -102,6 +106,9 @@ class Trainer {
   void set_grad_histogram(bool on) { grad_histogram_ = on; }
   // Bytes this rank sent in ZeRO's gradient and weight collectives so far.
   int64_t bytes_communicated() const { return store_->bytes_sent(); }
+  // The ZeRO layout of this rank, and what its store does with it (for the scaling model).
+  const dist::ZeroLayout& zero_layout() const { return *zero_; }
+  const dist::ParamStoreOptions& store_options() const { return store_->options(); }
 
   // Mean loss over the eval set (max_batches micro-batches, 0: all), split over ranks.
   EvalResult evaluate(int64_t max_batches);
@@ -142,8 +149,10 @@ class Trainer {
   Device device_;  // train.device: where the store, the optimizer state and the activations live
   double device_peak_flops_ = 0.0;  // its datasheet dense bf16 peak (0: none), the denominator of MFU
   std::unique_ptr<Communicator> device_comm_;  // off the host: the ZeRO collectives, staged through comm_
+  std::unique_ptr<dist::TimedCommunicator> timed_comm_;  // the ZeRO collectives' one, with TrainerOutput::timeline
   std::unique_ptr<dist::ZeroLayout> zero_;
   std::unique_ptr<dist::ParamStore> store_;  // weights, gradients and the units the model uses
+  std::unique_ptr<TimedUnitStorage> timed_store_;  // store_ as the model sees it, with TrainerOutput::timeline
   Fp8Recipe fp8_recipe_;                          // train.precision fp8: the fp8 section, typed
   std::unique_ptr<Fp8AmaxHistory> fp8_history_;   // its delayed scaling's state, or null
   std::unique_ptr<models::Transformer> model_;
