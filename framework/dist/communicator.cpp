@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <exception>
 
+#include "framework/core/error.h"
+
 namespace farthing {
 
 std::string_view reduce_op_name(ReduceOp op) {
@@ -49,6 +51,16 @@ void CommHandle::wait_noexcept() noexcept {
     std::fprintf(stderr, "farthing: a collective that was never waited for failed: %s\n",
                  error.what());
   }
+}
+
+std::string collective_name(const char* collective, const Tensor& t) {
+  return error_detail::concat(collective, " of ", t.numel(), " ", dtype_name(t.dtype()));
+}
+
+std::string collective_timeout_message(const std::string& what, int64_t number, double seconds) {
+  return error_detail::concat(what, " (collective #", number, " of this communicator) has not finished after ", seconds,
+                              " s: another rank has died, hung or stopped issuing collectives (raise or disable "
+                              "the limit with distributed.collective_timeout_s; 0 waits forever)");
 }
 
 namespace {

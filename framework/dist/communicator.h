@@ -91,6 +91,13 @@ class Communicator {
   virtual CommHandle broadcast_async(const Tensor& inout, int root) = 0;
   virtual CommHandle barrier_async() = 0;
 
+  // The longest one wait for a collective may last, in seconds (0, the default: no limit). Past
+  // it, wait() throws an error naming this rank and the collective (collective_timeout_message),
+  // and the tool ends the job (abort_on_error.h): a peer that died, hung or never joined cannot
+  // hold the others forever. Training sets distributed.collective_timeout_s. Set it on every rank
+  // alike, between collectives.
+  virtual void set_collective_timeout(double seconds) = 0;
+
   void all_gather(const Tensor& out, const Tensor& in) { all_gather_async(out, in).wait(); }
   void reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
     reduce_scatter_async(out, in, op).wait();
@@ -105,6 +112,11 @@ void check_all_gather_args(const Communicator& comm, const Tensor& out, const Te
 void check_reduce_scatter_args(const Communicator& comm, const Tensor& out, const Tensor& in,
                                ReduceOp op);
 void check_all_reduce_args(const Communicator& comm, const Tensor& inout, ReduceOp op);
+// "all_reduce of 8 f64": a collective over t, as a timeout's message names it.
+std::string collective_name(const char* collective, const Tensor& t);
+// "what" (collective_name's) is collective number `number` of its communicator on this
+// rank; every rank numbers them alike, so the same number names the same collective everywhere.
+std::string collective_timeout_message(const std::string& what, int64_t number, double seconds);
 void check_broadcast_args(const Communicator& comm, const Tensor& inout, int root);
 // Reductions accept f32, f64, i32, i64 and u8 (max only); narrow floats are refused (cast to
 // f32 first).

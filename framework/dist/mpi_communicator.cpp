@@ -3,6 +3,7 @@
 
 #include <climits>
 #include <cmath>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "framework/backend/buffer.h"
+#include "framework/core/error.h"
 #include "framework/core/memory.h"
 #include "framework/dist/launcher_env.h"
 #include "framework/dist/mpi_check.h"
@@ -94,7 +96,9 @@ class MpiCommunicator::Worker {
  public:
   class Task final : public CommHandle::Op {
    public:
-    explicit Task(std::function<void()> body) : body_(std::move(body)) {}
+    // A wait longer than timeout_s (> 0) throws, naming the collective (what, number).
+    Task(std::function<void()> body, std::string what, int64_t number, double timeout_s)
+        : body_(std::move(body)), what_(std::move(what)), number_(number), timeout_s_(timeout_s) {}
     void run() noexcept {
       try {
         body_();
@@ -114,12 +118,21 @@ class MpiCommunicator::Worker {
     }
     void wait() override {
       std::unique_lock lock(mutex_);
-      cv_.wait(lock, [this] { return done_; });
+      if (timeout_s_ > 0.0) {
+        // NOTE: the op stays on the worker, blocked in MPI; the error ends the job (abort_on_error.h).
+        FARTHING_CHECK(cv_.wait_for(lock, std::chrono::duration<double>(timeout_s_), [this] { return done_; }),
+                       collective_timeout_message(what_, number_, timeout_s_));
+      } else {
+        cv_.wait(lock, [this] { return done_; });
+      }
       if (error_) std::rethrow_exception(error_);
     }
 
    private:
     std::function<void()> body_;
+    std::string what_;
+    int64_t number_;
+    double timeout_s_;
     std::mutex mutex_;
     std::condition_variable cv_;
     bool done_ = false;
@@ -214,6 +227,7 @@ int mpi_count(int64_t elements, DType dtype, const char* collective) {
 
 bool is_float(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF64; }
 
+
 MPI_Op native_op(ReduceOp op) { return op == ReduceOp::kSum ? MPI_SUM : MPI_MAX; }
 
 // NOTE: max propagates NaN (std::fmax would drop it), so a non-finite value on any rank is
@@ -283,8 +297,8 @@ MpiCommunicator::~MpiCommunicator() {
   if (!finalized && !unwinding && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-CommHandle MpiCommunicator::submit(std::function<void()> body) {
-  auto task = std::make_shared<Worker::Task>(std::move(body));
+CommHandle MpiCommunicator::submit(std::function<void()> body, std::string what) {
+  auto task = std::make_shared<Worker::Task>(std::move(body), std::move(what), ++issued_, timeout_s_);
   if (worker_) {
     worker_->push(task);
   } else {
@@ -304,7 +318,7 @@ CommHandle MpiCommunicator::all_gather_async(const Tensor& out, const Tensor& in
   return submit([=] {
     if (count == 0) return;
     FARTHING_MPI_CHECK(MPI_Allgather(send, count, type, recv, count, type, comm));
-  });
+  }, collective_name("all_gather", in));
 }
 
 CommHandle MpiCommunicator::reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op) {
@@ -328,7 +342,7 @@ CommHandle MpiCommunicator::reduce_scatter_async(const Tensor& out, const Tensor
     Buffer blocks(Device::cpu(), block_bytes * size_t(world), MemoryCategory::kCommBuffers);
     FARTHING_MPI_CHECK(MPI_Alltoall(send, count, type, blocks.data(), count, type, comm));
     reduce_blocks(recv, blocks.data(), n, world, dtype, op);
-  });
+  }, collective_name("reduce_scatter", in));
 }
 
 CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
@@ -365,7 +379,7 @@ CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
     FARTHING_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, block_count, type, padded.data(), block_count,
                                      type, comm));
     std::memcpy(data, padded.data(), size_t(total) * elem);
-  });
+  }, collective_name("all_reduce", inout));
 }
 
 CommHandle MpiCommunicator::broadcast_async(const Tensor& inout, int root) {
@@ -377,12 +391,12 @@ CommHandle MpiCommunicator::broadcast_async(const Tensor& inout, int root) {
   return submit([=] {
     if (count == 0) return;
     FARTHING_MPI_CHECK(MPI_Bcast(data, count, type, root, comm));
-  });
+  }, collective_name("broadcast", inout));
 }
 
 CommHandle MpiCommunicator::barrier_async() {
   MPI_Comm comm = comm_;
-  return submit([=] { FARTHING_MPI_CHECK(MPI_Barrier(comm)); });
+  return submit([=] { FARTHING_MPI_CHECK(MPI_Barrier(comm)); }, "barrier");
 }
 
 std::unique_ptr<MpiCommunicator> make_world_communicator() {

@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "framework/dist/communicator.h"
 
@@ -58,14 +59,21 @@ class MpiCommunicator final : public Communicator {
   CommHandle all_reduce_async(const Tensor& inout, ReduceOp op) override;
   CommHandle broadcast_async(const Tensor& inout, int root) override;
   CommHandle barrier_async() override;
+  // Bounds each wait on the worker thread; ops that run inline (no MPI_THREAD_MULTIPLE) cannot
+  // be bounded and ignore it.
+  void set_collective_timeout(double seconds) override { timeout_s_ = seconds; }
+  double collective_timeout() const { return timeout_s_; }
 
  private:
   class Worker;
-  CommHandle submit(std::function<void()> body);
+  // `what` names the collective in a timeout's message.
+  CommHandle submit(std::function<void()> body, std::string what);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   Topology topology_{};
   std::unique_ptr<Worker> worker_;
+  double timeout_s_ = 0.0;
+  int64_t issued_ = 0;  // collectives issued so far: the next one's number
 };
 
 // A communicator over every process of the job (MPI_COMM_WORLD), initialising MPI if needed.

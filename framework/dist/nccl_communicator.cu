@@ -4,10 +4,14 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cmath>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "framework/backend/buffer.h"
+#include "framework/core/error.h"
 #include "framework/core/memory.h"
 #include "framework/dist/nccl_check.h"
 #include "kernels/cuda/cuda_check.h"
@@ -77,10 +81,17 @@ void launch_reduce_blocks(void* out, const void* blocks, int64_t n, int world, D
   FARTHING_CUDA_CHECK(cudaGetLastError());
 }
 
+// How a timeout names an op: what it is, and its number on this communicator.
+struct OpName {
+  std::string what;
+  int64_t number = 0;
+  double timeout_s = 0.0;  // > 0: wait() gives up after this long
+};
+
 class NcclOp final : public CommHandle::Op {
  public:
-  NcclOp(int device, cudaEvent_t done, ncclComm_t comm, std::vector<Buffer> temporaries)
-      : device_(device), done_(done), comm_(comm), temporaries_(std::move(temporaries)) {}
+  NcclOp(int device, cudaEvent_t done, ncclComm_t comm, std::vector<Buffer> temporaries, OpName name)
+      : device_(device), done_(done), comm_(comm), temporaries_(std::move(temporaries)), name_(std::move(name)) {}
   ~NcclOp() override {
     // Temporaries are freed after this; a handle is only destroyed after wait() (CommHandle
     // waits in its destructor), so the GPU no longer reads them.
@@ -94,7 +105,26 @@ class NcclOp final : public CommHandle::Op {
   }
   void wait() override {
     FARTHING_CUDA_CHECK(cudaSetDevice(device_));
-    FARTHING_CUDA_CHECK(cudaEventSynchronize(done_));
+    if (name_.timeout_s <= 0.0) {
+      FARTHING_CUDA_CHECK(cudaEventSynchronize(done_));
+    } else {
+      // Poll the event and NCCL's asynchronous error (a peer's failure shows there) until the
+      // deadline; the error then ends the job (abort_on_error.h), which frees the stuck kernels.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(name_.timeout_s);
+      for (;;) {
+        const cudaError_t state = cudaEventQuery(done_);
+        if (state != cudaErrorNotReady) {
+          FARTHING_CUDA_CHECK(state);
+          break;
+        }
+        ncclResult_t async_error = ncclSuccess;
+        FARTHING_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async_error));
+        FARTHING_NCCL_CHECK(async_error);
+        FARTHING_CHECK(std::chrono::steady_clock::now() < deadline,
+                       collective_timeout_message(name_.what, name_.number, name_.timeout_s));
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
     ncclResult_t async_error = ncclSuccess;
     FARTHING_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async_error));
     FARTHING_NCCL_CHECK(async_error);
@@ -105,6 +135,7 @@ class NcclOp final : public CommHandle::Op {
   cudaEvent_t done_;
   ncclComm_t comm_;
   std::vector<Buffer> temporaries_;
+  OpName name_;
 };
 
 }  // namespace
@@ -146,6 +177,7 @@ NcclCommunicator::~NcclCommunicator() {
 
 namespace {
 
+
 // Orders the op after the compute stream's earlier work.
 void begin_op(int device, cudaStream_t compute, cudaEvent_t ready, cudaStream_t stream) {
   FARTHING_CUDA_CHECK(cudaSetDevice(device));
@@ -153,8 +185,8 @@ void begin_op(int device, cudaStream_t compute, cudaEvent_t ready, cudaStream_t 
   FARTHING_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
 }
 
-CommHandle finish_op(int device, ncclComm_t comm, cudaStream_t stream,
-                     std::vector<Buffer> temporaries) {
+CommHandle finish_op(int device, ncclComm_t comm, cudaStream_t stream, std::vector<Buffer> temporaries,
+                     OpName name) {
   cudaEvent_t done = nullptr;
   FARTHING_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   const cudaError_t recorded = cudaEventRecord(done, stream);
@@ -162,7 +194,7 @@ CommHandle finish_op(int device, ncclComm_t comm, cudaStream_t stream,
     cudaEventDestroy(done);
     FARTHING_CUDA_CHECK(recorded);
   }
-  return CommHandle(std::make_shared<NcclOp>(device, done, comm, std::move(temporaries)));
+  return CommHandle(std::make_shared<NcclOp>(device, done, comm, std::move(temporaries), std::move(name)));
 }
 
 // blocks[r*n, (r+1)*n) <- rank r's send[me*n, (me+1)*n): an all-to-all of n-element blocks.
@@ -192,7 +224,8 @@ CommHandle NcclCommunicator::all_gather_async(const Tensor& out, const Tensor& i
     FARTHING_NCCL_CHECK(ncclAllGather(in.data(), out.data(), size_t(in.numel()) * element.per_element,
                                       element.type, impl_->comm, impl_->stream));
   }
-  return finish_op(device_index_, impl_->comm, impl_->stream, {});
+  return finish_op(device_index_, impl_->comm, impl_->stream, {},
+                   {collective_name("all_gather", in), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op) {
@@ -213,7 +246,8 @@ CommHandle NcclCommunicator::reduce_scatter_async(const Tensor& out, const Tenso
     launch_reduce_blocks(out.data(), blocks, int64_t(n), world_size(), in.dtype(), op,
                          impl_->stream);
   }
-  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries));
+  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries),
+                   {collective_name("reduce_scatter", in), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
@@ -247,7 +281,8 @@ CommHandle NcclCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) 
     FARTHING_CUDA_CHECK(cudaMemcpyAsync(inout.data(), padded, used_bytes, cudaMemcpyDeviceToDevice,
                                         impl_->stream));
   }
-  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries));
+  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries),
+                   {collective_name("all_reduce", inout), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::broadcast_async(const Tensor& inout, int root) {
@@ -259,7 +294,8 @@ CommHandle NcclCommunicator::broadcast_async(const Tensor& inout, int root) {
                                       size_t(inout.numel()) * element.per_element, element.type,
                                       root, impl_->comm, impl_->stream));
   }
-  return finish_op(device_index_, impl_->comm, impl_->stream, {});
+  return finish_op(device_index_, impl_->comm, impl_->stream, {},
+                   {collective_name("broadcast", inout), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::barrier_async() {
@@ -270,7 +306,7 @@ CommHandle NcclCommunicator::barrier_async() {
   void* token = temporaries.back().data();
   FARTHING_CUDA_CHECK(cudaMemsetAsync(token, 0, sizeof(int32_t), impl_->stream));
   FARTHING_NCCL_CHECK(ncclAllReduce(token, token, 1, ncclInt32, ncclSum, impl_->comm, impl_->stream));
-  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries));
+  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries), {"barrier", ++issued_, timeout_s_});
 }
 
 }  // namespace farthing

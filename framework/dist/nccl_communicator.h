@@ -44,6 +44,9 @@ class NcclCommunicator final : public Communicator {
   CommHandle all_reduce_async(const Tensor& inout, ReduceOp op) override;
   CommHandle broadcast_async(const Tensor& inout, int root) override;
   CommHandle barrier_async() override;
+  // A bounded wait polls the op's event and NCCL's asynchronous error instead of blocking on
+  // the event (compiled, not yet run on a GPU).
+  void set_collective_timeout(double seconds) override { timeout_s_ = seconds; }
 
  private:
   struct Impl;
@@ -51,6 +54,8 @@ class NcclCommunicator final : public Communicator {
   Topology topology_{};
   int device_index_ = 0;
   void* compute_stream_ = nullptr;
+  double timeout_s_ = 0.0;
+  int64_t issued_ = 0;
 };
 
 }  // namespace farthing

@@ -32,6 +32,8 @@ class StagedCommunicator final : public Communicator {
   CommHandle all_reduce_async(const Tensor& inout, ReduceOp op) override;
   CommHandle broadcast_async(const Tensor& inout, int root) override;
   CommHandle barrier_async() override { return host_.barrier_async(); }
+  // Its waits are the host communicator's.
+  void set_collective_timeout(double seconds) override { host_.set_collective_timeout(seconds); }
 
  private:
   // A host buffer shaped like t, holding a copy of t's values when `fill`.

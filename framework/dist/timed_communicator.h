@@ -33,6 +33,7 @@ class TimedCommunicator final : public Communicator {
   CommHandle all_reduce_async(const Tensor& inout, ReduceOp op) override;
   CommHandle broadcast_async(const Tensor& inout, int root) override;
   CommHandle barrier_async() override;
+  void set_collective_timeout(double seconds) override { inner_.set_collective_timeout(seconds); }
 
  private:
   template <class Issue>

@@ -4,6 +4,9 @@
 // The job must end promptly, non-zero, with a message naming the failing rank.
 // FARTHING_TEST_FAULT_PENDING=1 also leaves a collective in flight on the failing rank while
 // its peers sleep before joining it.
+// FARTHING_TEST_FAULT_HANG=1: the named rank does not throw but hangs (sleeps 600 s) before its
+// next collective, and every rank bounds its waits at 2 s (set_collective_timeout): the peers'
+// waits must end the job, naming the rank that waited and the collective.
 // Relies on: framework/dist (MpiCommunicator, abort_on_error).
 #include <chrono>
 #include <cstdio>
@@ -22,8 +25,13 @@ int main() {
     // FARTHING_TEST_FAULT_PENDING=1: the failing rank has a collective in flight that its peers
     // have not reached; its unwinding must not wait for it.
     const bool pending_mode = std::getenv("FARTHING_TEST_FAULT_PENDING") != nullptr;
+    const bool hang_mode = std::getenv("FARTHING_TEST_FAULT_HANG") != nullptr;
+    if (hang_mode) world->set_collective_timeout(2.0);
     for (int iteration = 0; iteration < 6; ++iteration) {
-      if (world->rank() == fault_rank && iteration == 3) {
+      if (hang_mode && world->rank() == fault_rank && iteration == 3) {
+        std::this_thread::sleep_for(std::chrono::seconds(600));  // hung; killed by a peer's abort
+      }
+      if (!hang_mode && world->rank() == fault_rank && iteration == 3) {
         farthing::CommHandle pending;
         double token = 1.0;
         if (pending_mode) {  // a collective the peers will not join for a long time

@@ -5,7 +5,8 @@
 # "error on rank R of NP" and the injected message on stderr. ctest's TIMEOUT bounds the whole
 # script, which is what "promptly" means here: a hang in a collective would exceed it. The
 # "pending" mode leaves a collective in flight on the failing rank while its peers sleep 600 s
-# before joining it: only an abort that does not wait for it ends the job in time.
+# before joining it: only an abort that does not wait for it ends the job in time. The "hang"
+# mode: a rank stops issuing collectives; its peers' bounded waits end the job.
 set -uo pipefail
 mpiexec=$1; np=$2; driver=$3; shift 3
 log=$(mktemp)
@@ -30,4 +31,23 @@ for fault_rank in 0 $((np - 1)); do
   fi
   echo "ok ($mode): fault on rank $fault_rank of $np -> exit $rc, message names the rank"
 done
+done
+
+# A rank that hangs: its peers' bounded waits (2 s) end the job, naming a waiting rank and the
+# collective, within ctest's TIMEOUT (the hung rank would sleep 600 s).
+unset FARTHING_TEST_FAULT_PENDING
+for hung_rank in 0 $((np - 1)); do
+  FARTHING_TEST_FAULT_HANG=1 FARTHING_TEST_FAULT_RANK=$hung_rank "$mpiexec" -x FARTHING_TEST_FAULT_HANG \
+    -x FARTHING_TEST_FAULT_RANK -n "$np" "$@" "$driver" >"$log" 2>&1
+  rc=$?
+  if [[ $rc -eq 0 ]]; then
+    echo "FAIL: rank $hung_rank hung but the job exited 0:"; cat "$log"; exit 1
+  fi
+  if ! grep -Eq "error on rank [0-9]+ of $np: all_reduce of 1 f64 \(collective #[0-9]+ of this communicator\) has not finished after 2 s" "$log"; then
+    echo "FAIL: no timeout message naming a rank and the collective (exit $rc):"; cat "$log"; exit 1
+  fi
+  if grep -q "error on rank $hung_rank of" "$log"; then
+    echo "FAIL: the hung rank $hung_rank reported the timeout itself:"; cat "$log"; exit 1
+  fi
+  echo "ok (hang): rank $hung_rank hung -> exit $rc, $(grep -o "error on rank [0-9]* of $np: all_reduce[^:]*" "$log" | head -1)"
 done

@@ -41,6 +41,9 @@ class Checker {
     FARTHING_CHECK(c_.distributed.zero_stage >= 1 && c_.distributed.zero_stage <= 3, at("distributed.zero_stage"),
                    " is ", c_.distributed.zero_stage,
                    ", expected 1, 2 or 3 (1: optimizer state and master sharded; 2: + gradients; 3: + parameters)");
+    FARTHING_CHECK(std::isfinite(c_.distributed.collective_timeout_s) && c_.distributed.collective_timeout_s >= 0.0,
+                   at("distributed.collective_timeout_s"), " is ", num(c_.distributed.collective_timeout_s),
+                   ", expected seconds >= 0 (how long a rank waits in a collective before ending the job; 0: forever)");
   }
 
  private:

@@ -194,6 +194,9 @@ struct CheckpointSection {
 // distributed: ZeRO over the ranks of mpirun (world size 1 is the same code).
 struct DistributedSection {
   int zero_stage = 1;  // 1: optimizer state + master sharded; 2: + gradients; 3: + parameters
+  // A collective that waits longer than this ends the job with an error naming the rank and the
+  // collective (a peer died or hung; Communicator::set_collective_timeout). 0: wait forever.
+  double collective_timeout_s = 600.0;
 
   bool operator==(const DistributedSection&) const = default;
 };

@@ -16,9 +16,11 @@
 // and takes steps · latency + sent / bandwidth (bandwidth as nccl-tests' "busbw").
 //
 // Overlap, two schedules:
-//   kNone:    every collective blocks the rank (the trainer today: MPI on the host progresses
-//             nonblocking collectives only inside MPI calls, so a prefetched gather waits for
-//             the acquire);
+//   kNone:    every collective blocks the rank. The trainer today waits for each gradient
+//             reduction and for the publication at once; its ZeRO-3 gathers are prefetched and
+//             run on the MPI communicator's worker thread, so they hide behind compute only
+//             where a core is free for that thread (none is when the ranks fill the cores, as
+//             in the checks of docs/scaling.md);
 //   kStreams: one communication stream beside the compute, in issue order: a prefetched gather
 //             runs during the turn that prefetched it, reductions are issued as backward
 //             finishes each unit and only the optimizer step waits for them (the GPU design; not

@@ -10,7 +10,8 @@
 //  - a non-finite step (fp16 with a loss scale that overflows) is skipped: counted, moments left
 //    at zero, the scale backed off, and the next step taken;
 //  - save and load: a Trainer that loads another's checkpoint evaluates bit for bit alike and
-//    holds the same optimizer state.
+//    holds the same optimizer state;
+//  - the recipe's collective timeout reaches the communicator.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -79,6 +80,21 @@ TEST(Trainer, OneStepFromRandomInit) {
   EXPECT_LT(out.unchanged_fraction, 0.5) << "an lr 1e-3 step should move most bf16 weights";
   EXPECT_EQ(trainer.progress().step, 1);
   EXPECT_EQ(trainer.progress().tokens_seen, out.tokens);
+}
+
+// distributed.collective_timeout_s reaches the communicator the trainer was given (the bound
+// itself is tested by tests/dist/test_fault.sh's hang mode).
+TEST(Trainer, SetsTheCollectiveTimeoutFromTheRecipe) {
+  TempDir dir("timeout");
+  recipe::RunConfig config = base_config(dir.path);
+  config.distributed.collective_timeout_s = 123.5;
+  {
+    Trainer trainer(config, world(), TrainerOutput{.progress = false});
+    EXPECT_EQ(world().collective_timeout(), 123.5);
+  }
+  config.distributed.collective_timeout_s = 0.0;  // and back: no limit for the other tests
+  Trainer trainer(config, world(), TrainerOutput{.progress = false});
+  EXPECT_EQ(world().collective_timeout(), 0.0);
 }
 
 TEST(Trainer, AccumulatedMicroBatchesMatchOneBigOne) {
