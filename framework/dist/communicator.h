@@ -28,6 +28,12 @@ namespace farthing {
 enum class ReduceOp : uint8_t { kSum, kMax };
 std::string_view reduce_op_name(ReduceOp op);
 
+// How floating-point sums are reduced. kOrdered: ((x_0 + x_1) + x_2) + ... in rank order, the
+// same bits on every rank and at every world size (the default; see the NOTE above). kNative:
+// the library's own algorithm (MPI's, NCCL's ring or tree), usually faster and not bitwise:
+// the order of the additions depends on the algorithm, the message size and the world size.
+enum class ReduceOrder : uint8_t { kOrdered, kNative };
+
 // Where this process sits in the job.
 struct Topology {
   int rank = 0;
@@ -97,6 +103,8 @@ class Communicator {
   // hold the others forever. Training sets distributed.collective_timeout_s. Set it on every rank
   // alike, between collectives.
   virtual void set_collective_timeout(double seconds) = 0;
+  // Applies to f32/f64 sums issued from now on (max and integers are exact either way).
+  virtual void set_reduce_order(ReduceOrder order) = 0;
 
   void all_gather(const Tensor& out, const Tensor& in) { all_gather_async(out, in).wait(); }
   void reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {

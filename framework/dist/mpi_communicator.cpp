@@ -333,9 +333,10 @@ CommHandle MpiCommunicator::reduce_scatter_async(const Tensor& out, const Tensor
   void* recv = out.data();
   const int64_t n = out.numel();
   const size_t block_bytes = out.nbytes();
+  const bool native = !is_float(dtype) || (op == ReduceOp::kSum && order_ == ReduceOrder::kNative);
   return submit([=] {
     if (count == 0) return;
-    if (!is_float(dtype)) {
+    if (native) {
       FARTHING_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, count, type, native_op(op), comm));
       return;
     }
@@ -355,9 +356,10 @@ CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
   MPI_Comm comm = comm_;
   void* data = inout.data();
   const int64_t total = inout.numel();
+  const bool native = !is_float(dtype) || (op == ReduceOp::kSum && order_ == ReduceOrder::kNative);
   return submit([=] {
     if (count == 0) return;
-    if (!is_float(dtype)) {
+    if (native) {
       FARTHING_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, count, type, native_op(op), comm));
       return;
     }

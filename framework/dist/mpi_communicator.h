@@ -8,7 +8,8 @@
 // needs MPI_THREAD_MULTIPLE; when MPI was initialised by someone else at a lower level, ops run
 // inline at issue time instead (still correct, no overlap).
 //
-// NOTE (numerics): f32/f64 reductions (sum and max) are not MPI_Allreduce: each rank receives
+// NOTE (numerics): f32/f64 reductions (sum and max) are not MPI_Allreduce (unless sums are set
+// to ReduceOrder::kNative): each rank receives
 // the block it owns from every rank (MPI_Alltoall) and reduces it in rank order 0..N-1, then
 // all_reduce gathers the blocks. Same bytes moved as a ring reduce-scatter/all-gather, result
 // identical on every rank and independent of the algorithm or message size MPI picks; max
@@ -63,6 +64,8 @@ class MpiCommunicator final : public Communicator {
   // be bounded and ignore it.
   void set_collective_timeout(double seconds) override { timeout_s_ = seconds; }
   double collective_timeout() const { return timeout_s_; }
+  void set_reduce_order(ReduceOrder order) override { order_ = order; }
+  ReduceOrder reduce_order() const { return order_; }
 
  private:
   class Worker;
@@ -74,6 +77,7 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Worker> worker_;
   double timeout_s_ = 0.0;
   int64_t issued_ = 0;  // collectives issued so far: the next one's number
+  ReduceOrder order_ = ReduceOrder::kOrdered;
 };
 
 // A communicator over every process of the job (MPI_COMM_WORLD), initialising MPI if needed.

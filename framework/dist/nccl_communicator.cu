@@ -234,7 +234,8 @@ CommHandle NcclCommunicator::reduce_scatter_async(const Tensor& out, const Tenso
   const NcclElement element = nccl_element(in.dtype());
   const size_t n = size_t(out.numel());
   std::vector<Buffer> temporaries;
-  if (n > 0 && !is_float(in.dtype())) {
+  const bool native = !is_float(in.dtype()) || (op == ReduceOp::kSum && order_ == ReduceOrder::kNative);
+  if (n > 0 && native) {
     FARTHING_NCCL_CHECK(ncclReduceScatter(in.data(), out.data(), n, element.type, native_op(op),
                                           impl_->comm, impl_->stream));
   } else if (n > 0) {
@@ -257,7 +258,8 @@ CommHandle NcclCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) 
   const int64_t total = inout.numel();
   const int world = world_size();
   std::vector<Buffer> temporaries;
-  if (total > 0 && !is_float(inout.dtype())) {
+  const bool native = !is_float(inout.dtype()) || (op == ReduceOp::kSum && order_ == ReduceOrder::kNative);
+  if (total > 0 && native) {
     FARTHING_NCCL_CHECK(ncclAllReduce(inout.data(), inout.data(), size_t(total), element.type,
                                       native_op(op), impl_->comm, impl_->stream));
   } else if (total > 0 && world > 1) {

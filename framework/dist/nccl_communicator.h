@@ -47,6 +47,7 @@ class NcclCommunicator final : public Communicator {
   // A bounded wait polls the op's event and NCCL's asynchronous error instead of blocking on
   // the event (compiled, not yet run on a GPU).
   void set_collective_timeout(double seconds) override { timeout_s_ = seconds; }
+  void set_reduce_order(ReduceOrder order) override { order_ = order; }
 
  private:
   struct Impl;
@@ -56,6 +57,7 @@ class NcclCommunicator final : public Communicator {
   void* compute_stream_ = nullptr;
   double timeout_s_ = 0.0;
   int64_t issued_ = 0;
+  ReduceOrder order_ = ReduceOrder::kOrdered;
 };
 
 }  // namespace farthing

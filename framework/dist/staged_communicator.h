@@ -34,6 +34,7 @@ class StagedCommunicator final : public Communicator {
   CommHandle barrier_async() override { return host_.barrier_async(); }
   // Its waits are the host communicator's.
   void set_collective_timeout(double seconds) override { host_.set_collective_timeout(seconds); }
+  void set_reduce_order(ReduceOrder order) override { host_.set_reduce_order(order); }
 
  private:
   // A host buffer shaped like t, holding a copy of t's values when `fill`.

@@ -34,6 +34,7 @@ class TimedCommunicator final : public Communicator {
   CommHandle broadcast_async(const Tensor& inout, int root) override;
   CommHandle barrier_async() override;
   void set_collective_timeout(double seconds) override { inner_.set_collective_timeout(seconds); }
+  void set_reduce_order(ReduceOrder order) override { inner_.set_reduce_order(order); }
 
  private:
   template <class Issue>

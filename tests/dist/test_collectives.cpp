@@ -210,6 +210,46 @@ TEST(Collectives, AllReduceFloatSumCloseToExactSum) {
   }
 }
 
+// ReduceOrder::kNative: MPI's own sum, within the same bound of the exact sum; max stays the
+// rank-ordered, NaN-propagating one; the order goes back to kOrdered and bitwise again.
+TEST(Collectives, NativeSumsAreCloseAndOrderedSumsReturn) {
+  MpiCommunicator& comm = world();
+  const int w = comm.world_size();
+  auto all = values_of_all_ranks<float>(w, 4096, 35);
+  std::vector<float> data = all[size_t(comm.rank())];
+  std::vector<float> scattered(size_t(4096 / w > 0 ? 4096 / w : 1));
+  std::vector<float> whole = all[size_t(comm.rank())];
+  whole.resize(scattered.size() * size_t(w));
+  comm.set_reduce_order(ReduceOrder::kNative);
+  comm.all_reduce(view(data), ReduceOp::kSum);
+  comm.reduce_scatter(view(scattered), view(whole), ReduceOp::kSum);
+  comm.set_reduce_order(ReduceOrder::kOrdered);
+  auto bound = [&](size_t i, long double& exact) {
+    long double magnitude = 0;
+    exact = 0;
+    for (int r = 0; r < w; ++r) {
+      exact += all[size_t(r)][i];
+      magnitude += std::fabs(all[size_t(r)][i]);
+    }
+    return double(magnitude) * w * std::numeric_limits<float>::epsilon();
+  };
+  for (size_t i = 0; i < data.size(); ++i) {
+    long double exact = 0;
+    const double b = bound(i, exact);
+    ASSERT_LE(std::fabs(double(data[i] - exact)), b) << "all_reduce element " << i;
+  }
+  for (size_t i = 0; i < scattered.size(); ++i) {
+    const size_t g = size_t(comm.rank()) * scattered.size() + i;
+    long double exact = 0;
+    const double b = bound(g, exact);
+    ASSERT_LE(std::fabs(double(scattered[i] - exact)), b) << "reduce_scatter element " << g;
+  }
+  check_all_reduce<float>(ReduceOp::kSum, 36);  // ordered again: bitwise
+  comm.set_reduce_order(ReduceOrder::kNative);
+  check_all_reduce<float>(ReduceOp::kMax, 37);  // max is exact and ordered either way
+  comm.set_reduce_order(ReduceOrder::kOrdered);
+}
+
 TEST(Collectives, AllReduceMaxAndIntegers) {
   check_all_reduce<float>(ReduceOp::kMax, 33);
   check_all_reduce<double>(ReduceOp::kMax, 34);

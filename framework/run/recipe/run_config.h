@@ -26,6 +26,7 @@
 
 #include "framework/backend/fp8_policy.h"
 #include "framework/data/dataset_options.h"
+#include "framework/dist/communicator.h"
 #include "framework/optim/lr_schedule.h"
 #include "framework/optim/optim_config.h"
 #include "framework/run/recipe/enum_names.h"
@@ -62,7 +63,10 @@ inline constexpr std::array<std::pair<models::Checkpointing, std::string_view>, 
     {models::Checkpointing::kNone, "none"}, {models::Checkpointing::kPerBlock, "per_block"}}};
 
 template <> struct EnumNames<Precision> { static constexpr const auto& table = kPrecisionNames; };
+inline constexpr std::array<std::pair<ReduceOrder, std::string_view>, 2> kReduceOrderNames{{
+    {ReduceOrder::kOrdered, "ordered"}, {ReduceOrder::kNative, "native"}}};
 template <> struct EnumNames<TrainDevice> { static constexpr const auto& table = kTrainDeviceNames; };
+template <> struct EnumNames<ReduceOrder> { static constexpr const auto& table = kReduceOrderNames; };
 template <> struct EnumNames<Nonfinite> { static constexpr const auto& table = kNonfiniteNames; };
 template <> struct EnumNames<DataFormat> { static constexpr const auto& table = kDataFormatNames; };
 template <> struct EnumNames<OptimizerName> { static constexpr const auto& table = kOptimizerNames; };
@@ -197,6 +201,10 @@ struct DistributedSection {
   // A collective that waits longer than this ends the job with an error naming the rank and the
   // collective (a peer died or hung; Communicator::set_collective_timeout). 0: wait forever.
   double collective_timeout_s = 600.0;
+  // Float sums over ranks (ZeRO's gradients, the loss, the optimizer's norms): ordered (fixed
+  // rank order: np=N bit-identical to np=1) or native (MPI's or NCCL's own algorithm: faster on
+  // large worlds, not bitwise). Communicator.h's ReduceOrder.
+  ReduceOrder reduce = ReduceOrder::kOrdered;
 
   bool operator==(const DistributedSection&) const = default;
 };

@@ -189,6 +189,8 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   // From here on every rank issues the same collectives: a wait past the limit means a peer died or hung.
   comm_.set_collective_timeout(config_.distributed.collective_timeout_s);
   if (device_comm_) device_comm_->set_collective_timeout(config_.distributed.collective_timeout_s);
+  comm_.set_reduce_order(config_.distributed.reduce);
+  if (device_comm_) device_comm_->set_reduce_order(config_.distributed.reduce);
   recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
   model_config_json_ = models::config_to_hf_json(source_.config);
   progress_.seed = t.seed;

@@ -168,6 +168,7 @@ TEST(RecipeErrors, RangesNameTheKeyValueAndBound) {
                         Case{"distributed", "zero_stage", "0", "expected 1, 2 or 3"},
                         Case{"distributed", "zero_stage", "4", "expected 1, 2 or 3"},
                         Case{"distributed", "collective_timeout_s", "-1", "expected seconds >= 0"},
+                        Case{"distributed", "reduce", "fast", "expected ordered|native"},
                         Case{"distributed", "collective_timeout_s", ".inf", "expected a number"},
                         Case{"checkpoint", "keep_last", "-1", "expected a whole number >= 0"},
                         Case{"checkpoint", "save_every", "-1", "expected a whole number >= 0"},

@@ -11,7 +11,7 @@
 //    at zero, the scale backed off, and the next step taken;
 //  - save and load: a Trainer that loads another's checkpoint evaluates bit for bit alike and
 //    holds the same optimizer state;
-//  - the recipe's collective timeout reaches the communicator.
+//  - the recipe's collective timeout and reduce order reach the communicator.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -82,19 +82,24 @@ TEST(Trainer, OneStepFromRandomInit) {
   EXPECT_EQ(trainer.progress().tokens_seen, out.tokens);
 }
 
-// distributed.collective_timeout_s reaches the communicator the trainer was given (the bound
-// itself is tested by tests/dist/test_fault.sh's hang mode).
-TEST(Trainer, SetsTheCollectiveTimeoutFromTheRecipe) {
-  TempDir dir("timeout");
+// distributed.collective_timeout_s and distributed.reduce reach the communicator the trainer was
+// given (the bound itself is tested by tests/dist/test_fault.sh's hang mode, native sums by
+// tests/dist/test_collectives.cpp).
+TEST(Trainer, SetsTheCommunicatorFromTheRecipe) {
+  TempDir dir("communicator");
   recipe::RunConfig config = base_config(dir.path);
   config.distributed.collective_timeout_s = 123.5;
+  config.distributed.reduce = ReduceOrder::kNative;
   {
     Trainer trainer(config, world(), TrainerOutput{.progress = false});
     EXPECT_EQ(world().collective_timeout(), 123.5);
+    EXPECT_EQ(world().reduce_order(), ReduceOrder::kNative);
   }
-  config.distributed.collective_timeout_s = 0.0;  // and back: no limit for the other tests
+  config.distributed.collective_timeout_s = 0.0;  // and back, for the other tests
+  config.distributed.reduce = ReduceOrder::kOrdered;
   Trainer trainer(config, world(), TrainerOutput{.progress = false});
   EXPECT_EQ(world().collective_timeout(), 0.0);
+  EXPECT_EQ(world().reduce_order(), ReduceOrder::kOrdered);
 }
 
 TEST(Trainer, AccumulatedMicroBatchesMatchOneBigOne) {
