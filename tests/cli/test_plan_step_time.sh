@@ -5,7 +5,8 @@
 #    (stage 1 sends 10P·7/8 bytes, stage 3 8P·7/8, stage 2 6P·7/8); overlapping is never slower;
 #    at world size 1 nothing is sent;
 #  - a profile measured by `farthing bench dist --out` (stories260k, np 1) predicts the recipe's
-#    steps, and one of another shape is refused naming both shapes; its links mean nothing at np 1;
+#    steps; one of another shape or another model is refused naming both; its links mean nothing
+#    at np 1;
 #  - bad input is one error line naming what was wrong, exit 1.
 # usage: test_plan_step_time.sh FARTHING_BINARY PROJECT_DIR
 set -u
@@ -69,6 +70,8 @@ expect_error "missing profile" "$tmp/absent.json" -- "$stories" --preset stories
   --profile "$tmp/absent.json"
 expect_error "profile of another shape" "micro_batch 1 x seq_len 32, but the recipe has 16 x 256" -- "$stories" \
   --preset stories260k --interconnect nvlink --profile "$tmp/np1.json"
+expect_error "profile of another model" "but the recipe's model .* has" -- "$recipe8b" --preset llama3.1-8b \
+  --set data.seq_len=32 --set train.micro_batch=1 --interconnect nvlink --profile "$tmp/np1.json"
 expect_error "links measured at np 1" "world size 1" -- "$stories" --preset stories260k --set data.seq_len=32 \
   --set train.micro_batch=1 --interconnect "$tmp/np1.json" --profile "$tmp/np1.json"
 echo "PASS"

@@ -162,6 +162,7 @@ int run_dist_bench(const BenchOptions& options) {
     train::StepTimeline timeline;
     train::Trainer trainer(rc, *comm, train::TrainerOutput{.progress = false, .timeline = &timeline});
     const models::UnitSchedule schedule = models::Transformer::unit_schedule(trainer.model().spec());
+    mine_out.param_count = trainer.model().layout().param_count();
     const dist::ZeroLayout& zero = trainer.zero_layout();
     const dist::ParamStoreOptions& so = trainer.store_options();
     trainer.train_step();  // warm-up: primitive caches, first touches

@@ -439,6 +439,10 @@ StepTimePlan plan_step_time(const PlanArgs& a, const farthing::recipe::RunConfig
                    a.profile, " measured micro_batch ", profile->batch, " x seq_len ", profile->seq, ", but the recipe has ",
                    r.train.micro_batch, " x ", r.data.seq_len, "; measure at the recipe's shape (farthing bench dist "
                    "--preset P --batch B --seq T --out FILE) or --set them");
+    const int64_t params = spec.layout.param_count();
+    FARTHING_CHECK(profile->param_count == params, "farthing plan --profile ", a.profile, " measured ", profile->preset,
+                   " (", profile->param_count, " parameters), but the recipe's model ", model.name, " has ", params,
+                   ": measure the recipe's model (farthing bench dist --preset P --out FILE)");
     char text[256];
     std::snprintf(text, sizeof text, "measured by farthing bench dist on %s at np %d, %d threads per rank (%s)",
                   profile->preset.c_str(), profile->world_size, profile->threads, a.profile.c_str());

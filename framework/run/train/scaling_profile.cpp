@@ -40,6 +40,7 @@ void write_scaling_profile(const std::filesystem::path& path, const ScalingProfi
                   {"batch", p.batch},
                   {"threads", p.threads},
                   {"world_size", p.world_size},
+                  {"param_count", p.param_count},
                   {"links",
                    {{"source", p.links.source},
                     {"all_gather", link_json(p.links.all_gather)},
@@ -63,6 +64,7 @@ ScalingProfile read_scaling_profile(const std::filesystem::path& path) {
     p.batch = j.at("batch").get<int64_t>();
     p.threads = j.at("threads").get<int>();
     p.world_size = j.at("world_size").get<int>();
+    p.param_count = j.at("param_count").get<int64_t>();
     const json& links = j.at("links");
     p.links = {"measured np " + std::to_string(p.world_size) + " (" + path.filename().string() + ")",
                links.at("source").get<std::string>(), link_from(links.at("all_gather")),

@@ -18,6 +18,7 @@ struct ScalingProfile {
   int64_t seq = 0, batch = 0;
   int threads = 0;     // OpenMP threads per rank
   int world_size = 1;  // where it was measured
+  int64_t param_count = 0;  // of the measured model: a profile only times the model it measured
   Interconnect links;  // measured; meaningless at world size 1
   std::vector<int> stages;            // ZeRO stage of each compute below
   std::vector<StepCompute> compute;   // the slowest rank's, per stage

@@ -323,6 +323,7 @@ TEST(ScalingProfile, RoundTripsAndRefusesMalformedFiles) {
   p.batch = 1;
   p.threads = 2;
   p.world_size = 3;
+  p.param_count = 124439808;
   p.links = {"measured", "here", {1e-6, 2e9}, {2e-6, 3e9}, {3e-6, 4e9}};
   for (int stage : {1, 2, 3}) {
     StepCompute c;
@@ -340,6 +341,7 @@ TEST(ScalingProfile, RoundTripsAndRefusesMalformedFiles) {
   EXPECT_EQ(q.preset, p.preset);
   EXPECT_EQ(q.seq, 256);
   EXPECT_EQ(q.world_size, 3);
+  EXPECT_EQ(q.param_count, 124439808);
   EXPECT_EQ(q.links.reduce_scatter.bytes_per_s, 3e9);
   EXPECT_EQ(q.links.all_reduce.latency_s, 3e-6);
   EXPECT_EQ(q.compute_at(2).turn_seconds, p.compute[1].turn_seconds);  // bit for bit through JSON
