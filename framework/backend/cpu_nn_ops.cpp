@@ -10,6 +10,7 @@
 #include "kernels/cpu/fp8_cpu.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/cpu/nn_cpu.h"
+#include "kernels/numerics/fp8_workspace.h"
 
 namespace farthing {
 
@@ -26,7 +27,7 @@ void CpuNnOps::fp8_quantize(const Fp8QuantizeArgs& args) {
 }
 
 int64_t CpuNnOps::fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const {
-  return k::fp8_matmul_workspace_bytes_cpu(a_elems, b_elems, power_of_two);
+  return numerics::fp8_matmul_workspace_bytes(numerics::Fp8GemmEngine::kEmulated, a_elems, b_elems, power_of_two);
 }
 
 void CpuNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c,

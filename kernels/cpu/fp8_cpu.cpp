@@ -182,10 +182,6 @@ void fp8_dequantize_bf16_cpu(const Fp8Operand& x, uint16_t* out) {
   dequantize(x, out, [](float v) { return nm::f32_to_bf16_rne(v); });
 }
 
-int64_t fp8_matmul_workspace_bytes_cpu(int64_t a_elems, int64_t b_elems, bool power_of_two) {
-  return (a_elems + b_elems) * (power_of_two ? 2 : 4);
-}
-
 void fp8_matmul_cpu(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                     void* workspace) {
   // The backend has checked that the operands fit the shape.

@@ -26,12 +26,9 @@ void fp8_quantize_cpu(const Fp8QuantizeArgs& args);
 void fp8_dequantize_f32_cpu(const Fp8Operand& x, float* out);
 void fp8_dequantize_bf16_cpu(const Fp8Operand& x, uint16_t* out);
 
-// Bytes of scratch fp8_matmul_cpu needs: both operands dequantized (2 bytes an element with
-// power-of-two scales, else 4).
-int64_t fp8_matmul_workspace_bytes_cpu(int64_t a_elems, int64_t b_elems, bool power_of_two);
-
 // C(m, n) (+)= op(dequant A) · op(dequant B), with shape's transposes as in matmul_cpu; a and b
-// are the operands as stored (a: m x k, or k x m when trans_a).
+// are the operands as stored (a: m x k, or k x m when trans_a). workspace: numerics::
+// fp8_matmul_workspace_bytes(Fp8GemmEngine::kEmulated, ...) bytes (kernels/numerics/fp8_workspace.h).
 void fp8_matmul_cpu(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                     void* workspace);
 

@@ -17,6 +17,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_cuda.h"
 #include "kernels/cuda/matmul_cublaslt.h"
+#include "kernels/numerics/fp8_workspace.h"
 
 
 namespace farthing::kernels {
@@ -25,13 +26,11 @@ namespace nm = farthing::numerics;
 
 namespace {
 
-constexpr int64_t kAlign = 256;  // every workspace part starts on a 256-byte boundary
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+// The workspace's layout is kernels/numerics/fp8_workspace.h's, part by part.
+constexpr int64_t kAlign = nm::kFp8LtAlign;
+constexpr int64_t round_up(int64_t x, int64_t to) { return nm::fp8_round_up(x, to); }
 
-// Scale floats the FP8 path may rearrange for one operand of `elems` elements. Enough for any
-// operand with k >= 32 (1 x 128 tiles: rows * ceil(k/128) <= elems / 32); a plan that would need
-// more takes the fallback, so the bound is a size, never a correctness, question.
-int64_t scale_budget_floats(int64_t elems) { return (elems + 31) / 32 + 1024; }
+constexpr int64_t scale_budget_floats(int64_t elems) { return nm::fp8_lt_scale_budget_floats(elems); }
 
 // How one operand reaches cuBLASLt: stored (rows, cols), reduced over its columns (k_is_cols)
 // or its rows. In K-major form it is (outer, k).
@@ -192,12 +191,7 @@ size_t MatmulFp8Lt::fp8_plans() const {
 size_t MatmulFp8Lt::fallback_plans() const { return state_->plans.size() - fp8_plans(); }
 
 int64_t MatmulFp8Lt::workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) {
-  const int64_t fp8_path = kLtWorkspaceBytes + round_up(a_elems, kAlign) + round_up(b_elems, kAlign) +
-                           round_up(4 * scale_budget_floats(a_elems), kAlign) +
-                           round_up(4 * scale_budget_floats(b_elems), kAlign);
-  const int64_t width = power_of_two ? 2 : 4;
-  const int64_t fallback = round_up(a_elems * width, kAlign) + b_elems * width;
-  return fp8_path > fallback ? fp8_path : fallback;
+  return nm::fp8_matmul_workspace_bytes(nm::Fp8GemmEngine::kCublasLt, a_elems, b_elems, power_of_two);
 }
 
 void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,

@@ -45,6 +45,7 @@
 #include <memory>
 
 #include "kernels/numerics/fp8_operand.h"
+#include "kernels/numerics/fp8_workspace.h"
 #include "kernels/numerics/op_shapes.h"
 
 namespace farthing::kernels {
@@ -54,7 +55,7 @@ class MatmulLt;
 class MatmulFp8Lt {
  public:
   // cuBLASLt's own scratch, carved from the caller's workspace (NVIDIA's advice for Hopper).
-  static constexpr int64_t kLtWorkspaceBytes = int64_t(32) << 20;
+  static constexpr int64_t kLtWorkspaceBytes = numerics::kFp8LtScratchBytes;
 
   // dense: the backend's dense GEMM, used by the fallback (must outlive this object).
   explicit MatmulFp8Lt(MatmulLt& dense);
@@ -63,9 +64,8 @@ class MatmulFp8Lt {
   MatmulFp8Lt& operator=(const MatmulFp8Lt&) = delete;
 
   // Device scratch run() needs for operands of these sizes, power_of_two = both operands'
-  // power_of_two (as the CPU's fp8_matmul_workspace_bytes_cpu): the larger of the FP8 path
-  // (transposed codes, rearranged scales, kLtWorkspaceBytes) and the fallback (both operands
-  // dequantized, 2 or 4 bytes an element).
+  // power_of_two: kernels/numerics/fp8_workspace.h's cuBLASLt engine (the larger of the FP8
+  // path and the fallback).
   static int64_t workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two);
 
   // Queues C (+)= op(A) op(B) on `stream`; does not wait. Operands already checked

@@ -79,14 +79,18 @@ int64_t Fp8Linears::history_tensors(const TransformerSpec& spec, const Fp8Recipe
   return int64_t(projections(spec, recipe).size()) * kFp8Roles;
 }
 
+numerics::Fp8GemmEngine fp8_gemm_engine(Device device) {
+  return device.kind == DeviceKind::kCuda ? numerics::Fp8GemmEngine::kCublasLt : numerics::Fp8GemmEngine::kEmulated;
+}
+
 int64_t Fp8Linears::buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq, const Fp8Recipe& recipe,
-                                 const NnOps& ops) {
+                                 numerics::Fp8GemmEngine engine) {
   const std::vector<Fp8Projection> ps = projections(spec, recipe);
   const int64_t m = batch * seq;
   const SlotSize s = slot_size(ps, m);
   const int64_t operand = workspace_operand_elems(ps, m);
   return 2 * (align64(s.elems) + align64(s.scales * 4)) + align64(scalar_floats(recipe, ps) * 4) +
-         align64(ops.fp8_matmul_workspace_bytes(operand, operand, recipe.power_of_two_scales));
+         align64(numerics::fp8_matmul_workspace_bytes(engine, operand, operand, recipe.power_of_two_scales));
 }
 
 int64_t Fp8Linears::scalar_floats(const Fp8Recipe& recipe, const std::vector<Fp8Projection>& projections) {

@@ -25,6 +25,7 @@
 #include "framework/backend/buffer.h"
 #include "framework/backend/fp8_policy.h"
 #include "framework/backend/nn_ops.h"
+#include "kernels/numerics/fp8_workspace.h"
 #include "models/common/transformer_spec.h"
 
 namespace farthing::models {
@@ -32,7 +33,13 @@ namespace farthing::models {
 struct Fp8Options {
   const Fp8Recipe* recipe = nullptr;  // nullptr: no FP8 (not owned)
   Fp8AmaxHistory* history = nullptr;  // kTensorDelayed: the trainer's history (not owned)
+  // Sizing without ops (`farthing plan`): whose GEMM workspace Transformer::buffer_bytes counts.
+  // With ops, the ops' device decides (fp8_gemm_engine).
+  numerics::Fp8GemmEngine planned_engine = numerics::Fp8GemmEngine::kEmulated;
 };
+
+// The FP8 GEMM engine of ops on `device`: cuBLASLt on CUDA, the emulation elsewhere.
+numerics::Fp8GemmEngine fp8_gemm_engine(Device device);
 
 // One FP8 projection: its weight's global offset, its unit and its GEMM dims (K in, N out).
 struct Fp8Projection {
@@ -49,7 +56,7 @@ class Fp8Linears {
   // The constructor's buffers (operand slots, scalars, GEMM workspace), bytes (kActivations);
   // without a UnitStorage also every weight's codes (flat_weight_bytes, kWeights).
   static int64_t buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq, const Fp8Recipe& recipe,
-                              const NnOps& ops);
+                              numerics::Fp8GemmEngine engine);
   static int64_t flat_weight_bytes(const TransformerSpec& spec, const Fp8Recipe& recipe);
   // What quantize_unit allocates for one unit's weights (kWeights).
   static int64_t unit_bytes(const TransformerSpec& spec, int unit, const Fp8Recipe& recipe);

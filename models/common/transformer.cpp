@@ -206,8 +206,9 @@ TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, in
   b.narrow_scratch = 2 * narrow_slot_elems(spec.config, batch, seq, options) * 2;
   b.inputs = input_elems(spec.config, batch, seq) * 4;
   if (options.fp8.recipe != nullptr) {
-    const NnOps& ops = options.ops != nullptr ? *options.ops : backend_for(Device::cpu()).nn();
-    b.fp8 = Fp8Linears::buffer_bytes(spec, batch, seq, *options.fp8.recipe, ops);
+    const numerics::Fp8GemmEngine engine =
+        options.ops != nullptr ? fp8_gemm_engine(options.ops->device()) : options.fp8.planned_engine;
+    b.fp8 = Fp8Linears::buffer_bytes(spec, batch, seq, *options.fp8.recipe, engine);
     if (options.unit_storage == nullptr) b.working += Fp8Linears::flat_weight_bytes(spec, *options.fp8.recipe);
   }
   return b;

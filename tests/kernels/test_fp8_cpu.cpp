@@ -26,6 +26,7 @@
 #include "kernels/cpu/fp8_cpu.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/fp8_scaling.h"
+#include "kernels/numerics/fp8_workspace.h"
 #include "tests/support/test_support.h"
 
 namespace farthing::kernels {
@@ -455,8 +456,10 @@ void check_gemm(const GemmCase& g, bool pow2, NnOps* ops) {
   for (auto& v : c) v = rng.uniform() * 2 - 1;
   const std::vector<float> c0 = c;
 
-  const int64_t ws_bytes = ops != nullptr ? ops->fp8_matmul_workspace_bytes(a_rows * a_cols, b_rows * b_cols, pow2)
-                                          : fp8_matmul_workspace_bytes_cpu(a_rows * a_cols, b_rows * b_cols, pow2);
+  const int64_t ws_bytes =
+      ops != nullptr ? ops->fp8_matmul_workspace_bytes(a_rows * a_cols, b_rows * b_cols, pow2)
+                     : nm::fp8_matmul_workspace_bytes(nm::Fp8GemmEngine::kEmulated, a_rows * a_cols,
+                                                            b_rows * b_cols, pow2);
   ASSERT_EQ(ws_bytes, (a_rows * a_cols + b_rows * b_cols) * (pow2 ? 2 : 4));
   // Guard bytes after the workspace: the GEMM must stay within what it asked for.
   std::vector<uint8_t> ws(size_t(ws_bytes) + 64, 0xA5);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "framework/backend/backend.h"
 #include "framework/core/error.h"
 #include "framework/dist/param_store.h"
 #include "framework/dist/zero_layout.h"
@@ -185,7 +186,11 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
 
   // Over the ParamStore the model allocates no whole parameter, gradient or GEMM-copy buffer.
   const Fp8Recipe fp8 = uses_fp8(config) ? fp8_recipe_of(config) : Fp8Recipe{};
-  const models::ModelOptions model_options = model_options_of(config, &fp8, nullptr);
+  models::ModelOptions model_options = model_options_of(config, &fp8, nullptr);
+  // The FP8 GEMM workspace is the device's: cuBLASLt's on CUDA (auto: where this machine has a GPU).
+  const bool on_cuda = t.device == recipe::TrainDevice::kCuda ||
+                       (t.device == recipe::TrainDevice::kAuto && visible_cuda_devices() > 0);
+  model_options.fp8.planned_engine = on_cuda ? numerics::Fp8GemmEngine::kCublasLt : numerics::Fp8GemmEngine::kEmulated;
   e.model_buffers = models::Transformer::buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options);
   e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
 

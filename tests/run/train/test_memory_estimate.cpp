@@ -22,8 +22,10 @@
 #include "framework/data/token_file.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/run/train/memory_estimate.h"
+#include "framework/run/train/model_options.h"
 #include "framework/run/train/trainer.h"
 #include "tests/run/train/trainer_test_support.h"
+#include "models/common/fp8_linears.h"
 #include "models/common/presets.h"
 
 namespace farthing::train {
@@ -178,6 +180,31 @@ TEST(MemoryEstimate, Fp8BlockScaling) {
   c.optimizer.state = optim::StateFormat::kBlock8;
   c.optimizer.master = optim::MasterMode::kF32;
   expect_within_10_percent(c, models::preset_config("stories260k"), "fp8 block scaling, 8bit state, f32 master");
+}
+
+// train.device: cuda sizes the FP8 GEMM workspace as cuBLASLt needs it (kernels/numerics/
+// fp8_workspace.h), not as the CPU emulation does; nothing else in the plan moves. (No GPU here:
+// the CUDA allocation itself is checked by the GPU check script, not by this test.)
+TEST(MemoryEstimate, Fp8WorkspaceIsTheDevicesEngine) {
+  TempDir dir("fp8_device");
+  recipe::RunConfig c = base_config(dir.path);
+  c.train.precision = recipe::Precision::kFp8;
+  const models::ModelConfig model = models::preset_config("stories260k");
+  const MemoryEstimate cpu = estimate_memory(c, model, world().world_size());
+  c.train.device = recipe::TrainDevice::kCuda;
+  const MemoryEstimate cuda = estimate_memory(c, model, world().world_size());
+  const models::TransformerSpec spec = models::make_spec(model);
+  const Fp8Recipe fp8 = fp8_recipe_of(c);
+  const int64_t lt = models::Fp8Linears::buffer_bytes(spec, c.train.micro_batch, c.data.seq_len, fp8,
+                                                      numerics::Fp8GemmEngine::kCublasLt);
+  const int64_t emulated = models::Fp8Linears::buffer_bytes(spec, c.train.micro_batch, c.data.seq_len, fp8,
+                                                            numerics::Fp8GemmEngine::kEmulated);
+  EXPECT_EQ(cpu.model_buffers.fp8, emulated);
+  EXPECT_EQ(cuda.model_buffers.fp8, lt);
+  EXPECT_GE(lt, numerics::kFp8LtScratchBytes);  // cuBLASLt's own scratch is part of it
+  EXPECT_GT(lt, emulated);
+  EXPECT_EQ(cuda.bytes(MemoryCategory::kActivations) - cpu.bytes(MemoryCategory::kActivations), lt - emulated);
+  EXPECT_EQ(cuda.model_state_bytes(), cpu.model_state_bytes());
 }
 
 // FP8 per-tensor delayed scaling over ZeRO-3 with per-block recomputation and accumulation.
