@@ -13,7 +13,8 @@
 //    and a timeline that does not follow the schedule refused;
 //  - the timed communicator forwards each collective and records its issue, tests and waits;
 //  - a real Trainer's steps (world 1, or mpirun's): the turns, the optimizer and the rest add up
-//    to the step; over several ranks the collectives' time is there and inside the step;
+//    to the step; over several ranks the collectives' time is there and inside the step, and the
+//    model's bytes are the store's own count of what it sent;
 //  - the profile file written and read back unchanged; a malformed one refused naming the file.
 #include <gtest/gtest.h>
 
@@ -291,14 +292,24 @@ TEST(MeasuredStep, RealTrainerStepsAddUp) {
   c.train.grad_accum = 2;
   c.train.log_every = 0;
   c.checkpoint.run_dir = (dir.path / "run").string();
-  for (int stage : {1, 3}) {
+  for (int stage : {1, 2, 3}) {
     c.distributed.zero_stage = stage;
     StepTimeline timeline;
     Trainer trainer(c, world(), TrainerOutput{.progress = false, .timeline = &timeline});
     const models::UnitSchedule schedule = models::Transformer::unit_schedule(trainer.model().spec());
+    const int64_t sent_before = trainer.bytes_communicated();
     trainer.train_step();
+    const double sent = double(trainer.bytes_communicated() - sent_before);
     ASSERT_EQ(timeline.passes.size(), 2u);
     const MeasuredStep m = measured_step(schedule, timeline, trainer.zero_layout().owned_elems());
+    // The model's collectives are the trainer's: its bytes are the store's own count, but for the
+    // model's 4 small all-reduces and the store's padding of all-reduce blocks to N.
+    const StepPrediction p = predict_step(schedule, trainer.zero_layout(), ZeroSetup{.zero_stage = stage}, m.compute,
+                                          kLink, Overlap::kNone);
+    const int n = world().world_size();
+    EXPECT_NEAR(p.bytes_sent, sent, n == 1 ? 0.0 : 64.0 + 8.0 * n * double(trainer.zero_layout().units().size()))
+        << "stage " << stage;
+    if (n > 1) EXPECT_GT(sent, 0.0);
     const double turns = std::accumulate(m.compute.turn_seconds.begin(), m.compute.turn_seconds.end(), 0.0);
     for (double t : m.compute.turn_seconds) EXPECT_GE(t, 0.0);
     EXPECT_GT(m.compute.optimizer_seconds, 0.0);
