@@ -111,7 +111,9 @@ void check_case(const Case& k) {
   const auto loss = stored.forward_backward_sum(tokens.data(), targets.data(), 0.01f);
   EXPECT_EQ(loss.sum, expected_loss.sum);
   EXPECT_EQ(loss.counted, expected_loss.counted);
-  if (k.fused) EXPECT_EQ(hook_calls, int(zero.units().size()));
+  if (k.fused) {
+    EXPECT_EQ(hook_calls, int(zero.units().size()));
+  }
 
   for (size_t s = 0; s < store.shards().size(); ++s) {
     const optim::ShardSpec& shard = store.shards()[s];
@@ -165,7 +167,9 @@ TEST(ParamStore, PublishGathersTheOwnersWeights) {
     }
     store.publish_weights();
     if (stage == 3) {  // another rank's element is not here
-      if (comm.world_size() > 1) EXPECT_THROW(store.weight_at(zero.owned(1, (comm.rank() + 1) % comm.world_size()).begin), Error);
+      if (comm.world_size() > 1) {
+        EXPECT_THROW(store.weight_at(zero.owned(1, (comm.rank() + 1) % comm.world_size()).begin), Error);
+      }
       continue;
     }
     int64_t wrong = 0;

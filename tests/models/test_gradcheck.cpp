@@ -10,6 +10,7 @@
 #include "models/common/transformer.h"
 #include "models/gpt2/gpt2.h"
 #include "models/llama/llama.h"
+#include "tests/models/model_test_options.h"
 #include "tests/support/test_support.h"
 
 namespace farthing::models {
@@ -35,7 +36,7 @@ class GradCheck : public ::testing::TestWithParam<ModelFamily> {};
 TEST_P(GradCheck, DirectionalDerivativesMatchFiniteDifferences) {
   const ModelConfig c = micro(GetParam());
   const int64_t B = 2, T = 9;
-  Transformer m(make_spec(c), B, T, {ComputeMode::kF32, Checkpointing::kNone, 4});
+  Transformer m(make_spec(c), B, T, testing::model_options(ComputeMode::kF32, Checkpointing::kNone, 4));
   m.init_weights(3, 0.3f);
   test::SplitMix64 rng(5);
   std::vector<int32_t> tokens, targets;

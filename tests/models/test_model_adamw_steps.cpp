@@ -26,6 +26,7 @@
 #include "models/common/presets.h"
 #include "models/common/transformer.h"
 #include "tests/models/model_golden.h"
+#include "tests/models/model_test_options.h"
 
 namespace farthing::models {
 namespace {
@@ -86,7 +87,7 @@ StepRun run_steps(const std::string& name, const GroupOf& group_of, bool report)
   const auto& targets = s.at("targets");
   FARTHING_CHECK(ids.dims.size() == 3 && ids.dims[0] == kSteps, name, ": expected input_ids (", kSteps, ", B, T)");
   const int64_t B = ids.dims[1], T = ids.dims[2], V = config.vocab_size;
-  Transformer model(make_spec(config), B, T, ModelOptions{ComputeMode::kF32, Checkpointing::kNone, 5});
+  Transformer model(make_spec(config), B, T, testing::model_options(ComputeMode::kF32, Checkpointing::kNone, 5));
   const int64_t total = model.layout().total_elems();
   std::memset(model.params(), 0, size_t(total) * 4);
   for (const ParamEntry& e : model.layout().entries()) {

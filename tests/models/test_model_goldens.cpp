@@ -11,6 +11,7 @@
 #include "models/common/presets.h"
 #include "models/common/transformer.h"
 #include "tests/models/model_golden.h"
+#include "tests/models/model_test_options.h"
 
 namespace farthing::models {
 namespace {
@@ -26,7 +27,7 @@ TEST_P(ModelGolden, LogitsLossAndEveryGradientMatchPyTorch) {
   const ModelConfig config = config_from_hf_json(g.at("config_json").text(), GetParam());
   const auto& ids = g.at("input_ids");
   const int64_t B = ids.dims[0], T = ids.dims[1];
-  Transformer model(make_spec(config), B, T, ModelOptions{ComputeMode::kF32, Checkpointing::kNone, 5});
+  Transformer model(make_spec(config), B, T, testing::model_options(ComputeMode::kF32, Checkpointing::kNone, 5));
   int64_t golden_params = 0;
   for (const auto& [name, t] : g) golden_params += name.rfind("param/", 0) == 0;
   ASSERT_EQ(golden_params, int64_t(model.layout().entries().size()))

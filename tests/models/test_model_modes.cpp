@@ -12,6 +12,7 @@
 #include "models/common/transformer.h"
 #include "models/gpt2/gpt2.h"
 #include "models/llama/llama.h"
+#include "tests/models/model_test_options.h"
 #include "tests/support/test_support.h"
 
 namespace farthing::models {
@@ -58,8 +59,8 @@ TEST_P(Modes, CheckpointingGivesBitwiseEqualGradients) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 11);
   float l0 = 0, l1 = 0;
-  const auto g0 = run(c, {ComputeMode::kF32, Checkpointing::kNone, 16}, batch, 2, 40, &l0);
-  const auto g1 = run(c, {ComputeMode::kF32, Checkpointing::kPerBlock, 16}, batch, 2, 40, &l1);
+  const auto g0 = run(c, testing::model_options(ComputeMode::kF32, Checkpointing::kNone, 16), batch, 2, 40, &l0);
+  const auto g1 = run(c, testing::model_options(ComputeMode::kF32, Checkpointing::kPerBlock, 16), batch, 2, 40, &l1);
   EXPECT_EQ(std::memcmp(&l0, &l1, 4), 0);
   ASSERT_EQ(g0.size(), g1.size());
   EXPECT_EQ(std::memcmp(g0.data(), g1.data(), g0.size() * 4), 0)
@@ -70,7 +71,7 @@ TEST_P(Modes, CheckpointingUsesLessActivationMemory) {
   const ModelConfig c = micro(GetParam());
   auto activation_bytes = [&](Checkpointing ck) {
     const int64_t before = memory_tracker(Device::cpu()).snapshot().current_bytes[size_t(MemoryCategory::kActivations)];
-    Transformer m(make_spec(c), 2, 40, {ComputeMode::kF32, ck, 16});
+    Transformer m(make_spec(c), 2, 40, testing::model_options(ComputeMode::kF32, ck, 16));
     return memory_tracker(Device::cpu()).snapshot().current_bytes[size_t(MemoryCategory::kActivations)] - before;
   };
   EXPECT_LT(activation_bytes(Checkpointing::kPerBlock), activation_bytes(Checkpointing::kNone));
@@ -80,8 +81,8 @@ TEST_P(Modes, LossChunkSizeChangesNothingButRounding) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 12);
   float l0 = 0, l1 = 0;
-  const auto g0 = run(c, {ComputeMode::kF32, Checkpointing::kNone, 3}, batch, 2, 40, &l0);
-  const auto g1 = run(c, {ComputeMode::kF32, Checkpointing::kNone, 1000}, batch, 2, 40, &l1);
+  const auto g0 = run(c, testing::model_options(ComputeMode::kF32, Checkpointing::kNone, 3), batch, 2, 40, &l0);
+  const auto g1 = run(c, testing::model_options(ComputeMode::kF32, Checkpointing::kNone, 1000), batch, 2, 40, &l1);
   EXPECT_NEAR(l0, l1, 1e-6 + 5e-6 * std::fabs(l1));
   for (size_t i = 0; i < g0.size(); ++i) {
     ASSERT_NEAR(g0[i], g1[i], 1e-6 + 5e-6 * std::fabs(g1[i])) << "element " << i;
@@ -96,8 +97,8 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 13);
   float lf = 0, lb = 0;
-  const auto gf = run(c, {ComputeMode::kF32, Checkpointing::kNone, 16}, batch, 2, 40, &lf);
-  const auto gb = run(c, {ComputeMode::kBF16, Checkpointing::kNone, 16}, batch, 2, 40, &lb);
+  const auto gf = run(c, testing::model_options(ComputeMode::kF32, Checkpointing::kNone, 16), batch, 2, 40, &lf);
+  const auto gb = run(c, testing::model_options(ComputeMode::kBF16, Checkpointing::kNone, 16), batch, 2, 40, &lb);
   EXPECT_NEAR(lb, lf, 0.01 * std::fabs(lf));
   Transformer shape(make_spec(c), 1, 1);
   double worst = 0.0;
@@ -142,8 +143,8 @@ TEST_P(Modes, Fp16ComputeStaysCloseToFp32) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 16);
   float lf = 0, lh = 0;
-  const auto gf = run(c, {ComputeMode::kF32, Checkpointing::kNone, 16}, batch, 2, 40, &lf);
-  const auto gh = run(c, {ComputeMode::kF16, Checkpointing::kNone, 16}, batch, 2, 40, &lh);
+  const auto gf = run(c, testing::model_options(ComputeMode::kF32, Checkpointing::kNone, 16), batch, 2, 40, &lf);
+  const auto gh = run(c, testing::model_options(ComputeMode::kF16, Checkpointing::kNone, 16), batch, 2, 40, &lh);
   EXPECT_NEAR(lh, lf, 0.002 * std::fabs(lf));
   double err2 = 0.0, ref2 = 0.0;
   for (size_t i = 0; i < gf.size(); ++i) {
