@@ -160,7 +160,9 @@ TEST(GgufModel, SyntheticLlamaLoadsWithHfNamesAndUnpermutedQk) {
       for (int half = 0; half < 2; ++half) {
         for (int c = 0; c < 16; ++c) {
           EXPECT_EQ(hq.f32()[(h * 8 + half * 4 + i) * 16 + c], q[size_t((h * 8 + 2 * i + half) * 16 + c)]);
-          if (h == 0) EXPECT_EQ(hk.f32()[(half * 4 + i) * 16 + c], k[size_t((2 * i + half) * 16 + c)]);
+          if (h == 0) {
+            EXPECT_EQ(hk.f32()[(half * 4 + i) * 16 + c], k[size_t((2 * i + half) * 16 + c)]);
+          }
         }
       }
     }

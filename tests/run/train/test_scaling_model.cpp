@@ -309,7 +309,9 @@ TEST(MeasuredStep, RealTrainerStepsAddUp) {
     const int n = world().world_size();
     EXPECT_NEAR(p.bytes_sent, sent, n == 1 ? 0.0 : 64.0 + 8.0 * n * double(trainer.zero_layout().units().size()))
         << "stage " << stage;
-    if (n > 1) EXPECT_GT(sent, 0.0);
+    if (n > 1) {
+      EXPECT_GT(sent, 0.0);
+    }
     const double turns = std::accumulate(m.compute.turn_seconds.begin(), m.compute.turn_seconds.end(), 0.0);
     for (double t : m.compute.turn_seconds) EXPECT_GE(t, 0.0);
     EXPECT_GT(m.compute.optimizer_seconds, 0.0);
