@@ -53,12 +53,13 @@ void CommHandle::wait_noexcept() noexcept {
   }
 }
 
-std::string collective_name(const char* collective, const Tensor& t) {
-  return error_detail::concat(collective, " of ", t.numel(), " ", dtype_name(t.dtype()));
+std::string CollectiveName::text() const {
+  if (elements < 0) return collective;
+  return error_detail::concat(collective, " of ", elements, " ", dtype_name(dtype));
 }
 
-std::string collective_timeout_message(const std::string& what, int64_t number, double seconds) {
-  return error_detail::concat(what, " (collective #", number, " of this communicator) has not finished after ", seconds,
+std::string collective_timeout_message(const CollectiveName& what, int64_t number, double seconds) {
+  return error_detail::concat(what.text(), " (collective #", number, " of this communicator) has not finished after ", seconds,
                               " s: another rank has died, hung or stopped issuing collectives (raise or disable "
                               "the limit with distributed.collective_timeout_s; 0 waits forever)");
 }

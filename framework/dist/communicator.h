@@ -120,11 +120,19 @@ void check_all_gather_args(const Communicator& comm, const Tensor& out, const Te
 void check_reduce_scatter_args(const Communicator& comm, const Tensor& out, const Tensor& in,
                                ReduceOp op);
 void check_all_reduce_args(const Communicator& comm, const Tensor& inout, ReduceOp op);
-// "all_reduce of 8 f64": a collective over t, as a timeout's message names it.
-std::string collective_name(const char* collective, const Tensor& t);
-// "what" (collective_name's) is collective number `number` of its communicator on this
-// rank; every rank numbers them alike, so the same number names the same collective everywhere.
-std::string collective_timeout_message(const std::string& what, int64_t number, double seconds);
+// A collective as a timeout's message names it ("all_reduce of 8 f64", "barrier"), kept as its
+// parts: issuing a collective formats nothing; only a timeout does.
+struct CollectiveName {
+  const char* collective = "";
+  int64_t elements = -1;  // -1: no buffer (a barrier)
+  DType dtype = DType::kU8;
+  CollectiveName(const char* name) : collective(name) {}  // NOLINT: a bare name converts
+  CollectiveName(const char* name, const Tensor& t) : collective(name), elements(t.numel()), dtype(t.dtype()) {}
+  std::string text() const;
+};
+// `what` is collective number `number` of its communicator on this rank; every rank numbers
+// them alike, so the same number names the same collective everywhere.
+std::string collective_timeout_message(const CollectiveName& what, int64_t number, double seconds);
 void check_broadcast_args(const Communicator& comm, const Tensor& inout, int root);
 // Reductions accept f32, f64, i32, i64 and u8 (max only); narrow floats are refused (cast to
 // f32 first).

@@ -97,8 +97,8 @@ class MpiCommunicator::Worker {
   class Task final : public CommHandle::Op {
    public:
     // A wait longer than timeout_s (> 0) throws, naming the collective (what, number).
-    Task(std::function<void()> body, std::string what, int64_t number, double timeout_s)
-        : body_(std::move(body)), what_(std::move(what)), number_(number), timeout_s_(timeout_s) {}
+    Task(std::function<void()> body, CollectiveName what, int64_t number, double timeout_s)
+        : body_(std::move(body)), what_(what), number_(number), timeout_s_(timeout_s) {}
     void run() noexcept {
       try {
         body_();
@@ -130,7 +130,7 @@ class MpiCommunicator::Worker {
 
    private:
     std::function<void()> body_;
-    std::string what_;
+    CollectiveName what_;
     int64_t number_;
     double timeout_s_;
     std::mutex mutex_;
@@ -297,8 +297,8 @@ MpiCommunicator::~MpiCommunicator() {
   if (!finalized && !unwinding && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-CommHandle MpiCommunicator::submit(std::function<void()> body, std::string what) {
-  auto task = std::make_shared<Worker::Task>(std::move(body), std::move(what), ++issued_, timeout_s_);
+CommHandle MpiCommunicator::submit(std::function<void()> body, CollectiveName what) {
+  auto task = std::make_shared<Worker::Task>(std::move(body), what, ++issued_, timeout_s_);
   if (worker_) {
     worker_->push(task);
   } else {
@@ -318,7 +318,7 @@ CommHandle MpiCommunicator::all_gather_async(const Tensor& out, const Tensor& in
   return submit([=] {
     if (count == 0) return;
     FARTHING_MPI_CHECK(MPI_Allgather(send, count, type, recv, count, type, comm));
-  }, collective_name("all_gather", in));
+  }, CollectiveName("all_gather", in));
 }
 
 CommHandle MpiCommunicator::reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op) {
@@ -343,7 +343,7 @@ CommHandle MpiCommunicator::reduce_scatter_async(const Tensor& out, const Tensor
     Buffer blocks(Device::cpu(), block_bytes * size_t(world), MemoryCategory::kCommBuffers);
     FARTHING_MPI_CHECK(MPI_Alltoall(send, count, type, blocks.data(), count, type, comm));
     reduce_blocks(recv, blocks.data(), n, world, dtype, op);
-  }, collective_name("reduce_scatter", in));
+  }, CollectiveName("reduce_scatter", in));
 }
 
 CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
@@ -381,7 +381,7 @@ CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
     FARTHING_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, block_count, type, padded.data(), block_count,
                                      type, comm));
     std::memcpy(data, padded.data(), size_t(total) * elem);
-  }, collective_name("all_reduce", inout));
+  }, CollectiveName("all_reduce", inout));
 }
 
 CommHandle MpiCommunicator::broadcast_async(const Tensor& inout, int root) {
@@ -393,7 +393,7 @@ CommHandle MpiCommunicator::broadcast_async(const Tensor& inout, int root) {
   return submit([=] {
     if (count == 0) return;
     FARTHING_MPI_CHECK(MPI_Bcast(data, count, type, root, comm));
-  }, collective_name("broadcast", inout));
+  }, CollectiveName("broadcast", inout));
 }
 
 CommHandle MpiCommunicator::barrier_async() {

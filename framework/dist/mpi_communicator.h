@@ -70,7 +70,7 @@ class MpiCommunicator final : public Communicator {
  private:
   class Worker;
   // `what` names the collective in a timeout's message.
-  CommHandle submit(std::function<void()> body, std::string what);
+  CommHandle submit(std::function<void()> body, CollectiveName what);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   Topology topology_{};

@@ -83,7 +83,7 @@ void launch_reduce_blocks(void* out, const void* blocks, int64_t n, int world, D
 
 // How a timeout names an op: what it is, and its number on this communicator.
 struct OpName {
-  std::string what;
+  CollectiveName what;
   int64_t number = 0;
   double timeout_s = 0.0;  // > 0: wait() gives up after this long
 };
@@ -225,7 +225,7 @@ CommHandle NcclCommunicator::all_gather_async(const Tensor& out, const Tensor& i
                                       element.type, impl_->comm, impl_->stream));
   }
   return finish_op(device_index_, impl_->comm, impl_->stream, {},
-                   {collective_name("all_gather", in), ++issued_, timeout_s_});
+                   {CollectiveName("all_gather", in), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op) {
@@ -248,7 +248,7 @@ CommHandle NcclCommunicator::reduce_scatter_async(const Tensor& out, const Tenso
                          impl_->stream);
   }
   return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries),
-                   {collective_name("reduce_scatter", in), ++issued_, timeout_s_});
+                   {CollectiveName("reduce_scatter", in), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
@@ -284,7 +284,7 @@ CommHandle NcclCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) 
                                         impl_->stream));
   }
   return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries),
-                   {collective_name("all_reduce", inout), ++issued_, timeout_s_});
+                   {CollectiveName("all_reduce", inout), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::broadcast_async(const Tensor& inout, int root) {
@@ -297,7 +297,7 @@ CommHandle NcclCommunicator::broadcast_async(const Tensor& inout, int root) {
                                       root, impl_->comm, impl_->stream));
   }
   return finish_op(device_index_, impl_->comm, impl_->stream, {},
-                   {collective_name("broadcast", inout), ++issued_, timeout_s_});
+                   {CollectiveName("broadcast", inout), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::barrier_async() {

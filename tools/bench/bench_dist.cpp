@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <numeric>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -83,11 +84,6 @@ train::Interconnect measure_links(Communicator& comm) {
                                                                                       : links.all_reduce) = fit;
   }
   return links;
-}
-
-nlohmann::json compute_json(const train::StepCompute& c) {
-  return {{"turn_seconds", c.turn_seconds}, {"passes", c.passes}, {"optimizer_seconds", c.optimizer_seconds},
-          {"optimizer_elems", c.optimizer_elems}, {"other_seconds", c.other_seconds}};
 }
 
 // The mean of several steps' measurements.
@@ -213,7 +209,9 @@ int run_dist_bench(const BenchOptions& options) {
                           {"peak_bytes", mem.total_peak_bytes},
                           {"measured_step_seconds", m.step_seconds},
                           {"measured_comm_seconds", m.comm_seconds},
-                          {"compute", compute_json(m.compute)},
+                          {"compute_seconds", std::accumulate(m.compute.turn_seconds.begin(), m.compute.turn_seconds.end(), 0.0) *
+                                                  double(m.compute.passes) +
+                                              m.compute.optimizer_seconds + m.compute.other_seconds},
                           {"predicted_step_seconds", own.step_seconds},
                           {"predicted_comm_seconds", own.comm_seconds}};
     if (profile) {
@@ -287,8 +285,7 @@ int run_dist_bench(const BenchOptions& options) {
   for (const auto& r : every) {
     const double step = r["measured_step_seconds"].get<double>(), pred = r["predicted_step_seconds"].get<double>();
     const double comm_s = r["measured_comm_seconds"].get<double>(), comm_p = r["predicted_comm_seconds"].get<double>();
-    double compute = r["compute"]["other_seconds"].get<double>() + r["compute"]["optimizer_seconds"].get<double>();
-    for (double t : r["compute"]["turn_seconds"]) compute += t * r["compute"]["passes"].get<double>();
+    const double compute = r["compute_seconds"].get<double>();
     std::string from = "-", from_err = "-";
     if (r.contains("predicted_from_profile_step_seconds")) {
       const double f = r["predicted_from_profile_step_seconds"].get<double>();

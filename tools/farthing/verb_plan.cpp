@@ -418,9 +418,10 @@ StepTimePlan plan_step_time(const PlanArgs& a, const farthing::recipe::RunConfig
   const models::UnitSchedule schedule = models::Transformer::unit_schedule(spec);
   const std::vector<farthing::dist::UnitRange> units = models::zero_units(spec.layout);
   int busiest = 0;  // the rank owning the most steps the longest
-  for (int rank = 1; rank < N; ++rank) {
-    if (farthing::dist::ZeroLayout(units, N, rank).owned_elems() > farthing::dist::ZeroLayout(units, N, busiest).owned_elems())
-      busiest = rank;
+  int64_t most = -1;
+  for (int rank = 0; rank < N; ++rank) {
+    const int64_t owned = farthing::dist::ZeroLayout(units, N, rank).owned_elems();
+    if (owned > most) most = owned, busiest = rank;
   }
   const farthing::dist::ZeroLayout zero(units, N, busiest);
   StepTimePlan plan;
