@@ -97,15 +97,16 @@ class MpiCommunicator::Worker {
   class Task final : public CommHandle::Op {
    public:
     // A wait longer than timeout_s (> 0) throws, naming the collective (what, number).
-    Task(std::function<void()> body, CollectiveName what, int64_t number, double timeout_s)
-        : body_(std::move(body)), what_(what), number_(number), timeout_s_(timeout_s) {}
+    Task(std::function<void()> body, CollectiveName what, int64_t number, double timeout_s, std::vector<Buffer> temporaries)
+        : body_(std::move(body)), what_(what), number_(number), timeout_s_(timeout_s),
+          temporaries_(std::move(temporaries)) {}
     void run() noexcept {
       try {
         body_();
       } catch (...) {
         error_ = std::current_exception();
       }
-      body_ = nullptr;  // releases the op's temporaries before waiters wake
+      body_ = nullptr;
       {
         std::lock_guard lock(mutex_);
         done_ = true;
@@ -125,6 +126,9 @@ class MpiCommunicator::Worker {
       } else {
         cv_.wait(lock, [this] { return done_; });
       }
+      // The temporaries go on the waiting thread, so the memory tracker sees them from issue to
+      // wait on the caller's thread, whenever the worker ran the op.
+      temporaries_.clear();
       if (error_) std::rethrow_exception(error_);
     }
 
@@ -137,6 +141,7 @@ class MpiCommunicator::Worker {
     std::condition_variable cv_;
     bool done_ = false;
     std::exception_ptr error_;
+    std::vector<Buffer> temporaries_;
   };
 
   Worker() : thread_([this] { loop(); }) {}
@@ -297,8 +302,8 @@ MpiCommunicator::~MpiCommunicator() {
   if (!finalized && !unwinding && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-CommHandle MpiCommunicator::submit(std::function<void()> body, CollectiveName what) {
-  auto task = std::make_shared<Worker::Task>(std::move(body), what, ++issued_, timeout_s_);
+CommHandle MpiCommunicator::submit(std::function<void()> body, CollectiveName what, std::vector<Buffer> temporaries) {
+  auto task = std::make_shared<Worker::Task>(std::move(body), what, ++issued_, timeout_s_, std::move(temporaries));
   if (worker_) {
     worker_->push(task);
   } else {
@@ -334,16 +339,18 @@ CommHandle MpiCommunicator::reduce_scatter_async(const Tensor& out, const Tensor
   const int64_t n = out.numel();
   const size_t block_bytes = out.nbytes();
   const bool native = !is_float(dtype) || (op == ReduceOp::kSum && order_ == ReduceOrder::kNative);
+  std::vector<Buffer> temporaries;
+  if (!native && count > 0) temporaries.emplace_back(Device::cpu(), block_bytes * size_t(world), MemoryCategory::kCommBuffers);
+  void* blocks = temporaries.empty() ? nullptr : temporaries[0].data();
   return submit([=] {
     if (count == 0) return;
     if (native) {
       FARTHING_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, count, type, native_op(op), comm));
       return;
     }
-    Buffer blocks(Device::cpu(), block_bytes * size_t(world), MemoryCategory::kCommBuffers);
-    FARTHING_MPI_CHECK(MPI_Alltoall(send, count, type, blocks.data(), count, type, comm));
-    reduce_blocks(recv, blocks.data(), n, world, dtype, op);
-  }, CollectiveName("reduce_scatter", in));
+    FARTHING_MPI_CHECK(MPI_Alltoall(send, count, type, blocks, count, type, comm));
+    reduce_blocks(recv, blocks, n, world, dtype, op);
+  }, CollectiveName("reduce_scatter", in), std::move(temporaries));
 }
 
 CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
@@ -357,6 +364,17 @@ CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
   void* data = inout.data();
   const int64_t total = inout.numel();
   const bool native = !is_float(dtype) || (op == ReduceOp::kSum && order_ == ReduceOrder::kNative);
+  // Rank r owns elements [r*n, (r+1)*n) of the zero-padded vector.
+  const int64_t n = (total + world - 1) / world;
+  const size_t elem = dtype_size_bytes(dtype);
+  const size_t padded_bytes = size_t(n) * size_t(world) * elem;
+  std::vector<Buffer> temporaries;
+  if (!native && count > 0 && world > 1) {
+    temporaries.emplace_back(Device::cpu(), padded_bytes, MemoryCategory::kCommBuffers);  // padded
+    temporaries.emplace_back(Device::cpu(), padded_bytes, MemoryCategory::kCommBuffers);  // blocks
+  }
+  void* padded = temporaries.empty() ? nullptr : temporaries[0].data();
+  void* blocks = temporaries.empty() ? nullptr : temporaries[1].data();
   return submit([=] {
     if (count == 0) return;
     if (native) {
@@ -364,24 +382,15 @@ CommHandle MpiCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
       return;
     }
     if (world == 1) return;
-    // Rank r owns elements [r*n, (r+1)*n) of the zero-padded vector.
-    const int64_t n = (total + world - 1) / world;
-    const size_t elem = dtype_size_bytes(dtype);
-    const size_t padded_bytes = size_t(n) * size_t(world) * elem;
-    Buffer padded(Device::cpu(), padded_bytes, MemoryCategory::kCommBuffers);
-    Buffer blocks(Device::cpu(), padded_bytes, MemoryCategory::kCommBuffers);
-    std::memcpy(padded.data(), data, size_t(total) * elem);
-    std::memset(static_cast<char*>(padded.data()) + size_t(total) * elem, 0,
-                padded_bytes - size_t(total) * elem);
+    std::memcpy(padded, data, size_t(total) * elem);
+    std::memset(static_cast<char*>(padded) + size_t(total) * elem, 0, padded_bytes - size_t(total) * elem);
     const int block_count = mpi_count(n, dtype, "all_reduce");
-    FARTHING_MPI_CHECK(
-        MPI_Alltoall(padded.data(), block_count, type, blocks.data(), block_count, type, comm));
-    void* mine = static_cast<char*>(padded.data()) + size_t(me) * size_t(n) * elem;
-    reduce_blocks(mine, blocks.data(), n, world, dtype, op);
-    FARTHING_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, block_count, type, padded.data(), block_count,
-                                     type, comm));
-    std::memcpy(data, padded.data(), size_t(total) * elem);
-  }, CollectiveName("all_reduce", inout));
+    FARTHING_MPI_CHECK(MPI_Alltoall(padded, block_count, type, blocks, block_count, type, comm));
+    void* mine = static_cast<char*>(padded) + size_t(me) * size_t(n) * elem;
+    reduce_blocks(mine, blocks, n, world, dtype, op);
+    FARTHING_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, block_count, type, padded, block_count, type, comm));
+    std::memcpy(data, padded, size_t(total) * elem);
+  }, CollectiveName("all_reduce", inout), std::move(temporaries));
 }
 
 CommHandle MpiCommunicator::broadcast_async(const Tensor& inout, int root) {

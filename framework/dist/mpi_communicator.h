@@ -14,7 +14,9 @@
 // all_reduce gathers the blocks. Same bytes moved as a ring reduce-scatter/all-gather, result
 // identical on every rank and independent of the algorithm or message size MPI picks; max
 // propagates NaN. Integer reductions are exact and use MPI's own. Temporaries are charged to
-// MemoryCategory::kCommBuffers (all_reduce of n elements holds 2n; reduce_scatter holds n).
+// MemoryCategory::kCommBuffers (all_reduce of n elements holds 2n; reduce_scatter holds n), and
+// held from the issue to the handle's wait, both on the caller's thread: the tracker's peaks
+// then do not depend on when the worker ran the op, so `farthing plan` can state them exactly.
 //
 // World size 1 needs no mpirun: MPI is initialised as a singleton (Open MPI supports that), so
 // single-process runs take exactly the same code path, and parallel HDF5 works too. Without a
@@ -28,7 +30,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/dist/communicator.h"
 
 namespace farthing {
@@ -70,7 +74,8 @@ class MpiCommunicator final : public Communicator {
  private:
   class Worker;
   // `what` names the collective in a timeout's message.
-  CommHandle submit(std::function<void()> body, CollectiveName what);
+  // temporaries: the op's buffers, released when its handle is waited for.
+  CommHandle submit(std::function<void()> body, CollectiveName what, std::vector<Buffer> temporaries = {});
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   Topology topology_{};

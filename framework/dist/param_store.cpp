@@ -298,8 +298,8 @@ float* ParamStore::acquire_grads(int unit) {
 }
 
 // Global elements [begin, end) of the summed gradient, from src, into the kept gradients:
-// written by micro-batch 0, added by the later ones.
-void ParamStore::keep_gradients(int unit, const float* src, int64_t begin, int64_t end) {
+// written by micro-batch 0, added by the later ones (micro_batch: the pass that computed them).
+void ParamStore::keep_gradients(int unit, int64_t micro_batch, const float* src, int64_t begin, int64_t end) {
   const int64_t n = end - begin;
   if (n == 0) return;
   const int64_t index = whole_grads_ ? begin : compact_offset_[size_t(shard_of(unit))];
@@ -311,7 +311,7 @@ void ParamStore::keep_gradients(int unit, const float* src, int64_t begin, int64
     return;
   }
   float* dst = static_cast<float*>(grads_.data()) + index;
-  if (micro_batch_ == 0) {
+  if (micro_batch == 0) {
     backend_.nn().copy(dst, src, n);
   } else {
     backend_.nn().accumulate(dst, src, n);
@@ -322,27 +322,49 @@ void ParamStore::grads_ready(int unit) {
   const size_t u = size_t(unit);
   const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
   const int64_t shard = zero_.shard_elems(u), padded = zero_.padded_elems(u);
-  const UnitRange owned = zero_.owned(u, zero_.rank());
-  float* acc = static_cast<float*>(accumulators_[u].data());
   const Device device = backend_.device();
-  const bool solo = zero_.world_size() == 1;
-  // The sum over ranks: in place over the unit's span (stage 1), or this rank's block (2-3).
-  Buffer mine;
-  const float* owned_sum = acc + (owned.begin - begin);
-  if (!solo && options_.zero_stage == 1) {
-    comm_.all_reduce(Tensor(acc, DType::kF32, Shape{span}, device), ReduceOp::kSum);
+  Reduction r;
+  r.unit = unit;
+  r.micro_batch = micro_batch_;
+  r.accumulator = std::move(accumulators_[u]);
+  auto* acc = static_cast<float*>(r.accumulator.data());
+  // The sum over ranks: in place over the unit's span (stage 1), or into this rank's block (2-3).
+  if (zero_.world_size() > 1 && options_.zero_stage == 1) {
+    r.handle = comm_.all_reduce_async(Tensor(acc, DType::kF32, Shape{span}, device), ReduceOp::kSum);
     bytes_sent_ += 2 * (comm_.world_size() - 1) * ((span + comm_.world_size() - 1) / comm_.world_size()) * 4;
-  } else if (!solo) {
-    mine = Buffer(device, size_t(shard) * 4, MemoryCategory::kCommBuffers);  // planned: reducing
-    comm_.reduce_scatter(mine.view(DType::kF32, Shape{shard}), Tensor(acc, DType::kF32, Shape{padded}, device),
-                         ReduceOp::kSum);
+  } else if (zero_.world_size() > 1) {
+    r.mine = Buffer(device, size_t(shard) * 4, MemoryCategory::kCommBuffers);  // planned: reducing
+    r.handle = comm_.reduce_scatter_async(r.mine.view(DType::kF32, Shape{shard}),
+                                          Tensor(acc, DType::kF32, Shape{padded}, device), ReduceOp::kSum);
     bytes_sent_ += (comm_.world_size() - 1) * shard * 4;
-    owned_sum = static_cast<const float*>(mine.data());
   }
+  r.bytes = planned_unit_bytes(zero_, options_, u).reducing.total();
+  reductions_bytes_ += r.bytes;
+  reductions_.push_back(std::move(r));
+  // Alone there is nothing to wait for: the sum is this rank's own.
+  const int64_t bucket = zero_.world_size() > 1 ? options_.reduce_bucket_bytes : 0;
+  while (!reductions_.empty() && reductions_bytes_ > bucket) finish_oldest_reduction();
+}
+
+void ParamStore::backward_done() {
+  while (!reductions_.empty()) finish_oldest_reduction();
+}
+
+void ParamStore::finish_oldest_reduction() {
+  Reduction r = std::move(reductions_.front());
+  reductions_.pop_front();
+  reductions_bytes_ -= r.bytes;
+  r.handle.wait();  // the communicator's temporaries go here
+  const size_t u = size_t(r.unit);
+  const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
+  const UnitRange owned = zero_.owned(u, zero_.rank());
+  const Device device = backend_.device();
+  const float* acc = static_cast<const float*>(r.accumulator.data());
+  const float* owned_sum = r.mine.data() != nullptr ? static_cast<const float*>(r.mine.data()) : acc + (owned.begin - begin);
   if (options_.optimizer_in_backward) {
     // The accumulator goes first where the sum landed in this rank's own block.
-    if (mine.data() != nullptr) accumulators_[u] = Buffer();
-    const int s = owned.empty() ? -1 : shard_of(unit);
+    if (r.mine.data() != nullptr) r.accumulator = Buffer();
+    const int s = owned.empty() ? -1 : shard_of(r.unit);
     Tensor g = s < 0 ? Tensor() : Tensor(const_cast<float*>(owned_sum), DType::kF32, Shape{owned.size()}, device);
     // The step reads the gradient in the kept dtype, as the unfused step would: fusing changes
     // when a unit steps, never its bits.
@@ -353,16 +375,14 @@ void ParamStore::grads_ready(int unit) {
       backend_.cast(n, g, CastOptions{});
       g = n;
     }
-    hook_(unit, s, g);
-    accumulators_[u] = Buffer();
+    hook_(r.unit, s, g);
     return;
   }
   if (whole_grads_) {
-    keep_gradients(unit, acc, begin, begin + span);
+    keep_gradients(r.unit, r.micro_batch, acc, begin, begin + span);
   } else if (!owned.empty()) {
-    keep_gradients(unit, owned_sum, owned.begin, owned.end);
+    keep_gradients(r.unit, r.micro_batch, owned_sum, owned.begin, owned.end);
   }
-  accumulators_[u] = Buffer();
 }
 
 }  // namespace farthing::dist

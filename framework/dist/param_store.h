@@ -10,6 +10,8 @@
 //     stage 3: as stage 2 (and the weights are owned shards only);
 //     none with the optimizer step fused into backward: each unit's owned gradient goes to the
 //     hook (the trainer steps it) and is freed.
+//   Over several ranks a unit's reduction is issued when backward hands the unit over, and may
+//   stay in flight beside the next units' backward (ParamStoreOptions::reduce_bucket_bytes).
 // Kept gradients are fp32 where they are a sum of several backward passes (grad_accum > 1 or
 // more than one rank: summed in fp32 in a fixed order), and bf16 where they are one backward's
 // gradient, read once by the optimizer (world 1, grad_accum 1).
@@ -32,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -52,6 +55,14 @@ struct ParamStoreOptions {
   bool optimizer_in_backward = false;
   // Precision fp32 with an fp32 master: the compute reads the master's exact values.
   bool compute_from_master = false;
+  // Over several ranks: the gradient reductions of finished units that may stay in flight while
+  // backward goes on, in bytes of what they hold (the unit's accumulator, its received block,
+  // the communicator's temporaries: planned_unit_bytes' `reducing`). A reduction is issued as
+  // backward hands a unit over; the oldest ones are finished (their sums kept, or stepped by the
+  // hook) once those in flight hold more than this, and all of them when backward ends
+  // (backward_done). 0: each one finishes before backward goes on. The sums are the same either
+  // way; only when they are waited for changes (distributed.reduce_bucket_mib).
+  int64_t reduce_bucket_bytes = 0;
 };
 
 // What a kept gradient is stored as, for these options over `world_size` ranks (see the header).
@@ -92,10 +103,11 @@ struct ParamStoreUnitBytes {
   Acquisition bf16_params;  // acquire_bf16_params: the bf16 weights themselves
   // acquire_grads until grads_ready: the fp32 accumulator (kGrads).
   int64_t accumulator = 0;
-  // grads_ready at the peak of its reduction over ranks, the accumulator included.
+  // A reduction over ranks from its issue in grads_ready until it is finished, the accumulator
+  // included (what counts against reduce_bucket_bytes).
   UnitBytes reducing;
-  // With the optimizer step fused into backward: what grads_ready still holds while the hook
-  // runs (the hook's own buffers come on top: the trainer's step, through AdamW).
+  // With the optimizer step fused into backward: what a finished reduction still holds while the
+  // hook runs (the hook's own buffers come on top: the trainer's step, through AdamW).
   UnitBytes stepping;
 };
 
@@ -150,6 +162,7 @@ class ParamStore final : public UnitStorage {
   void prefetch_params(int unit) override;
   float* acquire_grads(int unit) override;
   void grads_ready(int unit) override;
+  void backward_done() override;
 
   // Bytes this rank sent in gathers and gradient reductions so far.
   int64_t bytes_sent() const { return bytes_sent_ + (collectives_ ? collectives_->bytes_communicated() : 0); }
@@ -158,12 +171,23 @@ class ParamStore final : public UnitStorage {
   bool unit_is_local() const { return zero_.world_size() == 1 || options_.zero_stage < 3; }
   int shard_of(int unit) const { return shard_of_unit_[size_t(unit)]; }
   void fill_local_params(int unit, float* dst);
-  void keep_gradients(int unit, const float* src, int64_t begin, int64_t end);
+  void keep_gradients(int unit, int64_t micro_batch, const float* src, int64_t begin, int64_t end);
   struct Pending {  // a stage-3 gather in flight: its send slot, receive buffer and handle
     Buffer send, received;
     CommHandle handle;
   };
   void start_gather(int unit, Pending& pending);
+  // A unit's gradient reduction in flight: the accumulator it reads (and, stage 1, sums into),
+  // the block it sums into at stages 2-3, what it holds in all (planned reducing bytes).
+  struct Reduction {
+    int unit = 0;
+    int64_t micro_batch = 0;
+    Buffer accumulator, mine;
+    CommHandle handle;
+    int64_t bytes = 0;
+  };
+  // Waits for the oldest reduction in flight and hands its sum on: kept, or to the hook.
+  void finish_oldest_reduction();
 
   ZeroLayout zero_;
   Communicator& comm_;
@@ -184,6 +208,8 @@ class ParamStore final : public UnitStorage {
   // Per unit: fp32 parameters in use, gathered bf16 weights in use (ZeRO-3), gradient accumulator.
   std::vector<Buffer> params_, gathered_, accumulators_;
   std::vector<std::unique_ptr<Pending>> pending_;
+  std::deque<Reduction> reductions_;  // in flight, oldest first
+  int64_t reductions_bytes_ = 0;      // what they hold
   int64_t bytes_sent_ = 0;
 };
 

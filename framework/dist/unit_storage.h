@@ -27,8 +27,12 @@ class UnitStorage {
   virtual void prefetch_params(int unit) { (void)unit; }
   // A zero-filled fp32 gradient accumulator for the unit, for one backward.
   virtual float* acquire_grads(int unit) = 0;
-  // The unit's gradients of this backward are complete (the accumulator may be freed).
+  // The unit's gradients of this backward are complete (the accumulator may be freed). Their
+  // reduction over ranks may start here and still be in flight when this returns.
   virtual void grads_ready(int unit) = 0;
+  // Backward has handed every unit over: what grads_ready left in flight finishes before this
+  // returns, so the gradients (or the fused steps) of this pass are all done.
+  virtual void backward_done() {}
 };
 
 }  // namespace farthing::dist

@@ -635,6 +635,7 @@ void Transformer::backward_from_head() {
   const int embedding = unit_of(spec_.tok_emb);
   unit_grads_done(embedding);
   release_unit(embedding);
+  if (options_.unit_storage != nullptr) options_.unit_storage->backward_done();  // reductions still in flight finish
 }
 
 // Embedding, every block and the final norm: the forward every pass shares.

@@ -94,7 +94,10 @@ struct UnitBufferBytes {
 //   - In backward a turn accumulates its unit's gradients and hands them over before the unit
 //     is released. The loss sends the output head's gradients to its weight's unit: the head's
 //     own, or a tied head's embedding, whose gradients then stay beside every later turn.
-//   - The last turn hands over the embedding's gradients.
+//   - The last turn hands over the embedding's gradients; then backward_done, after which no
+//     unit is in use. A handed-over unit's gradients may stay in the storage beside later turns
+//     while they are reduced over ranks (ParamStoreOptions::reduce_bucket_bytes): the storage's
+//     rule, which `farthing plan` applies over these turns.
 struct UnitTurn {
   int unit = 0;
   bool backward = false;        // acquired in backward (else forward)

@@ -25,6 +25,7 @@ struct BenchOptions {
   std::string out;             // precision suite: where the report, JSON and plots go ("": its default);
                                // dist suite: a JSON file of this world size's links and compute
   std::string profile;         // dist suite: another run's --out file, whose compute predicts this one
+  double reduce_bucket_mib = 0.0;  // dist suite: the runs' distributed.reduce_bucket_mib (> 0: reductions in flight)
 };
 
 struct BenchSuite {

@@ -136,6 +136,7 @@ int run_dist_bench(const BenchOptions& options) {
   const fs::path tokens = synthetic_token_file(dir, (steps + 2) * world * batch * (seq + 1) + seq + 1, config.vocab_size);
   const train::Interconnect links = measure_links(*comm);
 
+  const train::Overlap overlap = options.reduce_bucket_mib > 0.0 ? train::Overlap::kStreams : train::Overlap::kNone;
   nlohmann::json rows = nlohmann::json::array();
   for (int stage : {1, 2, 3}) {
     recipe::RunConfig rc;
@@ -154,6 +155,7 @@ int run_dist_bench(const BenchOptions& options) {
     rc.train.precision = recipe::Precision::kFp32;
     rc.checkpoint.run_dir = (dir / "run").string();
     rc.distributed.zero_stage = stage;
+    rc.distributed.reduce_bucket_mib = options.reduce_bucket_mib;
     memory_tracker(Device::cpu()).reset_peaks();
     train::StepTimeline timeline;
     train::Trainer trainer(rc, *comm, train::TrainerOutput{.progress = false, .timeline = &timeline});
@@ -183,8 +185,9 @@ int run_dist_bench(const BenchOptions& options) {
     const double theory = grads + weights;
     const MemorySnapshot mem = memory_tracker(Device::cpu()).snapshot();
 
-    // The scaling model on this run: the serial schedule (MPI on the host), these links, and
-    // the slowest rank's compute in each turn (every collective waits for it).
+    // The scaling model on this run: the schedule the trainer ran (serial, or with reductions in
+    // flight the overlapped one: the MPI worker thread is the communication stream), these
+    // links, and the slowest rank's compute in each turn (every collective waits for it).
     train::MeasuredStep m = mean_of(measured);
     std::vector<double> slowest = m.compute.turn_seconds;
     slowest.push_back(m.compute.optimizer_seconds);
@@ -197,7 +200,7 @@ int run_dist_bench(const BenchOptions& options) {
     m.compute.turn_seconds = slowest;
     const train::ZeroSetup setup{.zero_stage = stage, .gather_f32 = so.compute_from_master,
                                  .optimizer_in_backward = so.optimizer_in_backward};
-    const train::StepPrediction own = train::predict_step(schedule, zero, setup, m.compute, links, train::Overlap::kNone);
+    const train::StepPrediction own = train::predict_step(schedule, zero, setup, m.compute, links, overlap);
     nlohmann::json row = {{"stage", stage},
                           {"world_size", world},
                           {"rank", rank},
@@ -216,7 +219,7 @@ int run_dist_bench(const BenchOptions& options) {
                           {"predicted_comm_seconds", own.comm_seconds}};
     if (profile) {
       const train::StepPrediction from =
-          train::predict_step(schedule, zero, setup, profile->compute_at(stage), links, train::Overlap::kNone);
+          train::predict_step(schedule, zero, setup, profile->compute_at(stage), links, overlap);
       row["profile_world_size"] = profile->world_size;
       row["predicted_from_profile_step_seconds"] = from.step_seconds;
     }
@@ -251,8 +254,8 @@ int run_dist_bench(const BenchOptions& options) {
     return 0;
   }
   std::printf("farthing bench dist: %s, %lld x %lld tokens per rank, fp32 compute, 8-bit AdamW + SR, %d ranks, "
-              "%d threads per rank\n\n",
-              preset.c_str(), (long long)batch, (long long)seq, world, omp_get_max_threads());
+              "%d threads per rank, distributed.reduce_bucket_mib %g\n\n",
+              preset.c_str(), (long long)batch, (long long)seq, world, omp_get_max_threads(), options.reduce_bucket_mib);
   std::printf("%-5s %-4s %9s %9s %10s %10s %10s %10s %10s %12s %12s %6s\n", "stage", "rank", "step s", "tok/s",
               "peak MiB", "weights", "grads", "opt+master", "comm buf", "sent MiB", "theory MiB", "ratio");
   for (const auto& r : every) {
@@ -279,7 +282,8 @@ int run_dist_bench(const BenchOptions& options) {
     }
     std::printf("\n");
   }
-  std::printf("\nscaling model (framework/run/train/scaling_model.h, serial schedule) against the measured steps:\n");
+  std::printf("\nscaling model (framework/run/train/scaling_model.h, %s schedule) against the measured steps:\n",
+              overlap == train::Overlap::kStreams ? "overlapped" : "serial");
   std::printf("%-5s %-4s %10s %10s %7s %10s %10s %7s %10s %10s %7s\n", "stage", "rank", "step s", "model s", "error",
               "comm s", "model s", "error", "compute s", "from np", "error");
   for (const auto& r : every) {

@@ -2,6 +2,7 @@
 // throws farthing::Error, and this prints it cleanly with a non-zero status.
 #include <omp.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -29,7 +30,7 @@ constexpr const char* kUsage =
     "                 [--device cpu|cuda]   (numerics, optim, train, ops: cuda measures the GPU; gemm: cuda only)\n"
     "                 [--quick] [--out DIR]   (precision suite: stories260K in ~2 min; where its report goes)\n"
     "                 [--out FILE] [--profile FILE]   (dist suite: write this world size's measurements;\n"
-    "                 predict from another run's, e.g. np 1's)\n"
+    "                 predict from another run's, e.g. np 1's) [--reduce-bucket-mib M]   (dist: reductions in flight)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
     "  tokenize --tokenizer PATH (--ids TEXT | INPUT -o OUT.bin)\n"
     "                 text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)\n"
@@ -90,6 +91,14 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--quick") options.quick = true;
     else if (a == "--out") options.out = value();
     else if (a == "--profile") options.profile = value();
+    else if (a == "--reduce-bucket-mib") {
+      const std::string v = value();
+      char* end = nullptr;
+      options.reduce_bucket_mib = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(options.reduce_bucket_mib >= 0.0) || !std::isfinite(options.reduce_bucket_mib)) {
+        return usage_error("--reduce-bucket-mib must be MiB >= 0, got '" + v + "'");
+      }
+    }
     else if (a == "--device") {
       options.device = value();
       if (options.device != "cpu" && options.device != "cuda") {

@@ -78,6 +78,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(distributed, zero_stage),
       RECIPE_KEY(distributed, collective_timeout_s),
       RECIPE_KEY(distributed, reduce),
+      RECIPE_KEY(distributed, reduce_bucket_mib),
 
       RECIPE_KEY(metrics, tensorboard),
   };

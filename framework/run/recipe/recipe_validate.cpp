@@ -44,6 +44,9 @@ class Checker {
     FARTHING_CHECK(std::isfinite(c_.distributed.collective_timeout_s) && c_.distributed.collective_timeout_s >= 0.0,
                    at("distributed.collective_timeout_s"), " is ", num(c_.distributed.collective_timeout_s),
                    ", expected seconds >= 0 (how long a rank waits in a collective before ending the job; 0: forever)");
+    FARTHING_CHECK(std::isfinite(c_.distributed.reduce_bucket_mib) && c_.distributed.reduce_bucket_mib >= 0.0,
+                   at("distributed.reduce_bucket_mib"), " is ", num(c_.distributed.reduce_bucket_mib),
+                   ", expected MiB >= 0 (gradient reductions left in flight during backward; 0: none)");
   }
 
  private:

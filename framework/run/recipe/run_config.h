@@ -205,6 +205,11 @@ struct DistributedSection {
   // rank order: np=N bit-identical to np=1) or native (MPI's or NCCL's own algorithm: faster on
   // large worlds, not bitwise). Communicator.h's ReduceOrder.
   ReduceOrder reduce = ReduceOrder::kOrdered;
+  // The gradient reductions left in flight while backward goes on, in MiB of what they hold
+  // (each finished unit's fp32 accumulator and its received block): more overlaps communication
+  // with the next units' backward, and holds more memory, which `farthing plan` counts. 0: each
+  // unit's reduction finishes before backward goes on. The sums are the same bits either way.
+  double reduce_bucket_mib = 0.0;
 
   bool operator==(const DistributedSection&) const = default;
 };

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 
 #include "framework/backend/backend.h"
 #include "framework/core/error.h"
@@ -33,6 +34,15 @@ struct Held {
     add(MemoryCategory::kWeights, b.weights);
     add(MemoryCategory::kGrads, b.grads);
     return add(MemoryCategory::kCommBuffers, b.comm);
+  }
+  Held& add(const Held& h) {
+    for (size_t c = 0; c < bytes.size(); ++c) bytes[c] += h.bytes[c];
+    return *this;
+  }
+  Held& subtract(const dist::UnitBytes& b) {
+    add(MemoryCategory::kWeights, -b.weights);
+    add(MemoryCategory::kGrads, -b.grads);
+    return add(MemoryCategory::kCommBuffers, -b.comm);
   }
   Held plus(const dist::UnitBytes& b) const { return Held(*this).add(b); }
   int64_t total() const {
@@ -86,20 +96,38 @@ UnitCost unit_cost(const dist::ZeroLayout& zero, const dist::ParamStoreOptions& 
 // holding the embedding unit beside its own unit, the next turn's gather and the gradients being
 // accumulated or reduced; then the trainer's reductions after backward. A turn's moments are
 // taken in its order (acquiring, in use, prefetching, gradients, reduction), so that the first
-// one to reach the peak names it. hook_comm: what AdamW's reductions hold (each fused unit's
-// step, or the optimizer step); loss_comm: the micro-batch loss sums' (trainer.cpp's train_step).
+// one to reach the peak names it. Reductions stay in flight beside later turns as the store's
+// rule keeps them (ParamStore::grads_ready: the oldest finish once those in flight hold more
+// than reduce_bucket_bytes; all of them at backward_done, after the last turn). hook_comm: what
+// AdamW's reductions hold (each fused unit's step, or the optimizer step); loss_comm: the
+// micro-batch loss sums' (trainer.cpp's train_step).
 StepPeaks step_peaks(const Held& persistent, const models::UnitSchedule& schedule, const std::vector<UnitCost>& cost,
-                     const std::vector<models::ParamUnit>& units, bool fused, int64_t hook_comm, int64_t loss_comm) {
+                     const std::vector<models::ParamUnit>& units, bool fused, int64_t reduce_bucket_bytes,
+                     int64_t hook_comm, int64_t loss_comm) {
   using C = MemoryCategory;
   StepPeaks peaks;
   peaks.consider(persistent, "between steps");
   const int embedding = schedule.embedding;
   bool embedding_in_use = false, embedding_grads = false;
+  std::deque<int> in_flight;  // units whose reductions are in flight, oldest first
+  Held reducing;              // what they hold
+  // Finishes the oldest reduction, `now` holding everything (it included).
+  auto finish_oldest = [&](Held& now) {
+    const UnitCost& o = cost[size_t(in_flight.front())];
+    now.subtract(o.reducing);
+    reducing.subtract(o.reducing);
+    if (fused) {
+      peaks.consider(now.plus(o.stepping).add(C::kCommBuffers, hook_comm),
+                     "backward: stepping " + units[size_t(in_flight.front())].name);
+    }
+    in_flight.pop_front();
+  };
   for (const models::UnitTurn& t : schedule.turns) {
     const UnitCost& c = cost[size_t(t.unit)];
     const std::string& name = units[size_t(t.unit)].name;
     const std::string phase = t.backward ? "backward: " : "forward: ";
     Held now = persistent;  // and the embedding's unit: in use, and its gradients from a tied head's loss on
+    now.add(reducing);
     if (t.unit != embedding && embedding_in_use) now.add(cost[size_t(embedding)].in_use);
     if (embedding_grads) now.add(C::kGrads, cost[size_t(embedding)].accumulator);
     if (t.acquires) {
@@ -126,11 +154,16 @@ StepPeaks step_peaks(const Held& persistent, const models::UnitSchedule& schedul
       peaks.consider(now, "backward: " + name + "'s gradients");
     }
     now.add(C::kGrads, -c.accumulator);  // the reduction's figures hold it
-    const std::string at = "backward: reducing " + name + "'s gradients";
-    peaks.consider(now.plus(c.reducing), at);
-    if (fused) peaks.consider(now.plus(c.stepping).add(C::kCommBuffers, hook_comm), at);
+    now.add(c.reducing);
+    reducing.add(c.reducing);
+    in_flight.push_back(t.unit);
+    peaks.consider(now, "backward: reducing " + name + "'s gradients");
+    while (!in_flight.empty() && reducing.total() > reduce_bucket_bytes) finish_oldest(now);
     if (t.unit == embedding) embedding_grads = false;
   }
+  // backward_done: no unit in use; the reductions still in flight finish.
+  Held done = Held(persistent).add(reducing);
+  while (!in_flight.empty()) finish_oldest(done);
   peaks.consider(Held(persistent).add(C::kCommBuffers, loss_comm), "loss all-reduce");
   if (!fused) peaks.consider(Held(persistent).add(C::kCommBuffers, hook_comm), "optimizer step");
   return peaks;
@@ -198,12 +231,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   const std::vector<dist::UnitRange> units = models::zero_units(layout);
   // The owners report what they hold for the run: AdamW (master, moments) and the parameter
   // store (bf16 weights, kept gradients, staging, the master's whole copy), for each rank.
-  const bool compute_from_master = t.precision == recipe::Precision::kFp32 && setup.config.master_mode == optim::MasterMode::kF32;
-  dist::ParamStoreOptions store_options;  // as the trainer's constructor sets them
-  store_options.zero_stage = e.zero_stage;
-  store_options.grad_accum = t.grad_accum;
-  store_options.optimizer_in_backward = t.optimizer_in_backward;
-  store_options.compute_from_master = compute_from_master;
+  const dist::ParamStoreOptions store_options = store_options_of(config, setup.config.master_mode);  // the trainer's
   dist::ParamStoreBytes store;
   // The rank that owns the most holds the most (master, moments, and at stages 2-3 the kept
   // gradients and at 3 the weights are owned shards).
@@ -258,8 +286,9 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
       std::max(dist::mpi_all_reduce_temp_bytes(optim::AdamW::kInspectReducedValues, world_size, 8),
                dist::mpi_all_reduce_temp_bytes(optim::AdamW::kStepReducedValues, world_size, 8));
   const int64_t loss_comm = dist::mpi_all_reduce_temp_bytes(world_size * t.grad_accum, world_size, 8);
+  const int64_t bucket = world_size > 1 ? store_options.reduce_bucket_bytes : 0;  // as the store applies it
   const StepPeaks peaks = step_peaks(persistent, models::Transformer::unit_schedule(spec), cost, layout.units(),
-                                     t.optimizer_in_backward, hook_comm, loss_comm);
+                                     t.optimizer_in_backward, bucket, hook_comm, loss_comm);
   e.step_bytes = peaks.category;
   e.step_peak_bytes = peaks.total;
   e.step_peak_moment = peaks.moment;

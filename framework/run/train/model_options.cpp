@@ -1,6 +1,8 @@
 // model_options.cpp — see model_options.h.
 #include "framework/run/train/model_options.h"
 
+#include <cmath>
+
 namespace farthing::train {
 
 Fp8Recipe fp8_recipe_of(const recipe::RunConfig& config) {
@@ -40,6 +42,16 @@ models::ModelOptions model_options_of(const recipe::RunConfig& config, const Fp8
     o.fp8.recipe = fp8;
     o.fp8.history = history;
   }
+  return o;
+}
+
+dist::ParamStoreOptions store_options_of(const recipe::RunConfig& config, optim::MasterMode master) {
+  dist::ParamStoreOptions o;
+  o.zero_stage = config.distributed.zero_stage;
+  o.grad_accum = config.train.grad_accum;
+  o.optimizer_in_backward = config.train.optimizer_in_backward;
+  o.compute_from_master = config.train.precision == recipe::Precision::kFp32 && master == optim::MasterMode::kF32;
+  o.reduce_bucket_bytes = int64_t(std::llround(config.distributed.reduce_bucket_mib * double(int64_t(1) << 20)));
   return o;
 }
 

@@ -1,11 +1,13 @@
 // model_options.h — what a recipe asks of the model (compute mode, activation checkpointing,
-// loss chunking, FP8 linear layers): one mapping, shared by the trainer and `farthing plan`, so
-// the plan sizes the model the trainer builds.
+// loss chunking, FP8 linear layers) and of the parameter store it runs over: one mapping each,
+// shared by the trainer and `farthing plan`, so the plan sizes the model the trainer builds.
 // Relies on: recipe/run_config.h, backend/fp8_policy.h, models/common/transformer.h.
 // Tested by: tests/run/train/test_memory_estimate.cpp (the plan against real steps), tests/run/train/test_train_fp8.sh.
 #pragma once
 
 #include "framework/backend/fp8_policy.h"
+#include "framework/dist/param_store.h"
+#include "framework/optim/optim_config.h"
 #include "framework/run/recipe/run_config.h"
 #include "models/common/transformer.h"
 
@@ -21,5 +23,9 @@ models::ComputeMode compute_mode_of(recipe::Precision precision);
 // train.precision is fp8); history: delayed scaling's state, or null.
 models::ModelOptions model_options_of(const recipe::RunConfig& config, const Fp8Recipe* fp8,
                                       Fp8AmaxHistory* history);
+
+// The parameter store's options for this recipe, with the optimizer's master mode (the compute
+// reads an fp32 master under precision fp32).
+dist::ParamStoreOptions store_options_of(const recipe::RunConfig& config, optim::MasterMode master);
 
 }  // namespace farthing::train

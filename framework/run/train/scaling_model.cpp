@@ -138,8 +138,8 @@ StepPrediction predict_step(const models::UnitSchedule& schedule, const dist::Ze
       p.compute_seconds += compute.turn_seconds[k];
       if (turn.hands_over_grads && multi) t.issue(reduce_seconds(turn.unit));
     }
+    t.wait_until(t.comm_free);  // backward_done: the pass's reductions finish before the next pass adds to them
   }
-  t.wait_until(t.comm_free);  // the optimizer reads every reduced gradient
   // Owned elements of the busiest rank, against the elements the measured step stepped.
   const double owned = double(zero.owned_elems());
   p.optimizer_seconds =

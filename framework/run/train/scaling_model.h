@@ -16,15 +16,18 @@
 // and takes steps · latency + sent / bandwidth (bandwidth as nccl-tests' "busbw").
 //
 // Overlap, two schedules:
-//   kNone:    every collective blocks the rank. The trainer today waits for each gradient
-//             reduction and for the publication at once; its ZeRO-3 gathers are prefetched and
-//             run on the MPI communicator's worker thread, so they hide behind compute only
-//             where a core is free for that thread (none is when the ranks fill the cores, as
-//             in the checks of docs/scaling.md);
+//   kNone:    every collective blocks the rank: the trainer with distributed.reduce_bucket_mib
+//             0, which waits for each gradient reduction and for the publication at once; its
+//             ZeRO-3 gathers are prefetched and run on the MPI communicator's worker thread, so
+//             they hide behind compute only where a core is free for that thread (none is when
+//             the ranks fill the cores, as in the checks of docs/scaling.md);
 //   kStreams: one communication stream beside the compute, in issue order: a prefetched gather
 //             runs during the turn that prefetched it, reductions are issued as backward
-//             finishes each unit and only the optimizer step waits for them (the GPU design; not
-//             implemented yet). The compute is assumed not to slow down beside the transfers.
+//             finishes each unit and waited for when the pass's backward ends: the trainer with
+//             a reduce bucket that holds a whole pass's reductions (on the CPU, the MPI worker
+//             thread is the stream; on GPUs, NCCL's stream, not run yet). A smaller bucket waits
+//             sooner, which this does not model. The compute is assumed not to slow down beside
+//             the transfers.
 // Relies on: framework/dist/zero_layout.h, models/common/transformer.h, step_timeline.h.
 // Tested by: tests/run/train/test_scaling_model.cpp; checked against `farthing bench dist`'s
 // measurements at np 2 and 3 (docs/scaling.md).

@@ -39,6 +39,9 @@ float* TimedUnitStorage::acquire_grads(int unit) {
 void TimedUnitStorage::grads_ready(int unit) {
   timed(StoreCallKind::kGradsReady, unit, [&] { inner_.grads_ready(unit); });
 }
+void TimedUnitStorage::backward_done() {
+  timed(StoreCallKind::kBackwardDone, -1, [&] { inner_.backward_done(); });
+}
 
 namespace {
 

@@ -22,7 +22,7 @@
 
 namespace farthing::train {
 
-enum class StoreCallKind : uint8_t { kAcquire, kAcquireBf16, kPrefetch, kRelease, kAcquireGrads, kGradsReady };
+enum class StoreCallKind : uint8_t { kAcquire, kAcquireBf16, kPrefetch, kRelease, kAcquireGrads, kGradsReady, kBackwardDone };
 
 struct StoreCall {
   StoreCallKind kind = StoreCallKind::kAcquire;
@@ -58,6 +58,7 @@ class TimedUnitStorage final : public dist::UnitStorage {
   void prefetch_params(int unit) override;
   float* acquire_grads(int unit) override;
   void grads_ready(int unit) override;
+  void backward_done() override;
 
  private:
   template <class F>

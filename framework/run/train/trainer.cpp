@@ -159,13 +159,8 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   optimizer_->set_reduce_hook([this](std::span<double> values) {
     comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
   });
-  dist::ParamStoreOptions store_options;
-  store_options.zero_stage = config_.distributed.zero_stage;
-  store_options.grad_accum = t.grad_accum;
-  store_options.optimizer_in_backward = t.optimizer_in_backward;
-  store_options.compute_from_master =
-      t.precision == recipe::Precision::kFp32 && optimizer_->config().master_mode == optim::MasterMode::kF32;
-  store_ = std::make_unique<dist::ParamStore>(*zero_, data_comm, backend, store_options);
+  store_ = std::make_unique<dist::ParamStore>(*zero_, data_comm, backend,
+                                              store_options_of(config_, optimizer_->config().master_mode));
   store_->set_master_source([this](size_t shard) { return optimizer_->master(shard); });
   store_->set_unit_grads_hook([this](int unit, int shard, const Tensor& grads) { step_unit(unit, shard, grads); });
   set_up_first_weights(spec);  // before the model allocates its activations: loading peaks lower

@@ -170,6 +170,8 @@ TEST(RecipeErrors, RangesNameTheKeyValueAndBound) {
                         Case{"distributed", "collective_timeout_s", "-1", "expected seconds >= 0"},
                         Case{"distributed", "reduce", "fast", "expected ordered|native"},
                         Case{"distributed", "collective_timeout_s", ".inf", "expected a number"},
+                        Case{"distributed", "reduce_bucket_mib", "-0.5", "expected MiB >= 0"},
+                        Case{"distributed", "reduce_bucket_mib", "lots", "expected a number"},
                         Case{"checkpoint", "keep_last", "-1", "expected a whole number >= 0"},
                         Case{"checkpoint", "save_every", "-1", "expected a whole number >= 0"},
                         Case{"checkpoint", "run_dir", "\"\"", "is empty, expected a directory"},

@@ -303,6 +303,61 @@ TEST(MemoryEstimate, ZeroStage2Fp32ComputeFromMaster) {
   expect_within_10_percent(c, models::preset_config("stories260k"), "zero2, fp32 compute from the f32 master");
 }
 
+// Gradient reductions left in flight during backward (distributed.reduce_bucket_mib): over
+// several ranks each finished unit's accumulator, received block and the communicator's
+// temporaries stay beside the next units' backward until those in flight exceed the bucket, and
+// the last ones until backward ends. About two of this model's blocks fit in 1 MiB at stage 2,
+// so some reductions finish during backward and some at its end. At world 1 nothing is in flight.
+TEST(MemoryEstimate, ReductionsInFlightStage2) {
+  TempDir dir("inflight_zero2");
+  recipe::RunConfig c = base_config(dir.path);
+  c.distributed.zero_stage = 2;
+  c.train.precision = recipe::Precision::kBf16;
+  c.train.grad_accum = 2;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kF32;
+  const models::ModelConfig model = models::preset_config("stories260k");
+  const MemoryEstimate waited = estimate_memory(c, model, world().world_size(), world().rank());
+  c.distributed.reduce_bucket_mib = 1.0;
+  const MemoryEstimate in_flight = estimate_memory(c, model, world().world_size(), world().rank());
+  if (world().world_size() > 1) {
+    EXPECT_GT(in_flight.bytes(MemoryCategory::kGrads), waited.bytes(MemoryCategory::kGrads))
+        << "the accumulators of the units still reducing are held together";
+  } else {
+    EXPECT_EQ(in_flight.step_peak_bytes, waited.step_peak_bytes);
+  }
+  expect_within_10_percent(c, model, "zero2, bf16, grad_accum 2, 1 MiB of reductions in flight");
+}
+
+// The same with the optimizer step fused into backward at stage 1 (in-place all-reduces, each
+// unit stepped when its reduction is finished) and at stage 3 (gathers prefetched behind them).
+TEST(MemoryEstimate, ReductionsInFlightFusedStage1) {
+  TempDir dir("inflight_fused1");
+  recipe::RunConfig c = base_config(dir.path);
+  c.distributed.zero_stage = 1;
+  c.distributed.reduce_bucket_mib = 1.5;
+  c.train.optimizer_in_backward = true;
+  c.train.max_grad_norm = 0.0;
+  c.train.nonfinite = recipe::Nonfinite::kFail;
+  c.train.precision = recipe::Precision::kBf16;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kNone;
+  c.optimizer.weight_rounding = optim::WeightRounding::kStochastic;
+  expect_within_10_percent(c, models::preset_config("stories260k"), "zero1 fused, 1.5 MiB of reductions in flight");
+}
+
+TEST(MemoryEstimate, ReductionsInFlightStage3) {
+  TempDir dir("inflight_zero3");
+  recipe::RunConfig c = base_config(dir.path);
+  c.distributed.zero_stage = 3;
+  c.distributed.reduce_bucket_mib = 1.0;
+  c.train.precision = recipe::Precision::kFp32;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kF32;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
+  expect_within_10_percent(c, models::preset_config("stories260k"), "zero3, fp32 from the master, 1 MiB in flight");
+}
+
 // ZeRO-3 from a file with an untied head (the head unit holds lm_head: its gradients start at the
 // loss, the embedding's only at the end), fp32 compute from bf16 weights (bf16 gathers widened),
 // and the loading peak: one unit of the mapped file at a time.

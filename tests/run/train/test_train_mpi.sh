@@ -7,6 +7,8 @@
 #    in the same rank order as the reduction ((g0 + g1) + g2), and the loss is normalised by the
 #    global batch's target count. (With several micro-batches per rank the association differs,
 #    (g0 + g1) + (g2 + g3) against ((g0 + g1) + g2) + g3: equal only to rounding.)
+#  - gradient reductions left in flight during backward (distributed.reduce_bucket_mib) give
+#    the same bits, at every stage, with several micro-batches and with the fused step;
 #  - distributed.reduce: native (MPI's own sums) trains within 1e-3 of ordered at np=3;
 #  - resharded resume: a checkpoint saved at np=2 resumes at np=1 and np=3 with identical
 #    optimizer state (re-saved without stepping: byte-identical datasets), and training continues
@@ -33,6 +35,26 @@ for stage in 1 2 3; do
     echo "ok: ZeRO-$stage np=$np == np=1 bit for bit (5 losses, every weight and moment)"
   done
 done
+# distributed.reduce_bucket_mib: gradient reductions left in flight while backward goes on
+# (about two of these blocks' per MiB) change when the sums are waited for, never their bits.
+# Stages 1 and 3 here; stage 2 below, with two micro-batches per rank.
+for stage in 1 3; do
+  "${MPIRUN[@]}" -np 3 "$FARTHING" train "$RECIPE" "${CFG[@]}" --set distributed.zero_stage=$stage \
+    --set distributed.reduce_bucket_mib=1 --set train.grad_accum=1 --set "checkpoint.run_dir=$WORK/b$stage-np3" >/dev/null
+  diff <(losses "$WORK/np1-for-3/metrics.jsonl") <(losses "$WORK/b$stage-np3/metrics.jsonl") \
+    || fail "ZeRO-$stage np=3 with reductions in flight: losses differ from np=1"
+  same_checkpoint "$WORK/np1-for-3/checkpoints/step_00000005.h5" "$WORK/b$stage-np3/checkpoints/step_00000005.h5"
+  echo "ok: ZeRO-$stage np=3 with 1 MiB of reductions in flight == np=1 bit for bit"
+done
+# Two micro-batches per rank: each pass's reductions finish before the next pass adds to the sums.
+for mib in 0 1; do
+  "${MPIRUN[@]}" -np 2 "$FARTHING" train "$RECIPE" "${CFG[@]}" --set distributed.zero_stage=2 \
+    --set distributed.reduce_bucket_mib=$mib --set train.grad_accum=2 --set "checkpoint.run_dir=$WORK/a2-b$mib" >/dev/null
+done
+diff <(losses "$WORK/a2-b0/metrics.jsonl") <(losses "$WORK/a2-b1/metrics.jsonl") \
+  || fail "np=2 grad_accum 2: reductions in flight changed the losses"
+same_checkpoint "$WORK/a2-b0/checkpoints/step_00000005.h5" "$WORK/a2-b1/checkpoints/step_00000005.h5"
+echo "ok: np=2, grad_accum 2: reductions in flight == waited for, bit for bit"
 # distributed.reduce: native: MPI's own float sums, not bitwise in general; at np=3 the run
 # trains within 1e-3 of the ordered one (stage 2, the same global batch). On one machine's
 # shared memory Open MPI happened to add in rank order: the losses were identical.
@@ -45,11 +67,13 @@ echo "ok: distributed.reduce=native at np=3 trains within 1e-3 of ordered"
 # The optimizer step fused into backward, sharded over ranks (no clipping, one micro-batch per rank).
 FUSED=(--set train.max_grad_norm=0 --set train.nonfinite=fail)
 "$FARTHING" train "$RECIPE" "${CFG[@]}" "${FUSED[@]}" --set train.grad_accum=2 --set "checkpoint.run_dir=$WORK/fused-np1" >/dev/null
-"${MPIRUN[@]}" -np 2 "$FARTHING" train "$RECIPE" "${CFG[@]}" "${FUSED[@]}" --set train.optimizer_in_backward=true \
-  --set distributed.zero_stage=3 --set "checkpoint.run_dir=$WORK/fused-np2" >/dev/null
-diff <(losses "$WORK/fused-np1/metrics.jsonl") <(losses "$WORK/fused-np2/metrics.jsonl") || fail "fused np=2 losses differ"
-same_checkpoint "$WORK/fused-np1/checkpoints/step_00000005.h5" "$WORK/fused-np2/checkpoints/step_00000005.h5"
-echo "ok: optimizer-in-backward + ZeRO-3 at np=2 == the plain np=1 step bit for bit"
+for mib in 0 1; do  # and with the units' reductions (and so their fused steps) left in flight
+  "${MPIRUN[@]}" -np 2 "$FARTHING" train "$RECIPE" "${CFG[@]}" "${FUSED[@]}" --set train.optimizer_in_backward=true \
+    --set distributed.zero_stage=3 --set distributed.reduce_bucket_mib=$mib --set "checkpoint.run_dir=$WORK/fused-np2-b$mib" >/dev/null
+  diff <(losses "$WORK/fused-np1/metrics.jsonl") <(losses "$WORK/fused-np2-b$mib/metrics.jsonl") || fail "fused np=2 losses differ"
+  same_checkpoint "$WORK/fused-np1/checkpoints/step_00000005.h5" "$WORK/fused-np2-b$mib/checkpoints/step_00000005.h5"
+  echo "ok: optimizer-in-backward + ZeRO-3 at np=2 (reduce_bucket_mib $mib) == the plain np=1 step bit for bit"
+done
 
 # Resharded resume: save at np=2 (step 3), continue at np=1 and np=3.
 R=("${SMALL[@]}" --set train.steps=6 --set train.micro_batch=3 --set optimizer.state=8bit

@@ -9,7 +9,8 @@
 #     fused into backward;
 #   - exact resume on the device, a device checkpoint resumed on the CPU and the reverse;
 #     generating from it;
-#   - mpirun -np 2 at ZeRO-3 (collectives staged through the host), against the CPU at np 2.
+#   - mpirun -np 2 at ZeRO-3 (collectives staged through the host), against the CPU at np 2, and
+#     with the gradient reductions left in flight during backward (distributed.reduce_bucket_mib).
 source "$(dirname "$0")/train_test_common.sh"
 
 run() {  # run NAME DEVICE [extra args...]
@@ -75,6 +76,11 @@ if command -v mpirun >/dev/null; then
   done
   same_run np2-cpu np2-strict
   echo "ok: mpirun -np 2 ZeRO-3 on the strict device == cpu bit for bit"
+  # The staged reductions left in flight during backward (the staging held until each is waited for).
+  mpirun --oversubscribe -np 2 "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${PLAIN[@]}" --set distributed.zero_stage=3 \
+    --set distributed.reduce_bucket_mib=1 --set train.device=strict --set "checkpoint.run_dir=$WORK/np2-strict-inflight" >/dev/null
+  same_run np2-cpu np2-strict-inflight
+  echo "ok: mpirun -np 2 ZeRO-3 on the strict device with reductions in flight == cpu bit for bit"
 else
   fail "mpirun not found; the np=2 part of this test needs Open MPI (tools/setup.sh installs it)"
 fi
