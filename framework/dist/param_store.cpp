@@ -58,6 +58,7 @@ ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& back
   gathered_.resize(units);
   accumulators_.resize(units);
   pending_.resize(units);
+  for (size_t u = 0; u < units; ++u) reducing_bytes_.push_back(planned_unit_bytes(zero_, options_, u).reducing.total());
 }
 
 ParamStoreBytes ParamStore::planned_bytes(const ZeroLayout& zero, const ParamStoreOptions& options) {
@@ -338,7 +339,7 @@ void ParamStore::grads_ready(int unit) {
                                           Tensor(acc, DType::kF32, Shape{padded}, device), ReduceOp::kSum);
     bytes_sent_ += (comm_.world_size() - 1) * shard * 4;
   }
-  r.bytes = planned_unit_bytes(zero_, options_, u).reducing.total();
+  r.bytes = reducing_bytes_[u];
   reductions_bytes_ += r.bytes;
   reductions_.push_back(std::move(r));
   // Alone there is nothing to wait for: the sum is this rank's own.

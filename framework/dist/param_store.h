@@ -210,6 +210,7 @@ class ParamStore final : public UnitStorage {
   std::vector<std::unique_ptr<Pending>> pending_;
   std::deque<Reduction> reductions_;  // in flight, oldest first
   int64_t reductions_bytes_ = 0;      // what they hold
+  std::vector<int64_t> reducing_bytes_;  // per unit: what its reduction holds (planned_unit_bytes' reducing)
   int64_t bytes_sent_ = 0;
 };
 
