@@ -492,8 +492,9 @@ void print_step_time(const PlanArgs& a, const farthing::recipe::RunConfig& r, co
   std::printf("\nstep time at world size %d over %s (docs/scaling.md)\n", a.world_size, p.links.name.c_str());
   std::printf("  links     %s\n", p.links.source.c_str());
   std::printf("  compute   %s\n", p.compute_source.c_str());
-  std::printf("  %lld tokens per rank per step; serial: every collective blocks (the trainer today); overlapped: one\n"
-              "  communication stream, gathers prefetched a unit ahead, reductions as backward finishes (the GPU design)\n\n",
+  std::printf("  %lld tokens per rank per step; serial: every collective blocks (distributed.reduce_bucket_mib 0, the\n"
+              "  default); overlapped: one communication stream, gathers prefetched a unit ahead, reductions as backward\n"
+              "  finishes (a reduce_bucket_mib that holds a pass's reductions)\n\n",
               (long long)p.tokens_per_rank);
   std::printf("%-6s %9s %9s %9s %9s %10s | %9s %9s %10s | %9s %9s %10s\n", "stage", "compute s", "optim s", "other s",
               "comm s", "sent/rank", "exposed s", "step s", "tok/s/rank", "exposed s", "step s", "tok/s/rank");
