@@ -61,6 +61,13 @@ int report_and_abort(const std::string& message, const std::string& location = "
 
 }  // namespace
 
+void abort_job(const std::string& message) {
+  report_and_abort(message);
+  // NOTE: _Exit, not exit: other threads are running (the caller is a watchdog), so no static
+  // destructors may run under them.
+  std::_Exit(1);
+}
+
 int run_main_or_abort(const std::function<int()>& body) {
   try {
     return body();

@@ -41,6 +41,12 @@ void CommHandle::wait() {
   op->wait();
 }
 
+void CommHandle::wait_on_device() {
+  if (!op_) return;
+  std::shared_ptr<Op> op = std::move(op_);
+  op->wait_on_device();
+}
+
 bool CommHandle::test() { return !op_ || op_->test(); }
 
 void CommHandle::wait_noexcept() noexcept {

@@ -5,7 +5,8 @@
 // Every collective has an async form returning a CommHandle; the blocking form is the async
 // one followed by wait(). Ops on one communicator run in the order they were issued (like a
 // CUDA stream), and every rank must issue the same collectives in the same order, as in MPI.
-// Buffers must stay alive and untouched until the handle's wait() returns.
+// Buffers must stay alive and untouched until the handle's wait() returns (or, for device
+// work, until wait_on_device() has ordered the compute stream after the op).
 //
 // NOTE (numerics): floating-point sums (f32, f64) are reduced in a fixed order on every
 // implementation that can afford it: result = ((x_0 + x_1) + x_2) + ... over ranks 0..N-1,
@@ -55,6 +56,10 @@ class CommHandle {
     virtual ~Op() = default;
     virtual bool test() = 0;  // true once finished (successfully or not)
     virtual void wait() = 0;  // blocks; throws the op's error
+    // Orders the device's compute work queued from now on after this op; by default the host
+    // waits, which orders everything. A communicator with a stream of its own (NCCL) makes the
+    // compute stream wait for the op's event instead, and the host goes on at once.
+    virtual void wait_on_device() { wait(); }
   };
 
   CommHandle() = default;  // an already-finished handle
@@ -67,6 +72,13 @@ class CommHandle {
 
   void wait();
   bool test();
+  // Finishes the handle for the device's compute stream rather than for the host: work queued
+  // on that stream afterwards runs after the collective, and its buffers may be freed in that
+  // stream's order (the stream-ordered pool) — but the host must not read them before a later
+  // host wait (Backend::synchronize). Where the communicator has no stream of its own (MPI, the
+  // staged path) this is wait(). A device-ordered op's error or timeout is found by the
+  // communicator's watchdog (collective_watchdog.h), which ends the job. Idempotent, like wait().
+  void wait_on_device();
 
  private:
   void wait_noexcept() noexcept;

@@ -13,6 +13,7 @@
 #include "framework/backend/buffer.h"
 #include "framework/core/error.h"
 #include "framework/core/memory.h"
+#include "framework/dist/collective_watchdog.h"
 #include "framework/dist/nccl_check.h"
 #include "kernels/cuda/cuda_check.h"
 
@@ -88,31 +89,67 @@ struct OpName {
   double timeout_s = 0.0;  // > 0: wait() gives up after this long
 };
 
+// The event recorded after an op on the communicator's stream, shared by its handle and, once
+// the op is ordered on the device, the watchdog that polls it.
+using SharedEvent = std::shared_ptr<CUevent_st>;
+
+SharedEvent make_shared_event(cudaEvent_t event) {
+  return SharedEvent(event, [](cudaEvent_t e) { cudaEventDestroy(e); });
+}
+
+// Where an op's handle may hand it: the stream that computes next, and the watchdog.
+struct DeviceOrder {
+  cudaStream_t compute = nullptr;
+  dist::CollectiveWatchdog* watchdog = nullptr;
+};
+
 class NcclOp final : public CommHandle::Op {
  public:
-  NcclOp(int device, cudaEvent_t done, ncclComm_t comm, std::vector<Buffer> temporaries, OpName name)
-      : device_(device), done_(done), comm_(comm), temporaries_(std::move(temporaries)), name_(std::move(name)) {}
-  ~NcclOp() override {
-    // Temporaries are freed after this; a handle is only destroyed after wait() (CommHandle
-    // waits in its destructor), so the GPU no longer reads them.
-    cudaEventDestroy(done_);
-  }
+  NcclOp(int device, SharedEvent done, ncclComm_t comm, std::vector<Buffer> temporaries, OpName name,
+         DeviceOrder order)
+      : device_(device), done_(std::move(done)), comm_(comm), temporaries_(std::move(temporaries)),
+        name_(std::move(name)), order_(order) {}
+  // Temporaries are freed after this, in the compute stream's order (cudaFreeAsync): a handle is
+  // only destroyed after wait() (CommHandle waits in its destructor) or after wait_on_device()
+  // queued the compute stream's wait for the op, so nothing later on that stream can reuse them
+  // while the op reads them.
+  ~NcclOp() override = default;
   bool test() override {
     if (cudaSetDevice(device_) != cudaSuccess) return true;  // wait() reports the error
-    const cudaError_t state = cudaEventQuery(done_);
+    const cudaError_t state = cudaEventQuery(done_.get());
     if (state == cudaErrorNotReady) return false;
     return true;
+  }
+  void wait_on_device() override {
+    FARTHING_CUDA_CHECK(cudaSetDevice(device_));
+    FARTHING_CUDA_CHECK(cudaStreamWaitEvent(order_.compute, done_.get(), 0));
+    temporaries_.clear();  // see the destructor: freed behind the wait just queued
+    if (order_.watchdog == nullptr) return;
+    // No host wait will look at this op: the watchdog polls its event and NCCL's asynchronous
+    // error, and ends the job on a failure or past the timeout.
+    order_.watchdog->watch(
+        [device = device_, done = done_, comm = comm_] {
+          FARTHING_CUDA_CHECK(cudaSetDevice(device));
+          ncclResult_t async_error = ncclSuccess;
+          FARTHING_NCCL_CHECK(ncclCommGetAsyncError(comm, &async_error));
+          FARTHING_NCCL_CHECK(async_error);
+          const cudaError_t state = cudaEventQuery(done.get());
+          if (state == cudaErrorNotReady) return false;
+          FARTHING_CUDA_CHECK(state);
+          return true;
+        },
+        name_.what, name_.number);
   }
   void wait() override {
     FARTHING_CUDA_CHECK(cudaSetDevice(device_));
     if (name_.timeout_s <= 0.0) {
-      FARTHING_CUDA_CHECK(cudaEventSynchronize(done_));
+      FARTHING_CUDA_CHECK(cudaEventSynchronize(done_.get()));
     } else {
       // Poll the event and NCCL's asynchronous error (a peer's failure shows there) until the
       // deadline; the error then ends the job (abort_on_error.h), which frees the stuck kernels.
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(name_.timeout_s);
       for (;;) {
-        const cudaError_t state = cudaEventQuery(done_);
+        const cudaError_t state = cudaEventQuery(done_.get());
         if (state != cudaErrorNotReady) {
           FARTHING_CUDA_CHECK(state);
           break;
@@ -132,10 +169,11 @@ class NcclOp final : public CommHandle::Op {
 
  private:
   int device_;
-  cudaEvent_t done_;
+  SharedEvent done_;
   ncclComm_t comm_;
   std::vector<Buffer> temporaries_;
   OpName name_;
+  DeviceOrder order_;
 };
 
 }  // namespace
@@ -144,6 +182,15 @@ struct NcclCommunicator::Impl {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   cudaEvent_t ready = nullptr;  // recorded on the compute stream before each op
+  // Polls the ops ordered on the device (wait_on_device); reset before comm is destroyed.
+  std::unique_ptr<dist::CollectiveWatchdog> watchdog;
+
+  // Orders the next op after the compute stream's earlier work. NOTE: an op's temporaries come
+  // from the pool on the compute stream (cudaMallocAsync), so they are allocated before this:
+  // the op's stream then waits for their allocation too.
+  void begin(int device, void* compute) const;
+  // The op's handle: an event after it on the op's stream, and what wait_on_device needs.
+  CommHandle finish(int device, void* compute, std::vector<Buffer> temporaries, OpName name) const;
 };
 
 NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device_index)
@@ -163,6 +210,7 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device_index)
   FARTHING_NCCL_CHECK(ncclCommInitRank(&impl_->comm, topology_.world_size, id, topology_.rank));
   FARTHING_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
   FARTHING_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->ready, cudaEventDisableTiming));
+  impl_->watchdog = std::make_unique<dist::CollectiveWatchdog>(timeout_s_);
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -170,32 +218,18 @@ NcclCommunicator::~NcclCommunicator() {
   if (cudaSetDevice(device_index_) == cudaSuccess && impl_->stream != nullptr) {
     cudaStreamSynchronize(impl_->stream);
   }
+  impl_->watchdog.reset();  // its polls use comm
   if (impl_->comm != nullptr) ncclCommDestroy(impl_->comm);
   if (impl_->ready != nullptr) cudaEventDestroy(impl_->ready);
   if (impl_->stream != nullptr) cudaStreamDestroy(impl_->stream);
 }
 
+void NcclCommunicator::set_collective_timeout(double seconds) {
+  timeout_s_ = seconds;
+  impl_->watchdog->set_timeout(seconds);
+}
+
 namespace {
-
-
-// Orders the op after the compute stream's earlier work.
-void begin_op(int device, cudaStream_t compute, cudaEvent_t ready, cudaStream_t stream) {
-  FARTHING_CUDA_CHECK(cudaSetDevice(device));
-  FARTHING_CUDA_CHECK(cudaEventRecord(ready, compute));
-  FARTHING_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
-}
-
-CommHandle finish_op(int device, ncclComm_t comm, cudaStream_t stream, std::vector<Buffer> temporaries,
-                     OpName name) {
-  cudaEvent_t done = nullptr;
-  FARTHING_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  const cudaError_t recorded = cudaEventRecord(done, stream);
-  if (recorded != cudaSuccess) {
-    cudaEventDestroy(done);
-    FARTHING_CUDA_CHECK(recorded);
-  }
-  return CommHandle(std::make_shared<NcclOp>(device, done, comm, std::move(temporaries), std::move(name)));
-}
 
 // blocks[r*n, (r+1)*n) <- rank r's send[me*n, (me+1)*n): an all-to-all of n-element blocks.
 void all_to_all(const char* send, char* blocks, size_t n, size_t elem_bytes, NcclElement element,
@@ -216,59 +250,77 @@ void all_to_all(const char* send, char* blocks, size_t n, size_t elem_bytes, Ncc
 
 }  // namespace
 
+void NcclCommunicator::Impl::begin(int device, void* compute) const {
+  FARTHING_CUDA_CHECK(cudaSetDevice(device));
+  FARTHING_CUDA_CHECK(cudaEventRecord(ready, static_cast<cudaStream_t>(compute)));
+  FARTHING_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
+}
+
+CommHandle NcclCommunicator::Impl::finish(int device, void* compute, std::vector<Buffer> temporaries, OpName name) const {
+  cudaEvent_t event = nullptr;
+  FARTHING_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  SharedEvent done = make_shared_event(event);
+  FARTHING_CUDA_CHECK(cudaEventRecord(done.get(), stream));
+  const DeviceOrder order{static_cast<cudaStream_t>(compute), watchdog.get()};
+  return CommHandle(std::make_shared<NcclOp>(device, std::move(done), comm, std::move(temporaries), std::move(name), order));
+}
+
 CommHandle NcclCommunicator::all_gather_async(const Tensor& out, const Tensor& in) {
   check_all_gather_args(*this, out, in);
-  begin_op(device_index_, static_cast<cudaStream_t>(compute_stream_), impl_->ready, impl_->stream);
+  impl_->begin(device_index_, compute_stream_);
   const NcclElement element = nccl_element(in.dtype());
   if (in.numel() > 0) {
     FARTHING_NCCL_CHECK(ncclAllGather(in.data(), out.data(), size_t(in.numel()) * element.per_element,
                                       element.type, impl_->comm, impl_->stream));
   }
-  return finish_op(device_index_, impl_->comm, impl_->stream, {},
+  return impl_->finish(device_index_, compute_stream_, {},
                    {CollectiveName("all_gather", in), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op) {
   check_reduce_scatter_args(*this, out, in, op);
-  begin_op(device_index_, static_cast<cudaStream_t>(compute_stream_), impl_->ready, impl_->stream);
   const NcclElement element = nccl_element(in.dtype());
   const size_t n = size_t(out.numel());
-  std::vector<Buffer> temporaries;
   const bool native = !is_float(in.dtype()) || (op == ReduceOp::kSum && order_ == ReduceOrder::kNative);
+  std::vector<Buffer> temporaries;
+  if (n > 0 && !native) temporaries.emplace_back(device(), in.nbytes(), MemoryCategory::kCommBuffers);
+  impl_->begin(device_index_, compute_stream_);
   if (n > 0 && native) {
     FARTHING_NCCL_CHECK(ncclReduceScatter(in.data(), out.data(), n, element.type, native_op(op),
                                           impl_->comm, impl_->stream));
   } else if (n > 0) {
     const size_t elem = dtype_size_bytes(in.dtype());
-    temporaries.emplace_back(device(), in.nbytes(), MemoryCategory::kCommBuffers);
     char* blocks = static_cast<char*>(temporaries.back().data());
     all_to_all(static_cast<const char*>(in.data()), blocks, n, elem, element, rank(), world_size(),
                impl_->comm, impl_->stream);
     launch_reduce_blocks(out.data(), blocks, int64_t(n), world_size(), in.dtype(), op,
                          impl_->stream);
   }
-  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries),
+  return impl_->finish(device_index_, compute_stream_, std::move(temporaries),
                    {CollectiveName("reduce_scatter", in), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) {
   check_all_reduce_args(*this, inout, op);
-  begin_op(device_index_, static_cast<cudaStream_t>(compute_stream_), impl_->ready, impl_->stream);
   const NcclElement element = nccl_element(inout.dtype());
   const int64_t total = inout.numel();
   const int world = world_size();
-  std::vector<Buffer> temporaries;
   const bool native = !is_float(inout.dtype()) || (op == ReduceOp::kSum && order_ == ReduceOrder::kNative);
+  const bool ordered = total > 0 && !native && world > 1;
+  // Rank r owns elements [r*n, (r+1)*n) of the zero-padded vector, as in the MPI path.
+  const size_t elem = dtype_size_bytes(inout.dtype());
+  const size_t n = size_t((total + world - 1) / world);
+  const size_t padded_bytes = n * size_t(world) * elem;
+  std::vector<Buffer> temporaries;
+  if (ordered) {
+    temporaries.emplace_back(device(), padded_bytes, MemoryCategory::kCommBuffers);
+    temporaries.emplace_back(device(), padded_bytes, MemoryCategory::kCommBuffers);
+  }
+  impl_->begin(device_index_, compute_stream_);
   if (total > 0 && native) {
     FARTHING_NCCL_CHECK(ncclAllReduce(inout.data(), inout.data(), size_t(total), element.type,
                                       native_op(op), impl_->comm, impl_->stream));
-  } else if (total > 0 && world > 1) {
-    // Rank r owns elements [r*n, (r+1)*n) of the zero-padded vector, as in the MPI path.
-    const size_t elem = dtype_size_bytes(inout.dtype());
-    const size_t n = size_t((total + world - 1) / world);
-    const size_t padded_bytes = n * size_t(world) * elem;
-    temporaries.emplace_back(device(), padded_bytes, MemoryCategory::kCommBuffers);
-    temporaries.emplace_back(device(), padded_bytes, MemoryCategory::kCommBuffers);
+  } else if (ordered) {
     char* padded = static_cast<char*>(temporaries[0].data());
     char* blocks = static_cast<char*>(temporaries[1].data());
     const size_t used_bytes = size_t(total) * elem;
@@ -283,32 +335,32 @@ CommHandle NcclCommunicator::all_reduce_async(const Tensor& inout, ReduceOp op) 
     FARTHING_CUDA_CHECK(cudaMemcpyAsync(inout.data(), padded, used_bytes, cudaMemcpyDeviceToDevice,
                                         impl_->stream));
   }
-  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries),
+  return impl_->finish(device_index_, compute_stream_, std::move(temporaries),
                    {CollectiveName("all_reduce", inout), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::broadcast_async(const Tensor& inout, int root) {
   check_broadcast_args(*this, inout, root);
-  begin_op(device_index_, static_cast<cudaStream_t>(compute_stream_), impl_->ready, impl_->stream);
+  impl_->begin(device_index_, compute_stream_);
   const NcclElement element = nccl_element(inout.dtype());
   if (inout.numel() > 0) {
     FARTHING_NCCL_CHECK(ncclBroadcast(inout.data(), inout.data(),
                                       size_t(inout.numel()) * element.per_element, element.type,
                                       root, impl_->comm, impl_->stream));
   }
-  return finish_op(device_index_, impl_->comm, impl_->stream, {},
+  return impl_->finish(device_index_, compute_stream_, {},
                    {CollectiveName("broadcast", inout), ++issued_, timeout_s_});
 }
 
 CommHandle NcclCommunicator::barrier_async() {
   // NCCL has no barrier: an all-reduce of one integer orders every rank behind every other.
-  begin_op(device_index_, static_cast<cudaStream_t>(compute_stream_), impl_->ready, impl_->stream);
   std::vector<Buffer> temporaries;
   temporaries.emplace_back(device(), sizeof(int32_t), MemoryCategory::kCommBuffers);
+  impl_->begin(device_index_, compute_stream_);
   void* token = temporaries.back().data();
   FARTHING_CUDA_CHECK(cudaMemsetAsync(token, 0, sizeof(int32_t), impl_->stream));
   FARTHING_NCCL_CHECK(ncclAllReduce(token, token, 1, ncclInt32, ncclSum, impl_->comm, impl_->stream));
-  return finish_op(device_index_, impl_->comm, impl_->stream, std::move(temporaries), {"barrier", ++issued_, timeout_s_});
+  return impl_->finish(device_index_, compute_stream_, std::move(temporaries), {"barrier", ++issued_, timeout_s_});
 }
 
 }  // namespace farthing

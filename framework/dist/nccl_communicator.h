@@ -8,7 +8,9 @@
 // Ordering: ops run on the communicator's own stream in issue order. Each op first waits (on
 // the GPU, not the host) for an event recorded on the compute stream, so work queued there
 // before the call is finished before the collective reads its buffers. wait() blocks the host
-// until the op is done on the GPU; test() never blocks.
+// until the op is done on the GPU; wait_on_device() makes the compute stream wait for it instead,
+// and hands the op to the communicator's watchdog (collective_watchdog.h: NCCL's asynchronous
+// errors and the timeout end the job); test() never blocks.
 //
 // NOTE (numerics): f32/f64 sums and maxes use the same fixed rank order as MpiCommunicator
 // (an all-to-all of blocks through grouped ncclSend/ncclRecv, a kernel that reduces ranks
@@ -45,8 +47,9 @@ class NcclCommunicator final : public Communicator {
   CommHandle broadcast_async(const Tensor& inout, int root) override;
   CommHandle barrier_async() override;
   // A bounded wait polls the op's event and NCCL's asynchronous error instead of blocking on
-  // the event (compiled, not yet run on a GPU).
-  void set_collective_timeout(double seconds) override { timeout_s_ = seconds; }
+  // the event; ops ordered on the device are bounded by the watchdog (compiled, not yet run on a
+  // GPU).
+  void set_collective_timeout(double seconds) override;
   void set_reduce_order(ReduceOrder order) override { order_ = order; }
 
  private:

@@ -257,7 +257,7 @@ const float* ParamStore::acquire_params(int unit) {
     p = std::make_unique<Pending>();
     start_gather(unit, *p);
   }
-  p->handle.wait();
+  p->handle.wait_on_device();  // the compute reads the gathered unit after the gather; the host goes on
   if (options_.compute_from_master) {
     params_[u] = std::move(p->received);
   } else {
@@ -279,7 +279,7 @@ const uint16_t* ParamStore::acquire_bf16_params(int unit) {
     p = std::make_unique<Pending>();
     start_gather(unit, *p);
   }
-  p->handle.wait();
+  p->handle.wait_on_device();  // the compute reads the gathered unit after the gather; the host goes on
   gathered_[u] = std::move(p->received);  // the unit's padded span, rank slots in order (planned: bf16_params)
   return static_cast<const uint16_t*>(gathered_[u].data());
 }
@@ -355,7 +355,9 @@ void ParamStore::finish_oldest_reduction() {
   Reduction r = std::move(reductions_.front());
   reductions_.pop_front();
   reductions_bytes_ -= r.bytes;
-  r.handle.wait();  // the communicator's temporaries go here
+  // The compute that reads the sum runs after the reduction; the host goes on (a device
+  // communicator's own stream), or has waited (MPI). The communicator's temporaries go here.
+  r.handle.wait_on_device();
   const size_t u = size_t(r.unit);
   const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
   const UnitRange owned = zero_.owned(u, zero_.rank());

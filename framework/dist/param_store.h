@@ -12,6 +12,9 @@
 //     hook (the trainer steps it) and is freed.
 //   Over several ranks a unit's reduction is issued when backward hands the unit over, and may
 //   stay in flight beside the next units' backward (ParamStoreOptions::reduce_bucket_bytes).
+//   Gathers and reductions are finished with CommHandle::wait_on_device: on a GPU with NCCL the
+//   compute stream waits for them on the device, so the host never blocks on a collective here;
+//   with MPI (host memory, or the staged path for device memory) the host waits, as before.
 // Kept gradients are fp32 where they are a sum of several backward passes (grad_accum > 1 or
 // more than one rank: summed in fp32 in a fixed order), and bf16 where they are one backward's
 // gradient, read once by the optimizer (world 1, grad_accum 1).

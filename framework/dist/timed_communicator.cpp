@@ -27,6 +27,11 @@ class TimedOp final : public CommHandle::Op {
     inner_.wait();
     spans_.push_back({begin, steady_seconds()});
   }
+  void wait_on_device() override {
+    const double begin = steady_seconds();
+    inner_.wait_on_device();
+    spans_.push_back({begin, steady_seconds()});
+  }
 
  private:
   CommHandle inner_;

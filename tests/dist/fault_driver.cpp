@@ -7,7 +7,11 @@
 // FARTHING_TEST_FAULT_HANG=1: the named rank does not throw but hangs (sleeps 600 s) before its
 // next collective, and every rank bounds its waits at 2 s (set_collective_timeout): the peers'
 // waits must end the job, naming the rank that waited and the collective.
-// Relies on: framework/dist (MpiCommunicator, abort_on_error).
+// FARTHING_TEST_FAULT_WATCHDOG=1: as the hang mode, but the peers do not wait for the collective
+// the hung rank never joins: they hand it to a CollectiveWatchdog (2 s), as a device-ordered NCCL
+// op is, and go on "computing" (sleep 600 s). Only the watchdog's default report (abort_job, from
+// its own thread) can end the job.
+// Relies on: framework/dist (MpiCommunicator, abort_on_error, collective_watchdog).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +19,7 @@
 #include <thread>
 
 #include "framework/dist/abort_on_error.h"
+#include "framework/dist/collective_watchdog.h"
 #include "framework/dist/mpi_communicator.h"
 
 int main() {
@@ -26,8 +31,19 @@ int main() {
     // have not reached; its unwinding must not wait for it.
     const bool pending_mode = std::getenv("FARTHING_TEST_FAULT_PENDING") != nullptr;
     const bool hang_mode = std::getenv("FARTHING_TEST_FAULT_HANG") != nullptr;
+    const bool watchdog_mode = std::getenv("FARTHING_TEST_FAULT_WATCHDOG") != nullptr;
     if (hang_mode) world->set_collective_timeout(2.0);
+    farthing::dist::CollectiveWatchdog watchdog(2.0);
     for (int iteration = 0; iteration < 6; ++iteration) {
+      if (watchdog_mode && iteration == 3) {
+        if (world->rank() == fault_rank) std::this_thread::sleep_for(std::chrono::seconds(600));  // hung
+        static double value = 1.0;
+        const farthing::Tensor t(&value, farthing::DType::kF64, {1});
+        auto handle = std::make_shared<farthing::CommHandle>(world->all_reduce_async(t, farthing::ReduceOp::kSum));
+        watchdog.watch([handle] { return handle->test(); }, farthing::CollectiveName("all_reduce", t),
+                       iteration + 1);
+        std::this_thread::sleep_for(std::chrono::seconds(600));  // the host goes on; killed by the abort
+      }
       if (hang_mode && world->rank() == fault_rank && iteration == 3) {
         std::this_thread::sleep_for(std::chrono::seconds(600));  // hung; killed by a peer's abort
       }

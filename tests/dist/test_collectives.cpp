@@ -334,6 +334,25 @@ TEST(Collectives, HandleDestroyedWithoutWaitStillCompletes) {
   EXPECT_EQ(data[0], w * (w + 1) / 2);
 }
 
+TEST(Collectives, WaitOnDeviceOfAHostCollectiveIsAWait) {
+  // Host memory has no compute stream to order: the result must be in place on return, as after
+  // wait() (the parameter store finishes its gathers and reductions this way on every device).
+  Communicator& comm = world();
+  const int w = comm.world_size();
+  const int64_t n = 1 << 16;
+  auto all = values_of_all_ranks<float>(w, n, 51);
+  std::vector<float> reduced = all[size_t(comm.rank())];
+  CommHandle handle = comm.all_reduce_async(view(reduced), ReduceOp::kSum);
+  handle.wait_on_device();
+  EXPECT_TRUE(handle.test());
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bad += !same_bits(reduced[size_t(i)], golden_reduce(all, size_t(i), ReduceOp::kSum));
+  }
+  EXPECT_EQ(bad, 0);
+  handle.wait();  // nothing left to wait for
+}
+
 TEST(Collectives, BadArgumentsAreRefusedWithTheReason) {
   Communicator& comm = world();
   std::vector<Bf16Bits> narrow(4);

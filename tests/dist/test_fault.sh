@@ -6,7 +6,8 @@
 # script, which is what "promptly" means here: a hang in a collective would exceed it. The
 # "pending" mode leaves a collective in flight on the failing rank while its peers sleep 600 s
 # before joining it: only an abort that does not wait for it ends the job in time. The "hang"
-# mode: a rank stops issuing collectives; its peers' bounded waits end the job.
+# mode: a rank stops issuing collectives; its peers' bounded waits end the job. The "watchdog"
+# mode: as "hang", but no peer waits; the collective watchdog's thread ends the job.
 set -uo pipefail
 mpiexec=$1; np=$2; driver=$3; shift 3
 log=$(mktemp)
@@ -33,21 +34,27 @@ for fault_rank in 0 $((np - 1)); do
 done
 done
 
-# A rank that hangs: its peers' bounded waits (2 s) end the job, naming a waiting rank and the
-# collective, within ctest's TIMEOUT (the hung rank would sleep 600 s).
+# A rank that hangs (sleeps 600 s) before collective #4. Mode "hang": its peers' bounded waits
+# (2 s) end the job. Mode "watchdog": no peer waits for the collective, as none waits for an NCCL
+# op ordered on the device; they hand it to the collective watchdog (2 s) and go on, and its
+# report, from the watchdog's own thread, ends the job. Either way within ctest's TIMEOUT, naming a
+# rank that was left waiting and the collective; the hung rank never reports.
 unset FARTHING_TEST_FAULT_PENDING
-for hung_rank in 0 $((np - 1)); do
-  FARTHING_TEST_FAULT_HANG=1 FARTHING_TEST_FAULT_RANK=$hung_rank "$mpiexec" -x FARTHING_TEST_FAULT_HANG \
-    -x FARTHING_TEST_FAULT_RANK -n "$np" "$@" "$driver" >"$log" 2>&1
-  rc=$?
-  if [[ $rc -eq 0 ]]; then
-    echo "FAIL: rank $hung_rank hung but the job exited 0:"; cat "$log"; exit 1
-  fi
-  if ! grep -Eq "error on rank [0-9]+ of $np: all_reduce of 1 f64 \(collective #[0-9]+ of this communicator\) has not finished after 2 s" "$log"; then
-    echo "FAIL: no timeout message naming a rank and the collective (exit $rc):"; cat "$log"; exit 1
-  fi
-  if grep -q "error on rank $hung_rank of" "$log"; then
-    echo "FAIL: the hung rank $hung_rank reported the timeout itself:"; cat "$log"; exit 1
-  fi
-  echo "ok (hang): rank $hung_rank hung -> exit $rc, $(grep -o "error on rank [0-9]* of $np: all_reduce[^:]*" "$log" | head -1)"
+for mode in hang watchdog; do
+  mode_var=FARTHING_TEST_FAULT_${mode^^}
+  for hung_rank in 0 $((np - 1)); do
+    env "$mode_var=1" FARTHING_TEST_FAULT_RANK=$hung_rank "$mpiexec" -x "$mode_var" \
+      -x FARTHING_TEST_FAULT_RANK -n "$np" "$@" "$driver" >"$log" 2>&1
+    rc=$?
+    if [[ $rc -eq 0 ]]; then
+      echo "FAIL ($mode): rank $hung_rank hung but the job exited 0:"; cat "$log"; exit 1
+    fi
+    if ! grep -Eq "error on rank [0-9]+ of $np: all_reduce of 1 f64 \(collective #4 of this communicator\) has not finished after 2 s" "$log"; then
+      echo "FAIL ($mode): no timeout message naming a rank and the collective (exit $rc):"; cat "$log"; exit 1
+    fi
+    if grep -q "error on rank $hung_rank of" "$log"; then
+      echo "FAIL ($mode): the hung rank $hung_rank reported the timeout itself:"; cat "$log"; exit 1
+    fi
+    echo "ok ($mode): rank $hung_rank hung -> exit $rc, $(grep -o "error on rank [0-9]* of $np: all_reduce[^:]*" "$log" | head -1)"
+  done
 done

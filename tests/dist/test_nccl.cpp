@@ -1,7 +1,8 @@
 // test_nccl.cpp — NcclCommunicator (CUDA builds) against MpiCommunicator on the same inputs:
 // every collective must give bitwise the same result (the float reductions share the MPI path's
-// rank order). Exits 77 (skipped) on every rank when any rank lacks a GPU of its own
-// (NCCL needs one device per rank: np=1 on a one-GPU machine runs; np=2 needs two GPUs).
+// rank order); and wait_on_device orders the compute stream after an op without a host wait.
+// Exits 77 (skipped) on every rank when any rank lacks a GPU of its own (NCCL needs one device
+// per rank: np=1 on a one-GPU machine runs; np=2 needs two GPUs).
 // Relies on: framework/dist (MPI, NCCL), framework/backend (device buffers and copies).
 #include <gtest/gtest.h>
 
@@ -117,6 +118,31 @@ TEST(Nccl, BroadcastAndBarrier) {
                Error);
 }
 
+TEST(Nccl, WaitOnDeviceOrdersTheComputeStream) {
+  // The gathered values are copied out on the compute stream right after wait_on_device, with no
+  // host wait for the gather: only the compute stream's wait for the op's event puts the copy
+  // after it. A copy that overtook the gather would read the NaN fill (64 MiB per rank, so the
+  // race would be wide).
+  const Device dev = g_nccl->device();
+  Backend& backend = backend_for(dev);
+  const int64_t n = int64_t(1) << 24;
+  const int64_t w = g_mpi->world_size();
+  std::vector<float> mine = values<float>(n, 6);
+  Buffer in(dev, size_t(n) * 4, MemoryCategory::kOther);
+  Buffer out(dev, size_t(n * w) * 4, MemoryCategory::kOther);
+  const Tensor in_t = in.view(DType::kF32, Shape{n});
+  const Tensor out_t = out.view(DType::kF32, Shape{n * w});
+  backend.copy(in_t, Tensor(mine.data(), DType::kF32, Shape{n}));
+  backend.fill_bytes(out.data(), 0xFF, out.bytes());  // NaN, on the compute stream
+  CommHandle handle = g_nccl->all_gather_async(out_t, in_t);
+  handle.wait_on_device();
+  std::vector<float> result(size_t(n * w));
+  backend.copy(Tensor(result.data(), DType::kF32, Shape{n * w}), out_t);  // waits for the compute stream only
+  std::vector<float> golden(size_t(n * w));
+  g_mpi->all_gather(Tensor(golden.data(), DType::kF32, Shape{n * w}), Tensor(mine.data(), DType::kF32, Shape{n}));
+  EXPECT_TRUE(same_bytes(result, golden));
+}
+
 }  // namespace
 }  // namespace farthing
 
@@ -136,6 +162,8 @@ int main(int argc, char** argv) {
   int failed = 0;
   {
     farthing::NcclCommunicator nccl(*mpi, mpi->local_rank() % devices);
+    // The backend's stream is the compute stream, as in training (device_communicator.cpp).
+    nccl.set_compute_stream(static_cast<farthing::CudaBackend&>(farthing::backend_for(nccl.device())).stream());
     farthing::g_mpi = mpi.get();
     farthing::g_nccl = &nccl;
     failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
