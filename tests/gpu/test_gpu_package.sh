@@ -4,7 +4,7 @@
 # list (tools/gpu/closure.sh), and this machine's loader resolves every binary into it
 # (tools/gpu/resolve.sh). Then the checks are shown to fail on copies broken on purpose: a
 # carried library removed or truncated, a DT_RUNPATH put back, a binary without the package
-# RPATH, NCCL dropped from the GPU machine's list. Building the package takes minutes, so this checks the
+# RPATH, NCCL dropped from the GPU machine's list. The package's mpirun starts two ranks. Building the package takes minutes, so this checks the
 # package that was built (.gpu/farthing-gpu.tar.xz) and skips (77) when there is none.
 #
 # usage: test_gpu_package.sh SOURCE_DIR
@@ -32,12 +32,22 @@ trap 'rm -rf "$work"' EXIT
 tar -C "$work" -xJf "$archive"
 pkg="$work/farthing-gpu"
 for f in bin/farthing bin/test_cuda_parity bin/test_cuda_optim_parity bin/test_nccl env.sh GLIBC_MIN \
-         ctest/CTestTestfile.cmake.in lib/openmpi/mca_ess_singleton.so lib/openmpi/mca_pmix_isolated.so; do
+         ctest/CTestTestfile.cmake.in lib/openmpi/mca_ess_singleton.so lib/openmpi/mca_pmix_isolated.so \
+         bin/mpirun lib/libpmix.so.2 lib/openmpi/mca_pmix_ext3x.so lib/openmpi/mca_plm_rsh.so lib/openmpi/mca_odls_default.so \
+         share/pmix; do
   [[ -e "$pkg/$f" ]] || fail "the package lacks $f"
 done
 for t in test_cuda_parity test_cuda_optim_parity test_nccl_np1; do
   grep -q "add_test(\"$t\"" "$pkg/ctest/CTestTestfile.cmake.in" || fail "the package's test list lacks $t"
 done
+
+# The package's launcher starts two ranks with the package's own components (env.sh); run with
+# the system's Open MPI hidden, tools/gpu/dry_run.sh shows that nothing else was needed.
+out="$(PKG="$pkg" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 bash -c \
+  'source "$PKG/env.sh" && timeout 120 "$PKG/bin/mpirun" --oversubscribe -np 2 "$PKG/bin/test_collectives" --gtest_brief=1' 2>&1)" \
+  || fail "the package's mpirun did not run test_collectives at np 2: $(tail -n 5 <<<"$out")"
+[[ $(grep -c "PASSED" <<<"$out") -eq 2 ]] || fail "the package's mpirun: expected two ranks' PASSED lines in: $out"
+echo "ok: the package's mpirun runs test_collectives at np 2"
 
 closure="$src/tools/gpu/closure.sh" resolve="$src/tools/gpu/resolve.sh" allow="$src/tools/gpu/gpu_machine_libs.txt"
 "$closure" "$pkg" "$allow" || fail "closure.sh rejects the package as built"

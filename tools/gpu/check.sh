@@ -8,7 +8,10 @@
 # machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda; the NnOps
 # parity table (test_nn_ops_parity: CUDA vs CPU per op and shape; test_ptx_numerics skips there
 # without nvcc); the FP8 GEMMs' plans (cuBLASLt FP8 or the dense fallback) and FP8 vs BF16 TFLOP/s
-# at Llama-3.1-8B shapes (fp8-gemm); whole models through the CUDA ops (test_model_on_device_ops); `farthing info`; `farthing bench gemm|ops|numerics|optim --device cuda`; versions; every other
+# at Llama-3.1-8B shapes (fp8-gemm); whole models through the CUDA ops (test_model_on_device_ops);
+# the one-GPU trainer against the CPU (train_smoke.sh); two ranks under the package's mpirun, and
+# ZeRO-3 over two ranks on the one GPU through host staging (zero_staged_check.sh); `farthing
+# info`; `farthing bench gemm|ops|numerics|optim|train --device cuda`; versions; every other
 # (CPU) test, in chunks. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
 # ignores the signal) and the whole run under a budget (default 420 s): a step that would
 # overrun it is cut short, later ones are marked "no time". A hang costs one step, never the
@@ -152,6 +155,12 @@ run_step fp8-gemm 45 env FARTHING_FP8_PLAN_LOG=1 "$PKG/bin/test_nn_ops_parity" -
 run_step cuda-tests-model-on-device 90 bash -c 'in_ctest_dir "$@"' _ -R '^test_model_on_device_ops$' --timeout 85
 # The one-GPU trainer: GPT-2 124M, 4 steps on cuda and on the cpu, losses within 2% (train_smoke.sh).
 run_step train-smoke 90 "$here/train_smoke.sh" "$PKG/bin/farthing" "$log_dir/train-smoke-work"
+# Two ranks under the package's mpirun (Open MPI's launcher, carried): the collectives on the host
+# (test_collectives at np 2), then ZeRO-3 over two ranks sharing this GPU through the host-staged
+# communicator, bit for bit against one rank (zero_staged_check.sh).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+run_step mpirun-np2 30 "$PKG/bin/mpirun" --oversubscribe -np 2 "$PKG/bin/test_collectives" --gtest_brief=1
+run_step zero-staged-np2 90 "$here/zero_staged_check.sh" "$PKG/bin/farthing" "$PKG/bin/mpirun" "$log_dir/zero-staged-work"
 run_step farthing-info 20 "$PKG/bin/farthing" info
 run_step bench-gemm 90 "$PKG/bin/farthing" bench gemm --device cuda
 run_step bench-ops 90 "$PKG/bin/farthing" bench ops --device cuda

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # closure.sh — prove an unpacked GPU package (tools/gpu/package.sh) is self-contained, from
 # its ELF headers alone (nothing is run, so it means the same on any machine):
-#   - every library that any binary, carried library or Open MPI component needs (NEEDED) is
+#   - every library that any binary, carried library or Open MPI or PMIx component needs (NEEDED) is
 #     in the package's lib/ or named in tools/gpu/gpu_machine_libs.txt;
 #   - every binary has DT_RPATH $ORIGIN/../lib, and no carried object has a DT_RUNPATH (which
 #     would hide the binaries' RPATH from its own dependencies);
@@ -27,7 +27,7 @@ problems=0
 problem() { echo "closure: $*"; problems=$((problems + 1)); }
 
 objects=()
-for f in "$pkg"/bin/* "$pkg"/lib/*.so* "$pkg"/lib/openmpi/*.so; do
+for f in "$pkg"/bin/* "$pkg"/lib/*.so* "$pkg"/lib/openmpi/*.so "$pkg"/lib/pmix/*.so; do
   [[ -f "$f" ]] && objects+=("$f")
 done
 ((${#objects[@]})) || { echo "closure.sh: no binaries or libraries under $pkg" >&2; exit 2; }

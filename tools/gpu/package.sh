@@ -9,14 +9,18 @@
 # What the package holds (farthing-gpu/ inside the archive):
 #   bin/          farthing and every test binary a non-MPI ctest test runs, stripped, each with
 #                 DT_RPATH $ORIGIN/../lib (RPATH, not RUNPATH: it also covers the libraries
-#                 those libraries load, and the Open MPI components dlopen'ed later)
+#                 those libraries load, and the Open MPI components dlopen'ed later); and
+#                 mpirun, Open MPI's launcher (orterun) with its RUNPATH rewritten to the same,
+#                 for the check's two-rank runs on one node (no orted: nothing starts elsewhere)
 #   lib/          every shared library they need that tools/gpu/gpu_machine_libs.txt does not
 #                 list (the machine's glibc, driver, CUDA runtime, cuBLAS(Lt) and NCCL), stripped,
 #                 DT_RUNPATH turned into DT_RPATH (runpath_to_rpath.py says why)
 #   lib/openmpi/  Open MPI's components (mca_*.so) whose own needs are met by the package: an
-#                 MPI_Init with no launcher is an "isolated" singleton (mpi_communicator.cpp), so
-#                 it needs these but no orted or mpirun, which are not carried
-#   share/openmpi/  Open MPI's help texts (its error messages)
+#                 MPI_Init with no launcher is an "isolated" singleton (mpi_communicator.cpp);
+#                 under mpirun the ranks reach the launcher through PMIx (mca_pmix_ext3x, which
+#                 brings libpmix)
+#   lib/pmix/     PMIx's own plugins
+#   share/openmpi/, share/pmix/  Open MPI's and PMIx's help texts (their error messages)
 #   ctest/CTestTestfile.cmake.in  the non-MPI tests with @PKG@/@SRC@ for the paths (check.sh)
 #   env.sh        the environment the binaries run with (sourced by check.sh)
 #   MANIFEST      each carried file and where it came from; components left out and why
@@ -42,6 +46,7 @@ pkg="$stage/farthing-gpu"
 allowlist="tools/gpu/gpu_machine_libs.txt"
 ompi_components=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 ompi_help=/usr/share/openmpi
+pmix_prefix=/usr/lib/x86_64-linux-gnu/pmix2
 
 die() { echo "package.sh: $*" >&2; exit 1; }
 command -v xz >/dev/null || die "xz not found (apt-get install xz-utils)"
@@ -107,16 +112,33 @@ carry_closure_of() {
 }
 echo "== libraries"
 carry_closure_of "$pkg"/bin/*
+# carry_plugin FILE FOLDER: a dlopen'ed plugin into the package's FOLDER, with its libraries.
+carry_plugin() {
+  local to="$pkg/$2/$(basename "$1")"
+  strip --strip-unneeded -o "$to" "$1"
+  python3 tools/gpu/runpath_to_rpath.py "$to" >/dev/null
+  echo "$2/$(basename "$1") <- $1" >>"$manifest"
+  carry_closure_of "$to"
+}
+
+# Open MPI's launcher, for the GPU check's two-rank runs on its one GPU (ZeRO-3 through the
+# host-staged communicator: tools/gpu/zero_staged_check.sh). Pointed at the package's lib/ like
+# the binaries above.
+launcher="$(readlink -f "$(command -v orterun || command -v mpirun)")"
+strip --strip-unneeded -o "$pkg/bin/mpirun" "$launcher"
+python3 tools/gpu/runpath_to_rpath.py --origin-lib "$pkg/bin/mpirun" >/dev/null
+echo "bin/mpirun <- $launcher" >>"$manifest"
+carry_closure_of "$pkg/bin/mpirun"
 
 # Open MPI components: only those whose needs the package already meets or that need only
-# Open MPI's own helper libraries (libmca_common_*: shared memory, MPI-IO, monitoring); those
-# wanting network stacks (UCX, libfabric, PSM, verbs), PMIx, netlink or OpenSHMEM are left
-# out: an isolated singleton never selects them.
+# Open MPI's own helper libraries (libmca_common_*: shared memory, MPI-IO, monitoring) or PMIx
+# (how ranks started by mpirun reach it); those wanting network stacks (UCX, libfabric, PSM,
+# verbs), netlink or OpenSHMEM are left out: one node's ranks never select them.
 echo "== Open MPI components"
 ompi_own_lib() {
   case "$1" in
     libmca_common_ucx*|libmca_common_ofi*|libmca_common_verbs*|libmca_common_cuda*) return 1 ;;
-    libmca_common_*) return 0 ;;
+    libmca_common_*|libpmix.so.*) return 0 ;;
     *) return 1 ;;
   esac
 }
@@ -130,13 +152,18 @@ for comp in "$ompi_components"/mca_*.so; do
     echo "left out: lib/openmpi/$(basename "$comp") (needs$missing)" >>"$manifest"
     continue
   fi
-  strip --strip-unneeded -o "$pkg/lib/openmpi/$(basename "$comp")" "$comp"
-  python3 tools/gpu/runpath_to_rpath.py "$pkg/lib/openmpi/$(basename "$comp")" >/dev/null
-  echo "lib/openmpi/$(basename "$comp") <- $comp" >>"$manifest"
-  carry_closure_of "$pkg/lib/openmpi/$(basename "$comp")"
+  carry_plugin "$comp" lib/openmpi
 done
 cp -r "$ompi_help" "$pkg/share/openmpi"
 echo "share/openmpi/ <- $ompi_help" >>"$manifest"
+# PMIx's plugins and help texts, from the prefix the carried libpmix was built for.
+[[ -n "${carried[libpmix.so.2]:-}" ]] || die "no Open MPI component brought libpmix.so.2: mpirun's ranks could not reach it"
+mkdir -p "$pkg/lib/pmix"
+for plugin in "$pmix_prefix"/lib/pmix/*.so; do
+  carry_plugin "$plugin" lib/pmix
+done
+cp -r "$pmix_prefix/share/pmix" "$pkg/share/pmix"
+echo "share/pmix/ <- $pmix_prefix/share/pmix" >>"$manifest"
 
 # What the binaries were built from (the working tree may hold uncommitted changes).
 { git log -1 --format='%h %s' 2>/dev/null || echo "no git history"
@@ -148,16 +175,19 @@ cat >"$pkg/env.sh" <<'ENV'
 # Libraries come from the binaries' RPATH ($ORIGIN/../lib), not from LD_LIBRARY_PATH, so the
 # machine's own tools (ctest, python) keep their own libraries. Open MPI looks for its
 # components, help texts and settings in the package only; hwloc loads no plugins (the GPU
-# machine has none, and this keeps a run here identical).
+# machine has none, and this keeps a run here identical). PMIx (mpirun's ranks) likewise: its
+# plugins and help texts from the package (PMIX_PREFIX relocates it).
 export OMPI_MCA_mca_base_component_path="$PKG/lib/openmpi"
 export OPAL_PKGLIBDIR="$PKG/lib/openmpi"
 export OPAL_PKGDATADIR="$PKG/share/openmpi"
 export OPAL_SYSCONFDIR="$PKG/etc"
 export OMPI_MCA_mca_base_param_files="$PKG/etc/openmpi-mca-params.conf"
 export HWLOC_PLUGINS_PATH="$PKG/lib/hwloc"
+export PMIX_PREFIX="$PKG"
+export PMIX_MCA_mca_base_component_path="$PKG/lib/pmix"
 ENV
 mkdir -p "$pkg/etc"
-printf '# Open MPI settings for the package (none needed for an isolated singleton).\n' \
+printf '# Open MPI settings for the package (none needed for an isolated singleton or one node).\n' \
   >"$pkg/etc/openmpi-mca-params.conf"
 
 echo "== closure"

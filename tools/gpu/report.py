@@ -2,7 +2,8 @@
 """report.py — gpu-report.md from the logs tools/gpu/check.sh leaves in its log folder.
 
 Sections: what ran where; the steps (outcome, exit code, seconds); every test's result from the
-ctest logs (pass/fail/skip counts, then one row per test); the FP8 GEMM plans and throughput
+ctest logs (pass/fail/skip counts, then one row per test); the trainer's smoke run and the
+two-rank ZeRO check as printed; the FP8 GEMM plans and throughput
 (fp8-gemm); each benchmark's table as printed;
 the versions; the tail of every log whose step did not pass. Only reads files; prints Markdown.
 
@@ -101,13 +102,16 @@ def main():
         out.append("No test results (the test steps did not run).")
     out.append("")
 
-    smoke = read(os.path.join(log_dir, "train-smoke.log"))
-    out.append("## The one-GPU trainer against the CPU (train_smoke.sh)")
-    out.append("")
-    out.append("```")
-    out.append((smoke or "(did not run)").rstrip())
-    out.append("```")
-    out.append("")
+    for step, title in (("train-smoke", "The one-GPU trainer against the CPU (train_smoke.sh)"),
+                        ("zero-staged-np2", "ZeRO-3 over two ranks on the one GPU, staged, against one rank "
+                                            "(zero_staged_check.sh)")):
+        text = read(os.path.join(log_dir, step + ".log"))
+        out.append(f"## {title}")
+        out.append("")
+        out.append("```")
+        out.append((text or "(did not run)").rstrip())
+        out.append("```")
+        out.append("")
     fp8 = read(os.path.join(log_dir, "fp8-gemm.log"))
     out.append("## FP8 GEMMs: plans and throughput (fp8-gemm)")
     out.append("")
