@@ -9,9 +9,11 @@
 # parity table (test_nn_ops_parity: CUDA vs CPU per op and shape; test_ptx_numerics skips there
 # without nvcc); the FP8 GEMMs' plans (cuBLASLt FP8 or the dense fallback) and FP8 vs BF16 TFLOP/s
 # at Llama-3.1-8B shapes (fp8-gemm); whole models through the CUDA ops (test_model_on_device_ops);
-# the one-GPU trainer against the CPU (train_smoke.sh); two ranks under the package's mpirun, and
+# the one-GPU trainer against the CPU (train_smoke.sh) and its exact resume (train_presets.sh
+# resume-135m); two ranks under the package's mpirun, and
 # ZeRO-3 over two ranks on the one GPU through host staging (zero_staged_check.sh); `farthing
-# info`; `farthing bench gemm|ops|numerics|optim|train --device cuda`; versions; every other
+# info`; `farthing bench gemm|ops|numerics|optim|train --device cuda`; the trainer at Llama-3.2-1B
+# and Llama-3.1-8B (bf16 and fp8; train_presets.sh); versions; every other
 # (CPU) test, in chunks. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
 # ignores the signal) and the whole run under a budget (default 420 s): a step that would
 # overrun it is cut short, later ones are marked "no time". A hang costs one step, never the
@@ -155,6 +157,9 @@ run_step fp8-gemm 45 env FARTHING_FP8_PLAN_LOG=1 "$PKG/bin/test_nn_ops_parity" -
 run_step cuda-tests-model-on-device 90 bash -c 'in_ctest_dir "$@"' _ -R '^test_model_on_device_ops$' --timeout 85
 # The one-GPU trainer: GPT-2 124M, 4 steps on cuda and on the cpu, losses within 2% (train_smoke.sh).
 run_step train-smoke 90 "$here/train_smoke.sh" "$PKG/bin/farthing" "$log_dir/train-smoke-work"
+# Exact resume on the GPU (SmolLM2-135M: 3 steps + resume == 6 straight) and its curve against the CPU.
+presets_work="$log_dir/train-presets-work"
+run_step train-resume-135m 90 "$here/train_presets.sh" "$PKG/bin/farthing" "$presets_work" resume-135m
 # Two ranks under the package's mpirun (Open MPI's launcher, carried): the collectives on the host
 # (test_collectives at np 2), then ZeRO-3 over two ranks sharing this GPU through the host-staged
 # communicator, bit for bit against one rank (zero_staged_check.sh).
@@ -168,6 +173,11 @@ run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda
 run_step bench-optim 90 "$PKG/bin/farthing" bench optim --device cuda
 # The one-GPU trainer against torch on the same GPU (GPT-2 124M, batch 8 x seq 1024; MFU).
 run_step bench-train 90 "$PKG/bin/farthing" bench train --device cuda --min-seconds 0.5
+# The trainer at the aims' sizes (train_presets.sh): Llama-3.2-1B's MFU; Llama-3.1-8B's device
+# peak and MFU with 8-bit AdamW + SR, no master, the optimizer in backward; then the same in FP8.
+for preset_case in llama-1b llama-8b llama-8b-fp8; do
+  run_step "train-$preset_case" 90 "$here/train_presets.sh" "$PKG/bin/farthing" "$presets_work" "$preset_case"
+done
 run_step versions 20 python3 "$here/versions.py"
 # The CPU suite last: it is not what GPU time is for. In chunks of 16 tests (by number), each
 # its own step, so a slow chunk costs at most 90 s and the budget decides how far it gets.

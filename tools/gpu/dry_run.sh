@@ -9,8 +9,9 @@
 # hidden; for those, check.sh's resolve step shows the loader picks the package's copy.
 #
 # Expected: every step passes or skips, the CUDA tests and benchmarks stop at "no CUDA
-# device", check.sh exits 2, and this script then exits 0. The two-rank ZeRO check runs on the
-# strict test device here (ZERO_CHECK_DEVICE=strict), through the package's own mpirun. The CPU suite is sized for a GPU
+# device", check.sh exits 2, and this script then exits 0. The two-rank ZeRO check and the
+# trainer's preset runs go through the strict test device here with stories260k
+# (ZERO_CHECK_*, TRAIN_PRESETS_*), the former through the package's own mpirun. The CPU suite is sized for a GPU
 # machine's 16 cores; on 2 cores a chunk can take longer than 90 s, so here each step may take
 # up to FARTHING_CHECK_STEP_MAX_S (default 600) and the run FARTHING_CHECK_BUDGET_S (1800).
 #
@@ -89,6 +90,7 @@ unshare -m --propagation private bash -c '
   cd "$2"
   exec env -u LD_LIBRARY_PATH OUT="$3" FARTHING_GPU_UNPACK_DIR="$1/unpacked" $4 \
     ZERO_CHECK_DEVICE=strict ZERO_CHECK_PRESET=stories260k \
+    TRAIN_PRESETS_DEVICE=strict TRAIN_PRESETS_PRESET=stories260k TRAIN_PRESETS_SEQ=64 \
     FARTHING_CHECK_STEP_MAX_S="${FARTHING_CHECK_STEP_MAX_S:-600}" FARTHING_CHECK_BUDGET_S="${FARTHING_CHECK_BUDGET_S:-1800}" \
     tools/gpu/check.sh
 ' _ "$work" "$root" "$out" "$shared_env"

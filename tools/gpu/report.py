@@ -3,7 +3,7 @@
 
 Sections: what ran where; the steps (outcome, exit code, seconds); every test's result from the
 ctest logs (pass/fail/skip counts, then one row per test); the trainer's smoke run and the
-two-rank ZeRO check as printed; the FP8 GEMM plans and throughput
+two-rank ZeRO check as printed; the preset runs' figures (train_presets.sh); the FP8 GEMM plans and throughput
 (fp8-gemm); each benchmark's table as printed;
 the versions; the tail of every log whose step did not pass. Only reads files; prints Markdown.
 
@@ -112,6 +112,19 @@ def main():
         out.append((text or "(did not run)").rstrip())
         out.append("```")
         out.append("")
+    out.append("## The trainer at the aims' sizes (train_presets.sh)")
+    out.append("")
+    out.append("```")
+    for step in ("train-resume-135m", "train-llama-1b", "train-llama-8b", "train-llama-8b-fp8"):
+        text = read(os.path.join(log_dir, step + ".log"))
+        # The summaries and the curve against the CPU ("step N: ..."), not the progress lines.
+        keep = [l for l in (text or "").splitlines()
+                if l.startswith(("train_presets:", "ok:", "FAIL", "farthing: error"))
+                or (l.startswith("step ") and " | " not in l)]
+        out.append(f"{step}: " + ("(did not run)" if text is None else ""))
+        out.extend(keep)
+    out.append("```")
+    out.append("")
     fp8 = read(os.path.join(log_dir, "fp8-gemm.log"))
     out.append("## FP8 GEMMs: plans and throughput (fp8-gemm)")
     out.append("")

@@ -9,20 +9,10 @@ set -euo pipefail
 farthing="$1"
 work="${2:-$(mktemp -d /tmp/farthing_train_smoke.XXXXXX)}"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$src/tools/gpu/run_common.sh"
 mkdir -p "$work"
-if [[ -z ${TRAIN_SMOKE_DEVICES:-} ]] && ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "train_smoke: no CUDA device visible; skipped"
-  exit 77
-fi
-python3 - "$work/tokens.tok" <<'PY'
-import struct, sys, random
-vocab, n = 50257, 80 * 4 * 257
-rng = random.Random(1234)
-ids = [rng.randrange(vocab) for _ in range(n)]
-with open(sys.argv[1], "wb") as f:
-    f.write(b"FTOK" + struct.pack("<IIIQ", 1, vocab, 24, n))
-    f.write(struct.pack("<%di" % n, *ids))
-PY
+[[ -n ${TRAIN_SMOKE_DEVICES:-} ]] || skip_without_gpu train_smoke cuda
+write_tokens "$work/tokens.tok" 50257 $((80 * 4 * 257)) 1234
 common=(--set model.preset=gpt2-124m --set model.path= --set "data.train=$work/tokens.tok" --set data.format=tokens
         --set data.seq_len=256 --set train.micro_batch=4 --set train.grad_accum=1 --set train.steps=4
         --set schedule.warmup_steps=1 --set train.eval_batches=1 --set train.eval_every=0

@@ -18,25 +18,15 @@ work="${3:-$(mktemp -d /tmp/farthing_zero_staged.XXXXXX)}"
 device="${ZERO_CHECK_DEVICE:-cuda}"
 preset="${ZERO_CHECK_PRESET:-gpt2-124m}"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$src/tools/gpu/run_common.sh"
 mkdir -p "$work"
-if [[ $device == cuda ]] && ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "zero_staged_check: no CUDA device visible; skipped"
-  exit 77
-fi
+skip_without_gpu zero_staged_check "$device"
 case "$preset" in
   gpt2-124m) vocab=50257 ;;
   stories260k) vocab=512 ;;
   *) echo "zero_staged_check: no vocabulary size known for preset $preset" >&2; exit 2 ;;
 esac
-python3 - "$work/tokens.tok" "$vocab" <<'PY'
-import struct, sys, random
-vocab, n = int(sys.argv[2]), 40 * 4 * 129
-rng = random.Random(4321)
-ids = [rng.randrange(vocab) for _ in range(n)]
-with open(sys.argv[1], "wb") as f:
-    f.write(b"FTOK" + struct.pack("<IIIQ", 1, vocab, 24, n))
-    f.write(struct.pack("<%di" % n, *ids))
-PY
+write_tokens "$work/tokens.tok" "$vocab" $((40 * 4 * 129)) 4321
 common=(--set "model.preset=$preset" --set model.path= --set "data.train=$work/tokens.tok" --set data.format=tokens
         --set data.seq_len=128 --set train.micro_batch=2 --set train.steps=5 --set schedule.warmup_steps=1
         --set train.eval_batches=1 --set train.eval_every=0 --set checkpoint.save_every=0

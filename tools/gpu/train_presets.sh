@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# train_presets.sh FARTHING WORK_DIR CASE — the one-GPU trainer at the sizes its aims name
+# (issue 17's table, issue 18's FP8 step), one case per call so that a GPU check gives each its
+# own timeout. Random init and synthetic tokens (nothing can be downloaded there). CASE:
+#   resume-135m  SmolLM2-135M, 6 steps straight against 3 + resume: every loss bit for bit; and
+#                the same 6 steps on the CPU, each loss within 2% (bf16 GEMMs in other orders)
+#   llama-1b     Llama-3.2-1B, seq 2048, bf16 + 8-bit AdamW: tokens/s, MFU, device peak
+#   llama-8b     Llama-3.1-8B, seq 2048, 8-bit AdamW + SR, no master, optimizer in backward
+#                (recipes/llama3_1/8b_full_single_device.yaml): device peak (aim <= 44 GiB), MFU
+#   llama-8b-fp8 the same with precision fp8, block scaling (8b_full_single_device_fp8.yaml):
+#                its tokens/s against llama-8b's when that ran in the same WORK_DIR (aim >= 1.3x)
+# Prints each run's last step (loss, tokens/s, MFU, peak) as metrics.jsonl has it; the figures
+# are a few steps' worth, the first step (warm-up: cuBLASLt's plans, the pool) left out.
+# TRAIN_PRESETS_DEVICE=strict with TRAIN_PRESETS_PRESET=stories260k and TRAIN_PRESETS_SEQ=64: a
+# dry run of the same flow on the CPU kernels (every case then trains that small model).
+# Exit 77 without a visible GPU. Needs python3. Not yet run on a GPU.
+set -euo pipefail
+farthing="$1"
+work="$2"
+case_name="$3"
+device="${TRAIN_PRESETS_DEVICE:-cuda}"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$src/tools/gpu/run_common.sh"
+mkdir -p "$work"
+skip_without_gpu train_presets "$device"
+
+recipe_dir="$src/recipes"
+case "$case_name" in
+  resume-135m) preset=smollm2-135m vocab=49152 seq=512 recipe=smollm2/135m_full_single_device.yaml ;;
+  llama-1b) preset=llama3.2-1b vocab=128256 seq=2048 recipe=llama3_2/1b_full_single_device.yaml ;;
+  llama-8b) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device.yaml ;;
+  llama-8b-fp8) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_fp8.yaml ;;
+  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8)" >&2; exit 2 ;;
+esac
+if [[ -n ${TRAIN_PRESETS_PRESET:-} ]]; then
+  preset="$TRAIN_PRESETS_PRESET"
+  case "$preset" in stories260k) vocab=512 ;; *) echo "train_presets: no vocabulary size known for $preset" >&2; exit 2 ;; esac
+fi
+seq="${TRAIN_PRESETS_SEQ:-$seq}"
+
+tokens="$work/tokens-$vocab-$seq.tok"
+[[ -f $tokens ]] || write_tokens "$tokens" "$vocab" $((48 * (seq + 1))) 2468  # every run's sequences and held-out batch
+
+common=(--set "model.preset=$preset" --set model.path= --set model.tokenizer= --set "data.train=$tokens"
+        --set data.format=tokens --set "data.seq_len=$seq" --set train.eval_batches=1 --set train.eval_every=0
+        --set schedule.warmup_steps=1 --set train.log_every=1)
+run() {  # run NAME DEVICE [extra --set ...]: a training run into $work/NAME
+  local name="$1" dev="$2"; shift 2
+  local start=$SECONDS
+  "$farthing" train "$recipe_dir/$recipe" "${common[@]}" --set "train.device=$dev" --set "checkpoint.run_dir=$work/$name" "$@"
+  echo "train_presets: $name ($dev) took $((SECONDS - start)) s"
+}
+losses() { grep -o '"loss":[^,}]*' "$work/$1/metrics.jsonl"; }
+# The last step's figures (later steps than the first: the first carries the warm-up).
+summary() {
+  python3 - "$work/$1/metrics.jsonl" "$1" <<'PY'
+import json, sys
+rows = [r for r in map(json.loads, open(sys.argv[1])) if "loss" in r]
+last = rows[-1]
+steady = rows[1:] or rows
+tok_s = sum(r["tokens"] for r in steady) / sum(r["step_seconds"] for r in steady)
+mfu = last.get("mfu")
+print(f"train_presets: {sys.argv[2]}: {len(rows)} steps, last loss {last['loss']:.5f}, "
+      f"{tok_s:.0f} tokens/s over steps 2-{len(rows)}, "
+      + (f"MFU {100 * mfu:.1f}% (last step), " if mfu is not None else "MFU n/a (no datasheet peak), ")
+      + f"device peak {last['peak_mem_bytes'] / 2**30:.2f} GiB")
+with open(sys.argv[1] + ".tokens_per_s", "w") as f:
+    f.write(f"{tok_s}\n")
+PY
+}
+
+case "$case_name" in
+  resume-135m)
+    steps=(--set train.steps=6 --set train.micro_batch=4 --set train.grad_accum=1 --set checkpoint.save_every=3)
+    rm -rf "$work/straight" "$work/split" "$work/on-cpu"
+    run straight "$device" "${steps[@]}"
+    run split "$device" "${steps[@]}" --stop-at 3
+    run split "$device" "${steps[@]}" --resume latest
+    summary straight
+    [[ $(losses straight | wc -l) -eq 6 ]] || { echo "FAIL: expected 6 losses from the straight run"; exit 1; }
+    diff <(losses straight) <(losses split) || { echo "FAIL: 3 steps + resume differ from 6 straight (diff above)"; exit 1; }
+    echo "ok: resume-135m: 3 steps + resume == 6 straight, bit for bit, on $device"
+    run on-cpu cpu "${steps[@]}" --set checkpoint.save_every=0
+    python3 - "$work/straight/metrics.jsonl" "$work/on-cpu/metrics.jsonl" "$device" <<'PY'
+import json, sys
+def curve(path):
+    return [r["loss"] for r in map(json.loads, open(path)) if "loss" in r]
+dev, cpu = curve(sys.argv[1]), curve(sys.argv[2])
+worst = max(abs(a - b) / abs(b) for a, b in zip(dev, cpu))
+for step, (a, b) in enumerate(zip(dev, cpu), 1):
+    print(f"step {step}: loss {sys.argv[3]} {a:.5f}  cpu {b:.5f}")
+print(f"train_presets: resume-135m: worst relative loss difference {sys.argv[3]} vs cpu {worst:.2e} (limit 2e-2)")
+sys.exit(0 if len(dev) == len(cpu) == 6 and worst <= 2e-2 else 1)
+PY
+    ;;
+  llama-1b)
+    rm -rf "$work/$case_name"
+    run "$case_name" "$device" --set train.steps=4 --set train.micro_batch=4 --set train.grad_accum=1 \
+      --set checkpoint.save_every=0
+    summary "$case_name"
+    ;;
+  llama-8b|llama-8b-fp8)
+    # The aim's setting: no gradients kept (each unit steps as backward finishes it), so no
+    # accumulation, no clipping, and a non-finite gradient fails the run (it cannot skip a step
+    # whose earlier units have stepped).
+    rm -rf "$work/$case_name"
+    run "$case_name" "$device" --set train.steps=3 --set train.micro_batch=1 --set train.grad_accum=1 \
+      --set train.optimizer_in_backward=true --set train.max_grad_norm=0 --set train.nonfinite=fail \
+      --set checkpoint.save_every=0
+    summary "$case_name"
+    if [[ $case_name == llama-8b-fp8 && -f "$work/llama-8b/metrics.jsonl.tokens_per_s" ]]; then
+      python3 -c 'import sys; b, f = (float(open(p).read()) for p in sys.argv[1:]); print(f"train_presets: fp8 step speedup over bf16: {f / b:.2f}x (aim >= 1.3x)")' \
+        "$work/llama-8b/metrics.jsonl.tokens_per_s" "$work/llama-8b-fp8/metrics.jsonl.tokens_per_s"
+    fi
+    ;;
+esac
