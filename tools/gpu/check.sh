@@ -174,8 +174,9 @@ run_step bench-optim 90 "$PKG/bin/farthing" bench optim --device cuda
 # The one-GPU trainer against torch on the same GPU (GPT-2 124M, batch 8 x seq 1024; MFU).
 run_step bench-train 90 "$PKG/bin/farthing" bench train --device cuda --min-seconds 0.5
 # The trainer at the aims' sizes (train_presets.sh): Llama-3.2-1B's MFU; Llama-3.1-8B's device
-# peak and MFU with 8-bit AdamW + SR, no master, the optimizer in backward; then the same in FP8.
-for preset_case in llama-1b llama-8b llama-8b-fp8; do
+# peak and MFU with 8-bit AdamW + SR, no master, the optimizer in backward; then the same in FP8;
+# Qwen2.5-7B's tokens/s.
+for preset_case in llama-1b llama-8b llama-8b-fp8 qwen-7b; do
   run_step "train-$preset_case" 90 "$here/train_presets.sh" "$PKG/bin/farthing" "$presets_work" "$preset_case"
 done
 run_step versions 20 python3 "$here/versions.py"

@@ -115,7 +115,7 @@ def main():
     out.append("## The trainer at the aims' sizes (train_presets.sh)")
     out.append("")
     out.append("```")
-    for step in ("train-resume-135m", "train-llama-1b", "train-llama-8b", "train-llama-8b-fp8"):
+    for step in ("train-resume-135m", "train-llama-1b", "train-llama-8b", "train-llama-8b-fp8", "train-qwen-7b"):
         text = read(os.path.join(log_dir, step + ".log"))
         # The summaries and the curve against the CPU ("step N: ..."), not the progress lines.
         keep = [l for l in (text or "").splitlines()

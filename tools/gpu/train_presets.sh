@@ -9,6 +9,8 @@
 #                (recipes/llama3_1/8b_full_single_device.yaml): device peak (aim <= 44 GiB), MFU
 #   llama-8b-fp8 the same with precision fp8, block scaling (8b_full_single_device_fp8.yaml):
 #                its tokens/s against llama-8b's when that ran in the same WORK_DIR (aim >= 1.3x)
+#   qwen-7b      Qwen2.5-7B, seq 2048, micro-batch 2, its recipe's 8-bit AdamW + SR, no master:
+#                tokens/s beside llm.q's published 14k tok/s (one H100, BF16)
 # Prints each run's last step (loss, tokens/s, MFU, peak) as metrics.jsonl has it; the figures
 # are a few steps' worth, the first step (warm-up: cuBLASLt's plans, the pool) left out.
 # TRAIN_PRESETS_DEVICE=strict with TRAIN_PRESETS_PRESET=stories260k and TRAIN_PRESETS_SEQ=64: a
@@ -30,7 +32,8 @@ case "$case_name" in
   llama-1b) preset=llama3.2-1b vocab=128256 seq=2048 recipe=llama3_2/1b_full_single_device.yaml ;;
   llama-8b) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device.yaml ;;
   llama-8b-fp8) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_fp8.yaml ;;
-  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8)" >&2; exit 2 ;;
+  qwen-7b) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device.yaml ;;
+  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|qwen-7b)" >&2; exit 2 ;;
 esac
 if [[ -n ${TRAIN_PRESETS_PRESET:-} ]]; then
   preset="$TRAIN_PRESETS_PRESET"
@@ -98,6 +101,13 @@ PY
     run "$case_name" "$device" --set train.steps=4 --set train.micro_batch=4 --set train.grad_accum=1 \
       --set checkpoint.save_every=0
     summary "$case_name"
+    ;;
+  qwen-7b)
+    rm -rf "$work/$case_name"
+    run "$case_name" "$device" --set train.steps=3 --set train.micro_batch=2 --set train.grad_accum=1 \
+      --set checkpoint.save_every=0
+    summary "$case_name"
+    echo "train_presets: qwen-7b: llm.q publishes 14k tokens/s for Qwen2.5-7B on one H100 in BF16 (not this GPU)"
     ;;
   llama-8b|llama-8b-fp8)
     # The aim's setting: no gradients kept (each unit steps as backward finishes it), so no
