@@ -12,8 +12,9 @@
 # the one-GPU trainer against the CPU (train_smoke.sh) and its exact resume (train_presets.sh
 # resume-135m); two ranks under the package's mpirun, and
 # ZeRO-3 over two ranks on the one GPU through host staging (zero_staged_check.sh); `farthing
-# info`; `farthing bench gemm|ops|numerics|optim|train --device cuda`; the trainer at Llama-3.2-1B
-# and Llama-3.1-8B (bf16 and fp8; train_presets.sh); versions; every other
+# info`; `farthing bench gemm|ops|train --device cuda`; the trainer at Llama-3.2-1B, Llama-3.1-8B
+# (bf16 and fp8) and Qwen2.5-7B (train_presets.sh); `farthing bench numerics|optim --device cuda`;
+# versions; every other
 # (CPU) test, in chunks. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
 # ignores the signal) and the whole run under a budget (default 420 s): a step that would
 # overrun it is cut short, later ones are marked "no time". A hang costs one step, never the
@@ -169,8 +170,6 @@ run_step zero-staged-np2 90 "$here/zero_staged_check.sh" "$PKG/bin/farthing" "$P
 run_step farthing-info 20 "$PKG/bin/farthing" info
 run_step bench-gemm 90 "$PKG/bin/farthing" bench gemm --device cuda
 run_step bench-ops 90 "$PKG/bin/farthing" bench ops --device cuda
-run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda
-run_step bench-optim 90 "$PKG/bin/farthing" bench optim --device cuda
 # The one-GPU trainer against torch on the same GPU (GPT-2 124M, batch 8 x seq 1024; MFU).
 run_step bench-train 90 "$PKG/bin/farthing" bench train --device cuda --min-seconds 0.5
 # The trainer at the aims' sizes (train_presets.sh): Llama-3.2-1B's MFU; Llama-3.1-8B's device
@@ -179,6 +178,10 @@ run_step bench-train 90 "$PKG/bin/farthing" bench train --device cuda --min-seco
 for preset_case in llama-1b llama-8b llama-8b-fp8 qwen-7b; do
   run_step "train-$preset_case" 90 "$here/train_presets.sh" "$PKG/bin/farthing" "$presets_work" "$preset_case"
 done
+# The elementwise and optimizer kernels' rates last among the GPU steps: the trainer's runs above
+# say more per second of GPU time.
+run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda
+run_step bench-optim 90 "$PKG/bin/farthing" bench optim --device cuda
 run_step versions 20 python3 "$here/versions.py"
 # The CPU suite last: it is not what GPU time is for. In chunks of 16 tests (by number), each
 # its own step, so a slow chunk costs at most 90 s and the budget decides how far it gets.
