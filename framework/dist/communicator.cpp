@@ -28,7 +28,9 @@ CommHandle::~CommHandle() {
   if (op_ && std::uncaught_exceptions() > 0 && !op_->test()) {
     // An error is unwinding past a collective still in flight. A peer may never join it (it
     // waits for this rank elsewhere), so waiting could hang the job before the tool reports
-    // the error and aborts it (abort_on_error.h); the op is left to its communicator.
+    // the error and aborts it (abort_on_error.h); the op is left to its communicator, and must
+    // not start later on buffers that this unwinding frees.
+    op_->abandon();
     op_.reset();
     return;
   }

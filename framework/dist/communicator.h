@@ -48,7 +48,9 @@ struct Topology {
 // it is idempotent. test() never blocks. Destroying a pending handle waits for it (buffers
 // may not be freed under a running collective); an error found then is printed, not thrown.
 // Exception: while an exception unwinds, an unfinished handle is dropped without waiting, since
-// a peer may never join the collective; the job is then expected to end (abort_on_error.h).
+// a peer may never join the collective; the job is then expected to end (abort_on_error.h). An
+// op that had not started by then never starts (Op::abandon); one already running may still
+// touch its buffers until the job ends.
 class CommHandle {
  public:
   class Op {
@@ -60,6 +62,9 @@ class CommHandle {
     // waits, which orders everything. A communicator with a stream of its own (NCCL) makes the
     // compute stream wait for the op's event instead, and the host goes on at once.
     virtual void wait_on_device() { wait(); }
+    // The handle let go of the op without waiting while an error unwinds (see below): an op not
+    // yet started should not start, since its buffers are being freed.
+    virtual void abandon() {}
   };
 
   CommHandle() = default;  // an already-finished handle

@@ -101,8 +101,13 @@ class MpiCommunicator::Worker {
         : body_(std::move(body)), what_(what), number_(number), timeout_s_(timeout_s),
           temporaries_(std::move(temporaries)) {}
     void run() noexcept {
+      bool abandoned = false;
+      {
+        std::lock_guard lock(mutex_);
+        abandoned = abandoned_;
+      }
       try {
-        body_();
+        if (!abandoned) body_();
       } catch (...) {
         error_ = std::current_exception();
       }
@@ -116,6 +121,10 @@ class MpiCommunicator::Worker {
     bool test() override {
       std::lock_guard lock(mutex_);
       return done_;
+    }
+    void abandon() override {
+      std::lock_guard lock(mutex_);
+      abandoned_ = true;
     }
     void wait() override {
       std::unique_lock lock(mutex_);
@@ -140,6 +149,7 @@ class MpiCommunicator::Worker {
     std::mutex mutex_;
     std::condition_variable cv_;
     bool done_ = false;
+    bool abandoned_ = false;  // its handle let go while an error unwound: never run the body
     std::exception_ptr error_;
     std::vector<Buffer> temporaries_;
   };

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -351,6 +352,36 @@ TEST(Collectives, WaitOnDeviceOfAHostCollectiveIsAWait) {
   }
   EXPECT_EQ(bad, 0);
   handle.wait();  // nothing left to wait for
+}
+
+TEST(Collectives, AnOpAbandonedWhileAnErrorUnwindsNeverStarts) {
+  // Rank 0's worker is held in A until its peers join it; meanwhile rank 0 issues B and an error
+  // unwinds past B's handle, which lets go of B without waiting. B must never run (its buffers
+  // may be gone), so rank 0's next collective, C, pairs with its peers' C. Were B to run, it
+  // would pair with the peers' C instead, and rank 0's C would wait for a partner: the bounded
+  // wait below turns that into a failure rather than a hang.
+  MpiCommunicator& comm = world();
+  if (comm.world_size() < 2 || !comm.overlaps()) GTEST_SKIP() << "needs a peer and ops on the worker thread";
+  comm.set_collective_timeout(10.0);
+  std::vector<double> a = {1.0}, b = {1.0}, c = {double(comm.rank() + 1)};
+  if (comm.rank() == 0) {
+    CommHandle held = comm.all_reduce_async(view(a), ReduceOp::kSum);
+    try {
+      CommHandle abandoned = comm.all_reduce_async(view(b), ReduceOp::kSum);
+      throw std::runtime_error("an error unwinds past the handle");
+    } catch (const std::runtime_error&) {
+    }
+    held.wait();
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0 queues and drops B meanwhile
+    comm.all_reduce(view(a), ReduceOp::kSum);
+  }
+  comm.all_reduce(view(c), ReduceOp::kSum);
+  comm.set_collective_timeout(0.0);
+  const int w = comm.world_size();
+  EXPECT_EQ(a[0], double(w));
+  EXPECT_EQ(c[0], double(w * (w + 1) / 2));
+  EXPECT_EQ(b[0], 1.0) << "the abandoned all_reduce ran";
 }
 
 TEST(Collectives, BadArgumentsAreRefusedWithTheReason) {
