@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -33,15 +34,16 @@ int main() {
     const bool hang_mode = std::getenv("FARTHING_TEST_FAULT_HANG") != nullptr;
     const bool watchdog_mode = std::getenv("FARTHING_TEST_FAULT_WATCHDOG") != nullptr;
     if (hang_mode) world->set_collective_timeout(2.0);
-    farthing::dist::CollectiveWatchdog watchdog(2.0);
+    std::optional<farthing::dist::CollectiveWatchdog> watchdog;  // watchdog mode only
+    if (watchdog_mode) watchdog.emplace(2.0);
     for (int iteration = 0; iteration < 6; ++iteration) {
       if (watchdog_mode && iteration == 3) {
         if (world->rank() == fault_rank) std::this_thread::sleep_for(std::chrono::seconds(600));  // hung
         static double value = 1.0;
         const farthing::Tensor t(&value, farthing::DType::kF64, {1});
         auto handle = std::make_shared<farthing::CommHandle>(world->all_reduce_async(t, farthing::ReduceOp::kSum));
-        watchdog.watch([handle] { return handle->test(); }, farthing::CollectiveName("all_reduce", t),
-                       iteration + 1);
+        watchdog->watch([handle] { return handle->test(); }, farthing::CollectiveName("all_reduce", t),
+                        iteration + 1);
         std::this_thread::sleep_for(std::chrono::seconds(600));  // the host goes on; killed by the abort
       }
       if (hang_mode && world->rank() == fault_rank && iteration == 3) {
