@@ -1,14 +1,17 @@
 // matmul_cpu.cpp — see matmul_cpu.h.
 #include "kernels/cpu/matmul_cpu.h"
 
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/gemm_tiling.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/minifloat.h"
 
@@ -40,7 +43,7 @@ struct KeyHash {
 
 struct Entry {
   dnnl::matmul prim;
-  dnnl::memory::desc a_md, b_md, c_md;
+  dnnl::memory::desc a_md, b_md, c_md, scratchpad_md;
   std::string impl;
 };
 
@@ -59,11 +62,26 @@ GemmShape dense(GemmShape s) {
 std::mutex g_mutex;
 std::unordered_map<Key, Entry, KeyHash> g_cache;
 
+// Sets this task's OpenMP thread count for a scope. oneDNN sizes a primitive by
+// omp_get_max_threads() when it is created and by the threads it may use when it runs.
+class OmpThreadsScope {
+ public:
+  explicit OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
+  OmpThreadsScope(const OmpThreadsScope&) = delete;
+  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+// The primitive for one tile shape, built for one thread: it never splits its reduction.
 Entry& entry_for(GemmDtype dtype, const GemmShape& s, bool accumulate) {
   std::lock_guard lock(g_mutex);
   const Key key{dtype, accumulate, s};
   auto it = g_cache.find(key);
   if (it != g_cache.end()) return it->second;
+  const OmpThreadsScope one_thread(1);
   using dt = dnnl::memory::data_type;
   const dt in = dtype == GemmDtype::kBF16 ? dt::bf16 : dtype == GemmDtype::kF16 ? dt::f16 : dt::f32;
   // Row-major (rows, cols) with row stride ld; a transposed operand swaps the strides.
@@ -75,6 +93,10 @@ Entry& entry_for(GemmDtype dtype, const GemmShape& s, bool accumulate) {
                                                  : dnnl::memory::dims{1, s.ldb});
   dnnl::memory::desc c_md({s.m, s.n}, dt::f32, dnnl::memory::dims{s.ldc, 1});
   dnnl::primitive_attr attr;
+  // NOTE: the tiles of one GEMM run one primitive on several threads at once; oneDNN's own
+  // scratchpad would be shared between them (a race that changed the bits from run to run), so
+  // each execution brings its thread's own.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (accumulate) {
     dnnl::post_ops ops;
     ops.append_sum(1.0f);
@@ -82,7 +104,7 @@ Entry& entry_for(GemmDtype dtype, const GemmShape& s, bool accumulate) {
   }
   dnnl::matmul::desc desc(a_md, b_md, c_md);
   dnnl::matmul::primitive_desc pd(desc, attr, engine());
-  Entry e{dnnl::matmul(pd), a_md, b_md, c_md, pd.impl_info_str()};
+  Entry e{dnnl::matmul(pd), a_md, b_md, c_md, pd.scratchpad_desc(), pd.impl_info_str()};
   return g_cache.emplace(key, std::move(e)).first->second;
 }
 
@@ -111,6 +133,14 @@ void widen(GemmDtype dtype, const uint16_t* src, int64_t rows, int64_t cols, int
   }
 }
 
+// A 64-byte aligned region of at least `bytes` in buf (grown as needed), as oneDNN aligns its own.
+void* aligned_scratchpad(std::vector<uint8_t>& buf, size_t bytes) {
+  constexpr size_t kAlign = 64;
+  if (buf.size() < bytes + kAlign) buf.resize(bytes + kAlign);
+  const auto address = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + (kAlign - address % kAlign) % kAlign;
+}
+
 }  // namespace
 
 bool gemm_is_native_cpu(GemmDtype dtype) {
@@ -137,20 +167,58 @@ void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
     }
     return;
   }
-  Entry& e = entry_for(dtype, s, accumulate);
-  dnnl::memory am(e.a_md, engine(), const_cast<void*>(a));
-  dnnl::memory bm(e.b_md, engine(), const_cast<void*>(b));
-  dnnl::memory cm(e.c_md, engine(), c);
-  static thread_local dnnl::stream stream(engine());
-  e.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-  stream.wait();
+  const GemmTiling tiling = gemm_tiling(s.m, s.n, s.k);
+  // At most four tile shapes (full, short last row of tiles, short last column, the corner);
+  // built before the threads start, so no thread waits on another's primitive creation.
+  const int64_t last_m = s.m - (tiling.tiles_m - 1) * tiling.tile_m;
+  const int64_t last_n = s.n - (tiling.tiles_n - 1) * tiling.tile_n;
+  const auto tile_shape = [&](int64_t rows, int64_t cols) {
+    return GemmShape{rows, cols, s.k, s.lda, s.ldb, s.ldc, s.trans_a, s.trans_b};
+  };
+  Entry* entries[2][2];
+  for (int short_m = 0; short_m < 2; ++short_m) {
+    for (int short_n = 0; short_n < 2; ++short_n) {
+      entries[short_m][short_n] =
+          &entry_for(dtype, tile_shape(short_m ? last_m : tiling.tile_m, short_n ? last_n : tiling.tile_n), accumulate);
+    }
+  }
+  // Where tile (i, j)'s operands start: row i0 of op(A), column j0 of op(B), (i0, j0) of C.
+  const size_t elem = dtype == GemmDtype::kF32 ? 4 : 2;
+  const auto* a_bytes = static_cast<const char*>(a);
+  const auto* b_bytes = static_cast<const char*>(b);
+  const int64_t a_row_step = s.trans_a == Trans::kN ? s.lda : 1;
+  const int64_t b_col_step = s.trans_b == Trans::kN ? 1 : s.ldb;
+  const int64_t tiles = tiling.count();
+  // NOTE: the tiles, not the threads, fix the bits; schedule(dynamic) only balances the load.
+  // Inside another parallel region (attention's query blocks) the loop runs on the calling thread.
+#pragma omp parallel for schedule(dynamic, 1) if (tiles > 1 && !omp_in_parallel())
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t i = t / tiling.tiles_n, j = t % tiling.tiles_n;
+    const int64_t i0 = i * tiling.tile_m, j0 = j * tiling.tile_n;
+    Entry& e = *entries[i == tiling.tiles_m - 1][j == tiling.tiles_n - 1];
+    const OmpThreadsScope one_thread(1);
+    dnnl::memory am(e.a_md, engine(), const_cast<char*>(a_bytes + size_t(i0 * a_row_step) * elem));
+    dnnl::memory bm(e.b_md, engine(), const_cast<char*>(b_bytes + size_t(j0 * b_col_step) * elem));
+    dnnl::memory cm(e.c_md, engine(), c + i0 * s.ldc + j0);
+    static thread_local dnnl::stream stream(engine());
+    static thread_local std::vector<uint8_t> scratchpad;
+    dnnl::memory sm(e.scratchpad_md, engine(), aligned_scratchpad(scratchpad, e.scratchpad_md.get_size()));
+    e.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
+    stream.wait();
+  }
 }
 
 std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape) {
+  const GemmShape s = dense(shape);
+  const GemmTiling t = gemm_tiling(s.m, s.n, s.k);
+  const GemmShape tile{t.tile_m, t.tile_n, s.k, s.lda, s.ldb, s.ldc, s.trans_a, s.trans_b};
+  const std::string tiles = std::to_string(t.count()) + " tiles of " + std::to_string(t.tile_m) + "x" +
+                            std::to_string(t.tile_n) + ", one thread each: ";
   if (!gemm_is_native_cpu(dtype)) {
-    return std::string(dtype == GemmDtype::kBF16 ? "bf16" : "f16") + " widened to f32: " + entry_for(GemmDtype::kF32, dense(shape), false).impl;
+    return std::string(dtype == GemmDtype::kBF16 ? "bf16" : "f16") + " widened to f32, " + tiles +
+           entry_for(GemmDtype::kF32, tile, false).impl;
   }
-  return entry_for(dtype, dense(shape), false).impl;
+  return tiles + entry_for(dtype, tile, false).impl;
 }
 
 int64_t matmul_primitive_count_cpu() {

@@ -1,6 +1,10 @@
 // matmul_cpu.h — C (+)= op(A) · op(B) on the host through oneDNN, with primitives cached by
 // shape, strides and dtype so that a training step never rebuilds one.
 //
+// C is cut into tiles whose shapes depend on (m, n, k) only (gemm_tiling.h); each tile's whole
+// K reduction runs in one thread, so C's bits do not depend on the thread count (or, through it,
+// on the world size). They may differ between ISAs (oneDNN's AVX2, AVX-512 and AMX kernels).
+//
 // A and B are row-major with leading dimensions lda/ldb (in elements); op(X) = X or X^T.
 // C is always fp32 (fp32 accumulation). In bf16 (fp16) mode A and B hold bf16 (fp16) bit
 // patterns; where the processor has no native GEMM for that type (oneDNN would refuse or

@@ -1,11 +1,15 @@
 // test_matmul_cpu.cpp — oneDNN matmuls against a plain double-precision loop for every
-// transpose combination, strided operands, accumulation and awkward tails; bf16 mode
-// against the loop over bf16-rounded inputs; primitives are reused, not rebuilt.
+// transpose combination, strided operands, accumulation and awkward tails (one tile and many,
+// with short last tiles); bf16 mode against the loop over bf16-rounded inputs; primitives are
+// reused, not rebuilt; the tiling depends on the problem only, and C's bits on no thread count.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "kernels/cpu/gemm_tiling.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/minifloat.h"
@@ -62,7 +66,8 @@ TEST(MatmulCpu, AllTransposesStridesTailsAndAccumulation) {
       for (Trans tb : {Trans::kN, Trans::kT}) {
         for (bool acc : {false, true}) {
           for (Case c : {Case{1, 16, 7, ta, tb, 0, acc}, Case{5, 160, 33, ta, tb, 3, acc},
-                         Case{217, 256, 64, ta, tb, 0, acc}, Case{64, 9, 300, ta, tb, 5, acc}}) {
+                         Case{217, 256, 64, ta, tb, 0, acc}, Case{64, 9, 300, ta, tb, 5, acc},
+                         Case{300, 520, 96, ta, tb, 3, acc}}) {  // 2 x 5 tiles, the last ones short
             check(dt, c);
           }
         }
@@ -80,6 +85,66 @@ TEST(MatmulCpu, PrimitivesAreCachedNotRebuilt) {
   EXPECT_EQ(matmul_primitive_count_cpu(), built);
   EXPECT_FLOAT_EQ(c[0], 40 * 0.125f);
   std::printf("  bf16 GEMM here: %s\n", matmul_impl_name_cpu(GemmDtype::kBF16, s).c_str());
+}
+
+// The tiles cover C exactly and follow the documented rule: 256 x 256, halved (the longer side
+// first, not below 64, not below 2^21 multiply-adds a tile) while there are fewer than 32.
+TEST(GemmTiling, TilesDependOnTheProblemAndCoverIt) {
+  struct Expect { int64_t m, n, k, tile_m, tile_n; };
+  for (const Expect& e : {Expect{1024, 3072, 768, 256, 256},   // GPT-2's MLP: 48 tiles already
+                          Expect{768, 768, 1024, 128, 128},    // a weight gradient: 36 tiles
+                          Expect{64, 1024, 64, 64, 256},       // attention's scores: tiny tiles refused
+                          Expect{48, 24, 40, 48, 24},          // one tile
+                          Expect{1, 50257, 768, 1, 256},       // one row, many tiles
+                          Expect{300, 520, 96, 256, 128}}) {
+    const GemmTiling t = gemm_tiling(e.m, e.n, e.k);
+    EXPECT_EQ(t.tile_m, e.tile_m) << e.m << "x" << e.n << "x" << e.k;
+    EXPECT_EQ(t.tile_n, e.tile_n) << e.m << "x" << e.n << "x" << e.k;
+    EXPECT_GE(t.tiles_m * t.tile_m, e.m);
+    EXPECT_LT((t.tiles_m - 1) * t.tile_m, e.m);
+    EXPECT_GE(t.tiles_n * t.tile_n, e.n);
+    EXPECT_LT((t.tiles_n - 1) * t.tile_n, e.n);
+  }
+}
+
+// C's bits do not depend on the thread count: many tiles, short last tiles, every transpose,
+// accumulation, fp32 and bf16 (bf16 widened where the CPU has no native bf16 GEMM).
+TEST(MatmulCpu, BitwiseAtAnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (GemmDtype dt : {GemmDtype::kF32, GemmDtype::kBF16}) {
+    for (Trans ta : {Trans::kN, Trans::kT}) {
+      for (Trans tb : {Trans::kN, Trans::kT}) {
+        const int64_t m = 333, n = 700, k = 1500;  // 2 x 3 tiles of 256 x 256 (k keeps them large)
+        test::SplitMix64 rng(uint64_t(int(ta) * 2 + int(tb)));
+        const size_t elem = dt == GemmDtype::kF32 ? 4 : 2;
+        std::vector<uint8_t> a(size_t(m * k) * elem), b(size_t(k * n) * elem);
+        for (size_t i = 0; i < a.size() / elem; ++i) {
+          const float v = rng.uniform() * 2 - 1;
+          if (dt == GemmDtype::kF32) std::memcpy(&a[i * 4], &v, 4);
+          else { const uint16_t h = numerics::f32_to_bf16_rne(v); std::memcpy(&a[i * 2], &h, 2); }
+        }
+        for (size_t i = 0; i < b.size() / elem; ++i) {
+          const float v = rng.uniform() * 2 - 1;
+          if (dt == GemmDtype::kF32) std::memcpy(&b[i * 4], &v, 4);
+          else { const uint16_t h = numerics::f32_to_bf16_rne(v); std::memcpy(&b[i * 2], &h, 2); }
+        }
+        const GemmShape s{m, n, k, 0, 0, 0, ta, tb};
+        auto run = [&](int threads) {
+          omp_set_num_threads(threads);
+          std::vector<float> c(size_t(m * n), 0.5f);
+          matmul_cpu(dt, s, a.data(), b.data(), c.data(), true);
+          return c;
+        };
+        const std::vector<float> one = run(1);
+        for (int threads : {2, 3, 5}) {
+          const std::vector<float> got = run(threads);
+          ASSERT_EQ(std::memcmp(one.data(), got.data(), one.size() * 4), 0)
+              << "1 vs " << threads << " threads differ; dtype " << int(dt) << " ta " << int(ta) << " tb " << int(tb);
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #  - bad fp8 keys get a one-line error naming the key.
 source "$(dirname "$0")/train_test_common.sh"
 MPIRUN=(mpirun --oversubscribe)
-export OMP_NUM_THREADS=1
+
 
 FP8=("${SMALL[@]}" --set train.precision=fp8 --set train.micro_batch=2 --set optimizer.state=8bit
      --set optimizer.master=f32)

@@ -16,7 +16,7 @@
 #    batches group the sequences differently).
 source "$(dirname "$0")/train_test_common.sh"
 MPIRUN=(mpirun --oversubscribe)
-export OMP_NUM_THREADS=1
+
 
 CFG=("${SMALL[@]}" --set train.steps=5 --set train.micro_batch=2 --set optimizer.state=8bit
      --set optimizer.master=none --set optimizer.weight_rounding=stochastic --set optimizer.embedding_f32_state=false)

@@ -82,13 +82,13 @@ echo "ok: a second signal -> exit 143 at once, latest still step 2, resumed to t
 
 # 4. Under mpirun, SIGUSR1 reaches rank 1 only: both ranks stop after step 3 with one checkpoint.
 if command -v mpirun >/dev/null; then
-  MPI=(mpirun --oversubscribe -np 2 -x OMP_NUM_THREADS=1 -x FARTHING_TRAIN_TEST_SIGNAL=3:USR1
+  MPI=(mpirun --oversubscribe -np 2 -x FARTHING_TRAIN_TEST_SIGNAL=3:USR1
        -x FARTHING_TRAIN_TEST_SIGNAL_RANK=1)
   rc="$(status_of "${MPI[@]}" "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "checkpoint.run_dir=$WORK/mpi")"
   [ "$rc" -eq 75 ] || fail "np 2, signal on rank 1: exit $rc, expected 75; output: $(cat "$WORK/out.txt")"
   grep -q "stopped by SIGUSR1 after step 3 of 6" "$WORK/out.txt" || fail "np 2: no stop message: $(cat "$WORK/out.txt")"
   [ "$(latest_of "$WORK/mpi")" = "step_00000003.h5" ] || fail "np 2: latest is $(latest_of "$WORK/mpi")"
-  mpirun --oversubscribe -np 2 -x OMP_NUM_THREADS=1 "$FARTHING" train "$RECIPE" "${SMALL[@]}" \
+  mpirun --oversubscribe -np 2 "$FARTHING" train "$RECIPE" "${SMALL[@]}" \
     --set "checkpoint.run_dir=$WORK/mpi" --resume latest >/dev/null
   # np 2 with one micro-batch each equals np 1 with two: compare with a straight np 1 run.
   "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set train.grad_accum=2 --set "checkpoint.run_dir=$WORK/straight2" >/dev/null
@@ -96,7 +96,7 @@ if command -v mpirun >/dev/null; then
   echo "ok: np 2, SIGUSR1 to rank 1 -> both ranks stopped after step 3; resumed bit for bit"
 
   # A real SIGUSR1 to mpirun itself, which forwards it to every rank.
-  mpirun --oversubscribe -np 2 -x OMP_NUM_THREADS=1 "$FARTHING" train "$RECIPE" "${SMALL[@]}" \
+  mpirun --oversubscribe -np 2 "$FARTHING" train "$RECIPE" "${SMALL[@]}" \
     --set train.steps=100000 --set checkpoint.save_every=1 --set "checkpoint.run_dir=$WORK/mpilive" \
     >"$WORK/mpilive.out" 2>&1 &
   mpirun_pid=$!
