@@ -53,16 +53,23 @@ mh_hostfile() {
   return 0
 }
 
-# mh_mpirun HOSTFILE NP [mpirun args...] PROGRAM [args...]: mpirun on host a over the hostfile's
-# hosts, ranks filled host by host (ranks 0..slots_a-1 on a). Exported to every rank: the OpenMP
-# settings and any FARTHING_* test hooks named in MH_EXPORT.
-mh_mpirun() {
+# mh_mpirun_command HOSTFILE NP [mpirun args...] PROGRAM [args...]: sets MH_COMMAND to mpirun on
+# host a over the hostfile's hosts, ranks filled host by host (ranks 0..slots_a-1 on a). Exported
+# to every rank: the OpenMP settings and the variables named in MH_EXPORT (test hooks). Each
+# wrapper execs the next, so a job started in the background with "${MH_COMMAND[@]}" & has $! =
+# mpirun's pid (signals reach the launcher itself).
+mh_mpirun_command() {
   local hostfile="$1" np="$2"; shift 2
   local -a x=(-x OMP_NUM_THREADS -x OMP_WAIT_POLICY)
   local v
   for v in ${MH_EXPORT:-}; do x+=(-x "$v"); done
-  ip netns exec "$MH_NS_A" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$MH_NS_A" mpirun --hostfile "$hostfile" -np "$np" --map-by slot \
-    --mca plm_rsh_agent "$MH_DIR/rsh_agent.sh" \
-    --mca btl tcp,self --mca btl_tcp_if_include "$MH_NET.0/24" --mca oob_tcp_if_include "$MH_NET.0/24" \
-    "${x[@]}" "$@"
+  MH_COMMAND=(ip netns exec "$MH_NS_A" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$MH_NS_A"
+              mpirun --hostfile "$hostfile" -np "$np" --map-by slot --mca plm_rsh_agent "$MH_DIR/rsh_agent.sh"
+              --mca btl tcp,self --mca btl_tcp_if_include "$MH_NET.0/24" --mca oob_tcp_if_include "$MH_NET.0/24"
+              "${x[@]}" "$@")
+}
+# mh_mpirun HOSTFILE NP ...: runs that command in the foreground.
+mh_mpirun() {
+  mh_mpirun_command "$@"
+  "${MH_COMMAND[@]}"
 }

@@ -70,3 +70,78 @@ diff <(losses "$WORK/r-np4/metrics.jsonl" | tail -3) <(losses "$WORK/r-np1/metri
   || fail "np 4 -> np 1 resume left the np 4 loss curve"
 same_checkpoint "$(ckpt "$WORK/r-np4" 6)" "$(ckpt "$WORK/r-np1" 6)"
 echo "ok: np 4 (two hosts) -> np 1: continued bit for bit (losses, step-6 checkpoint)"
+
+# 3. Faults. The job must end within the collective bound of the loss (30 s here).
+COLLECTIVE_TIMEOUT_S=30
+source "$(dirname "$0")/faults.sh"
+
+# (a) Host b lost mid-step: every farthing process in its namespace SIGKILLed while the ranks
+#     train (each step is a chain of collectives). Open MPI's daemon on host b reports the deaths;
+#     mpirun ends the job and names a lost rank.
+mh_mpirun_command "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${LONG[@]}" --set checkpoint.save_every=2 \
+  --set "checkpoint.run_dir=$WORK/lost"
+"${MH_COMMAND[@]}" >"$WORK/lost.out" 2>&1 &
+job=$!
+wait_for_steps "$job" "$WORK/lost" 5 "$WORK/lost.out"
+t0=$(date +%s.%N)
+kill -9 $(farthing_pids_on "$MH_NS_B")
+wait_bounded "$job" "$COLLECTIVE_TIMEOUT_S" "(a) host b lost"
+took=$(seconds_since "$t0")
+[ "$rc" -ne 0 ] || fail "(a) host b lost: the job exited 0"
+[ -z "$(farthing_pids_on "$MH_NS_A")" ] || fail "(a) host b lost: ranks on host a still run"
+lost_line="$(grep -E "process rank [23] with PID [0-9]+ on node $MH_HOST_B exited on signal 9" "$WORK/lost.out" | head -1)" \
+  || fail "(a) host b lost: no line names a lost rank: $(cat "$WORK/lost.out")"
+[ -f "$(ckpt "$WORK/lost" $(( $(latest_step "$WORK/lost") - 2 )))" ] || fail "(a) the checkpoint before latest is gone"
+check_intact_and_resume "$WORK/lost" "(a) host b lost"
+echo "ok (a): host b's ranks killed mid-step -> exit $rc in $took s (bound $COLLECTIVE_TIMEOUT_S s): '$lost_line'; $resumed"
+
+# (b) Host b lost during a save: rank 2 (host b's first) SIGKILLs itself after its third tensor
+#     of the step-4 save (FARTHING_CKPT_TEST_KILL_AFTER); step 2 is the previous checkpoint.
+mh_mpirun "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${LONG[@]}" --set checkpoint.save_every=2 \
+  --set "checkpoint.run_dir=$WORK/save-lost" --stop-at 2 >/dev/null
+t0=$(date +%s.%N)
+MH_EXPORT="FARTHING_CKPT_TEST_KILL_AFTER FARTHING_CKPT_TEST_KILL_RANK" \
+  mh_mpirun_command "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${LONG[@]}" --set checkpoint.save_every=2 \
+  --set "checkpoint.run_dir=$WORK/save-lost" --resume latest
+FARTHING_CKPT_TEST_KILL_AFTER=3 FARTHING_CKPT_TEST_KILL_RANK=2 "${MH_COMMAND[@]}" >"$WORK/save-lost.out" 2>&1 &
+job=$!
+wait_bounded "$job" 120 "(b) host b lost during a save"  # the bound: 2 steps, then the save's collectives
+took=$(seconds_since "$t0")
+[ "$rc" -ne 0 ] || fail "(b) lost during a save: the job exited 0"
+lost_line="$(grep -E "process rank 2 with PID [0-9]+ on node $MH_HOST_B exited on signal 9" "$WORK/save-lost.out" | head -1)" \
+  || fail "(b) lost during a save: no line names rank 2: $(cat "$WORK/save-lost.out")"
+[ "$(latest_step "$WORK/save-lost")" = 2 ] || fail "(b) latest moved to step $(latest_step "$WORK/save-lost")"
+[ ! -e "$(ckpt "$WORK/save-lost" 4)" ] || fail "(b) a step-4 checkpoint was committed"
+check_intact_and_resume "$WORK/save-lost" "(b) lost during a save"
+echo "ok (b): rank 2 killed in the step-4 save -> exit $rc in $took s: '$lost_line'; $resumed"
+
+# (c) A lossy, slow link (netem: 20 ms delay, 1% loss on host b's veth) must not change a bit.
+if ip netns exec "$MH_NS_B" tc qdisc add dev "$MH_NS_B" root netem delay 20ms loss 1% 2>/dev/null; then
+  t0=$(date +%s.%N)
+  mh_mpirun "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${CFG[@]}" --set distributed.zero_stage=3 \
+    --set train.grad_accum=1 --set "checkpoint.run_dir=$WORK/netem" >/dev/null
+  took=$(seconds_since "$t0")
+  ip netns exec "$MH_NS_B" tc qdisc del dev "$MH_NS_B" root
+  diff <(losses "$WORK/np1/metrics.jsonl") <(losses "$WORK/netem/metrics.jsonl") || fail "(c) losses differ over the lossy link"
+  same_checkpoint "$(ckpt "$WORK/np1" 5)" "$(ckpt "$WORK/netem" 5)"
+  echo "ok (c): 20 ms delay + 1% loss: bit-identical to the clean run; 5 steps in $took s"
+else
+  echo "skip (c): this kernel has no netem qdisc (tc qdisc add ... netem refused); the lossy-link run did not run"
+fi
+
+# (d) SIGUSR1 to mpirun (Slurm's --signal=USR1@120 reaches the launcher): mpirun forwards it to
+#     every rank on both hosts; they agree on the step, save once and exit 75.
+mh_mpirun_command "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${LONG[@]}" --set checkpoint.save_every=0 \
+  --set "checkpoint.run_dir=$WORK/usr1"
+"${MH_COMMAND[@]}" >"$WORK/usr1.out" 2>&1 &
+job=$!
+wait_for_steps "$job" "$WORK/usr1" 3 "$WORK/usr1.out"
+kill -USR1 "$job"
+wait_bounded "$job" "$COLLECTIVE_TIMEOUT_S" "(d) SIGUSR1 to mpirun"
+[ "$rc" -eq 75 ] || fail "(d) SIGUSR1 to mpirun: exit $rc, expected 75: $(cat "$WORK/usr1.out")"
+stopped="$(grep -o 'stopped by SIGUSR1 after step [0-9]*' "$WORK/usr1.out" | grep -o '[0-9]*$' | sort -u)"
+[ "$(wc -w <<<"$stopped")" = 1 ] || fail "(d) no single stop step: '$stopped': $(cat "$WORK/usr1.out")"
+[ "$(latest_step "$WORK/usr1")" = "$stopped" ] || fail "(d) latest is not step $stopped"
+[ "$(ls "$WORK/usr1/checkpoints" | grep -c '\.h5$')" = 1 ] || fail "(d) not exactly one checkpoint: $(ls "$WORK/usr1/checkpoints")"
+check_intact_and_resume "$WORK/usr1" "(d) SIGUSR1"
+echo "ok (d): SIGUSR1 to mpirun -> every rank stopped after step $stopped, one checkpoint, exit 75; $resumed"
