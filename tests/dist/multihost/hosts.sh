@@ -19,6 +19,13 @@ MH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mh_skip() { echo "SKIP: $*"; exit 77; }
 
 mh_teardown() {
+  # What still runs in a host (a failed test's mpirun, a daemon left by a lost job) goes with it.
+  local ns pids
+  for ns in "$MH_NS_A" "$MH_NS_B"; do
+    [ -e "/run/netns/$ns" ] || continue
+    pids="$(ip netns pids "$ns" 2>/dev/null || true)"
+    [ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
+  done
   # Deleting a namespace deletes its veth end, and with it the pair.
   ip netns del "$MH_NS_A" 2>/dev/null || true
   ip netns del "$MH_NS_B" 2>/dev/null || true

@@ -95,6 +95,32 @@ lost_line="$(grep -E "process rank [23] with PID [0-9]+ on node $MH_HOST_B exite
 check_intact_and_resume "$WORK/lost" "(a) host b lost"
 echo "ok (a): host b's ranks killed mid-step -> exit $rc in $took s (bound $COLLECTIVE_TIMEOUT_S s): '$lost_line'; $resumed"
 
+# (a') The same loss under a launcher that keeps the job going (mpirun --enable-recovery, as a
+#      launcher that does not tear the job down when one node's processes die): nothing but
+#      farthing's own bound ends the survivors. Their next collective waits 10 s, then a rank on
+#      host a names it and aborts. With distributed.collective_timeout_s 0 they were still
+#      waiting 40 s later (issue 34's guard check).
+# Each rank's own exit status goes to kept.rc.RANK (the launcher's status says nothing here).
+mh_mpirun_command "$WORK/hosts-2+2" 4 --enable-recovery \
+  /bin/sh -c '"$0" "$@"; echo $? >"'"$WORK"'/kept.rc.$OMPI_COMM_WORLD_RANK"' "$FARTHING" train "$RECIPE" "${LONG[@]}" \
+  --set distributed.collective_timeout_s=${MH_RECOVERY_TIMEOUT_S:-10} --set "checkpoint.run_dir=$WORK/kept"
+"${MH_COMMAND[@]}" >"$WORK/kept.out" 2>&1 &
+job=$!
+wait_for_steps "$job" "$WORK/kept" 5 "$WORK/kept.out"
+t0=$(date +%s.%N)
+kill -9 $(farthing_pids_on "$MH_NS_B")
+for _ in $(seq 250); do [ -z "$(farthing_pids_on "$MH_NS_A")" ] && break; sleep 0.1; done  # 25 s
+took=$(seconds_since "$t0")
+survivors="$(farthing_pids_on "$MH_NS_A")"
+[ -z "$survivors" ] || { kill -9 "$job" $survivors 2>/dev/null; fail "(a') host a's ranks ($survivors) still ran 25 s after host b was lost"; }
+wait_bounded "$job" 30 "(a') the launcher after its ranks ended"
+timeout_line="$(grep -E "error on rank [01] of 4: [a-z_]+ of [0-9]+ [a-z0-9]+ \(collective #[0-9]+ of this communicator\) has not finished after 10 s" "$WORK/kept.out" | head -1)" \
+  || fail "(a') no survivor named the collective it waited for: $(cat "$WORK/kept.out")"
+for r in 0 1; do
+  [ -f "$WORK/kept.rc.$r" ] && [ "$(cat "$WORK/kept.rc.$r")" -ne 0 ] || fail "(a') rank $r (host a) did not exit non-zero: $(cat "$WORK/kept.rc.$r" 2>/dev/null)"
+done
+echo "ok (a'): host b lost, launcher keeping the job: host a's ranks exited $(cat "$WORK/kept.rc.0"), $(cat "$WORK/kept.rc.1") in $took s (mpirun: $rc): '${timeout_line:0:110}...'"
+
 # (b) Host b lost during a save: rank 2 (host b's first) SIGKILLs itself after its third tensor
 #     of the step-4 save (FARTHING_CKPT_TEST_KILL_AFTER); step 2 is the previous checkpoint.
 mh_mpirun "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${LONG[@]}" --set checkpoint.save_every=2 \
