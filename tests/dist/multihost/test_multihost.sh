@@ -7,8 +7,9 @@
 #  - resharded resume: a checkpoint written at np 4 by the ranks of both hosts into one run
 #    directory loads at np 2 (one host) and np 3 (two hosts) with byte-identical state, and
 #    continues there; np 1 (grad_accum 4) continues bit for bit;
-#  - faults: (a) host b's farthing processes killed mid-step, (b) a host-b rank killed during a
-#    save, (d) SIGUSR1 to mpirun; (c) (a lossy link) needs netem and skips where the kernel
+#  - faults: (a) host b's farthing processes killed mid-step, (a') the same under a launcher that
+#    keeps the job (only distributed.collective_timeout_s ends it), (b) a host-b rank killed
+#    during a save, (d) SIGUSR1 to mpirun; (c) (a lossy link) needs netem and skips where the kernel
 #    lacks it. Each fault leaves latest and the previous checkpoint intact and --resume latest
 #    reaches the uninterrupted run's checkpoint bit for bit.
 # Skips (77) without stories260K, root or network namespaces.
