@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
           libyaml-cpp-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libpcre2-dev hdf5-tools
-          bible-kjv)  # bible-kjv: the demo's public-domain text (KJV Genesis)
+          bible-kjv iproute2)  # bible-kjv: the demo's public-domain text (KJV Genesis); iproute2: the multihost test's namespaces
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
 
 #include "framework/core/error.h"
 
@@ -21,6 +24,35 @@ namespace {
 Interconnect uniform(std::string name, std::string source, double latency_s, double bytes_per_s) {
   const LinkCost link{latency_s, bytes_per_s};
   return {std::move(name), std::move(source), link, link, link};
+}
+
+// "1gbit" -> 1e9 / 8 bytes/s; "250us" -> 250e-6 s. The number, then one of the units, nothing else.
+double parse_quantity(std::string_view text, std::initializer_list<std::pair<std::string_view, double>> units,
+                      std::string_view spec) {
+  for (const auto& [unit, scale] : units) {
+    if (text.size() <= unit.size() || text.substr(text.size() - unit.size()) != unit) continue;
+    const std::string number(text.substr(0, text.size() - unit.size()));
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (end == number.c_str() + number.size() && std::isfinite(value) && value >= 0.0) return value * scale;
+  }
+  std::string choices;
+  for (const auto& [unit, scale] : units) choices += (choices.empty() ? "" : ", ") + std::string(unit);
+  FARTHING_FAIL("interconnect '", spec, "': cannot read '", text, "' (a number >= 0 followed by one of ", choices, ")");
+}
+
+// link:RATE:LATENCY, e.g. link:1gbit:1ms: a link described by hand (a shaped test link, an
+// Ethernet without RDMA). RATE is taken as every rank's bandwidth, with no efficiency factor;
+// LATENCY is the one-way delay and the cost of one ring step.
+Interconnect described_link(std::string_view spec) {
+  const std::string_view rest = spec.substr(5);
+  const size_t colon = rest.find(':');
+  FARTHING_CHECK(colon != std::string_view::npos, "interconnect '", spec, "': expected link:RATE:LATENCY, e.g. link:1gbit:1ms");
+  const double bits_per_s = parse_quantity(rest.substr(0, colon), {{"gbit", 1e9}, {"mbit", 1e6}}, spec);
+  const double latency_s = parse_quantity(rest.substr(colon + 1), {{"ms", 1e-3}, {"us", 1e-6}}, spec);
+  FARTHING_CHECK(bits_per_s > 0.0, "interconnect '", spec, "': the rate must be above 0");
+  return uniform(std::string(spec), "described by hand: every rank sends at the stated rate; each ring step costs the stated latency",
+                 latency_s, bits_per_s / 8.0);
 }
 
 }  // namespace
@@ -43,8 +75,9 @@ Interconnect interconnect_preset(std::string_view name) {
   if (name == "eth100") {
     return uniform("eth100", "100 Gb/s Ethernet (RoCE) per rank: 12.5 GB/s line rate, 10 GB/s busbw (80%)", 25e-6, 10e9);
   }
+  if (name.substr(0, 5) == "link:") return described_link(name);
   FARTHING_FAIL("unknown interconnect '", name, "'; choose one of ", kInterconnectNames,
-                ", or a JSON file of measured links (farthing bench dist --out)");
+                ", link:RATE:LATENCY (e.g. link:1gbit:1ms), or a JSON file of measured links (farthing bench dist --out)");
 }
 
 int ring_steps(Collective c, int world) { return (c == Collective::kAllReduce ? 2 : 1) * (world - 1); }

@@ -58,7 +58,8 @@ struct Interconnect {
   const LinkCost& of(Collective c) const;
 };
 
-// nvlink, ib400, ib200, eth100; throws naming the choices otherwise.
+// nvlink, ib400, ib200, eth100, or link:RATE:LATENCY (RATE in gbit or mbit per second per rank,
+// LATENCY in ms or us per ring step, e.g. link:1gbit:1ms); throws naming the choices otherwise.
 Interconnect interconnect_preset(std::string_view name);
 inline constexpr const char* kInterconnectNames = "nvlink, ib400, ib200, eth100";
 

@@ -81,6 +81,20 @@ TEST(Interconnect, PresetsAndRefusal) {
   }
 }
 
+// link:RATE:LATENCY: a link described by hand, e.g. a test link shaped with tc.
+TEST(Interconnect, DescribedLink) {
+  const Interconnect link = interconnect_preset("link:1gbit:1ms");
+  EXPECT_DOUBLE_EQ(link.all_gather.bytes_per_s, 125e6);
+  EXPECT_DOUBLE_EQ(link.all_reduce.latency_s, 1e-3);
+  EXPECT_DOUBLE_EQ(interconnect_preset("link:250mbit:20us").reduce_scatter.bytes_per_s, 31.25e6);
+  EXPECT_DOUBLE_EQ(interconnect_preset("link:250mbit:20us").reduce_scatter.latency_s, 20e-6);
+  // 1 MB all-gather over 4 ranks: 3 steps of 1 ms plus 0.75 MB at 125 MB/s.
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 1e6, 4, link.all_gather), 3e-3 + 0.75e6 / 125e6, 1e-12);
+  for (const char* bad : {"link:1gbit", "link:1gb:1ms", "link:1gbit:1s", "link:-1gbit:1ms", "link:0gbit:1ms", "link:xgbit:1ms"}) {
+    EXPECT_THROW(interconnect_preset(bad), Error) << bad;
+  }
+}
+
 // stories260k's schedule and layout (embedding, 5 blocks, head), with round compute figures.
 struct Stories {
   models::TransformerSpec spec = models::make_spec(models::preset_config("stories260k"));

@@ -1,0 +1,82 @@
+# hosts.sh — two simulated hosts for mpirun, sourced by the multihost tests.
+# Each host is a network namespace; one veth pair joins them on a private /24 that nothing else on
+# the machine uses (10.213.47.0/24): host a = 10.213.47.1 (namespace fth34-a), host b =
+# 10.213.47.2 (fth34-b). The root namespace gets no interface, address or route: all traffic
+# stays between the two veth ends and each namespace's loopback. mpirun runs inside host a (the
+# head node, as on a cluster's first allocated node) and starts its daemon on host b through
+# rsh_agent.sh, which maps the address to the namespace. Both hosts share the filesystem, as
+# nodes share a parallel filesystem: one run directory for every rank.
+# MPI is TCP only and kept to the veth subnet: the byte transfer layer (btl tcp,self: no shared
+# memory even between the ranks of one host) and the runtime's out-of-band channel (oob).
+# Skips (exit 77) where namespaces cannot be made: not root, no `ip`, or `ip netns add` refused.
+MH_NET=10.213.47
+MH_HOST_A=$MH_NET.1
+MH_HOST_B=$MH_NET.2
+MH_NS_A=fth34-a
+MH_NS_B=fth34-b
+MH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+mh_skip() { echo "SKIP: $*"; exit 77; }
+
+mh_teardown() {
+  # What still runs in a host (a failed test's mpirun, a daemon left by a lost job) goes with it.
+  local ns pids
+  for ns in "$MH_NS_A" "$MH_NS_B"; do
+    [ -e "/run/netns/$ns" ] || continue
+    pids="$(ip netns pids "$ns" 2>/dev/null || true)"
+    [ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
+  done
+  # Deleting a namespace deletes its veth end, and with it the pair.
+  ip netns del "$MH_NS_A" 2>/dev/null || true
+  ip netns del "$MH_NS_B" 2>/dev/null || true
+}
+
+# Makes the two hosts; the caller's EXIT trap must call mh_teardown.
+mh_setup() {
+  [ "$(id -u)" -eq 0 ] || mh_skip "multihost tests need root to make network namespaces (ip netns add)"
+  command -v ip >/dev/null || mh_skip "multihost tests need iproute2's ip (apt-get install iproute2)"
+  mh_teardown  # what a killed earlier run of this test left behind (only these exact names)
+  ip netns add "$MH_NS_A" 2>/dev/null || mh_skip "ip netns add refused (no CAP_SYS_ADMIN in this container?)"
+  ip netns add "$MH_NS_B" || mh_skip "ip netns add refused"
+  ip link add "$MH_NS_A" type veth peer name "$MH_NS_B" || mh_skip "ip link add type veth refused"
+  ip link set "$MH_NS_A" netns "$MH_NS_A"
+  ip link set "$MH_NS_B" netns "$MH_NS_B"
+  ip -n "$MH_NS_A" addr add "$MH_HOST_A/24" dev "$MH_NS_A"
+  ip -n "$MH_NS_B" addr add "$MH_HOST_B/24" dev "$MH_NS_B"
+  local ns
+  for ns in "$MH_NS_A" "$MH_NS_B"; do
+    ip -n "$ns" link set lo up  # Open MPI's local channels (PMIx) use loopback inside a host
+    ip -n "$ns" link set "$ns" up
+  done
+  export FARTHING_MULTIHOST_NETNS="$MH_HOST_A=$MH_NS_A $MH_HOST_B=$MH_NS_B"
+  echo "hosts: a = $MH_HOST_A (netns $MH_NS_A), b = $MH_HOST_B (netns $MH_NS_B), veth $MH_NS_A <-> $MH_NS_B"
+}
+
+# mh_hostfile FILE SLOTS_A SLOTS_B: an Open MPI hostfile of the two addresses (0 slots: left out).
+mh_hostfile() {
+  : >"$1"
+  [ "$2" -gt 0 ] && echo "$MH_HOST_A slots=$2" >>"$1"
+  [ "$3" -gt 0 ] && echo "$MH_HOST_B slots=$3" >>"$1"
+  return 0
+}
+
+# mh_mpirun_command HOSTFILE NP [mpirun args...] PROGRAM [args...]: sets MH_COMMAND to mpirun on
+# host a over the hostfile's hosts, ranks filled host by host (ranks 0..slots_a-1 on a). Exported
+# to every rank: the OpenMP settings and the variables named in MH_EXPORT (test hooks). Each
+# wrapper execs the next, so a job started in the background with "${MH_COMMAND[@]}" & has $! =
+# mpirun's pid (signals reach the launcher itself).
+mh_mpirun_command() {
+  local hostfile="$1" np="$2"; shift 2
+  local -a x=(-x OMP_NUM_THREADS -x OMP_WAIT_POLICY)
+  local v
+  for v in ${MH_EXPORT:-}; do x+=(-x "$v"); done
+  MH_COMMAND=(ip netns exec "$MH_NS_A" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$MH_NS_A"
+              mpirun --hostfile "$hostfile" -np "$np" --map-by slot --mca plm_rsh_agent "$MH_DIR/rsh_agent.sh"
+              --mca btl tcp,self --mca btl_tcp_if_include "$MH_NET.0/24" --mca oob_tcp_if_include "$MH_NET.0/24"
+              "${x[@]}" "$@")
+}
+# mh_mpirun HOSTFILE NP ...: runs that command in the foreground.
+mh_mpirun() {
+  mh_mpirun_command "$@"
+  "${MH_COMMAND[@]}"
+}
