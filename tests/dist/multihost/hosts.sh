@@ -67,7 +67,8 @@ mh_hostfile() {
 # mpirun's pid (signals reach the launcher itself).
 mh_mpirun_command() {
   local hostfile="$1" np="$2"; shift 2
-  local -a x=(-x OMP_NUM_THREADS -x OMP_WAIT_POLICY)
+  local -a x=(-x OMP_WAIT_POLICY)
+  [[ -n ${OMP_NUM_THREADS:-} ]] && x+=(-x OMP_NUM_THREADS)
   local v
   for v in ${MH_EXPORT:-}; do x+=(-x "$v"); done
   MH_COMMAND=(ip netns exec "$MH_NS_A" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$MH_NS_A"
