@@ -3,7 +3,9 @@
 # Tests that need ../shared skip with a message when it is absent; CUDA tests skip without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
 tools/setup.sh
+echo "test: install and build took $((SECONDS - start)) s"
 build_dir=${FARTHING_BUILD_DIR:-build}
 
 # A package installed by hand here would keep this build green and a fresh machine red (issue 13:
@@ -17,4 +19,8 @@ else
 fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-ctest --test-dir "$build_dir" --output-on-failure -j2 "$@"
+start=$SECONDS
+status=0
+ctest --test-dir "$build_dir" --output-on-failure -j2 "$@" || status=$?
+echo "test: ctest took $((SECONDS - start)) s"
+exit "$status"
