@@ -11,7 +11,11 @@
    needed, so the list can only shrink.
 2. CUDA headers only in kernels/cuda/, framework/backend/cuda*, framework/dist/nccl* and the GPU
    benchmarks (tools/bench/bench_gemm.cpp, tools/bench/*cuda*): the CPU build never needs nvcc.
-3. Every test a file header cites after "Tested by:" exists.
+3. Every test a file header cites after "Tested by:" exists (tests/ or tools/ paths), and every
+   tests/... path that any comment names exists: C++/CUDA // and /* */ comments, Python #
+   comments and docstrings, shell and CMake # comments, in kernels/, framework/, models/,
+   tools/ and tests/. A path segment in capitals (tests/fuzz/corpus/TARGET) stands for any name,
+   and {a,b} for each alternative.
 
 usage: check_layers.py SOURCE_ROOT      (exit 1 with one line per finding)
        check_layers.py --edges BEFORE_ROOT AFTER_ROOT
@@ -103,13 +107,7 @@ def cited_tests(header_text):
         return []
     paths = []
     for token in re.findall(r"((?:tests|tools)/[A-Za-z0-9_./*{},-]+)", m.group(1)):
-        token = token.rstrip(".,;)")
-        if "{" in token and "}" in token:
-            before, rest = token.split("{", 1)
-            alternatives, after = rest.split("}", 1)
-            paths += [before + a + after for a in alternatives.split(",")]
-        else:
-            paths.append(token)
+        paths += expand_cited(token)
     return paths
 
 
@@ -121,6 +119,118 @@ def check_tested_by(root, findings):
         for cited in cited_tests(head):
             if not glob.glob(os.path.join(root, cited)):
                 findings.append(f"{path}: 'Tested by:' cites {cited}, which does not exist")
+
+
+CITED_TEST_PATH = re.compile(r"(?<![\w/.-])tests/[A-Za-z0-9_./*{},-]*")
+C_LIKE_EXT = (".h", ".hpp", ".cpp", ".cu", ".cuh", ".c")
+HASH_COMMENT_EXT = (".sh", ".cmake", "CMakeLists.txt")
+
+
+def c_comments(text):
+    """(line number, text) of every // and /* */ comment of C++/CUDA source; string and character
+    literals (raw strings included) are skipped, so "http://..." in code is no comment."""
+    out, i, line, n = [], 0, 1, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append((line, text[i:end]))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            for k, part in enumerate(text[i:end].split("\n")):
+                out.append((line + k, part))
+            line += text.count("\n", i, end)
+            i = end
+        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            open_paren = text.find("(", i)
+            close = ")" + text[i + 2:open_paren] + '"'
+            end = text.find(close, open_paren)
+            end = n if end < 0 else end + len(close)
+            line += text.count("\n", i, end)
+            i = end
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+        else:
+            if c == "\n":
+                line += 1
+            i += 1
+    return out
+
+
+def hash_comments(text):
+    """(line number, text) of every # comment of shell or CMake source: a # outside quotes that
+    starts a word. Quotes are followed within a line only, so one stray apostrophe in a heredoc
+    cannot hide the rest of the file."""
+    out = []
+    for line_no, line in enumerate(text.splitlines(), 1):
+        quote = None
+        for k, c in enumerate(line):
+            if quote:
+                if c == quote:
+                    quote = None
+            elif c in "\"'":
+                quote = c
+            elif c == "#" and (k == 0 or line[k - 1] in " \t;(|&"):
+                out.append((line_no, line[k:]))
+                break
+    return out
+
+
+def python_comments(text):
+    """(line number, text) of every # comment and docstring (a string standing alone as a statement)."""
+    import io
+    import tokenize
+    out, statement_start = [], True
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out.append((tok.start[0], tok.string))
+            elif tok.type == tokenize.STRING and statement_start:
+                for k, part in enumerate(tok.string.split("\n")):
+                    out.append((tok.start[0] + k, part))
+            if tok.type not in (tokenize.COMMENT, tokenize.NL):
+                statement_start = tok.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+    except (tokenize.TokenError, SyntaxError):
+        return hash_comments(text)
+    return out
+
+
+def comments_of(path, text):
+    if path.endswith(C_LIKE_EXT):
+        return c_comments(text)
+    if path.endswith(".py"):
+        return python_comments(text)
+    if path.endswith(HASH_COMMENT_EXT):
+        return hash_comments(text)
+    return []
+
+
+def expand_cited(token):
+    """The glob patterns a cited path stands for: {a,b} alternatives, CAPITAL segments as any name."""
+    token = token.rstrip(".,;)")
+    if "{" in token and "}" in token:
+        before, rest = token.split("{", 1)
+        alternatives, after = rest.split("}", 1)
+        tokens = [before + a + after for a in alternatives.split(",")]
+    else:
+        tokens = [token]
+    return ["/".join("*" if re.fullmatch(r"[A-Z][A-Z0-9_]*", seg) else seg for seg in t.split("/")) for t in tokens]
+
+
+def check_comment_citations(root, findings):
+    for path in source_files(root, ["kernels", "framework", "models", "tools", "tests"]):
+        text = open(os.path.join(root, path), errors="replace").read()
+        for line_no, comment in comments_of(path, text):
+            for m in CITED_TEST_PATH.finditer(comment):
+                for cited in expand_cited(m.group(0)):
+                    if not glob.glob(os.path.join(root, cited)):
+                        findings.append(f"{path}:{line_no}: a comment cites {cited}, which does not exist")
 
 
 # Folders that moved since issue 22 was filed, under their current names.
@@ -178,6 +288,8 @@ def main():
     findings = []
     check_includes(root, findings)
     check_tested_by(root, findings)
+    check_comment_citations(root, findings)
+    findings = list(dict.fromkeys(findings))
     for f in findings:
         print(f)
     print(f"check_layers: {len(findings)} finding(s)" if findings else

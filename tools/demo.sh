@@ -64,11 +64,12 @@ ls -l "$run/hf"
 before=$(grep -m1 '"eval_loss"' "$run/metrics.jsonl" | grep -o '"eval_loss":[^,}]*' | cut -d: -f2)
 after=$(grep '"eval_loss"' "$run/metrics.jsonl" | tail -1 | grep -o '"eval_loss":[^,}]*' | cut -d: -f2)
 echo "== held-out loss: before $before, after $after; demo wall time $(( $(date +%s) - start )) s"
-# The loss curve (needs python3's matplotlib; the demo goes on without it) and TensorBoard's files.
-if "$FARTHING" plot "$run" >/dev/null 2>&1; then
+# The loss curve (matplotlib: setup.sh installs python3-matplotlib; the demo goes on without it)
+# and TensorBoard's files.
+if plot_out="$("$FARTHING" plot "$run" 2>&1)"; then
   echo "== loss curve: $run/loss.png (farthing plot $run)"
 else
-  echo "== loss curve: skipped (farthing plot needs matplotlib: python3 -m pip install matplotlib)"
+  echo "== loss curve: skipped ($(tail -1 <<<"$plot_out"))"
 fi
 echo "== TensorBoard: tensorboard --logdir $run ($(ls "$run" | grep -c '^events.out.tfevents') event files)"
 awk -v a="$before" -v b="$after" 'BEGIN { exit !(b < a) }' || { echo "demo: held-out loss did not drop" >&2; exit 1; }

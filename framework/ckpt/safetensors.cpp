@@ -1,6 +1,7 @@
 // safetensors.cpp — see safetensors.h.
 #include "framework/ckpt/safetensors.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -46,6 +47,37 @@ void convert_to_f32(const std::string& dtype, const uint8_t* src, float* dst, in
   }
 }
 
+// Where one tensor's bytes lie in the data section: [begin, end).
+struct DataSpan {
+  uint64_t begin, end;
+  std::string tensor;
+};
+
+// The data section must be tiled by the tensors exactly, as the format's own validator demands:
+// no two tensors share a byte, and no byte (a hole before, between or after them) belongs to none.
+// Shared or unclaimed bytes are how polyglot and confused-deputy files hide a second reading of
+// the same file, so they are refused rather than ignored. Empty tensors ([x, x)) take no bytes.
+void check_spans_tile_data(std::vector<DataSpan> spans, uint64_t data_bytes, const std::string& file) {
+  std::sort(spans.begin(), spans.end(), [](const DataSpan& a, const DataSpan& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;        // every byte before this one belongs to exactly one tensor
+  const DataSpan* last = nullptr;  // the tensor that ends at `covered`
+  for (const DataSpan& s : spans) {
+    FARTHING_CHECK(s.begin >= covered, "file ", file, ": tensors '", last ? last->tensor : "", "' (data bytes [",
+                   last ? last->begin : 0, ", ", covered, ")) and '", s.tensor, "' ([", s.begin, ", ", s.end,
+                   ")) overlap; safetensors tensors must not share bytes");
+    FARTHING_CHECK(s.begin == covered, "file ", file, ": data bytes [", covered, ", ", s.begin, ") ",
+                   last ? "between tensor '" + last->tensor + "' and" : std::string("before"), " tensor '",
+                   s.tensor, "' belong to no tensor; safetensors tensors must fill the data section without gaps");
+    if (s.end > s.begin || !last) last = &s;
+    covered = s.end;
+  }
+  FARTHING_CHECK(covered == data_bytes, "file ", file, ": data bytes [", covered, ", ", data_bytes, ") ",
+                 last ? "after the last tensor '" + last->tensor + "'" : std::string("(the file has no tensor)"),
+                 " belong to no tensor; a safetensors file ends where its last tensor does");
+}
+
 // Reads every tensor of one .safetensors file into model.tensors (lazy: decoders over the mapping).
 void read_file_into(const fs::path& path, ModelFile& model, bool lazy) {
   const auto mapped = std::make_shared<MappedFile>(path);
@@ -65,6 +97,7 @@ void read_file_into(const fs::path& path, ModelFile& model, bool lazy) {
   FARTHING_CHECK(header.is_object(), name, " is not a safetensors file: its header is not a JSON object");
   const uint64_t data_begin = 8 + header_bytes;
   const uint64_t data_bytes = file.size() - data_begin;
+  std::vector<DataSpan> spans;
   for (const auto& [tensor, entry] : header.items()) {
     if (tensor == "__metadata__") continue;
     const std::string where = "tensor '" + tensor + "' in " + name;
@@ -85,6 +118,7 @@ void read_file_into(const fs::path& path, ModelFile& model, bool lazy) {
       FARTHING_CHECK(offsets[1] - offsets[0] == expected, where, " has shape ", shape.str(), " of ", dtype,
                      ", which needs ", expected, " bytes, but its data_offsets span ", offsets[1] - offsets[0]);
       FARTHING_CHECK(!model.has(tensor), where, " appears twice in the checkpoint");
+      spans.push_back({offsets[0], offsets[1], tensor});
       const uint8_t* src = file.data() + data_begin + offsets[0];
       const int64_t n = shape.numel();
       ModelTensor t;
@@ -100,6 +134,7 @@ void read_file_into(const fs::path& path, ModelFile& model, bool lazy) {
       FARTHING_FAIL(where, " has a malformed header entry (", e.what(), "): ", entry.dump());
     }
   }
+  check_spans_tile_data(std::move(spans), data_bytes, name);
 }
 
 void write_file(const fs::path& path, const ModelFile& model, const std::vector<const std::string*>& names,

@@ -4,7 +4,9 @@
 //   {"name": {"dtype": "F32"|"F16"|"BF16", "shape": [...], "data_offsets": [begin, end]}, ...,
 //    "__metadata__": {...}}
 // then the data section (offsets are relative to its start). Reading checks every offset and
-// shape against the file size and converts to fp32. A model directory holds config.json and
+// shape against the file size, refuses a data section the tensors do not tile exactly (two
+// tensors sharing bytes, or bytes before, between or after them that no tensor claims: the
+// format's own rule, and the shapes polyglot files take), and converts to fp32. A model directory holds config.json and
 // either model.safetensors or shards listed in model.safetensors.index.json ("weight_map").
 // Writing puts tensors in name order, pads the header with spaces to 8 bytes (as the HF
 // library does), and shards above max_shard_bytes as model-0000i-of-0000N.safetensors.

@@ -2,7 +2,7 @@
 //
 // Model state only: bf16 (or other) weights, gradients, fp32 master, moments. For 8-bit
 // moments each state costs 1 byte plus one fp32 absmax per 256 elements. The measured
-// counterpart is the memory tracker (framework/core/memory.h): tests/optim/test_memory.cpp
+// counterpart is the memory tracker (framework/core/memory.h): tests/optim/test_optim_memory.cpp
 // checks that the optimizer's buffers match this plan.
 // Relies on: optim_config.h, core/dtype.h.
 #pragma once

@@ -1,8 +1,9 @@
 // test_bad_files.cpp — broken checkpoints fail with a farthing::Error that names the file,
 // the tensor and what was expected: truncated files (safetensors, GGUF header and data,
-// llama2.c), wrong magic, a shape that disagrees with the data, an unknown quant type, an
-// unsupported dtype, a missing tensor (ModelFile::at and a sharded index naming a tensor its
-// shard lacks), and a shape the model did not expect (ModelFile::expect).
+// llama2.c), safetensors data the tensors do not tile (shared bytes, gaps, trailing bytes),
+// wrong magic, a shape that disagrees with the data, an unknown quant type, an unsupported dtype,
+// a missing tensor (ModelFile::at and a sharded index naming a tensor its shard lacks), and a
+// shape the model did not expect (ModelFile::expect).
 // Relies on: tests/support/gguf_builder.h, ../shared (llama2.c case). Tests: ckpt readers.
 #include <gtest/gtest.h>
 
@@ -96,6 +97,63 @@ TEST(BadFiles, SafetensorsShapeOverflowingSixtyFourBits) {
   write_bytes(file, safetensors_bytes(header, ""));
   expect_error([&] { read_safetensors(file); }, {file.string(), "'w'", "overflows 64 bits"});
   expect_error([&] { read_safetensors(file, /*lazy=*/true); }, {file.string(), "'w'", "overflows 64 bits"});
+  fs::remove(file);
+}
+
+// The data section must be tiled by the tensors exactly (the format's own validator's rule):
+// shared bytes, and bytes no tensor claims, are the shapes polyglot and confused-deputy files take.
+nlohmann::json two_f32_tensors(uint64_t a_begin, uint64_t a_end, uint64_t b_begin, uint64_t b_end) {
+  return {{"a", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {a_begin, a_end}}}},
+          {"b", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {b_begin, b_end}}}}};
+}
+
+TEST(BadFiles, SafetensorsTensorsSharingBytes) {
+  const fs::path file = temp_path("st_overlap.safetensors");
+  write_bytes(file, safetensors_bytes(two_f32_tensors(0, 8, 4, 12), std::string(12, '\0')));
+  for (const bool lazy : {false, true}) {
+    expect_error([&] { read_safetensors(file, lazy); },
+                 {file.string(), "'a' (data bytes [0, 8))", "'b' ([4, 12))", "overlap"});
+  }
+  // The same range twice, and a tensor inside another, overlap just as well.
+  write_bytes(file, safetensors_bytes(two_f32_tensors(0, 8, 0, 8), std::string(8, '\0')));
+  expect_error([&] { read_safetensors(file); }, {file.string(), "'a'", "'b'", "overlap"});
+  fs::remove(file);
+}
+
+TEST(BadFiles, SafetensorsBytesBetweenOrBeforeTensors) {
+  const fs::path file = temp_path("st_gap.safetensors");
+  write_bytes(file, safetensors_bytes(two_f32_tensors(0, 8, 12, 20), std::string(20, '\0')));
+  for (const bool lazy : {false, true}) {
+    expect_error([&] { read_safetensors(file, lazy); },
+                 {file.string(), "data bytes [8, 12)", "between tensor 'a' and tensor 'b'", "belong to no tensor"});
+  }
+  write_bytes(file, safetensors_bytes(two_f32_tensors(4, 12, 12, 20), std::string(20, '\0')));
+  expect_error([&] { read_safetensors(file); },
+               {file.string(), "data bytes [0, 4)", "before tensor 'a'", "belong to no tensor"});
+  fs::remove(file);
+}
+
+TEST(BadFiles, SafetensorsTrailingBytesAfterTheLastTensor) {
+  const fs::path file = temp_path("st_trailing.safetensors");
+  write_bytes(file, safetensors_bytes(two_f32_tensors(0, 8, 8, 16), std::string(20, '\0')));
+  for (const bool lazy : {false, true}) {
+    expect_error([&] { read_safetensors(file, lazy); },
+                 {file.string(), "data bytes [16, 20)", "after the last tensor 'b'", "belong to no tensor"});
+  }
+  write_bytes(file, safetensors_bytes(nlohmann::json::object(), std::string(4, '\0')));
+  expect_error([&] { read_safetensors(file); }, {file.string(), "data bytes [0, 4)", "no tensor"});
+  fs::remove(file);
+}
+
+// The control: an exact tiling is read, in any header order, empty tensors included (they take no bytes).
+TEST(BadFiles, SafetensorsExactTilingIsAccepted) {
+  const fs::path file = temp_path("st_tiled.safetensors");
+  nlohmann::json header = two_f32_tensors(8, 16, 0, 8);
+  header["empty"] = {{"dtype", "F32"}, {"shape", {0}}, {"data_offsets", {8, 8}}};
+  header["last_empty"] = {{"dtype", "BF16"}, {"shape", {0, 3}}, {"data_offsets", {16, 16}}};
+  write_bytes(file, safetensors_bytes(header, std::string(16, '\0')));
+  const ModelFile m = read_safetensors(file);
+  EXPECT_EQ(m.tensors.size(), 4u);
   fs::remove(file);
 }
 

@@ -2,8 +2,9 @@
 # test_plot.sh — `farthing plot RUN_DIR [RUN_DIR ...]` (issue 23) on hand-written metrics.jsonl: bad input
 # (no run dir, a torn line, no loss record) fails with one line naming the file; without
 # matplotlib the message says what to install; with it, an 800x450 PNG holding every training
-# and eval point, and two runs on one plot. Exit 77 (skipped) after the error checks when python3
-# has no matplotlib.
+# and eval point, and two runs on one plot; a PATH python3 without matplotlib hands over to
+# /usr/bin/python3's (Debian's python3-matplotlib). Exit 77 (skipped) after the error checks when
+# neither python3 has matplotlib.
 # usage: test_plot.sh FARTHING_BINARY
 set -u
 farthing="$1"
@@ -46,7 +47,8 @@ echo 'raise ImportError("No module named matplotlib (test stand-in)")' > "$tmp/n
 expect_error "no matplotlib" "python3 -m pip install matplotlib" env PYTHONPATH="$tmp/no_mpl" "$farthing" plot "$run"
 [ ! -e "$run/loss.png" ] || fail "a PNG was written without matplotlib"
 
-python3 -c "import matplotlib" 2>/dev/null || { echo "SKIP: python3 has no matplotlib (the error checks passed)"; exit 77; }
+python3 -c "import matplotlib" 2>/dev/null || /usr/bin/python3 -c "import matplotlib" 2>/dev/null ||
+  { echo "SKIP: neither python3 nor /usr/bin/python3 has matplotlib (the error checks passed)"; exit 77; }
 out="$("$farthing" plot "$run")" || fail "farthing plot exited non-zero: $out"
 echo "$out"
 grep -qF "wrote $run/loss.png (6 training and 3 eval points)" <<<"$out" || fail "unexpected output: $out"
@@ -69,3 +71,16 @@ grep -qF "wrote $run/compare.png (6 training and 3 eval points of run, 3 trainin
   || fail "compare.png is not an 800x450 PNG"
 expect_error "a missing second run" "$tmp/nope/metrics.jsonl does not exist" "$farthing" plot "$run" "$tmp/nope"
 echo "ok: two runs on one plot"
+# A python3 on PATH that cannot see matplotlib (as a pyenv or venv Python cannot see Debian's
+# dist-packages; here /usr/bin/python3 -S, without site-packages) hands over to /usr/bin/python3.
+if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+  mkdir -p "$tmp/bin"
+  printf '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' > "$tmp/bin/python3"
+  chmod +x "$tmp/bin/python3"
+  out="$(PATH="$tmp/bin:$PATH" "$farthing" plot "$run" --out "$tmp/fallback.png" 2>&1)" ||
+    fail "the hand-over to /usr/bin/python3 failed: $out"
+  grep -qF "has no matplotlib; drew with /usr/bin/python3's" <<<"$out" || fail "no hand-over note in: $out"
+  [ "$(od -An -tu1 -j16 -N8 "$tmp/fallback.png" | tr -s ' ' | sed 's/^ //')" = "0 0 3 32 0 0 1 194" ] \
+    || fail "the hand-over wrote no 800x450 PNG"
+  echo "ok: a PATH python3 without matplotlib hands over to /usr/bin/python3"
+fi

@@ -1,4 +1,4 @@
-// test_tokenizer_llamacpp.cpp — llama.cpp's tokenizer test vectors (tests/test-tokenizer-0):
+// test_tokenizer_llamacpp.cpp — llama.cpp's tokenizer test vectors (its test-tokenizer-0 files):
 // the vocabulary comes from a tokenizer-only GGUF, each test string from the .inp file
 // (strings separated by lines "__ggml_vocab_test__", each followed by a newline that is not
 // part of the string) and the expected ids from the matching line of .out (no BOS, special

@@ -4,7 +4,8 @@
 // so the binary gains no plotting dependency; without matplotlib the script names what to install.
 // The script is found beside the source tree the binary was built in (BUILD/bin/farthing ->
 // tools/plot_run.py two levels up), or at $FARTHING_PLOT_SCRIPT.
-// Relies on: python3 on PATH. Tested by: tests/cli/test_plot.sh.
+// Relies on: python3 on PATH (plot_run.py hands over to /usr/bin/python3 when only Debian's
+// python3-matplotlib is installed). Tested by: tests/cli/test_plot.sh.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +29,8 @@ constexpr const char* kPlotUsage =
     "  RUN_DIR      a training run's directory (checkpoint.run_dir), holding metrics.jsonl;\n"
     "               several: their curves on one plot, labelled by directory name\n"
     "  --out PNG    where to write the plot (default RUN_DIR/loss.png; FIRST_RUN_DIR/compare.png)\n"
-    "Needs python3 with matplotlib (python3 -m pip install matplotlib).\n";
+    "Needs python3 with matplotlib (python3 -m pip install matplotlib), or Debian's python3-matplotlib\n"
+    "(tools/setup.sh installs it; used through /usr/bin/python3 when the PATH python3 lacks it).\n";
 
 fs::path plot_script() {
   if (const char* env = std::getenv("FARTHING_PLOT_SCRIPT"); env != nullptr && *env != '\0') {

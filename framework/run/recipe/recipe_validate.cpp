@@ -4,12 +4,18 @@
 // Messages start with the key and where it was set ("optimizer.lr at recipe.yaml:7:7",
 // "optimizer.lr at --set optimizer.lr=-1", or "(default; ...)" when the recipe left it out),
 // then the value and what was expected; combinations name both keys.
+// Combinations that conflict (two settings each valid alone) are collected, not thrown one at a
+// time: the error lists every conflict of the recipe, each with its locations, and ends with one
+// --set line that resolves them all, so fixing a recipe takes one run instead of one per conflict.
+// A value out of its own range still stops the check at once (conflicts are judged on sane values).
 // Enum values need no check here: they were parsed from their names (recipe_scalar.cpp), so
 // an unknown name never reaches a RunConfig.
 // Relies on: models/common/presets.h (preset names and shapes).
 // Tested by: tests/run/recipe/test_recipe_errors.cpp, test_recipe_files.cpp.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "framework/core/error.h"
 #include "framework/run/recipe/closest_name.h"
@@ -23,6 +29,41 @@ namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Two settings that cannot hold together, and the overrides that reconcile them.
+struct Conflict {
+  std::string message;
+  std::vector<std::string> fixes;  // key=value, for --set
+  std::string alternative;         // another way out ("key=value"), or ""
+};
+
+std::string set_line(const std::vector<std::string>& fixes) {
+  std::string line;
+  for (const std::string& f : fixes) line += (line.empty() ? "--set " : " --set ") + f;
+  return line;
+}
+
+// One error for every conflict found: a single one stays on one line; several get one line each,
+// then the --set line that resolves all of them.
+[[noreturn]] void fail_with_conflicts(const std::vector<Conflict>& conflicts) {
+  std::vector<std::string> fixes;
+  for (const Conflict& c : conflicts) {
+    for (const std::string& f : c.fixes) {
+      if (std::find(fixes.begin(), fixes.end(), f) == fixes.end()) fixes.push_back(f);
+    }
+  }
+  const std::string& alternative = conflicts.front().alternative;
+  const bool shared_alternative =
+      !alternative.empty() && std::all_of(conflicts.begin(), conflicts.end(),
+                                          [&](const Conflict& c) { return c.alternative == alternative; });
+  const std::string or_else = shared_alternative ? " (or --set " + alternative + ")" : "";
+  if (conflicts.size() == 1) {
+    FARTHING_FAIL(conflicts.front().message, "; to resolve it: ", set_line(fixes), or_else);
+  }
+  std::string text = std::to_string(conflicts.size()) + " settings of the recipe conflict:";
+  for (const Conflict& c : conflicts) text += "\n  - " + c.message;
+  FARTHING_FAIL(text, "\nto resolve them all: ", set_line(fixes), or_else);
 }
 
 class Checker {
@@ -47,10 +88,18 @@ class Checker {
     FARTHING_CHECK(std::isfinite(c_.distributed.reduce_bucket_mib) && c_.distributed.reduce_bucket_mib >= 0.0,
                    at("distributed.reduce_bucket_mib"), " is ", num(c_.distributed.reduce_bucket_mib),
                    ", expected MiB >= 0 (gradient reductions left in flight during backward; 0: none)");
+    if (!conflicts_.empty()) fail_with_conflicts(conflicts_);
   }
 
  private:
   const RunConfig& c_;
+  mutable std::vector<Conflict> conflicts_;
+
+  // Records a conflict unless ok: fixes (key=value) resolve it; alternative is another way out.
+  template <class... Parts>
+  void conflict(bool ok, std::vector<std::string> fixes, std::string alternative, const Parts&... parts) const {
+    if (!ok) conflicts_.push_back({error_detail::concat(parts...), std::move(fixes), std::move(alternative)});
+  }
 
   // "optimizer.lr at recipe.yaml:7:7", or where the default came from when the recipe left it out.
   std::string at(const std::string& path) const {
@@ -133,12 +182,11 @@ class Checker {
     FARTHING_CHECK(o.lr * o.weight_decay < 1.0, at("optimizer.lr"), " is ", num(o.lr), " and ",
                    at("optimizer.weight_decay"), " is ", num(o.weight_decay), ": expected lr * weight_decay < 1, got ",
                    num(o.lr * o.weight_decay), ", which would flip or zero every weight each step");
-    FARTHING_CHECK(!(o.master == optim::MasterMode::kRemainder16 && o.weight_rounding == optim::WeightRounding::kStochastic),
-                   at("optimizer.master"),
-                   " is 'remainder16' and ", at("optimizer.weight_rounding"),
-                   " is 'stochastic': remainder16 keeps the ",
-                   "master's high half in the bf16 weight, so the weight must be rounded to nearest; expected ",
-                   "weight_rounding 'nearest' with it, or master 'f32' for stochastic rounding");
+    conflict(!(o.master == optim::MasterMode::kRemainder16 && o.weight_rounding == optim::WeightRounding::kStochastic),
+             {"optimizer.weight_rounding=nearest"}, "optimizer.master=f32", at("optimizer.master"),
+             " is 'remainder16' and ", at("optimizer.weight_rounding"), " is 'stochastic': remainder16 keeps the ",
+             "master's high half in the bf16 weight, so the weight must be rounded to nearest; expected ",
+             "weight_rounding 'nearest' with it, or master 'f32' for stochastic rounding");
   }
 
   void check_schedule() const {
@@ -146,9 +194,10 @@ class Checker {
     const int64_t steps = c_.train.steps;
     FARTHING_CHECK(s.warmup_steps >= 0, at("schedule.warmup_steps"), " is ", s.warmup_steps,
                    ", expected a whole number >= 0");
-    FARTHING_CHECK(!(s.kind == optim::LrScheduleKind::kConstant && s.warmup_steps > 0), at("schedule.kind"), " is 'constant' but ",
-                   at("schedule.warmup_steps"), " is ", s.warmup_steps, ": a constant schedule has no warmup; ",
-                   "expected kind 'linear_warmup' (or cosine/linear) to warm up, or warmup_steps 0");
+    conflict(!(s.kind == optim::LrScheduleKind::kConstant && s.warmup_steps > 0), {"schedule.warmup_steps=0"},
+             "schedule.kind=linear_warmup", at("schedule.kind"), " is 'constant' but ", at("schedule.warmup_steps"),
+             " is ", s.warmup_steps, ": a constant schedule has no warmup; ",
+             "expected kind 'linear_warmup' (or cosine/linear) to warm up, or warmup_steps 0");
     if (s.kind == optim::LrScheduleKind::kLinearWarmup) {
       FARTHING_CHECK(s.warmup_steps <= steps, at("schedule.warmup_steps"), " is ", s.warmup_steps,
                      ", expected at most ", at("train.steps"), " (", steps, ")");
@@ -201,18 +250,19 @@ class Checker {
     // Each unit is stepped as soon as its gradients are ready, so nothing may need the whole
     // step's gradients first.
     const std::string oib = at("train.optimizer_in_backward") + " is true";
-    FARTHING_CHECK(t.grad_accum == 1, oib, " but ", at("train.grad_accum"), " is ", t.grad_accum,
-                   ": a unit stepped during the first micro-batch's backward cannot wait for the others; expected ",
-                   "grad_accum 1 (raise micro_batch instead) or optimizer_in_backward false");
-    FARTHING_CHECK(t.max_grad_norm == 0.0, oib, " but ", at("train.max_grad_norm"), " is ", num(t.max_grad_norm),
-                   ": clipping needs the global gradient norm before any unit steps; expected max_grad_norm 0 ",
-                   "(no clipping) or optimizer_in_backward false");
-    FARTHING_CHECK(t.precision != Precision::kFp16, oib, " but ", at("train.precision"), " is 'fp16': the loss scaler must see ",
-                   "every gradient (to skip the step on overflow) before any unit steps; expected precision bf16 or ",
-                   "fp32, or optimizer_in_backward false");
-    FARTHING_CHECK(t.nonfinite != Nonfinite::kSkip, oib, " but ", at("train.nonfinite"), " is 'skip': a non-finite gradient ",
-                   "found in a late unit cannot skip the step, because the units after it have already stepped; ",
-                   "expected nonfinite 'fail' or optimizer_in_backward false");
+    const std::string off = "train.optimizer_in_backward=false";
+    conflict(t.grad_accum == 1, {"train.grad_accum=1"}, off, oib, " but ", at("train.grad_accum"), " is ",
+             t.grad_accum, ": a unit stepped during the first micro-batch's backward cannot wait for the others; ",
+             "expected grad_accum 1 (raise micro_batch instead) or optimizer_in_backward false");
+    conflict(t.max_grad_norm == 0.0, {"train.max_grad_norm=0"}, off, oib, " but ", at("train.max_grad_norm"), " is ",
+             num(t.max_grad_norm), ": clipping needs the global gradient norm before any unit steps; expected ",
+             "max_grad_norm 0 (no clipping) or optimizer_in_backward false");
+    conflict(t.precision != Precision::kFp16, {"train.precision=bf16"}, off, oib, " but ", at("train.precision"),
+             " is 'fp16': the loss scaler must see every gradient (to skip the step on overflow) before any unit ",
+             "steps; expected precision bf16 or fp32, or optimizer_in_backward false");
+    conflict(t.nonfinite != Nonfinite::kSkip, {"train.nonfinite=fail"}, off, oib, " but ", at("train.nonfinite"),
+             " is 'skip': a non-finite gradient found in a late unit cannot skip the step, because the units after ",
+             "it have already stepped; expected nonfinite 'fail' or optimizer_in_backward false");
   }
 
   void check_checkpoint() const {

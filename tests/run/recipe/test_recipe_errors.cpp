@@ -3,6 +3,7 @@
 // Covers: framework/run/recipe/recipe_load.cpp, recipe_scalar.cpp, recipe_validate.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -278,6 +279,44 @@ TEST(RecipeErrors, OptimizerInBackwardRefusesWhatNeedsAllGradientsFirst) {
                    "expected precision bf16 or fp32"});
   expect_contains(parse_error(with_oib("  max_grad_norm: 0\n")),
                   {"train.nonfinite (default;", "'skip'", "expected nonfinite 'fail'"});
+}
+
+// Every conflict of one recipe comes in the same error, each with where its keys were set, and
+// one --set line that resolves them all (issue 38: turning on optimizer_in_backward in the 8B
+// recipe took one run per conflict). The suggested line, applied, must give a valid recipe.
+TEST(RecipeErrors, EveryConflictInOneErrorWithOneSetLineForAll) {
+  std::string yaml = recipe_with("train", "optimizer_in_backward", "true").yaml;
+  yaml.replace(yaml.find("  optimizer_in_backward"), 0, "  grad_accum: 4\n  precision: fp16\n");
+  yaml.replace(yaml.find("optimizer:\n") + 11, 0, "  master: remainder16\n");
+  // max_grad_norm (1) and nonfinite (skip) conflict through their defaults.
+  const std::string message = parse_error(yaml);
+  expect_contains(message, {"5 settings of the recipe conflict:",
+                            "train.grad_accum at recipe.yaml:", "is 4", "expected grad_accum 1",
+                            "train.max_grad_norm (default; not set in the train section", "expected max_grad_norm 0",
+                            "train.precision at recipe.yaml:", "expected precision bf16 or fp32",
+                            "train.nonfinite (default;", "expected nonfinite 'fail'",
+                            "optimizer.master at recipe.yaml:", "expected weight_rounding 'nearest'"});
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 6) << "one line per conflict, then the --set line:\n"
+                                                                  << message;
+  const std::string all = "--set optimizer.weight_rounding=nearest --set train.grad_accum=1 "
+                          "--set train.max_grad_norm=0 --set train.precision=bf16 --set train.nonfinite=fail";
+  expect_contains(message, {"\nto resolve them all: " + all});
+  // Not every conflict has optimizer_in_backward=false as its way out, so none is offered.
+  EXPECT_EQ(message.find("optimizer_in_backward=false"), std::string::npos) << message;
+  EXPECT_NO_THROW(parse_recipe_text(yaml, "recipe.yaml",
+                                    {"optimizer.weight_rounding=nearest", "train.grad_accum=1", "train.max_grad_norm=0",
+                                     "train.precision=bf16", "train.nonfinite=fail"}));
+
+  // Conflicts that share their way out offer it; a single conflict stays on one line.
+  const std::string oib_with_defaults = recipe_with("train", "optimizer_in_backward", "true").yaml;
+  const std::string oib_only = parse_error(oib_with_defaults);
+  expect_contains(oib_only, {"2 settings of the recipe conflict:", "\nto resolve them all: "
+                             "--set train.max_grad_norm=0 --set train.nonfinite=fail "
+                             "(or --set train.optimizer_in_backward=false)"});
+  const std::string one = parse_error(oib_with_defaults, {"train.nonfinite=fail"});
+  expect_contains(one, {"expected max_grad_norm 0", "; to resolve it: --set train.max_grad_norm=0 "
+                        "(or --set train.optimizer_in_backward=false)"});
+  EXPECT_EQ(one.find('\n'), std::string::npos) << one;
 }
 
 TEST(RecipeErrors, ConfigBuiltInCodeNamesTheKeyWithoutALocation) {
