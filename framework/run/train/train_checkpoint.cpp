@@ -146,7 +146,8 @@ std::vector<float> map_values(numerics::MapSign sign) {
 // values (signed for exp_avg, unsigned for exp_avg_sq), so no reader has to guess which of
 // bitsandbytes' maps (torch 1.13's or torch 2.x's linspace) coded them.
 void write_dynamic_map(H5CheckpointWriter& writer) {
-  writer.set_group_attribute(kOptimGroup, kDynamicMapAttribute, std::string(numerics::dynamic_map_name(numerics::kStateDynamicMap)));
+  const std::string name(numerics::dynamic_map_name(numerics::kStateDynamicMap));
+  writer.set_group_attribute(kOptimGroup, kDynamicMapAttribute, name);
   writer.set_group_attribute(kOptimGroup, kDynamicMapSignedAttribute, map_values(numerics::MapSign::kSigned));
   writer.set_group_attribute(kOptimGroup, kDynamicMapUnsignedAttribute, map_values(numerics::MapSign::kUnsigned));
 }
