@@ -168,6 +168,26 @@ std::string H5CheckpointReader::attribute_string(const std::string& name) const 
   return h5_detail::read_attribute_string(hid_t(file_), name.c_str());
 }
 
+namespace {
+
+h5_detail::H5Id open_group(hid_t file, const std::string& group) {
+  return h5_detail::H5Id(FARTHING_H5_CHECK(H5Gopen2(file, group.c_str(), H5P_DEFAULT)), H5Gclose);
+}
+
+}  // namespace
+
+bool H5CheckpointReader::has_group_attribute(const std::string& group, const std::string& name) const {
+  if (H5Lexists(hid_t(file_), group.c_str(), H5P_DEFAULT) <= 0) return false;
+  return h5_detail::has_attribute(open_group(hid_t(file_), group).get(), name.c_str());
+}
+std::string H5CheckpointReader::group_attribute_string(const std::string& group, const std::string& name) const {
+  return h5_detail::read_attribute_string(open_group(hid_t(file_), group).get(), name.c_str());
+}
+std::vector<float> H5CheckpointReader::group_attribute_f32_array(const std::string& group,
+                                                                 const std::string& name) const {
+  return h5_detail::read_attribute_f32_array(open_group(hid_t(file_), group).get(), name.c_str());
+}
+
 std::string H5CheckpointReader::verify_one(size_t index) const {
   const auto& [name, stored] = checked_[index];
   try {

@@ -54,6 +54,10 @@ class H5CheckpointReader {
   int64_t attribute_i64(const std::string& name) const;
   double attribute_f64(const std::string& name) const;
   std::string attribute_string(const std::string& name) const;
+  // Attributes of a group ("optim"); has_group_attribute is false where the group is absent.
+  bool has_group_attribute(const std::string& group, const std::string& name) const;
+  std::string group_attribute_string(const std::string& group, const std::string& name) const;
+  std::vector<float> group_attribute_f32_array(const std::string& group, const std::string& name) const;
 
   // Recomputes every dataset's checksum (streamed, bounded memory); throws naming the file and
   // the first damaged dataset.

@@ -305,6 +305,33 @@ void H5CheckpointWriter::set_attribute(const std::string& name, const std::strin
   h5_detail::write_attribute_string(hid_t(file_), name.c_str(), value);
 }
 
+namespace {
+
+// An existing group of the file (created by a write_tensor under it).
+h5_detail::H5Id open_group(hid_t file, const std::string& group) {
+  FARTHING_CHECK(H5Lexists(file, group.c_str(), H5P_DEFAULT) > 0, "set_group_attribute: the checkpoint has no group '",
+                 group, "' (write a tensor under it first)");
+  return h5_detail::H5Id(FARTHING_H5_CHECK(H5Gopen2(file, group.c_str(), H5P_DEFAULT)), H5Gclose);
+}
+
+}  // namespace
+
+void H5CheckpointWriter::set_group_attribute(const std::string& group, const std::string& name,
+                                             const std::string& value) {
+  check_open("set_group_attribute");
+  check_same_on_all_ranks("set_group_attribute", error_detail::concat(group, "/", name, "='", value, "'"));
+  h5_detail::write_attribute_string(open_group(hid_t(file_), group).get(), name.c_str(), value);
+}
+
+void H5CheckpointWriter::set_group_attribute(const std::string& group, const std::string& name,
+                                             const std::vector<float>& values) {
+  check_open("set_group_attribute");
+  check_same_on_all_ranks("set_group_attribute",
+                          error_detail::concat(group, "/", name, " f32[", values.size(), "] crc ",
+                                               crc32_bytes(values.data(), values.size() * sizeof(float))));
+  h5_detail::write_attribute_f32_array(open_group(hid_t(file_), group).get(), name.c_str(), values);
+}
+
 fs::path H5CheckpointWriter::commit(const CheckpointCommitOptions& options) {
   check_open("commit");
   const hid_t file = hid_t(file_);

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "framework/core/tensor.h"
 #include "framework/dist/mpi_communicator.h"
@@ -59,6 +60,9 @@ class H5CheckpointWriter {
   void set_attribute(const std::string& name, int64_t value);
   void set_attribute(const std::string& name, double value);
   void set_attribute(const std::string& name, const std::string& value);
+  // Attributes on a group that a write_tensor above already created ("optim"), same on every rank.
+  void set_group_attribute(const std::string& group, const std::string& name, const std::string& value);
+  void set_group_attribute(const std::string& group, const std::string& name, const std::vector<float>& values);
 
   // Marks complete, closes, renames into place; returns the final path. Collective.
   std::filesystem::path commit(const CheckpointCommitOptions& options = {});

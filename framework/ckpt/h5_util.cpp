@@ -81,6 +81,14 @@ void write_attribute_i64_array(hid_t object, const char* name, const std::vector
   write_attribute(object, name, H5T_STD_I64LE, H5T_NATIVE_INT64, space.get(), values.data());
 }
 
+void write_attribute_f32_array(hid_t object, const char* name, const std::vector<float>& values) {
+  const hsize_t n = values.size();
+  H5Id space(values.empty() ? FARTHING_H5_CHECK(H5Screate(H5S_NULL))
+                            : FARTHING_H5_CHECK(H5Screate_simple(1, &n, nullptr)),
+             H5Sclose);
+  write_attribute(object, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, space.get(), values.data());
+}
+
 bool has_attribute(hid_t object, const char* name) { return H5Aexists(object, name) > 0; }
 
 int64_t read_attribute_i64(hid_t object, const char* name) {
@@ -122,6 +130,17 @@ std::vector<int64_t> read_attribute_i64_array(hid_t object, const char* name) {
                  " integers; expected at most ", kMaxAttributeBytes / 8);
   std::vector<int64_t> values(size_t(n > 0 ? n : 0));
   if (!values.empty()) FARTHING_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_INT64, values.data()));
+  return values;
+}
+
+std::vector<float> read_attribute_f32_array(hid_t object, const char* name) {
+  H5Id attr = open_attribute(object, name);
+  H5Id space(FARTHING_H5_CHECK(H5Aget_space(attr.get())), H5Sclose);
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  FARTHING_CHECK(n <= hssize_t(kMaxAttributeBytes / 4), "attribute '", name, "' holds ", n,
+                 " numbers; expected at most ", kMaxAttributeBytes / 4);
+  std::vector<float> values(size_t(n > 0 ? n : 0));
+  if (!values.empty()) FARTHING_H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_FLOAT, values.data()));
   return values;
 }
 

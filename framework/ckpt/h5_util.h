@@ -54,11 +54,13 @@ void write_attribute_u32(hid_t object, const char* name, uint32_t value);
 void write_attribute_f64(hid_t object, const char* name, double value);
 void write_attribute_string(hid_t object, const char* name, const std::string& value);
 void write_attribute_i64_array(hid_t object, const char* name, const std::vector<int64_t>& values);
+void write_attribute_f32_array(hid_t object, const char* name, const std::vector<float>& values);
 
 bool has_attribute(hid_t object, const char* name);
 int64_t read_attribute_i64(hid_t object, const char* name);
 double read_attribute_f64(hid_t object, const char* name);
 std::string read_attribute_string(hid_t object, const char* name);
 std::vector<int64_t> read_attribute_i64_array(hid_t object, const char* name);
+std::vector<float> read_attribute_f32_array(hid_t object, const char* name);
 
 }  // namespace farthing::h5_detail

@@ -18,8 +18,12 @@ void zero_bytes(NnOps& ops, void* data, int64_t bytes) { ops.zero(static_cast<fl
 
 DType kept_gradient_dtype(const ParamStoreOptions& options, int world_size) {
   // NOTE (numerics): a sum over micro-batches or ranks is added in fp32; one backward's gradient
-  // (already accumulated in fp32 within the unit) is read once by the optimizer, so bf16 keeps it.
-  return options.grad_accum * world_size > 1 ? DType::kF32 : DType::kBF16;
+  // (already accumulated in fp32 within the unit) is read once by the optimizer, so bf16 can keep
+  // it, unless the run asks for fp32 (train.grad_dtype: the default under precision fp32).
+  FARTHING_CHECK(options.one_backward_grad_dtype == DType::kBF16 || options.one_backward_grad_dtype == DType::kF32,
+                 "ParamStoreOptions: one backward's gradients are kept as bf16 or f32, not ",
+                 dtype_name(options.one_backward_grad_dtype));
+  return options.grad_accum * world_size > 1 ? DType::kF32 : options.one_backward_grad_dtype;
 }
 
 ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& backend, ParamStoreOptions options)

@@ -16,8 +16,9 @@
 //   compute stream waits for them on the device, so the host never blocks on a collective here;
 //   with MPI (host memory, or the staged path for device memory) the host waits, as before.
 // Kept gradients are fp32 where they are a sum of several backward passes (grad_accum > 1 or
-// more than one rank: summed in fp32 in a fixed order), and bf16 where they are one backward's
-// gradient, read once by the optimizer (world 1, grad_accum 1).
+// more than one rank: summed in fp32 in a fixed order); one backward's gradient, read once by
+// the optimizer (world 1, grad_accum 1), is kept as ParamStoreOptions::one_backward_grad_dtype
+// says: bf16, or fp32 (train.grad_dtype; fp32 by default under precision fp32).
 // Transient: a unit's parameters while the model uses it — under bf16 compute the bf16 weights
 // themselves (no copy where this rank holds them; gathered from the owners at stage 3), else
 // fp32, widened exactly (or gathered and widened) — with the next unit's gather prefetched; and
@@ -58,6 +59,9 @@ struct ParamStoreOptions {
   bool optimizer_in_backward = false;
   // Precision fp32 with an fp32 master: the compute reads the master's exact values.
   bool compute_from_master = false;
+  // What one backward's kept gradient is stored as (one rank, grad_accum 1): kBF16 or kF32
+  // (train.grad_dtype). Sums over micro-batches or ranks are fp32 whatever this says.
+  DType one_backward_grad_dtype = DType::kBF16;
   // Over several ranks: the gradient reductions of finished units that may stay in flight while
   // backward goes on, in bytes of what they hold (the unit's accumulator, its received block,
   // the communicator's temporaries: planned_unit_bytes' `reducing`). A reduction is issued as

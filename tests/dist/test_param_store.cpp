@@ -150,6 +150,20 @@ TEST(ParamStore, KeptGradientDtype) {
   EXPECT_EQ(kept_gradient_dtype(o, 1), DType::kF32);
 }
 
+// train.grad_dtype fp32 (the default under precision fp32) keeps one backward's gradient in
+// fp32; asking for bf16 never narrows a sum.
+TEST(ParamStore, KeptGradientDtypeFollowsTheOneBackwardChoice) {
+  ParamStoreOptions o;
+  o.one_backward_grad_dtype = DType::kF32;
+  EXPECT_EQ(kept_gradient_dtype(o, 1), DType::kF32);
+  EXPECT_EQ(kept_gradient_dtype(o, 2), DType::kF32);
+  o.one_backward_grad_dtype = DType::kBF16;
+  o.grad_accum = 3;
+  EXPECT_EQ(kept_gradient_dtype(o, 1), DType::kF32);
+  o.one_backward_grad_dtype = DType::kF16;
+  EXPECT_THROW(kept_gradient_dtype(o, 1), Error);
+}
+
 // Stages 1-2 hold the whole bf16 weights; after the owners change theirs, publish_weights gives
 // every rank every owner's values. Stage 3 holds owned shards only.
 TEST(ParamStore, PublishGathersTheOwnersWeights) {

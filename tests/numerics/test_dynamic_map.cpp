@@ -1,8 +1,12 @@
 // test_dynamic_map.cpp — the 8-bit maps built from bitsandbytes' recipe equal its golden
-// tables bit for bit, and have the structure NUMERICS.md §3 describes.
+// tables bit for bit: the torch 1.13 map (../shared/golden), which farthing's 8-bit state uses,
+// and the torch 2.x map (tests/data/numerics, bitsandbytes 0.50.2 under torch 2.15:
+// tools/goldens/gen_dynamic_map_goldens.py); and they have the structure NUMERICS.md §3 describes.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -30,16 +34,15 @@ static std::vector<uint32_t> read_golden_map(const std::filesystem::path& path) 
   return bits;
 }
 
-static void expect_map_equals_golden(nm::MapSign sign, const char* file) {
-  FARTHING_REQUIRE_SHARED(shared);
-  const auto golden = read_golden_map(shared / "golden" / file);
+static void expect_map_equals_golden(nm::MapSign sign, nm::MapLinspace linspace, const std::filesystem::path& file) {
+  const auto golden = read_golden_map(file);
   ASSERT_EQ(golden.size(), 256u);
-  const nm::DynamicMap map = nm::make_dynamic_map(sign);
+  const nm::DynamicMap map = nm::make_dynamic_map(sign, linspace);
   int mismatches = 0;
   for (int i = 0; i < 256; ++i) {
     const uint32_t got = nm::f32_to_bits(map[size_t(i)]);
     if (got != golden[size_t(i)] && mismatches++ < 10) {
-      ADD_FAILURE() << file << " index " << i << ": expected 0x" << std::hex << golden[size_t(i)]
+      ADD_FAILURE() << file.filename() << " index " << i << ": expected 0x" << std::hex << golden[size_t(i)]
                     << " got 0x" << got;
     }
   }
@@ -47,11 +50,49 @@ static void expect_map_equals_golden(nm::MapSign sign, const char* file) {
 }
 
 TEST(DynamicMap, SignedEqualsBitsandbytesGolden) {
-  expect_map_equals_golden(nm::MapSign::kSigned, "bnb_dynamic_map_signed.txt");
+  FARTHING_REQUIRE_SHARED(shared);
+  expect_map_equals_golden(nm::MapSign::kSigned, nm::MapLinspace::kTorch1_13,
+                           shared / "golden" / "bnb_dynamic_map_signed.txt");
 }
 
 TEST(DynamicMap, UnsignedEqualsBitsandbytesGolden) {
-  expect_map_equals_golden(nm::MapSign::kUnsigned, "bnb_dynamic_map_unsigned.txt");
+  FARTHING_REQUIRE_SHARED(shared);
+  expect_map_equals_golden(nm::MapSign::kUnsigned, nm::MapLinspace::kTorch1_13,
+                           shared / "golden" / "bnb_dynamic_map_unsigned.txt");
+}
+
+TEST(DynamicMap, SignedEqualsTodaysBitsandbytesUnderTorch2) {
+  expect_map_equals_golden(nm::MapSign::kSigned, nm::MapLinspace::kTorch2,
+                           farthing::test::test_data_dir() / "numerics" / "bnb_dynamic_map_torch2_signed.txt");
+}
+
+TEST(DynamicMap, UnsignedEqualsTodaysBitsandbytesUnderTorch2) {
+  expect_map_equals_golden(nm::MapSign::kUnsigned, nm::MapLinspace::kTorch2,
+                           farthing::test::test_data_dir() / "numerics" / "bnb_dynamic_map_torch2_unsigned.txt");
+}
+
+// Which map the 8-bit state uses: the torch 1.13 one, by default and by name (the name is what
+// checkpoints record), and the two maps are not the same table.
+TEST(DynamicMap, TheStateUsesTheTorch113Map) {
+  EXPECT_EQ(nm::kStateDynamicMap, nm::MapLinspace::kTorch1_13);
+  EXPECT_EQ(nm::dynamic_map_name(nm::kStateDynamicMap), "bitsandbytes-dynamic-torch1.13");
+  for (nm::MapSign sign : {nm::MapSign::kSigned, nm::MapSign::kUnsigned}) {
+    const nm::DynamicMap state = nm::make_dynamic_map(sign);
+    const nm::DynamicMap old_map = nm::make_dynamic_map(sign, nm::MapLinspace::kTorch1_13);
+    const nm::DynamicMap new_map = nm::make_dynamic_map(sign, nm::MapLinspace::kTorch2);
+    int differ = 0;
+    for (int i = 0; i < 256; ++i) {
+      EXPECT_EQ(nm::f32_to_bits(state[size_t(i)]), nm::f32_to_bits(old_map[size_t(i)])) << "index " << i;
+      if (nm::f32_to_bits(old_map[size_t(i)]) != nm::f32_to_bits(new_map[size_t(i)])) {
+        ++differ;
+        // One or two ulps apart (34 + 8 signed, 36 + 7 unsigned entries), never more.
+        const int64_t ulps =
+            std::abs(int64_t(nm::f32_to_bits(old_map[size_t(i)])) - int64_t(nm::f32_to_bits(new_map[size_t(i)])));
+        EXPECT_LE(ulps, 2) << "index " << i;
+      }
+    }
+    EXPECT_EQ(differ, sign == nm::MapSign::kSigned ? 42 : 43);
+  }
 }
 
 TEST(DynamicMap, StructureOfTheSignedMap) {

@@ -5,7 +5,8 @@
 //                 unchanged (StepOutcome::unchanged_fraction) for bf16 SR without a master, RN
 //                 and SR from an fp32 master, remainder16 and fp16 compute, at lr 1e-6 and 1e-5;
 //   trajectories  held-out loss every K steps and the final one relative to the reference
-//                 (fp32 moments + fp32 master) for 8-bit / 4-bit moments, each master mode, and
+//                 (fp32 moments + fp32 master, fp32 gradients) for the reference on bf16
+//                 gradients (train.grad_dtype bf16), 8-bit / 4-bit moments, each master mode, and
 //                 fp16 with dynamic loss scaling, and FP8 linear layers (block scaling) against
 //                 bf16 compute (claim 5: within 0.25%);
 //   RN without a master is refused by the recipe check and the optimizer: its rows record the
@@ -61,6 +62,8 @@ struct Setting {
   const char* state;      // optimizer.state (moments)
   const char* master;     // optimizer.master
   const char* rounding;   // optimizer.weight_rounding
+  // train.grad_dtype: auto keeps one backward's gradient in fp32 under fp32 compute, bf16 otherwise.
+  const char* grad_dtype = "auto";
 };
 
 // What the study runs on, and how long.
@@ -190,6 +193,7 @@ RunRecord run_setting(const Study& st, const Setting& setting, double lr, int64_
   rc.train.steps = steps;
   rc.train.micro_batch = st.batch;
   rc.train.precision = recipe::enum_of<recipe::Precision>(setting.precision);
+  rc.train.grad_dtype = recipe::enum_of<recipe::GradDtype>(setting.grad_dtype);
   rc.train.eval_batches = st.eval_batches;
   rc.train.nonfinite = recipe::Nonfinite::kSkip;
   rc.train.seed = 1234;
@@ -306,7 +310,10 @@ int run_precision_bench(const BenchOptions& options) {
   }
 
   const Setting trajectory_settings[] = {
-      {"reference: f32 moments + f32 master", c.c_str(), "f32", "f32", "nearest"},
+      // NOTE: the reference keeps its gradients in fp32 (issue 38 item 7); its bf16-gradient twin
+      // beside it is what the reference was before train.grad_dtype existed.
+      {"reference: f32 moments + f32 master", c.c_str(), "f32", "f32", "nearest", "fp32"},
+      {"reference with bf16 gradients (train.grad_dtype bf16)", c.c_str(), "f32", "f32", "nearest", "bf16"},
       {"8-bit + f32 master", c.c_str(), "8bit", "f32", "nearest"},
       {"8-bit + remainder16", c.c_str(), "8bit", "remainder16", "nearest"},
       {"8-bit, no master, SR", c.c_str(), "8bit", "none", "stochastic"},
@@ -347,7 +354,8 @@ int run_precision_bench(const BenchOptions& options) {
                         {"compute", st.compute}, {"seed", 1234}, {"threads", omp_get_max_threads()}};
   for (const RunRecord& r : sticking) {
     nlohmann::json run = {{"name", r.setting.name}, {"lr", r.lr}, {"precision", r.setting.precision},
-                          {"state", r.setting.state}, {"master", r.setting.master}, {"rounding", r.setting.rounding}};
+                          {"state", r.setting.state}, {"master", r.setting.master}, {"rounding", r.setting.rounding},
+                          {"grad_dtype", r.setting.grad_dtype}};
     if (!r.refused.empty()) {
       run["refused"] = r.refused;
     } else {
@@ -361,7 +369,8 @@ int run_precision_bench(const BenchOptions& options) {
                          {"lr", st.lr}, {"schedule", "constant"}};
   for (const RunRecord& r : trajectories) {
     nlohmann::json run = {{"name", r.setting.name}, {"precision", r.setting.precision}, {"state", r.setting.state},
-                          {"master", r.setting.master}, {"rounding", r.setting.rounding}};
+                          {"master", r.setting.master}, {"rounding", r.setting.rounding},
+                          {"grad_dtype", r.setting.grad_dtype}};
     if (!r.refused.empty()) {
       run["refused"] = r.refused;
     } else {
@@ -416,7 +425,9 @@ int run_precision_bench(const BenchOptions& options) {
         " (fp16 rows: fp16), constant lr, AdamW betas (0.9, 0.999), weight decay 0.01, clip 1.0, " +
         std::to_string(omp_get_max_threads()) + " threads, wall time " + fmt("%.0f", wall_s) + " s. " +
         (st.compute == "fp32" ? "At fp32 compute, rows with an fp32 master compute from the master; the others "
-                                "from the bf16 weights widened to fp32.\n\n"
+                                "from the bf16 weights widened to fp32. train.grad_dtype auto keeps one "
+                                "backward's gradient in fp32 at fp32 compute (bf16 in the bf16, fp8 and fp16 "
+                                "rows); the row \"reference with bf16 gradients\" rounds it to bf16.\n\n"
                               : "\n\n");
   md += "## Sticking: bf16 weights left unchanged per step\n\n";
   md += "f32 moments in every row; only the master and the rounding of the bf16 weights differ. The weights "

@@ -1,13 +1,15 @@
 // verb_inspect.cpp — `farthing inspect CKPT [--all] [--top N] [--recipe] [--json]`: what is inside
 // a farthing training checkpoint (docs/checkpoint_format.md): format, progress attributes, the
-// model config, the optimizer state by kind and format, bytes by group, the largest tensors,
-// and whether every dataset's checksum still holds (exit 1 naming the damaged one if not).
+// model config, the optimizer state by kind and format (and the dynamic map of 8-bit moments),
+// bytes by group, the largest tensors, and whether every dataset's checksum still holds (exit 1
+// naming the damaged one if not).
 // A run directory or a checkpoints/ folder means its `latest` checkpoint. Model files users
 // bring (HF safetensors dir or file, .gguf, llama2.c .bin) get their format, config and tensors;
 // they carry no checksums.
 // Relies on: framework/ckpt (H5CheckpointReader, read_model_file), models/common/model_config.h.
-// Tested by: nothing automated yet; checked by hand on a trained checkpoint, a bit-flipped copy
-// (exit 1 naming the dataset), --json, --recipe, llama2.c and safetensors files.
+// Tested by: tests/run/train/test_train_resume.sh (the 8-bit map, text and --json); the rest
+// checked by hand on a trained checkpoint, a bit-flipped copy (exit 1 naming the dataset),
+// --json, --recipe, llama2.c and safetensors files.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +27,8 @@
 #include "framework/core/error.h"
 #include "framework/run/recipe/recipe.h"
 #include "framework/run/train/memory_estimate.h"
+#include "framework/run/train/train_checkpoint.h"
+#include "kernels/numerics/dynamic_map.h"
 #include "models/common/model_config.h"
 #include "models/common/weights_from_file.h"
 #include "tools/farthing/verbs.h"
@@ -253,6 +257,16 @@ int inspect_checkpoint(const fs::path& path, const InspectArgs& a) {
   std::string master = "none";
   if (kinds.count("master")) master = "f32";
   if (kinds.count("master_remainder")) master = kinds.count("master") ? "f32 + remainder16" : "remainder16";
+  // The 8-bit moments' map: named in the optim group since farthing recorded it; before that the
+  // torch 1.13 map, the only one farthing has coded with.
+  std::string dynamic_map;
+  if (format_ranges.count("8bit")) {
+    namespace tr = farthing::train;
+    dynamic_map = reader.has_group_attribute(tr::kOptimGroup, tr::kDynamicMapAttribute)
+                      ? reader.group_attribute_string(tr::kOptimGroup, tr::kDynamicMapAttribute)
+                      : std::string(farthing::numerics::dynamic_map_name(farthing::numerics::MapLinspace::kTorch1_13)) +
+                            " (not recorded: written before checkpoints named their map)";
+  }
   int64_t string_bytes = 0;
   for (const std::string& s : reader.strings()) string_bytes += int64_t(reader.read_string(s).size());
 
@@ -276,6 +290,7 @@ int inspect_checkpoint(const fs::path& path, const InspectArgs& a) {
     json state = json::object();
     for (const auto& [kind, k] : kinds) state[kind] = {{"count", k.count}, {"bytes", k.bytes}};
     j["optimizer"] = {{"kinds", state}, {"range_formats", format_ranges}, {"master", master}};
+    if (!dynamic_map.empty()) j["optimizer"]["dynamic_map_8bit"] = dynamic_map;
     json g = json::object();
     for (const auto& [name, k] : groups) g[name] = {{"count", k.count}, {"bytes", k.bytes}};
     g["strings"] = {{"count", int64_t(reader.strings().size())}, {"bytes", string_bytes}};
@@ -308,6 +323,7 @@ int inspect_checkpoint(const fs::path& path, const InspectArgs& a) {
     formats += (formats.empty() ? "" : ", ") + format + " (" + std::to_string(n) + (n == 1 ? " range)" : " ranges)");
   }
   std::printf("optimizer   moments %s; master %s\n", formats.empty() ? "none" : formats.c_str(), master.c_str());
+  if (!dynamic_map.empty()) std::printf("  8-bit map            %s\n", dynamic_map.c_str());
   for (const auto& [kind, k] : kinds) {
     std::printf("  %-20s %5lld datasets %12s\n", kind.c_str(), (long long)k.count, format_bytes(k.bytes).c_str());
   }

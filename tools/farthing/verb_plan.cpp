@@ -201,7 +201,9 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
                                 : std::string());
     case MemoryCategory::kGrads:
       if (e.optimizer_in_backward) return "none kept: each unit steps as soon as backward has reduced it";
-      return std::string(e.grad_bytes_per_elem == 2 ? "bf16 (one backward's gradient)" : "fp32 sums") +
+      return std::string(e.grad_bytes_per_elem == 2 ? "bf16 (one backward's gradient)"
+                         : e.grad_sums             ? "fp32 sums"
+                                                   : "fp32 (one backward's gradient, train.grad_dtype)") +
              (e.zero_stage == 1 ? ", whole" : ", owned shards only");
     case MemoryCategory::kMaster:
       return r.optimizer.master == optim::MasterMode::kNone
@@ -342,7 +344,8 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
                                         : "reduce-scattered to the owners",
               e.optimizer_in_backward    ? "stepped at once (no gradients are kept)"
               : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
-                                           : "added to the kept fp32 sums (grad_accum or several ranks)");
+              : e.grad_sums                ? "added to the kept fp32 sums (grad_accum or several ranks)"
+                                           : "kept in fp32 (one backward's gradient, train.grad_dtype)");
   std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings; the units in use and the\n"
               "workspace come on top (flat space %lld elements for %lld parameters).\n",
               (long long)e.flat_elems, (long long)e.param_count);

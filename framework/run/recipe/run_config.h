@@ -10,8 +10,8 @@
 // enum (EnumNames, enum_names.h), and compared as enums by every consumer. An enum a lower layer
 // already defines is used as it is (optim's state format, master mode, weight rounding and lr
 // schedule kind; backend's FP8 scaling, format, amax compute and layers; models' activation
-// checkpointing; data's format); those the recipe alone knows (precision, device, nonfinite,
-// optimizer name) are defined here. The specialisations of EnumNames for all of them are below.
+// checkpointing; data's format); those the recipe alone knows (precision, grad dtype, device,
+// nonfinite, optimizer name) are defined here. The specialisations of EnumNames for all of them are below.
 // Relies on: enum_names.h, data/dataset_options.h, optim/optim_config.h, optim/lr_schedule.h,
 // backend/fp8_policy.h, models/common/transformer.h (the enums). Tested by: tests/run/recipe/.
 #pragma once
@@ -50,6 +50,13 @@ enum class Nonfinite : uint8_t { kSkip, kFail };
 inline constexpr std::array<std::pair<Nonfinite, std::string_view>, 2> kNonfiniteNames{{
     {Nonfinite::kSkip, "skip"}, {Nonfinite::kFail, "fail"}}};
 
+// train.grad_dtype: what one backward's kept gradient is stored as (one rank, grad_accum 1; sums
+// over micro-batches or ranks are fp32 whatever this says: docs/parameter_store.md). auto: fp32
+// under precision fp32 (the reference setting must not round its gradients), bf16 otherwise.
+enum class GradDtype : uint8_t { kAuto, kFp32, kBf16 };
+inline constexpr std::array<std::pair<GradDtype, std::string_view>, 3> kGradDtypeNames{{
+    {GradDtype::kAuto, "auto"}, {GradDtype::kFp32, "fp32"}, {GradDtype::kBf16, "bf16"}}};
+
 // data.format: the data layer's enum (auto picks a reader by extension and magic).
 using data::DataFormat;
 using data::kDataFormatNames;
@@ -68,6 +75,7 @@ inline constexpr std::array<std::pair<ReduceOrder, std::string_view>, 2> kReduce
 template <> struct EnumNames<TrainDevice> { static constexpr const auto& table = kTrainDeviceNames; };
 template <> struct EnumNames<ReduceOrder> { static constexpr const auto& table = kReduceOrderNames; };
 template <> struct EnumNames<Nonfinite> { static constexpr const auto& table = kNonfiniteNames; };
+template <> struct EnumNames<GradDtype> { static constexpr const auto& table = kGradDtypeNames; };
 template <> struct EnumNames<DataFormat> { static constexpr const auto& table = kDataFormatNames; };
 template <> struct EnumNames<OptimizerName> { static constexpr const auto& table = kOptimizerNames; };
 template <> struct EnumNames<models::Checkpointing> { static constexpr const auto& table = kCheckpointingNames; };
@@ -171,6 +179,9 @@ struct TrainSection {
   int64_t grad_accum = 1;            // micro-batches per optimizer step on each rank
   double max_grad_norm = 1.0;        // 0: no clipping
   Precision precision = Precision::kBf16;  // fp32 | bf16 | fp16 | fp8 (bf16 + FP8 linear layers: fp8 section)
+  // One backward's kept gradient: auto (fp32 under precision fp32, else bf16) | fp32 | bf16.
+  // Sums over micro-batches or ranks are fp32 whatever this says.
+  GradDtype grad_dtype = GradDtype::kAuto;
   // Where weights, gradients, optimizer state and activations live: cpu; cuda (each rank on
   // its node-local GPU; not yet run on a GPU by farthing's tests); auto (cuda when a GPU is
   // visible); strict, the test device (CPU kernels over memory the host may not touch:

@@ -189,7 +189,10 @@ std::string shrink_advice(MemoryCategory c, const MemoryEstimate& e) {
       }
       return std::string("distributed.zero_stage 3 (weights sharded too, units gathered when used) or 2 (gradients "
                          "sharded), or train.optimizer_in_backward (no kept gradients)") +
-             (e.grad_bytes_per_elem == 4 && e.world_size == 1 ? "; train.grad_accum 1 keeps them in bf16" : "");
+             (e.grad_bytes_per_elem == 4 && e.world_size == 1
+                  ? (e.grad_sums ? "; train.grad_accum 1 keeps them in bf16 (with train.grad_dtype auto or bf16)"
+                                 : "; train.grad_dtype bf16 keeps them in bf16 (rounds one backward's gradient)")
+                  : "");
     case MemoryCategory::kCommBuffers:
     case MemoryCategory::kOther:
       return "fewer ranks or ZeRO stage 1";
@@ -268,6 +271,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.grad_bytes_per_elem =
       e.optimizer_in_backward ? 0 : int64_t(dtype_size_bytes(dist::kept_gradient_dtype(store_options, world_size)));
   const int64_t grad_bytes = int64_t(dtype_size_bytes(dist::kept_gradient_dtype(store_options, world_size)));
+  e.grad_sums = t.grad_accum * world_size > 1;
 
   // Held for the whole run (AdamW's, the store's, the model's activations), then a step on top.
   using C = MemoryCategory;

@@ -58,7 +58,8 @@ struct MemoryEstimate {
   TransformerBufferBytes model_buffers;
   int64_t trainer_weights = 0;  // the store's bf16 weights: whole at stages 1-2, owned shards at 3 (kWeights)
   int64_t grad_sum = 0;         // the store's kept gradients: whole at stage 1, owned at 2-3, none fused (kGrads)
-  int64_t grad_bytes_per_elem = 0;  // of the kept gradients: 2 (bf16, one backward) or 4 (fp32, a sum)
+  int64_t grad_bytes_per_elem = 0;  // of the kept gradients: 2 (bf16, one backward) or 4 (fp32)
+  bool grad_sums = false;  // kept gradients are sums (grad_accum > 1 or several ranks): fp32 whatever grad_dtype says
   int64_t master_copy = 0;      // precision fp32 + f32 master over several ranks at stages 1-2: the gathered master (kWeights)
   optim::AdamWStateBytes optimizer;  // peak_rank's shards (AdamW::planned_bytes)
   int64_t comm_staging = 0;     // ZeroCollectives' staging buffer, held for the run (kCommBuffers)

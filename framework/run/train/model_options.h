@@ -24,6 +24,10 @@ models::ComputeMode compute_mode_of(recipe::Precision precision);
 models::ModelOptions model_options_of(const recipe::RunConfig& config, const Fp8Recipe* fp8,
                                       Fp8AmaxHistory* history);
 
+// train.grad_dtype resolved: what one backward's kept gradient is stored as (auto: f32 under
+// precision fp32, else bf16).
+DType one_backward_grad_dtype_of(const recipe::TrainSection& train);
+
 // The parameter store's options for this recipe, with the optimizer's master mode (the compute
 // reads an fp32 master under precision fp32).
 dist::ParamStoreOptions store_options_of(const recipe::RunConfig& config, optim::MasterMode master);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/core/error.h"
 #include "kernels/numerics/block_quant4.h"
+#include "kernels/numerics/dynamic_map.h"
 
 namespace farthing::train {
 
@@ -127,6 +130,47 @@ std::string range_dataset(const optim::ParamRange& r, const std::string& suffix)
   return "optim/" + r.name + "/" + suffix;
 }
 
+bool any_8bit_range(const optim::OptimizerConfig& config) {
+  for (const optim::ParamRange& r : config.ranges) {
+    if (optim::effective_state_format(config, r) == optim::StateFormat::kBlock8) return true;
+  }
+  return false;
+}
+
+std::vector<float> map_values(numerics::MapSign sign) {
+  const numerics::DynamicMap map = numerics::make_dynamic_map(sign, numerics::kStateDynamicMap);
+  return std::vector<float>(map.begin(), map.end());
+}
+
+// The 8-bit codes mean nothing without their map: the optim group names it and holds its 256
+// values (signed for exp_avg, unsigned for exp_avg_sq), so no reader has to guess which of
+// bitsandbytes' maps (torch 1.13's or torch 2.x's linspace) coded them.
+void write_dynamic_map(H5CheckpointWriter& writer) {
+  const std::string name(numerics::dynamic_map_name(numerics::kStateDynamicMap));
+  writer.set_group_attribute(kOptimGroup, kDynamicMapAttribute, name);
+  writer.set_group_attribute(kOptimGroup, kDynamicMapSignedAttribute, map_values(numerics::MapSign::kSigned));
+  writer.set_group_attribute(kOptimGroup, kDynamicMapUnsignedAttribute, map_values(numerics::MapSign::kUnsigned));
+}
+
+// A checkpoint without the attribute predates it: its codes were made with the map farthing has
+// always used (torch 1.13's). One that names another map, or holds other values, is refused.
+void check_dynamic_map(const H5CheckpointReader& reader, const fs::path& path) {
+  if (!reader.has_group_attribute(kOptimGroup, kDynamicMapAttribute)) return;
+  const std::string name = reader.group_attribute_string(kOptimGroup, kDynamicMapAttribute);
+  const std::string_view ours = numerics::dynamic_map_name(numerics::kStateDynamicMap);
+  FARTHING_CHECK(name == ours, "checkpoint ", path.string(), ": its 8-bit optimizer state is coded with the map '",
+                 name, "', but this farthing codes with '", ours, "'; the moments would decode to other values");
+  for (const auto& [attribute, sign] : {std::pair{kDynamicMapSignedAttribute, numerics::MapSign::kSigned},
+                                        std::pair{kDynamicMapUnsignedAttribute, numerics::MapSign::kUnsigned}}) {
+    const std::vector<float> stored = reader.group_attribute_f32_array(kOptimGroup, attribute);
+    const std::vector<float> expected = map_values(sign);
+    FARTHING_CHECK(stored.size() == expected.size() &&
+                       std::memcmp(stored.data(), expected.data(), expected.size() * sizeof(float)) == 0,
+                   "checkpoint ", path.string(), ": the optim group's ", attribute, " is not the map '", ours,
+                   "' it names (", stored.size(), " values); the file is damaged or was edited");
+  }
+}
+
 fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& comm, const TrainState& state,
                                 const CheckpointIdentity& identity, const CheckpointCommitOptions& commit);
 
@@ -173,6 +217,7 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
       writer.write_tensor(range_dataset(r, p.suffix), p.dtype, Shape{p.total}, p.offset, slice.read());
     }
   }
+  if (any_8bit_range(config)) write_dynamic_map(writer);
   if (state.fp8_history != nullptr) {
     const Fp8AmaxHistory& h = *state.fp8_history;
     const Shape shape{h.tensors(), int64_t(h.length())};
@@ -229,6 +274,7 @@ void load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, TrainSta
   const Device optim_device = optimizer.backend().device();
   const std::vector<optim::AdamW::SegmentView> views = optimizer.segment_views();
   const optim::OptimizerConfig& config = optimizer.config();
+  if (any_8bit_range(config)) check_dynamic_map(reader, path);
   for (const optim::ParamRange& r : config.ranges) {
     for (const StatePiece& p : state_pieces(config, r, segment_of(views, r))) {
       const std::string name = range_dataset(r, p.suffix);

@@ -11,7 +11,11 @@
 // <range> is an optimizer range name (a tensor, or tensors packed back to back joined by '+').
 // Root attributes: step, optimizer_steps, data_position (sequences drawn), tokens_seen,
 // skipped_steps, loss_scale, loss_scale_clean_steps, seed; strings: recipe (resolved YAML),
-// model_config (HF config.json). Nothing records the writer's world size: the file is the same
+// model_config (HF config.json). Where any range's moments are 8-bit, the optim group's
+// attributes name the dynamic map that coded them (dynamic_map_8bit, e.g.
+// "bitsandbytes-dynamic-torch1.13") and hold its 256 values (dynamic_map_8bit_signed for exp_avg,
+// dynamic_map_8bit_unsigned for exp_avg_sq); a checkpoint without them predates them and was coded
+// with the torch 1.13 map, the only one farthing has used. Nothing records the writer's world size: the file is the same
 // whatever it was.
 // Each rank writes the slices of its ZeRO-owned ranges, so a save at np=2 resumes at 1 or 3:
 // the reader takes exactly the slices its own layout owns, and 8-bit blocks move whole.
@@ -33,6 +37,12 @@
 #include "models/common/flat_layout.h"
 
 namespace farthing::train {
+
+// The optim group's attributes that name and hold the 8-bit state's dynamic map.
+inline constexpr const char* kOptimGroup = "optim";
+inline constexpr const char* kDynamicMapAttribute = "dynamic_map_8bit";
+inline constexpr const char* kDynamicMapSignedAttribute = "dynamic_map_8bit_signed";
+inline constexpr const char* kDynamicMapUnsignedAttribute = "dynamic_map_8bit_unsigned";
 
 struct TrainProgressState {
   int64_t step = 0;             // optimizer steps taken (including skipped ones)

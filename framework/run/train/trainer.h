@@ -109,6 +109,7 @@ class Trainer {
   // The ZeRO layout of this rank, and what its store does with it (for the scaling model).
   const dist::ZeroLayout& zero_layout() const { return *zero_; }
   const dist::ParamStoreOptions& store_options() const { return store_->options(); }
+  DType kept_grad_dtype() const { return store_->grad_dtype(); }  // of the store's kept gradients
 
   // Mean loss over the eval set (max_batches micro-batches, 0: all), split over ranks.
   EvalResult evaluate(int64_t max_batches);

@@ -79,6 +79,7 @@ RunConfig unusual_config() {
   c.train.grad_accum = 5;
   c.train.max_grad_norm = 0.0;
   c.train.precision = Precision::kFp16;
+  c.train.grad_dtype = GradDtype::kFp32;
   c.train.seed = std::numeric_limits<uint64_t>::max();
   c.train.eval_every = 9;
   c.train.eval_batches = 0;
@@ -113,7 +114,7 @@ TEST(RecipeResolved, DefaultsRoundTripAndEveryKeyIsWritten) {
     EXPECT_TRUE(value.IsDefined() && value.IsScalar()) << key.path() << " missing from:\n" << yaml;
     ++keys_seen;
   }
-  EXPECT_EQ(keys_seen, 61u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
+  EXPECT_EQ(keys_seen, 62u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
   size_t written = 0;
   for (const auto& section : root) written += section.second.size();
   EXPECT_EQ(written, keys_seen);

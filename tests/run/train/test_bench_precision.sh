@@ -63,7 +63,8 @@ for lr in (1e-6, 1e-5):
         check(len(u) == 20 and all(0.0 <= x <= 1.0 for x in u), f"sticking '{name}' lr {lr}: {len(u)} fractions, some outside [0, 1]")
 
 t = doc["trajectories"]
-expected = ["reference: f32 moments + f32 master", "8-bit + f32 master", "8-bit + remainder16", "8-bit, no master, SR",
+expected = ["reference: f32 moments + f32 master", "reference with bf16 gradients (train.grad_dtype bf16)",
+            "8-bit + f32 master", "8-bit + remainder16", "8-bit, no master, SR",
             "8-bit, no master, RN", "4-bit, no master, SR", "bf16 compute (f32 moments + master)",
             "fp8 block scaling (f32 moments + master)", "fp16 + dynamic loss scaling (f32 moments + master)"]
 check([r["name"] for r in t["runs"]] == expected, f"trajectories: {[r['name'] for r in t['runs']]}")
@@ -78,6 +79,10 @@ for r in t["runs"]:
     check(all(math.isfinite(v) and v > 0 for _, v in ev), f"trajectory '{r['name']}': eval losses {ev}")
 ref = t["runs"][0]
 check(ref["relative_to_reference"] == 0.0, "the reference is not 0% from itself")
+check(ref["grad_dtype"] == "fp32", f"the reference keeps its gradients in {ref['grad_dtype']}, not fp32")
+check(t["runs"][1]["grad_dtype"] == "bf16", f"the bf16-gradient row keeps them in {t['runs'][1]['grad_dtype']}")
+# The two differ only in the gradients' rounding, which must show in the loss by the last step.
+check(t["runs"][1]["eval"][-1][1] != ref["eval"][-1][1], "the bf16-gradient row ended at the reference's exact loss")
 check(ref["eval"][-1][1] < ref["eval"][0][1], f"the reference's held-out loss did not drop: {ref['eval']}")
 
 u = doc["underflow"]

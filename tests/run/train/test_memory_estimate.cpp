@@ -249,6 +249,27 @@ TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
   expect_within_10_percent(c, gpt2, "gpt2 from safetensors, bf16 state, remainder16 master");
 }
 
+// Precision fp32 with train.grad_dtype auto keeps one backward's gradient in fp32 (issue 38 item
+// 7: the reference setting must not train on bf16 gradients); grad_dtype bf16 keeps it in bf16
+// as before. One micro-batch per step: on one rank the gradient is one backward's.
+TEST(MemoryEstimate, Fp32ComputeKeepsOneBackwardsGradientInFp32) {
+  TempDir dir("fp32_one_backward");
+  recipe::RunConfig c = base_config(dir.path);
+  c.train.precision = recipe::Precision::kFp32;
+  c.optimizer.state = optim::StateFormat::kF32;
+  c.optimizer.master = optim::MasterMode::kF32;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
+  ASSERT_EQ(c.train.grad_dtype, recipe::GradDtype::kAuto);
+  const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size());
+  EXPECT_EQ(e.grad_bytes_per_elem, 4);  // fp32 at every world size: one backward's (np 1) or a sum
+  expect_within_10_percent(c, models::preset_config("stories260k"), "fp32, grad_dtype auto, one micro-batch");
+  c.train.grad_dtype = recipe::GradDtype::kBf16;
+  c.checkpoint.run_dir = (dir.path / "run_bf16").string();
+  const MemoryEstimate bf16 = estimate_memory(c, models::preset_config("stories260k"), world().world_size());
+  EXPECT_EQ(bf16.grad_bytes_per_elem, world().world_size() == 1 ? 2 : 4);  // sums over ranks stay fp32
+  expect_within_10_percent(c, models::preset_config("stories260k"), "fp32, grad_dtype bf16, one micro-batch");
+}
+
 // ZeRO-3: units gathered when used (over several ranks), the GEMMs reading the bf16 weights, the
 // owned fp32 gradient sums over two micro-batches; tied head (the embedding's gradients live from
 // the head to the end of backward).

@@ -3,7 +3,8 @@
 # to N — every logged loss and every byte of state (weights, master, moments) — for an fp32
 # configuration, for 8-bit moments with stochastic rounding and no master, and for ZeRO-3's unit
 # storage and the optimizer step fused into backward (which must also equal the plain step). Also: the loss
-# decreases on tinyshakespeare, and a fresh run refuses a run_dir that holds checkpoints.
+# decreases on tinyshakespeare, a fresh run refuses a run_dir that holds checkpoints, and
+# `farthing inspect` names the dynamic map of 8-bit moments.
 source "$(dirname "$0")/train_test_common.sh"
 
 check_config() {
@@ -29,6 +30,17 @@ check_config fp32 --set train.precision=fp32 --set optimizer.state=f32 --set opt
   --set optimizer.weight_rounding=nearest
 check_config 8bit-sr --set train.precision=bf16 --set optimizer.state=8bit --set optimizer.master=none \
   --set optimizer.weight_rounding=stochastic --set optimizer.embedding_f32_state=false
+
+# farthing inspect names the map that coded 8-bit moments (the checkpoint's optim group records
+# it), and shows none where the moments are not 8-bit.
+"$FARTHING" inspect "$WORK/8bit-sr-straight/checkpoints/step_00000006.h5" > "$WORK/inspect_8bit.txt"
+grep -qE "^  8-bit map +bitsandbytes-dynamic-torch1\.13$" "$WORK/inspect_8bit.txt" \
+  || fail "inspect does not name the 8-bit map: $(grep -A3 '^optimizer' "$WORK/inspect_8bit.txt")"
+"$FARTHING" inspect --json "$WORK/8bit-sr-straight/checkpoints/step_00000006.h5" \
+  | grep -q '"dynamic_map_8bit": "bitsandbytes-dynamic-torch1.13"' || fail "inspect --json does not name the 8-bit map"
+"$FARTHING" inspect "$WORK/fp32-straight/checkpoints/step_00000006.h5" | grep -q "8-bit map" \
+  && fail "inspect names an 8-bit map for f32 moments"
+echo "ok: inspect names the 8-bit map (bitsandbytes-dynamic-torch1.13), and none for f32 moments"
 
 # ZeRO-3's unit storage (one process) and the optimizer step fused into backward resume exactly
 # too, and give the same bits as the plain configuration they share.

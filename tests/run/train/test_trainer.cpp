@@ -11,18 +11,26 @@
 //    at zero, the scale backed off, and the next step taken;
 //  - save and load: a Trainer that loads another's checkpoint evaluates bit for bit alike and
 //    holds the same optimizer state;
-//  - the recipe's collective timeout and reduce order reach the communicator.
+//  - the recipe's collective timeout and reduce order reach the communicator;
+//  - 8-bit moments: the checkpoint's optim group names the dynamic map and holds its values; a
+//    checkpoint without them (written before they existed) loads, one naming another map does not;
+//  - precision fp32 keeps one backward's gradient in fp32 (train.grad_dtype auto), bf16 on request.
 #include <gtest/gtest.h>
 
+#include <hdf5.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "framework/ckpt/h5_checkpoint_reader.h"
+#include "framework/run/train/train_checkpoint.h"
 #include "framework/run/train/trainer.h"
+#include "kernels/numerics/dynamic_map.h"
 #include "tests/run/train/trainer_test_support.h"
 
 namespace farthing::train {
@@ -189,6 +197,107 @@ TEST(Trainer, ALoadedCheckpointEvaluatesAndStepsAlike) {
   EXPECT_EQ(first_moments(second.optimizer()), first_moments(first.optimizer()));
   // And the next step is the same step.
   EXPECT_EQ(second.train_step().loss, first.train_step().loss);
+}
+
+// A copy of `from` whose optim group's map attributes are removed (a checkpoint written before
+// they existed), or whose map name is replaced by `name`.
+fs::path edited_checkpoint(const fs::path& from, const fs::path& to, const char* name) {
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  const hid_t file = H5Fopen(to.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  EXPECT_GE(file, 0);
+  const hid_t group = H5Gopen2(file, kOptimGroup, H5P_DEFAULT);
+  EXPECT_GE(group, 0);
+  if (name == nullptr) {
+    for (const char* a : {kDynamicMapAttribute, kDynamicMapSignedAttribute, kDynamicMapUnsignedAttribute}) {
+      EXPECT_GE(H5Adelete(group, a), 0) << a;
+    }
+  } else {
+    EXPECT_GE(H5Adelete(group, kDynamicMapAttribute), 0);
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, std::strlen(name));
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t attr = H5Acreate2(group, kDynamicMapAttribute, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Awrite(attr, type, name), 0);
+    H5Aclose(attr);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+  H5Gclose(group);
+  H5Fclose(file);
+  return to;
+}
+
+TEST(Trainer, EightBitCheckpointsNameTheirDynamicMap) {
+  TempDir dir("dynamic_map");
+  recipe::RunConfig config = base_config(dir.path);
+  config.optimizer.state = optim::StateFormat::kBlock8;
+  const fs::path saved = Trainer(config, world(), TrainerOutput{.progress = false}).train("", 2).last_checkpoint;
+  ASSERT_TRUE(fs::exists(saved));
+  {
+    const H5CheckpointReader reader(saved);
+    ASSERT_TRUE(reader.has_group_attribute(kOptimGroup, kDynamicMapAttribute));
+    EXPECT_EQ(reader.group_attribute_string(kOptimGroup, kDynamicMapAttribute), "bitsandbytes-dynamic-torch1.13");
+    // The values are the torch 1.13 maps bit for bit (the torch 2.x ones differ in 42 and 43 entries).
+    for (const auto& [attribute, sign] : {std::pair{kDynamicMapSignedAttribute, numerics::MapSign::kSigned},
+                                          std::pair{kDynamicMapUnsignedAttribute, numerics::MapSign::kUnsigned}}) {
+      const std::vector<float> stored = reader.group_attribute_f32_array(kOptimGroup, attribute);
+      const numerics::DynamicMap old_map = numerics::make_dynamic_map(sign, numerics::MapLinspace::kTorch1_13);
+      const numerics::DynamicMap new_map = numerics::make_dynamic_map(sign, numerics::MapLinspace::kTorch2);
+      ASSERT_EQ(stored.size(), 256u) << attribute;
+      EXPECT_EQ(std::memcmp(stored.data(), old_map.data(), sizeof old_map), 0) << attribute;
+      EXPECT_NE(std::memcmp(stored.data(), new_map.data(), sizeof new_map), 0) << attribute;
+    }
+  }
+  Trainer reference(config, world(), TrainerOutput{.progress = false});
+  reference.load_checkpoint(saved);
+  const double loss = reference.evaluate(0).loss;
+  // Written before checkpoints named their map: it loads, and means the torch 1.13 map.
+  Trainer old_reader(config, world(), TrainerOutput{.progress = false});
+  old_reader.load_checkpoint(edited_checkpoint(saved, dir.path / "old.h5", nullptr));
+  EXPECT_EQ(old_reader.evaluate(0).loss, loss);
+  EXPECT_EQ(first_moments(old_reader.optimizer()), first_moments(reference.optimizer()));
+  // Coded with another map: refused, naming it.
+  Trainer foreign(config, world(), TrainerOutput{.progress = false});
+  try {
+    foreign.load_checkpoint(edited_checkpoint(saved, dir.path / "foreign.h5", "bitsandbytes-dynamic-torch2"));
+    ADD_FAILURE() << "a checkpoint coded with another map loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'bitsandbytes-dynamic-torch2'"), std::string::npos) << e.what();
+  }
+  // No 8-bit moments, no map.
+  TempDir f32_dir("dynamic_map_f32");
+  recipe::RunConfig f32 = base_config(f32_dir.path);
+  f32.optimizer.state = optim::StateFormat::kF32;
+  const fs::path f32_saved = Trainer(f32, world(), TrainerOutput{.progress = false}).train("", 1).last_checkpoint;
+  EXPECT_FALSE(H5CheckpointReader(f32_saved).has_group_attribute(kOptimGroup, kDynamicMapAttribute));
+}
+
+// train.grad_dtype: auto keeps one backward's gradient in fp32 under precision fp32 (issue 38
+// item 7), in bf16 under bf16 compute; bf16 and fp32 when asked. Sums are fp32 regardless.
+TEST(Trainer, GradDtypeChoosesHowOneBackwardsGradientIsKept) {
+  TempDir dir("grad_dtype");
+  struct Case {
+    recipe::Precision precision;
+    recipe::GradDtype grad_dtype;
+    int64_t grad_accum;
+    DType kept;
+  };
+  using P = recipe::Precision;
+  using G = recipe::GradDtype;
+  for (const Case& c : {Case{P::kFp32, G::kAuto, 1, DType::kF32}, Case{P::kBf16, G::kAuto, 1, DType::kBF16},
+                        Case{P::kFp32, G::kBf16, 1, DType::kBF16}, Case{P::kBf16, G::kFp32, 1, DType::kF32},
+                        Case{P::kBf16, G::kBf16, 2, DType::kF32}}) {
+    recipe::RunConfig config = base_config(dir.path);
+    config.train.precision = c.precision;
+    config.train.grad_dtype = c.grad_dtype;
+    config.train.grad_accum = c.grad_accum;
+    config.optimizer.master = optim::MasterMode::kF32;
+    config.optimizer.state = optim::StateFormat::kF32;
+    Trainer trainer(config, world(), TrainerOutput{.progress = false});
+    const DType expected = world().world_size() > 1 ? DType::kF32 : c.kept;
+    EXPECT_EQ(trainer.kept_grad_dtype(), expected)
+        << recipe::enum_name(c.precision) << " / " << recipe::enum_name(c.grad_dtype) << " / accum " << c.grad_accum;
+  }
 }
 
 }  // namespace
