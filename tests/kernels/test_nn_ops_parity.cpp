@@ -16,8 +16,8 @@
 // the model's three GEMMs (forward, dgrad, wgrad) with per-tensor and block tilings, on operands
 // each backend quantized itself (class kFp8Gemm).
 // With FARTHING_SIM_SIZES (the gpu-sim entry, tools/gpu/sim_check.sh) the table is sim_cases():
-// small rows for a GPU simulator, every op but the cuBLASLt GEMMs, at edges (odd sizes, several
-// blocks, partial tiles, GQA, ignored rows, repeated token ids).
+// small rows for a GPU simulator at edges (odd sizes, several blocks, partial tiles, GQA,
+// ignored rows, repeated token ids); its GEMM rows run a test double there (sim_check.sh).
 // Relies on: framework/backend, kernels/numerics/bf16.h, minifloat.h, fp8_scaling.h, tests/support. Tested by: itself (an op broken
 // on purpose makes its rows fail; see docs/cuda_ops.md).
 #include <gtest/gtest-spi.h>
@@ -685,8 +685,8 @@ void add_fp8_cases() {
                       {Fp8Tiling::kTensor, Fp8Tiling::kTensor, e4, e4, false}, true);
 }
 
-// The rows a GPU simulator can run in a few minutes (~2M thread-instructions/s): every op that
-// does not reach cuBLASLt (no matmul or matmul_fp8 rows), at small shapes that keep the edges.
+// The rows a GPU simulator can run in a few minutes (~2M thread-instructions/s): every op at
+// small shapes that keep the edges; no matmul_fp8 rows (cuBLASLt's FP8 path).
 void add_sim_cases() {
   add_norm_cases("stories260k", 66, 64);
   add_norm_cases("t1", 1, 576);
@@ -709,6 +709,14 @@ void add_sim_cases() {
   add_decode_case("stories260k", 8, 4, 8, 1, 40);
   add_decode_case("first_token", 9, 3, 64, 1, 0);
   add_decode_case("sim_rows3", 6, 2, 32, 3, 17);
+  // GEMMs: cuBLASLt on a GPU; in the simulator build (FARTHING_SIM_GEMM_DOUBLE) the plain
+  // test-double kernel, so these rows check the ops' GEMM plumbing (strides, transposes,
+  // accumulate, dtypes) there rather than cuBLASLt.
+  using T = Trans;
+  add_matmul_case("f32_stories260k_qkv", GemmDtype::kF32, GemmShape{33, 128, 64, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_case("f32_strided_a", GemmDtype::kF32, GemmShape{9, 64, 64, 960, 0, 80, T::kN, T::kT}, true);
+  add_matmul_case("sim_bf16_dx", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kN}, false);
+  add_matmul_case("sim_f16_dw_acc", GemmDtype::kF16, GemmShape{40, 72, 17, 0, 0, 0, T::kT, T::kN}, true);
   add_copy_cases();
   const auto e4 = Fp8Format::kE4M3, e5 = Fp8Format::kE5M2;
   for (Fp8Tiling t : {Fp8Tiling::kTensor, Fp8Tiling::kRow1x128, Fp8Tiling::kCol128x1, Fp8Tiling::kBlock128}) {

@@ -9,7 +9,9 @@
 # Builds its own folder (BUILD_DIR, default build-sim) for sm_75 with the shared CUDA runtime
 # (-DCMAKE_CUDA_ARCHITECTURES=75 -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared): the simulator executes the
 # PTX nvcc embeds and replaces libcudart.so, which a static runtime would bypass. Only the three
-# parity test binaries are built. Anything else the simulator needs at run time (for GPGPU-Sim,
+# parity test binaries and the whole-model one are built. GEMMs: FARTHING_SIM_GEMM_DOUBLE=ON puts a plain CUDA kernel
+# (kernels/cuda/matmul_sim_double.cu, a test double) behind MatmulLt in this build only, since a
+# simulator cannot run cuBLASLt. Anything else the simulator needs at run time (for GPGPU-Sim,
 # CUDA_INSTALL_PATH naming a toolkit with cuobjdump) comes from the caller's environment.
 # Without FARTHING_GPU_SIMULATOR: one line saying how to point it at one, exit 77 (skipped, the
 # tests' convention). Exit 2: the simulator folder holds no libcudart. Otherwise ctest's status.
@@ -17,7 +19,7 @@
 # docs/cuda_ops.md ("verified under simulation"). Relies on: cmake, ctest, nvcc.
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
-build="${1:-$src/build-sim}"
+build="$(realpath -m "${1:-$src/build-sim}")"
 sim="${FARTHING_GPU_SIMULATOR:-}"
 config="${FARTHING_GPU_SIMULATOR_CONFIG:-}"
 if [[ -z $sim ]]; then
@@ -38,10 +40,11 @@ jobs="${SIM_CHECK_JOBS:-2}"
 mkdir -p "$build"
 log="$build/sim_check.configure.log"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=75 \
-  -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared >"$log" 2>&1 ||
+  -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared -DFARTHING_SIM_GEMM_DOUBLE=ON >"$log" 2>&1 ||
   { tail -30 "$log"; echo "sim_check: configure failed ($log)" >&2; exit 1; }
 grep -q 'CUDA backend ON' "$log" || { echo "sim_check: the configure found no CUDA toolkit ($log)" >&2; exit 1; }
-cmake --build "$build" -j "$jobs" --target test_cuda_parity test_cuda_optim_parity test_nn_ops_parity
+cmake --build "$build" -j "$jobs" --target test_cuda_parity test_cuda_optim_parity test_nn_ops_parity \
+  test_model_on_device_ops
 
 run_dir="$build/sim-run"
 mkdir -p "$run_dir"
