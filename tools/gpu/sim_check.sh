@@ -5,7 +5,8 @@
 #     lib/<gcc>/<cuda>/release): put first on LD_LIBRARY_PATH, so the test binaries' CUDA runtime
 #     calls reach the simulator instead of a driver.
 #   FARTHING_GPU_SIMULATOR_CONFIG=<folder with gpgpusim.config> (and the files it names, such as
-#     the interconnect config): copied into the tests' working folder (BUILD_DIR/sim-run).
+#     the interconnect config): copied into the tests' working folder (BUILD_DIR/tests/kernels,
+#     where ctest runs them).
 # Builds its own folder (BUILD_DIR, default build-sim) for sm_75 with the shared CUDA runtime
 # (-DCMAKE_CUDA_ARCHITECTURES=75 -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared): the simulator executes the
 # PTX nvcc embeds and replaces libcudart.so, which a static runtime would bypass. Only the three
@@ -46,8 +47,7 @@ grep -q 'CUDA backend ON' "$log" || { echo "sim_check: the configure found no CU
 cmake --build "$build" -j "$jobs" --target test_cuda_parity test_cuda_optim_parity test_nn_ops_parity \
   test_model_on_device_ops
 
-run_dir="$build/sim-run"
-mkdir -p "$run_dir"
+run_dir="$build/tests/kernels"  # the gpu-sim tests' folder: ctest runs each test in its own
 [[ -z $config ]] || cp -f "$config"/* "$run_dir"/
 # Every kernel runs to completion before its launch returns: the simulator then needs no stream
 # scheduling of its own, and a kernel's failure surfaces at its launch.
