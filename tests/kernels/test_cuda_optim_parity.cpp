@@ -10,7 +10,9 @@
 // must agree bitwise, and the unchanged-weight count exactly (NUMERICS.md §8). One block has
 // zero gradients and zero moments (the all-zero 8-/4-bit block path); the second step uses
 // beta1 = 0.4 so both forms of m's lerp run. Also grad_partials_cuda against grad_partials_cpu.
-// Exits 77 (skipped) without a GPU.
+// Exits 77 (skipped) without a GPU. With FARTHING_SIM_SIZES (the gpu-sim entry, for a GPU
+// simulator) the segment is 4 whole blocks and the same 201-element tail, and grad_partials'
+// largest size 12289: every path above still runs, at a simulator's speed.
 // Built with -DFARTHING_OPTIM_PARITY_SELF_CHECK (by hand, without CUDA), the "device" is host
 // memory stepped by adamw_step_cpu: a check of this test's own plumbing, not of the kernel:
 //   g++ -std=c++20 -O2 -ffp-contract=off -fopenmp -DFARTHING_OPTIM_PARITY_SELF_CHECK -I.
@@ -51,7 +53,8 @@ namespace {
 namespace kn = kernels;
 namespace nm = numerics;
 
-constexpr size_t kElems = 256 * 37 + 201;
+// 37 (4 under FARTHING_SIM_SIZES) whole 256-blocks, then the tail; block 2 is the all-zero one.
+size_t segment_elems() { return test::sim_sizes() ? 256 * 4 + 201 : 256 * 37 + 201; }
 constexpr int kSteps = 3;
 constexpr uint64_t kSeed = 0x0123456789ABCDEFull;
 
@@ -331,7 +334,7 @@ size_t moment_elem_bytes(kn::MomentFormat f) {
 }
 
 void run_combo(const Combo& c, const DeviceMaps& maps) {
-  const size_t n = kElems;
+  const size_t n = segment_elems();
   const uint64_t global_offset = blocked(c.moments) ? 256 * 5 : 256 * 5 + 3;
   HostState cpu = random_state(c, n, 0xC0FFEEull + uint64_t(c.moments) * 16 + uint64_t(c.master));
   DeviceArray d_weight(cpu.weight);
@@ -425,7 +428,7 @@ TEST(CudaOptimParity, AdamWStepMatchesCpuForEveryFormatCombination) {
 
 TEST(CudaOptimParity, GradPartialsMatchCpu) {
   for (kn::GradFormat format : {kn::GradFormat::kF32, kn::GradFormat::kBf16}) {
-    for (size_t n : {size_t(1), size_t(255), size_t(257), size_t(1000003)}) {
+    for (size_t n : {size_t(1), size_t(255), size_t(257), test::sim_sizes() ? size_t(12289) : size_t(1000003)}) {
       for (bool with_nonfinite : {false, true}) {
         SCOPED_TRACE(std::string(name_of(format)) + " n=" + std::to_string(n) +
                      (with_nonfinite ? " with inf/NaN" : ""));

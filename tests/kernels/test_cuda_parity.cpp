@@ -6,6 +6,8 @@
 // both overflow modes, exhaustive widening casts, stochastic rounding at offsets that split
 // Philox groups, and 8-bit block quantization with short, all-zero and NaN blocks.
 // Sizes are awkward on purpose (1, 255, 257, 1000003). Exits 77 (skipped) without a GPU.
+// With FARTHING_SIM_SIZES (the gpu-sim entry, for a GPU simulator) the largest size is 12289
+// and the cast inputs keep every 8-bit code's boundaries but only every 67th 16-bit code's.
 // Relies on: framework/backend, framework/core/memory.h, tests/support.
 #include <gtest/gtest.h>
 
@@ -28,7 +30,11 @@ namespace {
 
 namespace nm = numerics;
 
-constexpr int64_t kSizes[] = {1, 255, 257, 1000003};
+// The last size spans many blocks and is the length of the shared cast inputs.
+const std::vector<int64_t>& sizes() {
+  static const std::vector<int64_t> full{1, 255, 257, 1000003}, sim{1, 255, 257, 12289};
+  return test::sim_sizes() ? sim : full;
+}
 constexpr DType kNarrowDTypes[] = {DType::kBF16, DType::kF16, DType::kE4M3, DType::kE5M2};
 
 Backend& cpu() { return backend_for(Device::cpu()); }
@@ -102,7 +108,8 @@ float widen(DType dtype, uint32_t code) {
 // ties of round-to-nearest-even); past each format's max, the overflow tie and beyond. Then
 // fp32 specials, and random bit patterns (all exponents, NaN payloads) mixed with normals at
 // scales across the narrow formats' ranges.
-std::vector<float> cast_inputs(size_t n) {
+// code_stride_16: every how many 16-bit codes get their boundaries (1: all of them).
+std::vector<float> cast_inputs(size_t n, uint32_t code_stride_16) {
   std::vector<float> v;
   v.reserve(n);
   const float inf = std::numeric_limits<float>::infinity();
@@ -115,7 +122,8 @@ std::vector<float> cast_inputs(size_t n) {
   for (DType dtype : kNarrowDTypes) {
     const uint32_t codes = dtype_size_bytes(dtype) == 2 ? 65536u : 256u;
     const uint32_t sign_bit = codes >> 1;
-    for (uint32_t code = 0; code < codes; ++code) {
+    const uint32_t stride = codes == 65536u ? code_stride_16 : 1u;
+    for (uint32_t code = 0; code < codes; code += stride) {
       const float x = widen(dtype, code);
       if (!std::isfinite(x)) continue;
       v.push_back(x);
@@ -152,7 +160,7 @@ std::vector<float> cast_inputs(size_t n) {
 }
 
 const std::vector<float>& shared_cast_inputs() {
-  static const std::vector<float> inputs = cast_inputs(size_t(kSizes[3]));
+  static const std::vector<float> inputs = cast_inputs(size_t(sizes().back()), test::sim_sizes() ? 67u : 1u);
   return inputs;
 }
 
@@ -165,7 +173,7 @@ TEST(CudaParity, BackendReportsItsDevice) {
 }
 
 TEST(CudaParity, CopiesRoundTripEveryDirection) {
-  for (int64_t n : {int64_t(1), int64_t(255), int64_t(257), int64_t(1000003)}) {
+  for (int64_t n : sizes()) {
     std::vector<uint8_t> host(static_cast<size_t>(n));
     test::SplitMix64 rng(static_cast<uint64_t>(n));
     for (uint8_t& b : host) b = uint8_t(rng.next());
@@ -194,7 +202,7 @@ TEST(CudaParity, RoundToNearestCastsMatchCpu) {
     for (nm::Overflow overflow : {nm::Overflow::kSaturate, nm::Overflow::kToInfOrNan}) {
       CastOptions options;
       options.overflow = overflow;
-      for (int64_t n : kSizes) {
+      for (int64_t n : sizes()) {
         std::vector<float> inputs(all.begin(), all.begin() + n);
         const Tensor src_host = host_view(inputs.data(), DType::kF32, n);
         std::vector<uint8_t> want(size_t(n) * dtype_size_bytes(dtype));
@@ -238,7 +246,7 @@ TEST(CudaParity, StochasticRoundingMatchesCpuAtAnyOffset) {
   for (uint64_t offset : {uint64_t(0), uint64_t(12345), uint64_t(1000002), (uint64_t(1) << 34) + 3}) {
     options.global_offset = offset;
     for (DType dtype : kNarrowDTypes) {
-      for (int64_t n : kSizes) {
+      for (int64_t n : sizes()) {
         std::vector<float> inputs(all.begin(), all.begin() + n);
         const Tensor src_host = host_view(inputs.data(), DType::kF32, n);
         std::vector<uint8_t> want(size_t(n) * dtype_size_bytes(dtype));
@@ -257,7 +265,7 @@ TEST(CudaParity, StochasticRoundingMatchesCpuAtAnyOffset) {
 // the GPU's bits depend on the element's global index, not on its position in the launch.
 TEST(CudaParity, StochasticRoundingOfASliceMatchesTheWhole) {
   const std::vector<float>& all = shared_cast_inputs();
-  const int64_t n = kSizes[3];
+  const int64_t n = sizes().back();
   CastOptions options;
   options.rounding = nm::Rounding::kStochastic;
   options.random_key = nm::RandomKey{7, 3, nm::RandomPurpose::kWeightCast};
@@ -267,7 +275,7 @@ TEST(CudaParity, StochasticRoundingOfASliceMatchesTheWhole) {
   DeviceArray whole(DType::kBF16, n);
   gpu().cast(whole.tensor, src.tensor, options);
   const std::vector<uint8_t> whole_bytes = download(whole.tensor);
-  for (int64_t begin : {int64_t(1), int64_t(258), int64_t(999999)}) {
+  for (int64_t begin : {int64_t(1), int64_t(258), n - 4}) {
     const int64_t count = std::min<int64_t>(n - begin, 4099);
     CastOptions slice_options = options;
     slice_options.global_offset = options.global_offset + uint64_t(begin);
@@ -307,7 +315,7 @@ std::vector<float> quant_inputs(int64_t n) {
 TEST(CudaParity, BlockQuantizationMatchesCpu) {
   for (nm::MapSign sign : {nm::MapSign::kSigned, nm::MapSign::kUnsigned}) {
     const std::string map_name = sign == nm::MapSign::kSigned ? " signed" : " unsigned";
-    for (int64_t n : {int64_t(1), int64_t(255), int64_t(256), int64_t(257), int64_t(1000003)}) {
+    for (int64_t n : {int64_t(1), int64_t(255), int64_t(256), int64_t(257), sizes().back()}) {
       std::vector<float> values = quant_inputs(n);
       if (sign == nm::MapSign::kUnsigned) {
         for (float& x : values) x = std::fabs(x);  // the second moment is never negative

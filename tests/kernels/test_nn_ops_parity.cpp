@@ -17,7 +17,10 @@
 // all-zero tiles, current and delayed scaling (codes, s_inv and amax bitwise); matmul_fp8 for
 // the model's three GEMMs (forward, dgrad, wgrad) with per-tensor and block tilings, on operands
 // each backend quantized itself (class kFp8Gemm).
-// Relies on: framework/backend, kernels/numerics/bf16.h, minifloat.h, fp8_scaling.h. Tested by: itself (an op broken
+// With FARTHING_SIM_SIZES (the gpu-sim entry, tools/gpu/sim_check.sh) the table is sim_cases():
+// small rows for a GPU simulator at edges (odd sizes, several blocks, partial tiles, GQA,
+// ignored rows, repeated token ids); its GEMM rows run a test double there (sim_check.sh).
+// Relies on: framework/backend, kernels/numerics/bf16.h, minifloat.h, fp8_scaling.h, tests/support. Tested by: itself (an op broken
 // on purpose makes its rows fail; see docs/cuda_ops.md).
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
@@ -36,6 +39,7 @@
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/fp8_scaling.h"
 #include "kernels/numerics/minifloat.h"
+#include "tests/support/test_support.h"
 
 namespace farthing {
 namespace {
@@ -683,8 +687,57 @@ void add_fp8_cases() {
                       {Fp8Tiling::kTensor, Fp8Tiling::kTensor, e4, e4, false}, true);
 }
 
+// The rows a GPU simulator can run in a few minutes (~2M thread-instructions/s): every op at
+// small shapes that keep the edges; no matmul_fp8 rows (cuBLASLt's FP8 path).
+void add_sim_cases() {
+  add_norm_cases("stories260k", 66, 64);
+  add_norm_cases("t1", 1, 576);
+  add_norm_cases("sim_odd", 67, 33);
+  add_rope_case("stories260k", 66, 33, 8, 8, 128);
+  add_rope_case("sim_d64_kv", 9, 9, 3, 64, 384);
+  add_activation_cases("stories260k", 66, 172);
+  add_activation_cases("sim_odd", 3, 37);
+  add_embedding_cases("stories260k", 512, 66, 33, 64, false);
+  add_embedding_cases("sim_repeats_wpe", 100, 67, 33, 40, true);  // 67 ids from 100: repeats
+  add_bias_cases("sim_part_of_row", 9, 37, 50);
+  add_bias_cases("sim_many_rows", 200, 40, 40);
+  add_cross_entropy_case("stories260k", 5, 512, true);  // row 1 ignored (target -1)
+  add_cross_entropy_case("sim_odd_vocab", 4, 1001, true);
+  add_cross_entropy_case("sim_loss_only", 3, 777, false);
+  add_attention_cases("stories260k", 2, 33, 8, 4, 8);
+  add_attention_cases("t1", 3, 1, 9, 3, 64);
+  add_attention_cases("gqa8_d16", 1, 50, 8, 1, 16);
+  add_attention_cases("d96", 1, 33, 4, 2, 96);
+  add_decode_case("stories260k", 8, 4, 8, 1, 40);
+  add_decode_case("first_token", 9, 3, 64, 1, 0);
+  add_decode_case("sim_rows3", 6, 2, 32, 3, 17);
+  // GEMMs: cuBLASLt on a GPU; in the simulator build (FARTHING_SIM_GEMM_DOUBLE) the plain
+  // test-double kernel, so these rows check the ops' GEMM plumbing (strides, transposes,
+  // accumulate, dtypes) there rather than cuBLASLt.
+  using T = Trans;
+  add_matmul_case("f32_stories260k_qkv", GemmDtype::kF32, GemmShape{33, 128, 64, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_case("f32_strided_a", GemmDtype::kF32, GemmShape{9, 64, 64, 960, 0, 80, T::kN, T::kT}, true);
+  add_matmul_case("sim_bf16_dx", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kN}, false);
+  add_matmul_case("sim_f16_dw_acc", GemmDtype::kF16, GemmShape{40, 72, 17, 0, 0, 0, T::kT, T::kN}, true);
+  add_copy_cases();
+  const auto e4 = Fp8Format::kE4M3, e5 = Fp8Format::kE5M2;
+  for (Fp8Tiling t : {Fp8Tiling::kTensor, Fp8Tiling::kRow1x128, Fp8Tiling::kCol128x1, Fp8Tiling::kBlock128}) {
+    for (bool bf16 : {false, true}) {
+      add_fp8_quantize_case("sim_130x136_specials", 130, 136, {t, e4, bf16, true});  // partial 128-tiles
+      add_fp8_quantize_case("t1_e5m2", 1, 200, {t, e5, bf16, false});
+    }
+  }
+  add_fp8_quantize_case("delayed_e5m2_t1", 1, 200, {Fp8Tiling::kTensor, e5, true, false, 0, true, 0.25f});
+  add_fp8_quantize_case("sim_delayed_130x136", 130, 136, {Fp8Tiling::kTensor, e4, false, true, 0, true, 1.0f});
+  add_fp8_quantize_case("sim_margin2_not_pow2_rows", 130, 136, {Fp8Tiling::kRow1x128, e5, true, true, 2, false});
+}
+
 const std::vector<Case>& cases() {
   if (!g_cases.empty()) return g_cases;
+  if (test::sim_sizes()) {
+    add_sim_cases();
+    return g_cases;
+  }
   // Norms: stories260K (dim 64), SmolLM2-135M (576; 67 rows: two column chunks), Llama-3.2-1B
   // (2048), Llama-3.1-8B (4096), T = 1, many rows.
   add_norm_cases("stories260k", 66, 64);

@@ -24,6 +24,11 @@ std::filesystem::path test_data_dir() {
   return env != nullptr ? std::filesystem::path(env) : std::filesystem::path(FARTHING_TEST_DATA_DIR);
 }
 
+bool sim_sizes() {
+  const char* env = std::getenv("FARTHING_SIM_SIZES");
+  return env != nullptr && *env != '\0' && std::string(env) != "0";
+}
+
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   FARTHING_CHECK(in.good(), "cannot open ", path.string());

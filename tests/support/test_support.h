@@ -17,6 +17,11 @@ std::filesystem::path shared_dir();
   const std::filesystem::path path_var = ::farthing::test::shared_dir();                          \
   if (path_var.empty()) GTEST_SKIP() << "../shared is absent (set FARTHING_SHARED_DIR): skipped"
 
+// True when $FARTHING_SIM_SIZES is set, as the gpu-sim ctest entries set it (tools/gpu/sim_check.sh):
+// the CUDA parity tests then run small cases that still hit the edges (odd sizes, several
+// blocks, partial tiles), since a GPU simulator executes only ~2M thread-instructions a second.
+bool sim_sizes();
+
 // tests/data in the source tree.
 std::filesystem::path test_data_dir();
 

@@ -1,0 +1,73 @@
+// matmul_sim_double.cu — a test double for MatmulLt (matmul_cublaslt.h), compiled INSTEAD of
+// matmul_cublaslt.cu only when FARTHING_SIM_GEMM_DOUBLE is ON (the GPU-simulator build made by
+// tools/gpu/sim_check.sh; never a normal or shipped build). A GPU simulator cannot run cuBLASLt,
+// so this plain kernel stands in for it there: everything around the GEMMs (CudaNnOps, streams,
+// the stream-ordered workspace, host staging) then runs under the simulator too. It is not
+// tuned and not a reference: one thread per C element, fp32 sums in k order (inside the GEMM
+// tolerance class, docs/cuda_ops.md). Same contract as matmul_cublaslt.cu: default strides,
+// empty k gives C = 0 (or C unchanged when accumulating), queues on `stream` without waiting.
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/matmul_cublaslt.h"
+#include "kernels/numerics/bf16.h"
+#include "kernels/numerics/minifloat.h"
+
+namespace farthing::kernels {
+
+namespace {
+
+template <GemmDtype D>
+__device__ float load(const void* p, int64_t i) {
+  if constexpr (D == GemmDtype::kF32) {
+    return static_cast<const float*>(p)[i];
+  } else if constexpr (D == GemmDtype::kBF16) {
+    return numerics::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+  } else {
+    return numerics::fp16_to_f32(static_cast<const uint16_t*>(p)[i]);
+  }
+}
+
+template <GemmDtype D>
+__global__ void gemm_double_kernel(GemmShape s, const void* a, const void* b, float* c, bool accumulate) {
+  const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t row = blockIdx.y;
+  if (col >= s.n) return;
+  const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
+  float sum = 0.0f;
+  for (int64_t p = 0; p < s.k; ++p) {
+    const float x = load<D>(a, ta ? p * s.lda + row : row * s.lda + p);
+    const float y = load<D>(b, tb ? col * s.ldb + p : p * s.ldb + col);
+    sum += x * y;
+  }
+  float& out = c[row * s.ldc + col];
+  out = accumulate ? out + sum : sum;
+}
+
+}  // namespace
+
+struct MatmulLt::State {};
+
+MatmulLt::MatmulLt(size_t) : state_(std::make_unique<State>()) {}
+MatmulLt::~MatmulLt() = default;
+size_t MatmulLt::cached_plans() const { return 0; }
+
+void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
+                   cudaStream_t stream) {
+  GemmShape s = shape;
+  if (s.m <= 0 || s.n <= 0) return;
+  const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
+  if (s.lda == 0) s.lda = ta ? s.m : s.k;
+  if (s.ldb == 0) s.ldb = tb ? s.k : s.n;
+  if (s.ldc == 0) s.ldc = s.n;
+  if (s.k < 0) s.k = 0;  // the kernel's empty sum is 0: C = 0, or C unchanged when accumulating
+  const dim3 grid(unsigned((s.n + 127) / 128), unsigned(s.m));
+  switch (dtype) {
+    case GemmDtype::kF32: gemm_double_kernel<GemmDtype::kF32><<<grid, 128, 0, stream>>>(s, a, b, c, accumulate); break;
+    case GemmDtype::kBF16: gemm_double_kernel<GemmDtype::kBF16><<<grid, 128, 0, stream>>>(s, a, b, c, accumulate); break;
+    case GemmDtype::kF16: gemm_double_kernel<GemmDtype::kF16><<<grid, 128, 0, stream>>>(s, a, b, c, accumulate); break;
+  }
+  FARTHING_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace farthing::kernels
