@@ -5,7 +5,7 @@
 # loss after training is below the loss before.
 source "$(dirname "$0")/train_test_common.sh"
 
-SAME=(--set "data.eval=$SHARED/text/tinyshakespeare.txt" --set data.shuffle=false)
+SAME=(--set "data.eval=$WORK/shakespeare_256k.txt" --set data.shuffle=false)
 "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${SAME[@]}" --set "checkpoint.run_dir=$WORK/run" >/dev/null
 step1="$(losses "$WORK/run/metrics.jsonl" | sed -n 1p | cut -d: -f2)"
 out="$("$FARTHING" eval "$RECIPE" "${SMALL[@]}" "${SAME[@]}" --set "checkpoint.run_dir=$WORK/run" --batches 1)"

@@ -31,7 +31,10 @@ wait_for_checkpoint() {
 # step (no subshell: only this shell can wait for its child).
 stop_with_usr1() {
   local pid="$1" run_dir="$2" out="$3" rc=0
-  kill -USR1 "$pid"
+  if ! kill -USR1 "$pid" 2>/dev/null; then
+    wait "$pid" || rc=$?
+    fail "kill -USR1: the run had already ended (exit $rc); output: $(cat "$out")"
+  fi
   wait "$pid" || rc=$?
   [ "$rc" -eq 75 ] || fail "kill -USR1: exit $rc, expected 75; output: $(cat "$out")"
   stopped="$(grep -o 'stopped by SIGUSR1 after step [0-9]*' "$out" | grep -o '[0-9]*$')"
