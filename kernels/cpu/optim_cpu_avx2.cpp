@@ -78,6 +78,13 @@ struct Scalars8 {
 
 // numerics::adamw_update_element, operation by operation, on eight lanes (g is the raw
 // gradient; returns the new p, updates m and v).
+// nm::dequantize_with_absmax on 8 codes: map value times the block's absmax, NaN made canonical.
+inline __m256 dequantize8(const float* map, const uint8_t* codes, __m256 absmax) {
+  const __m256 value = _mm256_mul_ps(avx2::lookup8_codes(map, codes), absmax);
+  const __m256 is_nan = _mm256_cmp_ps(value, value, _CMP_UNORD_Q);
+  return _mm256_blendv_ps(value, _mm256_castsi256_ps(_mm256_set1_epi32(int(nm::kCanonicalNanBits))), is_nan);
+}
+
 template <bool lerp_small>
 inline __m256 adamw_update8(const Scalars8& k, __m256 g, __m256 p_old, __m256& m, __m256& v) {
   g = _mm256_mul_ps(g, k.grad_scale);
@@ -191,8 +198,8 @@ static void chunk_block8(const AdamWSegmentCpu& seg, size_t begin, int count, in
   alignas(32) float m_old[kChunk], v_old[kChunk];
   const int whole = count & ~7;
   for (int j = 0; j < whole; j += 8) {
-    _mm256_store_ps(m_old + j, _mm256_mul_ps(avx2::lookup8_codes(map_m, codes_m + j), am));
-    _mm256_store_ps(v_old + j, _mm256_mul_ps(avx2::lookup8_codes(map_v, codes_v + j), av));
+    _mm256_store_ps(m_old + j, dequantize8(map_m, codes_m + j, am));
+    _mm256_store_ps(v_old + j, dequantize8(map_v, codes_v + j, av));
   }
 
   int i = 0;

@@ -104,9 +104,14 @@ struct Plan {
 };
 
 // Builds the FP8 descriptor and asks the heuristic; false (with the reason) when cuBLASLt
-// declines. Scale pointers are set per call.
+// declines. Scale pointers are set per call; the heuristic is asked with the workspace's scale
+// slots in their place (any valid 16-byte aligned device address will do).
+// NOTE: with no scale pointer set, the heuristic answered CUBLAS_STATUS_INVALID_VALUE for every
+// VEC128 / BLK128x128 pair on the first GPU run (H200, cuBLASLt 13.1, 2026-12-04), while the
+// per-tensor plans (where a null pointer means a scale of 1) were found; NVIDIA's block-scaled
+// sample sets the pointers before asking.
 bool plan_fp8(cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Operand& a, const Fp8Operand& b, int alignment,
-              std::string& reason) {
+              const float* ak_scales_slot, const float* bk_scales_slot, std::string& reason) {
   const auto fail = [&](const char* what, cublasStatus_t status) {
     reason = error_detail::concat(what, " (", cublasLtGetStatusName(status), ")");
     return false;
@@ -125,6 +130,13 @@ bool plan_fp8(cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Ope
       (st = cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_ak, sizeof mode_ak)) !=
           CUBLAS_STATUS_SUCCESS) {
     return fail("FP8 descriptor attributes", st);
+  }
+  if (p.bk.mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F &&
+      ((st = cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &bk_scales_slot,
+                                            sizeof bk_scales_slot)) != CUBLAS_STATUS_SUCCESS ||
+       (st = cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &ak_scales_slot,
+                                            sizeof ak_scales_slot)) != CUBLAS_STATUS_SUCCESS)) {
+    return fail("FP8 scale pointers", st);
   }
   // Column-major: Bk is (k x n), ld k, transposed; Ak is (k x m), ld k; C is (n x m), ld ldc.
   if ((st = cublasLtMatrixLayoutCreate(&p.layout_bk, fp8_type(b.format), uint64_t(s.k), uint64_t(s.n), s.k)) !=
@@ -246,7 +258,7 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
       p.reason = why;
     } else {
       if (st.handle == nullptr) FARTHING_CUBLASLT_CHECK(cublasLtCreate(&st.handle));
-      p.fp8 = plan_fp8(st.handle, p, s, a, b, alignment, p.reason);
+      p.fp8 = plan_fp8(st.handle, p, s, a, b, alignment, ak_scales_ws, bk_scales_ws, p.reason);
     }
     if (st.log) {
       std::fprintf(stderr, "matmul_fp8 plan m=%lld n=%lld k=%lld trans=%c%c tilings=%d,%d formats=%d,%d align=%d: %s%s\n",

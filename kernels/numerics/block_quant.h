@@ -47,8 +47,12 @@ FARTHING_HD uint8_t quantize_with_absmax(const float* map, bool signed_map, floa
   return absmax == 0.0f ? zero_code : uint8_t(fixed);
 }
 
+// The map's values are finite, so only a NaN or inf absmax (a poisoned block) makes a NaN here:
+// then 0 * inf or the absmax's own payload, which differ by backend; every NaN becomes the
+// canonical one (host_device.h).
 FARTHING_HD float dequantize_with_absmax(const float* map, uint8_t code, float absmax) {
-  return map[code] * absmax;
+  const float value = map[code] * absmax;
+  return value == value ? value : bits_to_f32(kCanonicalNanBits);
 }
 
 // max |x| over n values, as the largest |x| bit pattern: for non-negative floats the bit

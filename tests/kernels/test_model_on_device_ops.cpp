@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
@@ -386,27 +387,56 @@ TEST_P(CpuStaged, BitwiseThePlainRun) {
   EXPECT_EQ(std::memcmp(got.logits.data(), plain.logits.data(), plain.logits.size() * 4), 0);
 }
 
-// Whole-model tolerances (a priori, not fitted: no GPU has run this): per-op differences are
-// fp32 rounding (<= 1e-4 of scale, test_nn_ops_parity) compounded through a few layers and
-// the softmax of the loss; bf16 compute rounds GEMM operands identically on both sides.
+// Whole-model tolerances (a priori): per-op differences are fp32 rounding (<= 1e-4 of scale,
+// test_nn_ops_parity) compounded through a few layers and the softmax of the loss.
 constexpr double kLossRel = 1e-4, kGradRel = 2e-3, kLogitRel = 1e-3;
-// FP8: the quantized operands agree bit for bit, but a GEMM's fp32 summation order can move a
-// later activation across an E4M3 rounding boundary, changing it by one quantum (2^-3 of its
-// magnitude at most). Such flips are rare (the value must lie within fp32 noise of a tie), so
-// the whole-model bounds are those of one flipped element per tensor at most: a priori, unrun.
-constexpr double kFp8LossRel = 1e-3, kFp8GradRel = 3e-2;
+constexpr double kFp8LossRel = 1e-3;
+// bf16 compute and FP8 layers: each GEMM's fp32 output, summed in cuBLASLt's order rather than
+// oneDNN's, can land on the other side of the next operand's bf16 (or E4M3) rounding boundary,
+// and such flips compound layer by layer. The first GPU run (H200, 2026-12-04) measured the
+// gradients' max difference at 0.34% (stories260K), 0.77% (SmolLM2-135M) of their scale in bf16
+// and 9% in FP8, above the bounds first written here. No elementwise bound both holds there and
+// would catch a wrong kernel. So in these modes each backend is judged against the fp32 run, the
+// value both approximate: the CUDA run's relative L2 distance from it may be at most twice the
+// CPU run's (two roundings of the same computation; one that is twice as far off is a defect,
+// not an order of summation).
+constexpr double kLowPrecisionErrorRatio = 2.0;
+
+// ||got - truth|| / ||truth||
+double relative_l2(const std::vector<float>& got, const std::vector<float>& truth) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < truth.size(); ++i) {
+    const double d = double(got[i]) - double(truth[i]);
+    diff += d * d;
+    norm += double(truth[i]) * double(truth[i]);
+  }
+  return std::sqrt(diff / norm);
+}
 
 TEST_P(CudaStaged, MatchesTheCpuWithinWholeModelTolerance) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the whole-model CUDA check did not run";
   const ModelCase m = model_cases()[GetParam().model];
   StagedOps staged(backend_for(Device::cuda(0)));
   const bool fp8 = GetParam().fp8;
+  const bool low_precision = fp8 || GetParam().compute != ComputeMode::kF32;
   const StepResult plain = run_model(m, GetParam().compute, fp8, nullptr);
   const StepResult got = run_model(m, GetParam().compute, fp8, &staged);
   EXPECT_LE(std::fabs(double(got.loss) - double(plain.loss)),
             (fp8 ? kFp8LossRel : kLossRel) * std::fabs(double(plain.loss)))
       << got.loss << " vs " << plain.loss;
-  expect_close(got.grads, plain.grads, fp8 ? kFp8GradRel : kGradRel, "gradients");
+  if (!low_precision) {
+    expect_close(got.grads, plain.grads, kGradRel, "gradients");
+  } else {
+    const StepResult truth = run_model(m, ComputeMode::kF32, false, nullptr);
+    ASSERT_EQ(got.grads.size(), truth.grads.size());
+    const double cpu_error = relative_l2(plain.grads, truth.grads);
+    const double cuda_error = relative_l2(got.grads, truth.grads);
+    std::printf("gradients' relative L2 distance from the fp32 run: cpu %.3e, cuda %.3e (ratio %.2f)\n",
+                cpu_error, cuda_error, cuda_error / cpu_error);
+    EXPECT_LE(cuda_error, kLowPrecisionErrorRatio * cpu_error)
+        << "the CUDA run's gradients are further from the fp32 run's than the CPU's: " << cuda_error << " vs "
+        << cpu_error;
+  }
   expect_close(got.logits, plain.logits, kLogitRel, "decode logits");
   // And a second CUDA run repeats the first bit for bit.
   const StepResult again = run_model(m, GetParam().compute, fp8, &staged);

@@ -197,6 +197,26 @@ TEST(BlockQuant, NanPoisonsItsBlockVisiblyAndOnlyItsBlock) {
   for (size_t i : {size_t(0), size_t(255), size_t(512), size_t(767)}) EXPECT_FALSE(std::isnan(q.restored[i]));
 }
 
+// A block holding inf has absmax inf: its finite elements code to the map's zero and 0 * inf is
+// NaN, whose bits x86 and a GPU choose differently (0xFFC00000, 0x7FFFFFFF). A NaN absmax would
+// pass its own payload on. Both must come out as the one canonical NaN, as on the CUDA backend.
+TEST(BlockQuant, APoisonedBlockDequantizesToTheCanonicalNan) {
+  for (nm::MapSign sign : {nm::MapSign::kSigned, nm::MapSign::kUnsigned}) {
+    std::vector<float> x = normal_data(768, 9);
+    for (float& v : x) v = sign == nm::MapSign::kUnsigned ? std::fabs(v) : v;
+    x[300] = INFINITY;
+    x[600] = nm::bits_to_f32(0x7FC01234u);  // a NaN with a payload
+    const Quantized q = quantize_roundtrip(x, sign);
+    size_t nans = 0;
+    for (size_t i = 256; i < 768; ++i) {
+      if (!std::isnan(q.restored[i])) continue;  // the signed map's nudged codes give -inf instead
+      ++nans;
+      EXPECT_EQ(nm::f32_to_bits(q.restored[i]), nm::kCanonicalNanBits) << "element " << i;
+    }
+    EXPECT_GE(nans, 256u);  // at least the whole NaN block, and the inf block's zeros
+  }
+}
+
 TEST(BlockQuant, SignedMapNeverFlipsTheSignOfAMoment) {
   // Tiny values next to a large one in the same block would round to code 0.0 (+);
   // the sign fix moves negatives to the smallest negative code instead.

@@ -65,6 +65,10 @@ State make_state(size_t n, uint64_t lead, uint64_t seed) {
     // Some all-zero blocks (absmax 0), the rest of various scales.
     st.m_absmax[b] = b % 5 == 3 ? 0.0f : float(rng.uniform()) * 1e-3f;
     st.v_absmax[b] = b % 5 == 3 ? 0.0f : float(rng.uniform()) * 1e-6f;
+    // Poisoned moments from an earlier step: an inf absmax (0 * inf dequantizes to NaN) and a
+    // NaN absmax with a payload; both loops must store the canonical NaN (block_quant.h).
+    if (b % 13 == 9) st.m_absmax[b] = INFINITY;
+    if (b % 13 == 10) st.v_absmax[b] = nm::bits_to_f32(0x7FC0BEEFu);
   }
   for (size_t i = 0; i < n; ++i) {
     const size_t b = (i + lead) / 256;

@@ -11,6 +11,8 @@
 #                its tokens/s against llama-8b's when that ran in the same WORK_DIR (aim >= 1.3x)
 #   qwen-7b      Qwen2.5-7B, seq 2048, micro-batch 2, its recipe's 8-bit AdamW + SR, no master:
 #                tokens/s beside llm.q's published 14k tok/s (one H100, BF16)
+# The throughput cases write no checkpoint (checkpoint.save_final=false): on the first GPU run
+# (2026-12-04) Llama-3.1-8B was still writing its final checkpoint when the step's 80 s ran out.
 # Prints each run's last step (loss, tokens/s, MFU, peak) as metrics.jsonl has it; the figures
 # are a few steps' worth, the first step (warm-up: cuBLASLt's plans, the pool) left out.
 # TRAIN_PRESETS_DEVICE=strict with TRAIN_PRESETS_PRESET=stories260k and TRAIN_PRESETS_SEQ=64: a
@@ -83,7 +85,7 @@ case "$case_name" in
     [[ $(losses straight | wc -l) -eq 6 ]] || { echo "FAIL: expected 6 losses from the straight run"; exit 1; }
     diff <(losses straight) <(losses split) || { echo "FAIL: 3 steps + resume differ from 6 straight (diff above)"; exit 1; }
     echo "ok: resume-135m: 3 steps + resume == 6 straight, bit for bit, on $device"
-    run on-cpu cpu "${steps[@]}" --set checkpoint.save_every=0
+    run on-cpu cpu "${steps[@]}" --set checkpoint.save_every=0 --set checkpoint.save_final=false
     python3 - "$work/straight/metrics.jsonl" "$work/on-cpu/metrics.jsonl" "$device" <<'PY'
 import json, sys
 def curve(path):
@@ -99,13 +101,13 @@ PY
   llama-1b)
     rm -rf "$work/$case_name"
     run "$case_name" "$device" --set train.steps=4 --set train.micro_batch=4 --set train.grad_accum=1 \
-      --set checkpoint.save_every=0
+      --set checkpoint.save_every=0 --set checkpoint.save_final=false
     summary "$case_name"
     ;;
   qwen-7b)
     rm -rf "$work/$case_name"
     run "$case_name" "$device" --set train.steps=3 --set train.micro_batch=2 --set train.grad_accum=1 \
-      --set checkpoint.save_every=0
+      --set checkpoint.save_every=0 --set checkpoint.save_final=false
     summary "$case_name"
     echo "train_presets: qwen-7b: llm.q publishes 14k tokens/s for Qwen2.5-7B on one H100 in BF16 (not this GPU)"
     ;;
@@ -116,7 +118,7 @@ PY
     rm -rf "$work/$case_name"
     run "$case_name" "$device" --set train.steps=3 --set train.micro_batch=1 --set train.grad_accum=1 \
       --set train.optimizer_in_backward=true --set train.max_grad_norm=0 --set train.nonfinite=fail \
-      --set checkpoint.save_every=0
+      --set checkpoint.save_every=0 --set checkpoint.save_final=false
     summary "$case_name"
     if [[ $case_name == llama-8b-fp8 && -f "$work/llama-8b/metrics.jsonl.tokens_per_s" ]]; then
       python3 -c 'import sys; b, f = (float(open(p).read()) for p in sys.argv[1:]); print(f"train_presets: fp8 step speedup over bf16: {f / b:.2f}x (aim >= 1.3x)")' \

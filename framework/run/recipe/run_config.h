@@ -202,6 +202,9 @@ struct CheckpointSection {
   std::string run_dir = "runs/default";  // recipe.yaml, metrics.jsonl, checkpoints/
   int64_t save_every = 0;                // 0: only at the end
   int keep_last = 2;                     // keep the newest K checkpoints (0: all)
+  // false: a run that reaches train.steps ends without saving (a benchmark or a throughput check,
+  // where an 8B model's final write is most of the wall time); a stop signal still saves.
+  bool save_final = true;
 
   bool operator==(const CheckpointSection&) const = default;
 };

@@ -588,10 +588,12 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
     result.eval_after = evaluate(eval_batches);
     log_eval(*result.eval_after, "after training,");
   }
-  // A run that stepped saves; so does an explicit --stop-at at a step with no checkpoint yet
-  // in this run_dir (resuming elsewhere at another world size and saving re-shards a checkpoint).
+  // A run that stepped saves (at train.steps only if checkpoint.save_final); so does an explicit
+  // --stop-at at a step with no checkpoint yet in this run_dir (resuming elsewhere at another
+  // world size and saving re-shards a checkpoint).
   const bool saved_this_step = result.last_checkpoint == checkpoint_path_for_step(checkpoint_dir(), progress_.step);
-  if (!saved_this_step && (progress_.step > first_step ||
+  const bool finished = progress_.step == t.steps;
+  if (!saved_this_step && ((progress_.step > first_step && (!finished || config_.checkpoint.save_final)) ||
                            (stop_at > 0 && !fs::exists(checkpoint_path_for_step(checkpoint_dir(), progress_.step))))) {
     result.last_checkpoint = save(progress_.step == t.steps);
   }

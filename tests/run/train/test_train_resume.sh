@@ -59,3 +59,11 @@ done
 # A fresh run never overwrites an existing run's checkpoints.
 expect_error "fresh run into a used run_dir" "already holds checkpoints" "--resume latest" -- \
   "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "checkpoint.run_dir=$WORK/fp32-straight"
+
+# checkpoint.save_final=false: a run that reaches train.steps ends without writing one (a
+# throughput check's choice); its save_every checkpoints are still written.
+"$FARTHING" train "$RECIPE" "${SMALL[@]}" --set checkpoint.save_every=4 --set checkpoint.save_final=false \
+  --set "checkpoint.run_dir=$WORK/no-final" >/dev/null
+[[ -f "$WORK/no-final/checkpoints/step_00000004.h5" ]] || fail "save_final=false: step 4 (save_every) was not saved"
+[[ ! -e "$WORK/no-final/checkpoints/step_00000006.h5" ]] || fail "save_final=false: the final step 6 was saved"
+echo "ok: save_final=false keeps save_every's checkpoints and writes none at the end"
