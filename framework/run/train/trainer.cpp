@@ -141,8 +141,9 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   device_ = train_device(t.device, comm_);
   device_peak_flops_ = backend_for(device_).dense_bf16_peak_flops();  // once: a device query, not per step
   if (device_.kind == DeviceKind::kCuda && comm_.rank() == 0 && output_.progress) {
-    std::fprintf(stderr, "farthing: note: training on %s is new: its ops and its trainer have not yet been checked "
-                         "against the CPU on a GPU by farthing's own tests\n", device_.name().c_str());
+    // Checked against the CPU on one H200 (docs/gpu_results.md); correct there, but slow.
+    std::fprintf(stderr, "farthing: note: on %s attention runs on farthing's scalar FP32 kernel, the slow path "
+                         "(about 1%% of the GPU's GEMM rate: docs/gpu_results.md)\n", device_.name().c_str());
   }
   Backend& backend = backend_for(device_);
   // Off the host, the ZeRO collectives move device buffers: NCCL, or MPI through host staging.
