@@ -37,6 +37,17 @@ int64_t ModelConfig::num_params() const {
   return outer + n_layers * block;
 }
 
+double training_flops_per_step(const ModelConfig& c, int64_t batch, int64_t seq) {
+  const double C = double(c.dim), H = double(c.hidden_dim), Sq = double(c.qkv_dim());
+  const double F = c.family == ModelFamily::kLlama ? 2 * H : H;
+  const double tokens = double(batch * seq);
+  const double gemm_params = double(c.n_layers) * (C * Sq + C * C + C * F + H * C) + double(c.vocab_size) * C;
+  // Causal attention: q k^T and p v over T(T+1)/2 pairs per head; backward twice forward.
+  const double T = double(seq);
+  const double attn_fwd = 4.0 * double(batch) * double(c.n_heads) * double(c.head_dim()) * T * (T + 1) / 2;
+  return 6.0 * gemm_params * tokens + 3.0 * attn_fwd * double(c.n_layers);
+}
+
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& name) {
   const auto j = nlohmann::json::parse(json_text);
   ModelConfig c;

@@ -44,6 +44,12 @@ struct ModelConfig {
   int64_t num_params() const;
 };
 
+// Model FLOPs of one forward + backward over batch sequences of seq tokens: 6 per parameter of
+// every GEMM (the token embedding is a lookup, not counted; the head is) per token, plus causal
+// attention's q k^T and p v (backward twice forward). What MFU divides by; recomputation
+// (activation checkpointing) is not counted, as is usual for MFU.
+double training_flops_per_step(const ModelConfig& c, int64_t batch, int64_t seq);
+
 // From the text of a Hugging Face config.json (model_type llama, qwen2 or gpt2).
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& name = "");
 // The inverse: a config.json transformers loads (model_type llama, qwen2 when it has qkv

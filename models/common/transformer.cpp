@@ -673,16 +673,6 @@ void Transformer::forward_logits(const int32_t* tokens, float* logits) {
   release_all_units();
 }
 
-double Transformer::flops_per_step() const {
-  const ModelConfig& c = config();
-  const double C = double(c.dim), H = double(c.hidden_dim), Sq = double(c.qkv_dim());
-  const double F = c.family == ModelFamily::kLlama ? 2 * H : H;
-  const double tokens = double(batch_ * seq_);
-  const double gemm_params = double(c.n_layers) * (C * Sq + C * C + C * F + H * C) + double(c.vocab_size) * C;
-  // Causal attention: q k^T and p v over T(T+1)/2 pairs per head; backward twice forward.
-  const double T = double(seq_);
-  const double attn_fwd = 4.0 * double(batch_) * double(c.n_heads) * double(c.head_dim()) * T * (T + 1) / 2;
-  return 6.0 * gemm_params * tokens + 3.0 * attn_fwd * double(c.n_layers);
-}
+double Transformer::flops_per_step() const { return training_flops_per_step(config(), batch_, seq_); }
 
 }  // namespace farthing::models

@@ -1,5 +1,5 @@
 // verb_plan.cpp — `farthing plan RECIPE [--set k=v]... [--world-size N] [--preset NAME] [--budget-gb X]
-// [--interconnect NAME|FILE (--profile FILE | --compute-tflops R [--memory-gbs M])] [--json]`:
+// [--interconnect NAME|FILE (--profile FILE | --compute-tflops R [--memory-gbs M])] [--roofline DEVICE] [--json]`:
 // what a run will hold per rank, before anything is allocated — bytes per parameter by
 // category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget;
 // with --interconnect, how long its step takes at each ZeRO stage on that many ranks
@@ -32,6 +32,7 @@
 #include "framework/run/train/scaling_profile.h"
 #include "models/common/presets.h"
 #include "models/common/weights_from_file.h"
+#include "tools/farthing/plan_roofline.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
@@ -67,7 +68,11 @@ constexpr const char* kPlanUsage =
     "                      recipe's micro_batch and seq_len, or:\n"
     "  --compute-tflops R  the compute from the model's FLOPs at R TFLOP/s achieved per rank\n"
     "  --memory-gbs M      the optimizer step's memory bandwidth per rank with --compute-tflops\n"
-    "                      (default 3350: an H100 SXM's HBM3)\n";
+    "                      (default 3350: an H100 SXM's HBM3)\n"
+    "\n"
+    "  --roofline DEVICE   also the step on paper at DEVICE's datasheet rates (h100, h200, rtx4090):\n"
+    "                      every op's FLOPs and bytes, its time at the roofline, and the MFU the design\n"
+    "                      can reach, with fp32 activations (as built) and bf16 (issue 36); a table only\n";
 
 struct PlanArgs {
   std::string recipe;
@@ -78,6 +83,7 @@ struct PlanArgs {
   std::string interconnect;  // step time: the links
   std::string profile;       // step time: measured compute
   double compute_tflops = 0.0, memory_gbs = 3350.0;
+  std::string roofline;  // a device name: the step on paper (plan_roofline.h)
   bool json = false;
   bool help = false;
 };
@@ -94,6 +100,11 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
     else if (a == "--set") p.overrides.push_back(value());
     else if (a == "--json") p.json = true;
     else if (a == "--preset") p.preset = value();
+    else if (a == "--roofline") {
+      p.roofline = value();
+      FARTHING_CHECK(farthing::train::roofline_device(p.roofline) != nullptr, "farthing plan: --roofline '", p.roofline,
+                     "' is not a known device (", farthing::train::kRooflineDeviceNames, ")");
+    }
     else if (a == "--world-size") {
       const std::string v = value();
       size_t used = 0;
@@ -128,6 +139,7 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
     }
   }
   FARTHING_CHECK(p.help || !p.recipe.empty(), "farthing plan: no RECIPE given (see --help)");
+  FARTHING_CHECK(p.roofline.empty() || !p.json, "farthing plan: --roofline prints a table; it has no --json form yet");
   const bool step_time = !p.profile.empty() || p.compute_tflops > 0.0;
   FARTHING_CHECK(p.interconnect.empty() || step_time, "farthing plan: --interconnect needs the compute: --profile FILE "
                  "(farthing bench dist --out) or --compute-tflops R");
@@ -556,6 +568,9 @@ int run_plan(const std::vector<std::string>& args) {
   } else {
     print_table(a, config, model, estimate);
     if (step_time) print_step_time(a, config, *step_time);
+    if (!a.roofline.empty()) {
+      farthing::cli::print_roofline(config, model.config, estimate, *farthing::train::roofline_device(a.roofline));
+    }
   }
   if (!budget) return 0;
   if (!budget->fits) {

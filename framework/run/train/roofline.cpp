@@ -1,0 +1,165 @@
+// roofline.cpp — see roofline.h. The ops and their operands follow models/common/transformer.cpp
+// (linear_forward / linear_backward, the blocks' norms, attention and activations); byte counts
+// are each operand read or written once.
+#include "framework/run/train/roofline.h"
+
+#include <algorithm>
+#include <string>
+
+#include "framework/run/train/memory_estimate.h"
+
+namespace farthing::train {
+
+namespace {
+
+constexpr double kFp32 = 4.0, kBf16 = 2.0;
+
+// Rows under construction, summed by op name (the same op of every layer is one row).
+class RowSet {
+ public:
+  explicit RowSet(std::vector<RooflineRow>& rows) : rows_(rows) {}
+  // calls of an op whose every call does `flops` and moves `built` / `design` bytes.
+  void add(const std::string& op, int64_t calls, double flops, double built, double design, bool fp8 = false) {
+    auto it = std::find_if(rows_.begin(), rows_.end(), [&](const RooflineRow& r) { return r.op == op; });
+    if (it == rows_.end()) {
+      rows_.push_back({op, 0, 0.0, 0.0, 0.0, fp8});
+      it = rows_.end() - 1;
+    }
+    it->calls += calls;
+    it->flops += double(calls) * flops;
+    it->bytes_built += double(calls) * built;
+    it->bytes_design += double(calls) * design;
+  }
+  // An elementwise or row-wise op moving `elems` activation elements (each read or written once):
+  // 4 bytes each as built, 2 in the design.
+  void activations(const std::string& op, int64_t calls, double elems, double flops = 0.0) {
+    add(op, calls, flops, kFp32 * elems, kBf16 * elems);
+  }
+
+ private:
+  std::vector<RooflineRow>& rows_;
+};
+
+}  // namespace
+
+const RooflineDevice* roofline_device(const std::string& name) {
+  // Datasheets: NVIDIA H100 SXM5 and H200 SXM (dense BF16 989.4 TFLOP/s, FP8 1,978.9; HBM3 3.35
+  // TB/s, HBM3e 4.8 TB/s); GeForce RTX 4090 (BF16 with fp32 accumulation 165.2, FP8 330.3;
+  // GDDR6X 1,008 GB/s).
+  static const RooflineDevice kDevices[] = {
+      {"h100", 989.4e12, 1978.9e12, 3.35e12},
+      {"h200", 989.4e12, 1978.9e12, 4.8e12},
+      {"rtx4090", 165.2e12, 330.3e12, 1.008e12},
+  };
+  for (const RooflineDevice& d : kDevices) {
+    if (name == d.name) return &d;
+  }
+  return nullptr;
+}
+
+RooflineStep roofline_step(const RooflineInputs& in) {
+  const models::ModelConfig& c = in.model;
+  RooflineStep step;
+  step.micro_batch = in.micro_batch;
+  step.seq = in.seq;
+  step.grad_accum = in.grad_accum;
+  step.recompute = in.recompute;
+  step.fp8 = in.fp8;
+  step.model_flops = models::training_flops_per_step(c, in.micro_batch, in.seq) * double(in.grad_accum);
+  RowSet rows(step.rows);
+
+  const bool gpt2 = c.family == models::ModelFamily::kGpt2;
+  const double n = double(in.micro_batch * in.seq), C = double(c.dim), H = double(c.hidden_dim);
+  const double Sq = double(c.qkv_dim()), V = double(c.vocab_size), d = double(c.head_dim());
+  const double heads = double(c.n_heads), kv_heads = double(c.n_kv_heads), T = double(in.seq);
+  const double F = gpt2 ? H : 2 * H;  // the up projection's width (gate and up together for SwiGLU)
+  const int64_t micro = in.grad_accum, L = c.n_layers * micro;
+  const int64_t block_forwards = L * (in.recompute ? 2 : 1);
+  const std::string norm = gpt2 ? "layernorm" : "rmsnorm";
+
+  // A linear layer y (n, out) = x (n, in) W^T, forward `fwd_calls` times and backward L times.
+  // As built: x (and dy) narrowed to bf16 first (read 4, write 2 bytes each), the output fp32,
+  // dW accumulated in fp32 (read + write). Design: bf16 in and out, no narrowing.
+  const auto linear = [&](const std::string& name, int64_t fwd_calls, int64_t bwd_calls, double out, double inp,
+                          bool fp8, bool bias) {
+    const double flops = 2.0 * n * out * inp, weight = kBf16 * out * inp, dweight = 2.0 * kFp32 * out * inp;
+    rows.add(name + " fwd", fwd_calls, flops, kBf16 * n * inp + weight + kFp32 * n * out,
+             kBf16 * n * inp + weight + kBf16 * n * out, fp8);
+    rows.add(name + " dgrad", bwd_calls, flops, kBf16 * n * out + weight + kFp32 * n * inp,
+             kBf16 * n * out + weight + kBf16 * n * inp, fp8);
+    rows.add(name + " wgrad", bwd_calls, flops, kBf16 * n * (out + inp) + dweight, kBf16 * n * (out + inp) + dweight,
+             fp8);
+    rows.add("narrow GEMM operands to bf16", fwd_calls, 0.0, (kFp32 + kBf16) * n * inp, 0.0);
+    rows.add("narrow GEMM operands to bf16", bwd_calls, 0.0, (kFp32 + kBf16) * n * (out + inp), 0.0);
+    if (fp8) {  // the operands quantized to FP8 (1 byte) first: x and W forward, dy and x backward
+      rows.add("fp8 quantize operands", fwd_calls, 0.0, (kFp32 + 1) * n * inp + (kBf16 + 1) * out * inp,
+               (kBf16 + 1) * n * inp + (kBf16 + 1) * out * inp);
+      rows.add("fp8 quantize operands", bwd_calls, 0.0, (kFp32 + 1) * n * (out + inp), (kBf16 + 1) * n * (out + inp));
+    }
+    if (bias) {
+      rows.activations("bias add", fwd_calls, 2.0 * n * out);
+      rows.add("bias backward", bwd_calls, 0.0, kFp32 * n * out + kFp32 * out, kBf16 * n * out + kFp32 * out);
+    }
+  };
+
+  // The blocks.
+  rows.activations(norm + " forward", block_forwards, 2.0 * n * C, 4.0 * n * C);
+  linear("matmul qkv", block_forwards, L, Sq, C, in.fp8, gpt2 || c.qkv_bias);
+  if (!gpt2) rows.activations("rope", block_forwards + L, 2.0 * n * (heads + kv_heads) * d);
+  // Causal attention: q k^T and p v over T(T+1)/2 pairs per head; the backward recomputes the
+  // scores (flash-attention style): 2.5x the forward's FLOPs. Reads q, k, v, writes the output and
+  // the softmax statistics (fp32 in both designs).
+  const double attn_flops = 4.0 * double(in.micro_batch) * heads * d * T * (T + 1) / 2;
+  const double lse = kFp32 * double(in.micro_batch) * heads * T;
+  rows.add("attention forward", block_forwards, attn_flops, kFp32 * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
+  rows.add("attention backward", L, 2.5 * attn_flops, kFp32 * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
+  linear("matmul o", block_forwards, L, C, C, in.fp8, gpt2);
+  rows.activations("residual add", 2 * block_forwards, 3.0 * n * C);
+  rows.activations(norm + " forward", block_forwards, 2.0 * n * C, 4.0 * n * C);
+  linear("matmul up (gate_up)", block_forwards, L, F, C, in.fp8, gpt2);
+  if (gpt2) {
+    rows.activations("gelu forward", block_forwards, 2.0 * n * H);
+    rows.activations("gelu backward", L, 3.0 * n * H);
+  } else {
+    rows.activations("swiglu forward", block_forwards, n * (F + H));
+    rows.activations("swiglu backward", L, n * (2 * F + H));
+  }
+  linear("matmul down", block_forwards, L, C, H, in.fp8, gpt2);
+  // Backward of the two norms (read dy and x, write dx, accumulate into the residual's gradient)
+  // and the residual adds of the gradient stream.
+  rows.activations(norm + " backward", 2 * L, 4.0 * n * C, 8.0 * n * C);
+  rows.activations("residual add", 2 * L, 3.0 * n * C);
+
+  // Outside the blocks: embedding, the final norm, the head (bf16 whatever train.precision says),
+  // and the loss over the logits (read, then written back as gradients, in chunks).
+  rows.activations("embedding forward", micro, 2.0 * n * C);
+  rows.activations("embedding backward", micro, 3.0 * n * C);
+  rows.activations(norm + " forward", micro, 2.0 * n * C, 4.0 * n * C);
+  rows.activations(norm + " backward", micro, 4.0 * n * C, 8.0 * n * C);
+  linear("matmul lm head", micro, micro, V, C, false, false);
+  rows.add("cross-entropy (+grad)", micro, 0.0, kFp32 * 2.0 * n * V, kBf16 * 2.0 * n * V);
+
+  // The optimizer step, once per optimizer step.
+  rows.add("optimizer step", 1, 0.0, in.optimizer_bytes, in.optimizer_bytes);
+  return step;
+}
+
+double optimizer_step_bytes(const MemoryEstimate& e) {
+  const double owned = double(e.optimizer.owned_elems);
+  return owned * (2.0 * kBf16 + double(e.grad_bytes_per_elem)) + 2.0 * double(e.optimizer.master) +
+         2.0 * double(e.optimizer.state());
+}
+
+double roofline_seconds(const RooflineRow& row, const RooflineDevice& device, bool design) {
+  const double compute = row.flops / (row.fp8 ? device.fp8_flops : device.bf16_flops);
+  const double memory = (design ? row.bytes_design : row.bytes_built) / device.bytes_per_s;
+  return std::max(compute, memory);
+}
+
+double roofline_step_seconds(const RooflineStep& step, const RooflineDevice& device, bool design) {
+  double seconds = 0.0;
+  for (const RooflineRow& row : step.rows) seconds += roofline_seconds(row, device, design);
+  return seconds;
+}
+
+}  // namespace farthing::train

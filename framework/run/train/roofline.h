@@ -1,0 +1,65 @@
+// roofline.h — a training step on paper: every op of one optimizer step (forward, backward,
+// recomputation, the optimizer), its FLOPs and the bytes it must move, the time each takes at a
+// GPU's datasheet rates (the larger of FLOPs / peak and bytes / bandwidth), and so the MFU the
+// design can reach. Two byte counts per op: as built (fp32 activations, each GEMM operand
+// narrowed to bf16 first, fp32 GEMM outputs; transformer.cpp) and the design of issue 36 (bf16
+// activations, no narrowing). A lower bound on time: no launch latency, no host waits, every
+// kernel at the roofline. `farthing plan RECIPE --roofline DEVICE` prints it.
+// Relies on: models/common/model_config.h. Tested by: tests/run/train/test_roofline.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/common/model_config.h"
+
+namespace farthing::train {
+
+// A GPU's datasheet rates: dense (no sparsity) tensor-core FLOP/s with fp32 accumulation, and
+// memory bandwidth.
+struct RooflineDevice {
+  const char* name;
+  double bf16_flops, fp8_flops, bytes_per_s;
+};
+// h100 (SXM), h200 (SXM), rtx4090; nullptr for another name.
+const RooflineDevice* roofline_device(const std::string& name);
+inline constexpr const char* kRooflineDeviceNames = "h100, h200, rtx4090";
+
+struct RooflineRow {
+  std::string op;
+  int64_t calls = 0;          // in one optimizer step
+  double flops = 0.0;         // all calls
+  double bytes_built = 0.0;   // as built: fp32 activations
+  double bytes_design = 0.0;  // bf16 activations
+  bool fp8 = false;           // a GEMM at the FP8 rate
+};
+
+struct RooflineStep {
+  int64_t micro_batch = 0, seq = 0, grad_accum = 0;
+  bool recompute = false, fp8 = false;
+  std::vector<RooflineRow> rows;
+  double model_flops = 0.0;  // models::training_flops_per_step x grad_accum: MFU's numerator
+};
+
+struct RooflineInputs {
+  models::ModelConfig model;
+  int64_t micro_batch = 1, seq = 1, grad_accum = 1;
+  bool recompute = false;  // activation_checkpointing per_block: each block's forward again in backward
+  bool fp8 = false;        // the blocks' linear layers in FP8 (the head stays bf16)
+  // Bytes the optimizer step reads and writes in all (AdamW's state, master, weights, gradients).
+  double optimizer_bytes = 0.0;
+};
+
+RooflineStep roofline_step(const RooflineInputs& in);
+
+// The bytes one optimizer step moves on the plan's peak rank: its owned bf16 weights read and
+// written, their gradients read, the master and AdamW's state read and written.
+struct MemoryEstimate;
+double optimizer_step_bytes(const MemoryEstimate& estimate);
+
+// The row's time at the device's rates, with the design's bytes or as built.
+double roofline_seconds(const RooflineRow& row, const RooflineDevice& device, bool design);
+double roofline_step_seconds(const RooflineStep& step, const RooflineDevice& device, bool design);
+
+}  // namespace farthing::train

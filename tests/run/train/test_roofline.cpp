@@ -1,0 +1,110 @@
+// test_roofline.cpp — the step on paper (framework/run/train/roofline.h): its GEMMs and attention
+// add up to the FLOPs MFU divides by, recomputation adds exactly one more forward of the blocks,
+// the design never moves more bytes than the code as built, each op takes the larger of its
+// compute and memory time, and the optimizer's bytes follow the plan's categories.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "framework/run/train/memory_estimate.h"
+#include "framework/run/train/roofline.h"
+#include "models/common/presets.h"
+
+namespace farthing::train {
+namespace {
+
+RooflineInputs inputs(const std::string& preset, bool recompute = false, bool fp8 = false) {
+  RooflineInputs in;
+  in.model = models::preset_config(preset);
+  in.micro_batch = 2;
+  in.seq = 512;
+  in.grad_accum = 3;
+  in.recompute = recompute;
+  in.fp8 = fp8;
+  in.optimizer_bytes = 1e9;
+  return in;
+}
+
+bool is_gemm(const RooflineRow& r) { return r.op.rfind("matmul ", 0) == 0; }
+
+// Without recomputation, the GEMM rows and attention (its backward counted at 2x the forward, as
+// MFU's definition does, not the 2.5x the roofline times) are exactly the model's FLOPs.
+TEST(Roofline, GemmsAndAttentionAreTheModelFlops) {
+  for (const char* preset : {"llama3.1-8b", "qwen2.5-7b", "smollm2-135m", "gpt2-124m"}) {
+    const RooflineStep step = roofline_step(inputs(preset));
+    double flops = 0.0;
+    for (const RooflineRow& r : step.rows) {
+      if (is_gemm(r) || r.op == "attention forward") flops += r.flops;
+      if (r.op == "attention backward") flops += r.flops * (2.0 / 2.5);
+    }
+    EXPECT_NEAR(flops / step.model_flops, 1.0, 1e-12) << preset;
+  }
+}
+
+TEST(Roofline, RecomputationAddsOneForwardOfTheBlocks) {
+  const RooflineStep plain = roofline_step(inputs("llama3.1-8b"));
+  const RooflineStep again = roofline_step(inputs("llama3.1-8b", true));
+  ASSERT_EQ(plain.rows.size(), again.rows.size());
+  const models::ModelConfig c = models::preset_config("llama3.1-8b");
+  const int64_t block_calls = c.n_layers * 3;  // layers x grad_accum
+  for (size_t i = 0; i < plain.rows.size(); ++i) {
+    const RooflineRow &p = plain.rows[i], &a = again.rows[i];
+    ASSERT_EQ(p.op, a.op);
+    const bool block_forward = p.op == "matmul qkv fwd" || p.op == "matmul o fwd" || p.op == "matmul up (gate_up) fwd" ||
+                               p.op == "matmul down fwd" || p.op == "attention forward" || p.op == "swiglu forward";
+    if (block_forward) {
+      EXPECT_EQ(a.calls, 2 * p.calls) << p.op;
+      EXPECT_EQ(p.calls, block_calls) << p.op;
+      EXPECT_NEAR(a.flops, 2.0 * p.flops, 1e-9 * p.flops) << p.op;
+    }
+    if (p.op.find("dgrad") != std::string::npos || p.op.find("wgrad") != std::string::npos ||
+        p.op == "attention backward" || p.op == "optimizer step" || p.op.find("lm head") != std::string::npos) {
+      EXPECT_EQ(a.calls, p.calls) << p.op;
+    }
+  }
+  EXPECT_EQ(again.model_flops, plain.model_flops);  // MFU does not count recomputation
+}
+
+TEST(Roofline, TheDesignNeverMovesMoreBytesThanAsBuilt) {
+  for (bool fp8 : {false, true}) {
+    const RooflineStep step = roofline_step(inputs("qwen2.5-7b", true, fp8));
+    bool saw_narrow = false;
+    for (const RooflineRow& r : step.rows) {
+      EXPECT_LE(r.bytes_design, r.bytes_built) << r.op;
+      EXPECT_GT(r.bytes_built, 0.0) << r.op;
+      EXPECT_EQ(r.fp8, fp8 && is_gemm(r) && r.op.find("lm head") == std::string::npos) << r.op;
+      if (r.op == "narrow GEMM operands to bf16") {
+        saw_narrow = true;
+        EXPECT_EQ(r.bytes_design, 0.0);
+      }
+    }
+    EXPECT_TRUE(saw_narrow);
+  }
+}
+
+TEST(Roofline, EachOpTakesTheLargerOfComputeAndMemoryTime) {
+  const RooflineDevice& h200 = *roofline_device("h200");
+  const RooflineRow compute_bound{"gemm", 1, 989.4e12, 4.8e9, 4.8e9, false};  // 1 s of FLOPs, 1 ms of bytes
+  EXPECT_DOUBLE_EQ(roofline_seconds(compute_bound, h200, true), 1.0);
+  const RooflineRow fp8{"gemm", 1, 1978.9e12, 4.8e9, 4.8e9, true};
+  EXPECT_DOUBLE_EQ(roofline_seconds(fp8, h200, true), 1.0);
+  const RooflineRow memory_bound{"add", 1, 1e9, 9.6e12, 4.8e12, false};
+  EXPECT_DOUBLE_EQ(roofline_seconds(memory_bound, h200, false), 2.0);
+  EXPECT_DOUBLE_EQ(roofline_seconds(memory_bound, h200, true), 1.0);
+  EXPECT_EQ(roofline_device("a100"), nullptr);
+  EXPECT_LT(roofline_device("h100")->bytes_per_s, h200.bytes_per_s);
+}
+
+TEST(Roofline, OptimizerBytesFollowThePlansCategories) {
+  MemoryEstimate e;
+  e.optimizer.owned_elems = 10;
+  e.grad_bytes_per_elem = 4;
+  e.optimizer.master = 40;         // f32 master: 4 B each
+  e.optimizer.moment_values = 20;  // 8-bit m and v: 2 B each
+  e.optimizer.absmax = 4;
+  // weights 2 B read + 2 B written, gradients 4 B read, master and state read and written
+  EXPECT_DOUBLE_EQ(optimizer_step_bytes(e), 10.0 * (2 + 2 + 4) + 2.0 * 40 + 2.0 * (20 + 4));
+}
+
+}  // namespace
+}  // namespace farthing::train

@@ -1,0 +1,17 @@
+// plan_roofline.h — `farthing plan RECIPE --roofline DEVICE`: the recipe's optimizer step on
+// paper at a GPU's datasheet rates (framework/run/train/roofline.h), printed as a table.
+// Relies on: framework/run/train/{roofline,memory_estimate}.h. Tested by: tests/run/train/test_roofline.cpp
+// (the arithmetic); the table by running it.
+#pragma once
+
+#include "framework/run/recipe/run_config.h"
+#include "framework/run/train/memory_estimate.h"
+#include "framework/run/train/roofline.h"
+#include "models/common/model_config.h"
+
+namespace farthing::cli {
+
+void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& model,
+                    const train::MemoryEstimate& estimate, const train::RooflineDevice& device);
+
+}  // namespace farthing::cli
