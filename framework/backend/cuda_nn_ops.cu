@@ -92,6 +92,8 @@ int64_t CudaNnOps::fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, 
   return k::MatmulFp8Lt::workspace_bytes(a_elems, b_elems, power_of_two);
 }
 
+int64_t CudaNnOps::fp8_fallback_shapes() const { return int64_t(matmul_fp8_->fallback_plans()); }
+
 void CudaNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c,
                            bool accumulate, void* workspace) {
   check_fp8_matmul_operands(shape, a, b);

@@ -39,6 +39,7 @@ class CudaNnOps final : public NnOps {
               bool accumulate) override;
   void fp8_quantize(const Fp8QuantizeArgs& args) override;
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
+  int64_t fp8_fallback_shapes() const override;
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
   void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override;

@@ -50,6 +50,10 @@ class NnOps {
   // within the GEMM tolerance (summation order), the quantized operands bit for bit.
   virtual void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c,
                           bool accumulate, void* workspace) = 0;
+  // How many FP8 GEMM shapes met so far run as dequantize + bf16 GEMM instead of an FP8 kernel
+  // (the CUDA backend, when cuBLASLt declines; each is also reported once on stderr). 0 where
+  // FP8 GEMMs are always emulated (CPU, strict device): there is no faster path to miss.
+  virtual int64_t fp8_fallback_shapes() const { return 0; }
 
   // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride).
   virtual void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) = 0;

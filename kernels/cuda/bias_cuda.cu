@@ -41,8 +41,8 @@ void bias_add_cuda(float* out, const float* bias, int64_t n, int64_t c, int64_t 
 int64_t bias_backward_scratch_floats(int64_t n, int64_t c) { return cuda_nn::column_sum_scratch_floats(n, c); }
 
 void bias_backward_cuda(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride, float* scratch,
-                        cudaStream_t stream) {
-  cuda_nn::column_sum_accumulate(dbias, scratch, n, c, StridedRowTerm{dout, stride}, stream);
+                        cudaStream_t stream, int64_t max_grid_y) {
+  cuda_nn::column_sum_accumulate(dbias, scratch, n, c, StridedRowTerm{dout, stride}, stream, max_grid_y);
 }
 
 void accumulate_cuda(float* dst, const float* src, int64_t count, cudaStream_t stream) {

@@ -73,7 +73,7 @@ class MatmulFp8Lt {
   void run(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
            void* workspace, cudaStream_t stream);
 
-  // Cached plans by path (for tests and benchmarks).
+  // Cached plans by path (for tests, benchmarks and the trainer's metrics.jsonl).
   size_t fp8_plans() const;
   size_t fallback_plans() const;
 

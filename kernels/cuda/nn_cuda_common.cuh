@@ -74,25 +74,33 @@ __device__ inline float warp_max(float v) {
 // order into partial[chunk][col], and a second kernel adds the chunks in chunk order. With a
 // single chunk the first kernel adds straight into dst in row order: the CPU's order exactly.
 inline constexpr int64_t kColumnChunkRows = 64;
-inline int64_t column_chunks(int64_t n) { return (n + kColumnChunkRows - 1) / kColumnChunkRows; }
+__host__ __device__ inline int64_t column_chunks(int64_t n) { return (n + kColumnChunkRows - 1) / kColumnChunkRows; }
 // Scratch (floats) column_sum_accumulate needs for n rows of c columns.
 inline int64_t column_sum_scratch_floats(int64_t n, int64_t c) { return column_chunks(n) > 1 ? column_chunks(n) * c : 0; }
+
+// CUDA's limit on grid.y. More chunks than that (over 4M rows) are looped over by the blocks
+// (chunk y, y + gridDim.y, ...): each chunk still has one block and one partial, so the sum
+// is the same whatever grid.y is.
+inline constexpr int64_t kMaxGridY = 65535;
 
 template <class Term>
 __global__ void column_partials_kernel(float* dst, float* partial, int64_t n, int64_t c, Term term) {
   const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (col >= c) return;
-  const int64_t chunk = blockIdx.y, r0 = chunk * kColumnChunkRows;
-  const int64_t r1 = r0 + kColumnChunkRows < n ? r0 + kColumnChunkRows : n;
   if (partial == nullptr) {  // one chunk: accumulate into dst in row order, as the CPU
     float acc = dst[col];
-    for (int64_t r = r0; r < r1; ++r) acc += term(r, col);
+    for (int64_t r = 0; r < n; ++r) acc += term(r, col);
     dst[col] = acc;
     return;
   }
-  float acc = 0.0f;
-  for (int64_t r = r0; r < r1; ++r) acc += term(r, col);
-  partial[chunk * c + col] = acc;
+  const int64_t chunks = column_chunks(n);
+  for (int64_t chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
+    const int64_t r0 = chunk * kColumnChunkRows;
+    const int64_t r1 = r0 + kColumnChunkRows < n ? r0 + kColumnChunkRows : n;
+    float acc = 0.0f;
+    for (int64_t r = r0; r < r1; ++r) acc += term(r, col);
+    partial[chunk * c + col] = acc;
+  }
 }
 
 // dst[col] += the chunk partials, added in chunk order. (A template only so that every file
@@ -106,12 +114,14 @@ __global__ void column_finish_kernel(float* dst, const float* partial, int64_t c
   dst[col] += acc;
 }
 
+// max_grid_y: kMaxGridY; a test lowers it to reach the loop over chunks at small sizes.
 template <class Term>
-void column_sum_accumulate(float* dst, float* scratch, int64_t n, int64_t c, Term term, cudaStream_t stream) {
+void column_sum_accumulate(float* dst, float* scratch, int64_t n, int64_t c, Term term, cudaStream_t stream,
+                           int64_t max_grid_y = kMaxGridY) {
   if (n <= 0 || c <= 0) return;
   const int64_t chunks = column_chunks(n);
   constexpr int kColThreads = 128;
-  const dim3 grid(unsigned((c + kColThreads - 1) / kColThreads), unsigned(chunks));
+  const dim3 grid(unsigned((c + kColThreads - 1) / kColThreads), unsigned(chunks < max_grid_y ? chunks : max_grid_y));
   column_partials_kernel<<<grid, kColThreads, 0, stream>>>(dst, chunks > 1 ? scratch : nullptr, n, c, term);
   check_launch();
   if (chunks > 1) {

@@ -23,6 +23,7 @@
 #include "framework/backend/backend.h"
 #include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
+#include "kernels/cuda/bias_cuda.h"
 #include "tests/support/test_support.h"
 
 namespace farthing {
@@ -350,6 +351,44 @@ TEST(CudaParity, BlockQuantizationMatchesCpu) {
       std::memcpy(dequant_want_bytes.data(), dequant_want.data(), dequant_want_bytes.size());
       expect_same_bits(dequant_want_bytes, download(dequant.tensor), sizeof(float), "dequantize " + what);
     }
+  }
+}
+
+// Column sums (bias_backward, the norms' weight gradients) launch one block row per 64-row chunk,
+// and loop over chunks beyond CUDA's grid.y limit (over 4M rows). With the limit lowered to 2,
+// the loop must give the same bits as one block row per chunk, and both the rows' sum.
+TEST(CudaParity, ColumnSumsBeyondTheGridLimitLoopOverChunks) {
+  const int64_t n = 64 * 9 + 5, c = 300, stride = 301;  // 10 chunks, 3 column blocks, padded rows
+  std::vector<float> dout(static_cast<size_t>(n * stride)), start(static_cast<size_t>(c));
+  uint32_t s = 2468u;
+  for (float& x : dout) x = float(int32_t(s = s * 1664525u + 1013904223u) >> 8) * 0x1p-20f;
+  for (size_t i = 0; i < start.size(); ++i) start[i] = float(i) * 0.25f;
+  DeviceArray d_dout = DeviceArray::upload(host_view(dout.data(), DType::kF32, n * stride));
+  // Each run's scratch starts as NaN, so a chunk partial it never writes shows.
+  std::vector<float> poison(static_cast<size_t>(kernels::bias_backward_scratch_floats(n, c)), NAN);
+  std::vector<std::vector<uint8_t>> results;
+  for (int64_t max_grid_y : {int64_t(65535), int64_t(2)}) {
+    DeviceArray scratch = DeviceArray::upload(host_view(poison.data(), DType::kF32, int64_t(poison.size())));
+    DeviceArray dbias = DeviceArray::upload(host_view(start.data(), DType::kF32, c));
+    gpu().synchronize();
+    kernels::bias_backward_cuda(static_cast<float*>(dbias.tensor.data()), static_cast<const float*>(d_dout.tensor.data()),
+                                n, c, stride, static_cast<float*>(scratch.tensor.data()), nullptr, max_grid_y);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    results.push_back(download(dbias.tensor));
+  }
+  expect_same_bits(results[0], results[1], sizeof(float), "column sums, grid.y 2 vs one row per chunk");
+  std::vector<float> got(static_cast<size_t>(c));
+  std::memcpy(got.data(), results[1].data(), results[1].size());
+  // Recursive fp32 summation's bound: k additions in a chain err by at most k u sum |terms|
+  // (u = 2^-24); here 64 rows in a chunk, then 10 chunk partials and the start value.
+  const double chain = 64 + 10 + 1, u = 0x1p-24;
+  for (int64_t col = 0; col < c; ++col) {
+    double want = start[size_t(col)], magnitude = std::fabs(want);
+    for (int64_t r = 0; r < n; ++r) {
+      want += dout[size_t(r * stride + col)];
+      magnitude += std::fabs(dout[size_t(r * stride + col)]);
+    }
+    EXPECT_NEAR(got[size_t(col)], want, chain * u * magnitude) << "column " << col;
   }
 }
 

@@ -549,6 +549,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
     record["model_flops_per_s"] = flops_per_s;
     if (device_peak > 0) record["mfu"] = flops_per_s / device_peak;
     if (scaler_->enabled()) record["loss_scale"] = scaler_->scale();
+    if (uses_fp8(config_)) record["fp8_fallback_shapes"] = backend_for(device_).nn().fp8_fallback_shapes();
     metrics_->append(record);
     result.last_loss = out.loss;
     if (t.log_every > 0 && (progress_.step % t.log_every == 0 || progress_.step == t.steps)) {

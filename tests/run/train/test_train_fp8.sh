@@ -20,6 +20,9 @@ for scaling in block tensor_current tensor_delayed; do
   first="$(losses "$log" | sed -n 1p | cut -d: -f2)"
   last="$(losses "$log" | tail -1 | cut -d: -f2)"
   awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "fp8 $scaling did not reduce the loss ($first -> $last)"
+  # Every step says how many GEMM shapes missed the FP8 kernels: none on the CPU, which emulates.
+  [[ $(grep -c '"fp8_fallback_shapes":0[,}]' "$log") -eq $(losses "$log" | wc -l) ]] \
+    || fail "fp8 $scaling: metrics.jsonl lacks fp8_fallback_shapes 0 on a step"
   "${MPIRUN[@]}" -np 2 "$FARTHING" train "$RECIPE" "${FP8[@]}" --set fp8.scaling=$scaling --set train.grad_accum=1 \
     --set distributed.zero_stage=3 --set "checkpoint.run_dir=$WORK/$scaling-np2" >/dev/null
   diff <(losses "$log") <(losses "$WORK/$scaling-np2/metrics.jsonl") || fail "fp8 $scaling: np=2 losses differ from np=1"
