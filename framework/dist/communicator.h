@@ -50,7 +50,8 @@ struct Topology {
 // Exception: while an exception unwinds, an unfinished handle is dropped without waiting, since
 // a peer may never join the collective; the job is then expected to end (abort_on_error.h). An
 // op that had not started by then never starts (Op::abandon); one already running may still
-// touch its buffers until the job ends.
+// touch its buffers until the job ends. (NCCL's ops are queued on the GPU as they are issued:
+// abandon keeps their temporaries from going back to the pool instead.)
 class CommHandle {
  public:
   class Op {

@@ -140,6 +140,14 @@ class NcclOp final : public CommHandle::Op {
         },
         name_.what, name_.number);
   }
+  // The handle let go while an error unwinds (communicator.h). The op was queued on the GPU when it
+  // was issued, so it cannot be kept from starting as the MPI worker's can; what must not happen
+  // is its temporaries going back to the pool, where later work on the compute stream could get
+  // them while the op (perhaps stuck on a lost peer) still reads them. They are let go of without
+  // freeing: the job ends next (abort_on_error.h), and with it the process's memory.
+  void abandon() override {
+    new std::vector<Buffer>(std::move(temporaries_));  // NOTE: leaked on purpose (see above)
+  }
   void wait() override {
     FARTHING_CUDA_CHECK(cudaSetDevice(device_));
     if (name_.timeout_s <= 0.0) {
@@ -179,6 +187,7 @@ class NcclOp final : public CommHandle::Op {
 }  // namespace
 
 struct NcclCommunicator::Impl {
+  int device = -1;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   cudaEvent_t ready = nullptr;  // recorded on the compute stream before each op
@@ -191,6 +200,20 @@ struct NcclCommunicator::Impl {
   void begin(int device, void* compute) const;
   // The op's handle: an event after it on the op's stream, and what wait_on_device needs.
   CommHandle finish(int device, void* compute, std::vector<Buffer> temporaries, OpName name) const;
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  // Frees what the constructor made so far, so a constructor that throws halfway (a failed
+  // stream or event creation after ncclCommInitRank) leaks nothing. Never throws: it also runs
+  // while errors unwind.
+  ~Impl() {
+    if (device >= 0 && cudaSetDevice(device) == cudaSuccess && stream != nullptr) cudaStreamSynchronize(stream);
+    watchdog.reset();  // its polls use comm
+    if (comm != nullptr) ncclCommDestroy(comm);
+    if (ready != nullptr) cudaEventDestroy(ready);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
 };
 
 NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device_index)
@@ -207,22 +230,14 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device_index)
   if (topology_.rank == 0) FARTHING_NCCL_CHECK(ncclGetUniqueId(&id));
   bootstrap.broadcast(Tensor(&id, DType::kU8, Shape{int64_t(sizeof id)}), 0);
   FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
+  impl_->device = device_index_;
   FARTHING_NCCL_CHECK(ncclCommInitRank(&impl_->comm, topology_.world_size, id, topology_.rank));
   FARTHING_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
   FARTHING_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->ready, cudaEventDisableTiming));
   impl_->watchdog = std::make_unique<dist::CollectiveWatchdog>(timeout_s_);
 }
 
-NcclCommunicator::~NcclCommunicator() {
-  // Never throws: runs while errors unwind too.
-  if (cudaSetDevice(device_index_) == cudaSuccess && impl_->stream != nullptr) {
-    cudaStreamSynchronize(impl_->stream);
-  }
-  impl_->watchdog.reset();  // its polls use comm
-  if (impl_->comm != nullptr) ncclCommDestroy(impl_->comm);
-  if (impl_->ready != nullptr) cudaEventDestroy(impl_->ready);
-  if (impl_->stream != nullptr) cudaStreamDestroy(impl_->stream);
-}
+NcclCommunicator::~NcclCommunicator() = default;  // Impl's destructor frees the stream, event and comm
 
 void NcclCommunicator::set_collective_timeout(double seconds) {
   timeout_s_ = seconds;
