@@ -191,6 +191,10 @@ run_step bench-train 90 "$PKG/bin/farthing" bench train --device cuda --min-seco
 for preset_case in llama-1b llama-8b llama-8b-fp8 qwen-7b; do
   run_step "train-$preset_case" 90 "$here/train_presets.sh" "$PKG/bin/farthing" "$presets_work" "$preset_case"
 done
+# The same 8B recipe on paper at this GPU's datasheet rates (framework/run/train/roofline.h), for the
+# report to set beside the measured step: each op's time at the roofline and the MFU it allows.
+run_step roofline-8b 20 "$PKG/bin/farthing" plan "$root/recipes/llama3_1/8b_full_single_device.yaml" \
+  --preset llama3.1-8b --roofline h200
 # The elementwise and optimizer kernels' rates last among the GPU steps: the trainer's runs above
 # say more per second of GPU time.
 run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda
