@@ -1,11 +1,13 @@
-// minifloat.h — fp32 <-> narrow IEEE-like formats (fp16, fp8 e4m3fn, fp8 e5m2).
+// minifloat.h — fp32 <-> narrow IEEE-like formats (fp16, fp8 e4m3fn, fp8 e5m2; fp4 e2m1's traits
+// live in fp4_e2m1.h).
 //
 // One definition of rounding for every narrow format: the fp32 significand is shifted to
 // the target's quantum (the spacing at that exponent, subnormals included) and the bits
 // shifted out decide the rounding: ties-to-even for round-to-nearest, a comparison with
 // 32 random bits for stochastic rounding. Formats differ only in their traits below.
 // Relies on: host_device.h. Tested by: tests/numerics/test_minifloat.cpp (all codes, ml_dtypes
-// goldens on 1M+ values and edge cases) and tests/numerics/test_stochastic_round.cpp.
+// goldens on 1M+ values and edge cases), tests/numerics/test_stochastic_round.cpp and
+// tests/numerics/test_fp4.cpp (e2m1 through the same template).
 #pragma once
 
 #include "kernels/numerics/host_device.h"
@@ -13,20 +15,22 @@
 namespace farthing::numerics {
 
 // Traits of a format with a sign bit, kExpBits exponent bits and kManBits mantissa bits.
+// kNan is the code a NaN input encodes to; where the format has no NaN (kHasNan false: fp4 e2m1)
+// it is an ordinary code that decodes as itself.
 struct Fp16Traits {
   static constexpr int kExpBits = 5, kManBits = 10;
-  static constexpr bool kHasInf = true;
+  static constexpr bool kHasInf = true, kHasNan = true;
   static constexpr uint32_t kMaxFinite = 0x7BFF, kInf = 0x7C00, kNan = 0x7E00;  // 65504
 };
 // e4m3fn: no infinities; exponent 15 with mantissa 111 is the only NaN, so 448 is the max.
 struct Fp8E4M3Traits {
   static constexpr int kExpBits = 4, kManBits = 3;
-  static constexpr bool kHasInf = false;
+  static constexpr bool kHasInf = false, kHasNan = true;
   static constexpr uint32_t kMaxFinite = 0x7E, kInf = 0x7F, kNan = 0x7F;  // 448; kInf unused
 };
 struct Fp8E5M2Traits {
   static constexpr int kExpBits = 5, kManBits = 2;
-  static constexpr bool kHasInf = true;
+  static constexpr bool kHasInf = true, kHasNan = true;
   static constexpr uint32_t kMaxFinite = 0x7B, kInf = 0x7C, kNan = 0x7E;  // 57344
 };
 
@@ -102,7 +106,7 @@ FARTHING_HD float minifloat_to_f32(uint32_t code) {
   if (F::kHasInf) {
     const uint32_t special = man == 0 ? 0x7F800000u : (0x7FC00000u | (man << (23 - F::kManBits)));
     abs_bits = exp_field == kExpMask ? special : abs_bits;
-  } else {
+  } else if (F::kHasNan) {
     abs_bits = abs_code == F::kNan ? 0x7FC00000u : abs_bits;
   }
   return bits_to_f32((sign << 31) | abs_bits);
