@@ -173,6 +173,13 @@ bool plan_fp8(cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Ope
   return true;
 }
 
+// A plan that falls back is never silent (issue 36): one line per shape, whether or not plans
+// are logged.
+void note_fallback(const GemmShape& s, const std::string& reason) {
+  std::fprintf(stderr, "farthing: note: an FP8 GEMM (m=%lld n=%lld k=%lld) runs as dequantize + bf16 GEMM: %s\n",
+               (long long)s.m, (long long)s.n, (long long)s.k, reason.c_str());
+}
+
 }  // namespace
 
 struct MatmulFp8Lt::State {
@@ -260,10 +267,7 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
       if (st.handle == nullptr) FARTHING_CUBLASLT_CHECK(cublasLtCreate(&st.handle));
       p.fp8 = plan_fp8(st.handle, p, s, a, b, alignment, ak_scales_ws, bk_scales_ws, p.reason);
     }
-    if (!p.fp8) {  // never silent (issue 36): once per shape, whether or not plans are logged
-      std::fprintf(stderr, "farthing: note: an FP8 GEMM (m=%lld n=%lld k=%lld) runs as dequantize + bf16 GEMM: %s\n",
-                   (long long)s.m, (long long)s.n, (long long)s.k, p.reason.c_str());
-    }
+    if (!p.fp8) note_fallback(s, p.reason);
     if (st.log) {
       std::fprintf(stderr, "matmul_fp8 plan m=%lld n=%lld k=%lld trans=%c%c tilings=%d,%d formats=%d,%d align=%d: %s%s\n",
                    (long long)s.m, (long long)s.n, (long long)s.k, ta ? 'T' : 'N', tb ? 'T' : 'N', int(a.tiling),
@@ -307,8 +311,7 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
     }
     p.fp8 = false;
     p.reason = error_detail::concat("cublasLtMatmul refused the plan (", cublasLtGetStatusName(status), ")");
-    std::fprintf(stderr, "farthing: note: an FP8 GEMM (m=%lld n=%lld k=%lld) runs as dequantize + bf16 GEMM: %s\n",
-                 (long long)s.m, (long long)s.n, (long long)s.k, p.reason.c_str());
+    note_fallback(s, p.reason);
   }
 
   // The fallback: both operands dequantized as stored (what fp8_matmul_cpu does), then the dense

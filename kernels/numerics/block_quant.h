@@ -51,8 +51,7 @@ FARTHING_HD uint8_t quantize_with_absmax(const float* map, bool signed_map, floa
 // then 0 * inf or the absmax's own payload, which differ by backend; every NaN becomes the
 // canonical one (host_device.h).
 FARTHING_HD float dequantize_with_absmax(const float* map, uint8_t code, float absmax) {
-  const float value = map[code] * absmax;
-  return value == value ? value : bits_to_f32(kCanonicalNanBits);
+  return canonical_nan(map[code] * absmax);
 }
 
 // max |x| over n values, as the largest |x| bit pattern: for non-negative floats the bit

@@ -46,10 +46,6 @@ FARTHING_HD uint8_t fp4_encode_element_sr(float x, float multiplier, uint32_t ra
   return multiplier == multiplier ? f32_to_e2m1_sr(x * multiplier, random_bits) : uint8_t(0);
 }
 
-// The dequantized element: code value times the decoded scale, a NaN stored as the canonical NaN
-// so the CPU and the GPU store the same bits (host_device.h).
-FARTHING_HD float fp4_canonical(float value) { return value == value ? value : bits_to_f32(kCanonicalNanBits); }
-
 // --- MXFP4 ------------------------------------------------------------------------------------
 
 // Returns the block's E8M0 scale code; writes n element codes.
@@ -72,9 +68,10 @@ FARTHING_HD uint8_t mxfp4_quantize_block_sr(const float* x, int n, uint8_t* code
 }
 
 // Exact (E2M1 value times a power of two), except that 6 * 2^127 overflows to inf for the
-// codes 253 and 254, which the encoder never makes.
+// codes 253 and 254, which the encoder never makes. A NaN scale's block reads as the canonical
+// NaN, so the CPU and the GPU store the same bits (host_device.h).
 FARTHING_HD float mxfp4_dequantize_element(uint8_t code, uint8_t scale_code) {
-  return fp4_canonical(e2m1_to_f32(code) * e8m0_to_f32(scale_code));
+  return canonical_nan(e2m1_to_f32(code) * e8m0_to_f32(scale_code));
 }
 
 FARTHING_HD void mxfp4_dequantize_block(const uint8_t* codes, int n, uint8_t scale_code, float* out) {
@@ -105,7 +102,7 @@ FARTHING_HD uint8_t nvfp4_quantize_block_sr(const float* x, int n, float global_
 // (E2M1 value * block scale) * s_dec: the first product is exact (at most 6 significant bits, in
 // the normal range), the second rounds once.
 FARTHING_HD float nvfp4_dequantize_element(uint8_t code, uint8_t scale_code, float global_decode_scale) {
-  return fp4_canonical((e2m1_to_f32(code) * e4m3_to_f32(scale_code)) * global_decode_scale);
+  return canonical_nan((e2m1_to_f32(code) * e4m3_to_f32(scale_code)) * global_decode_scale);
 }
 
 FARTHING_HD void nvfp4_dequantize_block(const uint8_t* codes, int n, uint8_t scale_code, float global_decode_scale,

@@ -45,6 +45,9 @@ FARTHING_HD float bits_to_f32(uint32_t bits) {
 #endif
 }
 
+// x, or the canonical NaN when x is a NaN.
+FARTHING_HD float canonical_nan(float x) { return x == x ? x : bits_to_f32(kCanonicalNanBits); }
+
 // How a cast treats values beyond the target's largest finite number.
 enum class Overflow : uint8_t {
   kSaturate,     // clamp to ±max finite (cvt.satfinite; what scaled GEMM inputs use)

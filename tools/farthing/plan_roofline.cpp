@@ -23,8 +23,8 @@ void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& 
   std::printf("%s, micro-batch %lld x seq %lld, grad_accum %lld%s%s. 'built': fp32 activations, GEMM operands\n"
               "narrowed to bf16 (as the code is today); 'design': bf16 activations (issue 36). Each op at the larger of\n"
               "FLOPs / peak and bytes / bandwidth: a lower bound (no launch gaps, no host waits).\n\n",
-              model.name.c_str(), (long long)step.micro_batch, (long long)step.seq, (long long)step.grad_accum,
-              step.recompute ? ", blocks recomputed in backward" : "", step.fp8 ? ", FP8 linear layers" : "");
+              model.name.c_str(), (long long)step.inputs.micro_batch, (long long)step.inputs.seq, (long long)step.inputs.grad_accum,
+              step.inputs.recompute ? ", blocks recomputed in backward" : "", step.inputs.fp8 ? ", FP8 linear layers" : "");
   std::printf("%-30s %7s %10s %10s %10s %10s %10s %-7s\n", "op", "calls", "TFLOP", "GB built", "GB design",
               "ms built", "ms design", "bound");
   const double built_s = train::roofline_step_seconds(step, device, false);
@@ -41,7 +41,7 @@ void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& 
     for (const train::RooflineRow& r : step.rows) f += r.flops;
     return f / 1e12;
   }(), "", "", built_s * 1e3, design_s * 1e3);
-  const double tokens = double(step.micro_batch * step.seq * step.grad_accum);
+  const double tokens = double(step.inputs.micro_batch * step.inputs.seq * step.inputs.grad_accum);
   std::printf("\nMFU the design can reach: %.1f%% (%.0f tokens/s); as built: %.1f%% (%.0f tokens/s). MFU counts the model's\n"
               "FLOPs (6 per parameter per token + attention, no recomputation: %.1f TFLOP per step) over the bf16 peak.\n",
               100.0 * step.model_flops / (design_s * device.bf16_flops), tokens / design_s,

@@ -60,11 +60,7 @@ const RooflineDevice* roofline_device(const std::string& name) {
 RooflineStep roofline_step(const RooflineInputs& in) {
   const models::ModelConfig& c = in.model;
   RooflineStep step;
-  step.micro_batch = in.micro_batch;
-  step.seq = in.seq;
-  step.grad_accum = in.grad_accum;
-  step.recompute = in.recompute;
-  step.fp8 = in.fp8;
+  step.inputs = in;
   step.model_flops = models::training_flops_per_step(c, in.micro_batch, in.seq) * double(in.grad_accum);
   RowSet rows(step.rows);
 

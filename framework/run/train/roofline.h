@@ -35,13 +35,6 @@ struct RooflineRow {
   bool fp8 = false;           // a GEMM at the FP8 rate
 };
 
-struct RooflineStep {
-  int64_t micro_batch = 0, seq = 0, grad_accum = 0;
-  bool recompute = false, fp8 = false;
-  std::vector<RooflineRow> rows;
-  double model_flops = 0.0;  // models::training_flops_per_step x grad_accum: MFU's numerator
-};
-
 struct RooflineInputs {
   models::ModelConfig model;
   int64_t micro_batch = 1, seq = 1, grad_accum = 1;
@@ -49,6 +42,12 @@ struct RooflineInputs {
   bool fp8 = false;        // the blocks' linear layers in FP8 (the head stays bf16)
   // Bytes the optimizer step reads and writes in all (AdamW's state, master, weights, gradients).
   double optimizer_bytes = 0.0;
+};
+
+struct RooflineStep {
+  RooflineInputs inputs;
+  std::vector<RooflineRow> rows;
+  double model_flops = 0.0;  // models::training_flops_per_step x grad_accum: MFU's numerator
 };
 
 RooflineStep roofline_step(const RooflineInputs& in);
