@@ -84,3 +84,40 @@ if(NOT FARTHING_CUDA STREQUAL "OFF")
     message(STATUS "farthing: CUDA backend OFF (no nvcc found)")
   endif()
 endif()
+
+# cuDNN's fused attention (kernels/cuda/attention_cudnn.h): headers only at build time, the
+# cudnn-frontend's (header-only) and cuDNN's own, from the PyPI wheels nvidia-cudnn-frontend and
+# nvidia-cudnn-cu13 (or a system install). Nothing links libcudnn: the frontend loads it at run
+# time (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING), and without it attention runs the fp32 kernel.
+# AUTO builds it when both headers are found, ON insists (tools/gpu/package.sh), OFF skips.
+set(FARTHING_CUDNN AUTO CACHE STRING "Build cuDNN attention: AUTO (when its headers are found), ON or OFF")
+set_property(CACHE FARTHING_CUDNN PROPERTY STRINGS AUTO ON OFF)
+set(FARTHING_WITH_CUDNN OFF)
+if(FARTHING_WITH_CUDA AND NOT FARTHING_CUDNN STREQUAL "OFF")
+  set(farthing_python_roots)
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(Python3_Interpreter_FOUND)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c
+                            "import site, sysconfig; print(';'.join([sysconfig.get_paths()['purelib']] + site.getsitepackages()))"
+                    OUTPUT_VARIABLE farthing_python_roots OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  endif()
+  set(farthing_frontend_hints)
+  set(farthing_cudnn_hints)
+  foreach(root IN LISTS farthing_python_roots)
+    list(APPEND farthing_frontend_hints "${root}/include")
+    list(APPEND farthing_cudnn_hints "${root}/nvidia/cudnn/include" "${root}/nvidia/cu13/include")
+  endforeach()
+  find_path(FARTHING_CUDNN_FRONTEND_INCLUDE cudnn_frontend.h HINTS ${farthing_frontend_hints} NO_CACHE)
+  find_path(FARTHING_CUDNN_INCLUDE cudnn_graph.h HINTS ${farthing_cudnn_hints} ${CUDAToolkit_INCLUDE_DIRS} NO_CACHE)
+  if(FARTHING_CUDNN_FRONTEND_INCLUDE AND FARTHING_CUDNN_INCLUDE)
+    set(FARTHING_WITH_CUDNN ON)
+    message(STATUS "farthing: cuDNN attention ON (frontend ${FARTHING_CUDNN_FRONTEND_INCLUDE}, cuDNN ${FARTHING_CUDNN_INCLUDE})")
+  elseif(FARTHING_CUDNN STREQUAL "ON")
+    message(FATAL_ERROR "FARTHING_CUDNN=ON but cuDNN's headers were not found (cudnn_frontend.h: "
+                        "'${FARTHING_CUDNN_FRONTEND_INCLUDE}', cudnn_graph.h: '${FARTHING_CUDNN_INCLUDE}'): "
+                        "pip install nvidia-cudnn-frontend nvidia-cudnn-cu13")
+  else()
+    message(STATUS "farthing: cuDNN attention OFF (headers not found: pip install nvidia-cudnn-frontend "
+                   "nvidia-cudnn-cu13); CUDA attention runs the fp32 kernel")
+  endif()
+endif()

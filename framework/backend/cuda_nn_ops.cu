@@ -4,10 +4,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
+
+#include "framework/backend/cuda_attention_engine.h"
 #include "framework/backend/fp8_op_checks.h"
 #include "framework/core/error.h"
 #include "kernels/cuda/activation_cuda.h"
 #include "kernels/cuda/attention_cuda.h"
+#ifdef FARTHING_HAVE_CUDNN
+#include "kernels/cuda/attention_cudnn.h"
+#endif
 #include "kernels/cuda/bias_cuda.h"
 #include "kernels/cuda/cast_cuda.h"
 #include "kernels/cuda/cross_entropy_cuda.h"
@@ -53,7 +59,8 @@ CudaNnOps::CudaNnOps(int device_index, void* stream)
     : device_index_(device_index),
       stream_(stream),
       matmul_(std::make_unique<k::MatmulLt>()),
-      matmul_fp8_(std::make_unique<k::MatmulFp8Lt>(*matmul_)) {}
+      matmul_fp8_(std::make_unique<k::MatmulFp8Lt>(*matmul_)),
+      attention_engine_(std::make_unique<CudaAttentionEngine>()) {}
 
 CudaNnOps::~CudaNnOps() {
   if (workspace_ != nullptr) {
@@ -110,16 +117,75 @@ void check_attention_shape(const AttentionShape& s) {
                  ") must be a multiple of kv_heads (", s.kv_heads, ")");
 }
 
+#ifdef FARTHING_HAVE_CUDNN
+// Device bytes rounded up so the next carve starts aligned (cuDNN wants 16; cudaMalloc gives 256).
+size_t aligned_bytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// bf16 attention through cuDNN (cuda_attention_engine.h): its workspace, then bf16 copies of the
+// fp32 operands, all carved from the ops' workspace. `counts` are the copies' element counts.
+template <size_t N>
+std::array<uint16_t*, N> carve_bf16(void* base, size_t cudnn_bytes, const std::array<int64_t, N>& counts) {
+  auto* p = static_cast<char*>(base) + aligned_bytes(cudnn_bytes);
+  std::array<uint16_t*, N> parts{};
+  for (size_t i = 0; i < N; ++i) {
+    parts[i] = reinterpret_cast<uint16_t*>(p);
+    p += aligned_bytes(size_t(counts[i]) * 2);
+  }
+  return parts;
+}
+
+template <size_t N>
+size_t carved_bytes(size_t cudnn_bytes, const std::array<int64_t, N>& counts) {
+  size_t total = aligned_bytes(cudnn_bytes);
+  for (int64_t c : counts) total += aligned_bytes(size_t(c) * 2);
+  return total;
+}
+
+#endif
+
 }  // namespace
 
 void CudaNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
   check_attention_shape(s);
+#ifdef FARTHING_HAVE_CUDNN
+  if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, false)) {
+    const int64_t qkv_n = s.batch * s.seq * s.qkv_stride(), out_n = s.batch * s.seq * s.q_heads * s.head_dim;
+    const size_t cudnn_bytes = cudnn->workspace_bytes(s, false);
+    const std::array<int64_t, 2> counts{qkv_n, out_n};
+    void* base = workspace(carved_bytes(cudnn_bytes, counts));
+    const auto [qkv16, out16] = carve_bf16(base, cudnn_bytes, counts);
+    narrow(GemmDtype::kBF16, qkv16, qkv, qkv_n);
+    cudnn->forward(s, out16, lse, qkv16, base, STREAM);
+    widen(GemmDtype::kBF16, out, out16, out_n);
+    return;
+  }
+#else
+  attention_engine_->cudnn_for(s, false);  // a bf16 call says once that it runs the slow path
+#endif
   k::attention_forward_cuda(s, out, lse, qkv, STREAM);
 }
 
 void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                                    const float* out, const float* lse, const float* qkv) {
   check_attention_shape(s);
+#ifdef FARTHING_HAVE_CUDNN
+  if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, true)) {
+    // out is the forward's bf16 output widened, so narrowing it again gives cuDNN its own O.
+    const int64_t qkv_n = s.batch * s.seq * s.qkv_stride(), out_n = s.batch * s.seq * s.q_heads * s.head_dim;
+    const size_t cudnn_bytes = cudnn->workspace_bytes(s, true);
+    const std::array<int64_t, 4> counts{qkv_n, out_n, out_n, qkv_n};
+    void* base = workspace(carved_bytes(cudnn_bytes, counts));
+    const auto [qkv16, out16, dout16, dqkv16] = carve_bf16(base, cudnn_bytes, counts);
+    narrow(GemmDtype::kBF16, qkv16, qkv, qkv_n);
+    narrow(GemmDtype::kBF16, out16, out, out_n);
+    narrow(GemmDtype::kBF16, dout16, dout, out_n);
+    cudnn->backward(s, dqkv16, dout16, out16, lse, qkv16, base, STREAM);
+    widen(GemmDtype::kBF16, dqkv, dqkv16, qkv_n);
+    return;
+  }
+#else
+  attention_engine_->cudnn_for(s, true);  // a bf16 call says once that it runs the slow path
+#endif
   float* extra = workspace_floats(k::attention_backward_extra_floats(s));
   k::attention_backward_cuda(s, dqkv, scratch, dout, out, lse, qkv, extra, STREAM);
 }

@@ -25,6 +25,7 @@ namespace kernels {
 class MatmulLt;
 class MatmulFp8Lt;
 }
+class CudaAttentionEngine;
 
 class CudaNnOps final : public NnOps {
  public:
@@ -91,6 +92,7 @@ class CudaNnOps final : public NnOps {
   size_t workspace_bytes_ = 0;
   std::unique_ptr<kernels::MatmulLt> matmul_;
   std::unique_ptr<kernels::MatmulFp8Lt> matmul_fp8_;  // after matmul_: its fallback uses it
+  std::unique_ptr<CudaAttentionEngine> attention_engine_;  // cuDNN attention or the fp32 kernel
 };
 
 }  // namespace farthing

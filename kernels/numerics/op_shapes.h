@@ -22,8 +22,13 @@ struct GemmShape {
 };
 
 // Causal attention over the packed projection qkv: B*T rows of [q: Hq*D | k: Hkv*D | v: Hkv*D].
+// dtype: the narrowest type the attention may compute in. kF32: fp32 throughout (every backend).
+// kBF16 (the model's bf16 compute): a backend with a bf16 attention may round Q, K, V, O and dO
+// to bf16 with fp32 softmax statistics and accumulation (CUDA: cuDNN's fused attention); one
+// without it computes in fp32 (the CPU). The outputs stay fp32 either way.
 struct AttentionShape {
   int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  GemmDtype dtype = GemmDtype::kF32;
   int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
 };
 

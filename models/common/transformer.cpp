@@ -466,10 +466,16 @@ void Transformer::block_forward(int64_t layer, const BlockActs& a, const float* 
   models::block_forward(spec_, ops_, *this, layer, a, x, y, BlockRows{batch_ * seq_, seq_, rope_cos_, rope_sin_});
 }
 
+// bf16 compute lets the backend run attention in bf16 (AttentionShape::dtype); fp16 and fp32 keep it fp32.
+AttentionShape Transformer::attention_shape() const {
+  const ModelConfig& c = config();
+  const GemmDtype dtype = options_.compute == ComputeMode::kBF16 ? GemmDtype::kBF16 : GemmDtype::kF32;
+  return AttentionShape{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), dtype};
+}
+
 void Transformer::attention(int64_t /*layer*/, const BlockActs& a, int64_t rows) {
   FARTHING_CHECK(rows == batch_ * seq_, "training attention runs whole micro-batches: ", rows, " rows");
-  const ModelConfig& c = config();
-  ops_.attention_forward(AttentionShape{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()}, a.att, a.lse, a.qkv);
+  ops_.attention_forward(attention_shape(), a.att, a.lse, a.qkv);
 }
 
 void Transformer::block_backward(int64_t layer, const BlockActs& a, const float* x) {
@@ -489,8 +495,7 @@ void Transformer::block_backward(int64_t layer, const BlockActs& a, const float*
   linear_backward(dn_, w.mlp_in_w, w.mlp_in_b, dfc_, a.n2, M, C, F, o);
   norm_backward(dres_, dn_, a.mid, w.norm2_w, w.norm2_b, a.n2_mean, a.n2_rstd);
   linear_backward(datt_, w.attn_out_w, w.attn_out_b, dres_, a.att, M, C, C, o);
-  const AttentionShape as{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim()};
-  ops_.attention_backward(as, dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
+  ops_.attention_backward(attention_shape(), dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
   if (llama) {
     ops_.rope_apply(dqkv_, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_,
                       rope_sin_, true);

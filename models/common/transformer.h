@@ -208,6 +208,7 @@ class Transformer : private BlockHooks {
     linear_forward(y, x, w, bias, m, k, n, orient, accumulate);
   }
   void attention(int64_t layer, const BlockActs& a, int64_t rows) override;
+  AttentionShape attention_shape() const;
   void block_backward(int64_t layer, const BlockActs& a, const float* x);
   void final_norm();
   // Embed, blocks, final norm (no grad); backward_follows: prefetch the last block for it.

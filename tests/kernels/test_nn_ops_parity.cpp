@@ -46,7 +46,7 @@ namespace {
 
 // ---- comparison classes --------------------------------------------------------------------
 
-enum class Tol { kBitwise, kF32Reduction, kAttention, kGemm, kFp8Gemm };
+enum class Tol { kBitwise, kF32Reduction, kAttention, kBf16Attention, kGemm, kFp8Gemm };
 
 // max |candidate - reference| <= rel * max |reference| over each output array (the error is
 // measured against the output's scale, since reductions with cancellation make per-element
@@ -64,6 +64,12 @@ enum class Tol { kBitwise, kF32Reduction, kAttention, kGemm, kFp8Gemm };
 // ~2^-13 * sqrt(128 k) * E|ab| against max|C| ~ 4 sqrt(k) rms(ab): ~3e-4 of the scale, whatever
 // k. 2e-3 leaves a factor ~7; a wrong scale on one 128-element tile moves C by ~10% of the scale.
 // Rows that fall back to the dense GEMM (gemm_fp8_cublaslt.h) are within 1e-4, inside the class.
+// bf16 attention (3e-2; AttentionShape::dtype kBF16: cuDNN's fused attention on a GPU, the fp32
+// path elsewhere): Q, K, V, the probabilities before P.V, O, and in the backward dO, are each
+// rounded to bf16 (2^-9 relative) and the rounding errors of about six such steps chain through
+// the softmax and two dot products (~6 x 2^-9 = 1.2% of the scale at worst when they line up);
+// a wrong mask, scale or head mapping moves outputs by tens of percent. The CUDA rows print the
+// measured error beside the allowed one.
 struct Tolerance {
   Tol tol;
   const char* name;
@@ -73,6 +79,7 @@ constexpr Tolerance kTolerances[] = {
     {Tol::kBitwise, "bitwise", 0.0},
     {Tol::kF32Reduction, "fp32 reduction", 1e-5},
     {Tol::kAttention, "fp32 attention", 1e-4},
+    {Tol::kBf16Attention, "bf16 attention", 3e-2},
     {Tol::kGemm, "fp32-accumulated GEMM", 1e-4},
     {Tol::kFp8Gemm, "FP8 GEMM (tensor-core block accumulation)", 2e-3},
 };
@@ -400,10 +407,15 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
   });
 }
 
-void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv, int64_t d) {
-  const AttentionShape s{batch, seq, hq, hkv, d};
+// dtype kBF16: the model's bf16 compute (rows named attention_*_bf16_*, class bf16 attention).
+void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv, int64_t d,
+                         GemmDtype dtype = GemmDtype::kF32) {
+  const AttentionShape s{batch, seq, hq, hkv, d, dtype};
   const int64_t rows = batch * seq, stride = s.qkv_stride();
-  add("attention_forward_" + label, Tol::kAttention, [=](Arena& a, Rng& rng) {
+  const bool bf16 = dtype == GemmDtype::kBF16;
+  const std::string kind = bf16 ? "bf16_" : "";
+  const Tol tol = bf16 ? Tol::kBf16Attention : Tol::kAttention;
+  add("attention_forward_" + kind + label, tol, [=](Arena& a, Rng& rng) {
     const float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
     float* out = a.put(std::vector<float>(size_t(rows * hq * d)));
     float* lse = a.put(std::vector<float>(size_t(batch * hq * seq)));
@@ -413,7 +425,7 @@ void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, i
     o.add("lse", a.get(lse, size_t(batch * hq * seq)));
     return o;
   });
-  add("attention_backward_" + label, Tol::kAttention, [=](Arena& a, Rng& rng) {
+  add("attention_backward_" + kind + label, tol, [=](Arena& a, Rng& rng) {
     // out and lse from the CPU forward on the host, the same inputs for both sides.
     const auto qkv_host = rng.floats(rows * stride, -1.5f, 1.5f);
     std::vector<float> out_host(size_t(rows * hq * d)), lse_host(size_t(batch * hq * seq));
@@ -783,6 +795,13 @@ const std::vector<Case>& cases() {
   add_attention_cases("mha_d32", 2, 40, 4, 4, 32);
   add_attention_cases("gqa8_d16", 1, 50, 8, 1, 16);
   add_attention_cases("d96", 1, 33, 4, 2, 96);
+  // bf16 compute's attention (cuDNN on a GPU): the head dims 64 / 80 / 128 of the presets, GQA,
+  // T = 1, odd T, a longer T over two sequences.
+  add_attention_cases("smollm2_135m", 1, 67, 9, 3, 64, GemmDtype::kBF16);
+  add_attention_cases("llama31_8b", 1, 65, 32, 8, 128, GemmDtype::kBF16);
+  add_attention_cases("d80_mha", 1, 70, 4, 4, 80, GemmDtype::kBF16);
+  add_attention_cases("t1", 3, 1, 9, 3, 64, GemmDtype::kBF16);
+  add_attention_cases("gqa4_t300", 2, 300, 8, 2, 128, GemmDtype::kBF16);
   add_decode_case("stories260k", 8, 4, 8, 1, 40);
   add_decode_case("smollm2_135m", 9, 3, 64, 3, 100);
   add_decode_case("llama31_8b", 32, 8, 128, 2, 77);
@@ -808,6 +827,9 @@ const std::vector<Case>& cases() {
 }
 
 // ---- comparison --------------------------------------------------------------------------------
+
+// The CUDA rows print each array's measured error (the GPU check's log keeps the figures).
+bool g_print_errors = false;
 
 void expect_same(const Outputs& ref, const Outputs& got, const Tolerance& tol) {
   ASSERT_EQ(ref.arrays.size(), got.arrays.size());
@@ -840,6 +862,10 @@ void expect_same(const Outputs& ref, const Outputs& got, const Tolerance& tol) {
         worst = std::isnan(err) ? INFINITY : err;
         worst_at = i;
       }
+    }
+    if (g_print_errors) {
+      std::printf("  %s: max error %.3g of scale %.3g = %.3g (class %s allows %.3g)\n", name.c_str(), worst, scale,
+                  scale > 0 ? worst / scale : 0.0, tol.name, tol.rel);
     }
     EXPECT_LE(worst, tol.rel * scale) << name << ": max error " << worst << " at " << worst_at << " ("
                                       << r[worst_at] << " vs " << g[worst_at] << "), allowed " << tol.rel
@@ -900,7 +926,9 @@ TEST_P(Cuda, MatchesCpuWithinItsClass) {
   Backend& gpu = backend_for(Device::cuda(0));
   const Outputs got = run_case(c, gpu, omp_get_max_threads());
   gpu.synchronize();
+  g_print_errors = true;
   expect_same(ref, got, tolerance_of(c.tol));
+  g_print_errors = false;
   // Run-to-run determinism on the device: a second run repeats the first bit for bit.
   const Outputs again = run_case(c, gpu, omp_get_max_threads());
   expect_same(got, again, tolerance_of(Tol::kBitwise));

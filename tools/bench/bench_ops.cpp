@@ -143,7 +143,7 @@ void bench_model(OpsBench& b, const ModelShape& m, std::vector<Row>& rows) {
   }
   // Attention at seq tokens per sequence.
   {
-    const AttentionShape s{batch, seq, m.heads, m.kv_heads, d};
+    AttentionShape s{batch, seq, m.heads, m.kv_heads, d};
     const float* qkv = b.floats(n * s.qkv_stride());
     float* out = b.floats(n * m.heads * d);
     float* lse = b.floats(batch * m.heads * seq);
@@ -151,9 +151,17 @@ void bench_model(OpsBench& b, const ModelShape& m, std::vector<Row>& rows) {
     float* scratch = b.floats(2 * batch * m.heads * seq * d);
     const float* dout = b.floats(n * m.heads * d);
     const double fwd = 2.0 * double(batch) * double(m.heads) * double(seq) * double(seq) * double(d);
-    tflops("attention forward T=" + std::to_string(seq), fwd, [&] { nn.attention_forward(s, out, lse, qkv); });
-    tflops("attention backward T=" + std::to_string(seq), 2.5 * fwd,
-           [&] { nn.attention_backward(s, dqkv, scratch, dout, out, lse, qkv); });
+    // fp32, then (on a GPU) bf16 compute's attention: cuDNN's where it loads, with the fp32 <-> bf16
+    // copies of the operands the trainer's activations still need (the CPU has no bf16 attention).
+    for (const GemmDtype dtype : b.cpu() ? std::vector{GemmDtype::kF32} : std::vector{GemmDtype::kF32, GemmDtype::kBF16}) {
+      s.dtype = dtype;
+      const std::string kind = dtype == GemmDtype::kBF16 ? " bf16" : "";
+      tflops("attention forward" + kind + " T=" + std::to_string(seq), fwd,
+             [&] { nn.attention_forward(s, out, lse, qkv); });
+      tflops("attention backward" + kind + " T=" + std::to_string(seq), 2.5 * fwd,
+             [&] { nn.attention_backward(s, dqkv, scratch, dout, out, lse, qkv); });
+    }
+    s.dtype = GemmDtype::kF32;
     const int64_t first = seq - 1, kv_row = m.kv_heads * d;
     const float* kc = b.floats((first + 1) * kv_row);
     const float* vc = b.floats((first + 1) * kv_row);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""find_cuda_libs.py — the folders that hold this machine's CUDA runtime, cuBLAS(Lt) and NCCL.
+"""find_cuda_libs.py — the folders that hold this machine's CUDA runtime, cuBLAS(Lt), NCCL and cuDNN.
 
 The package never carries these (tools/gpu/gpu_machine_libs.txt). On the GPU machine NCCL comes
 from the Python wheel nvidia-nccl-cu13, outside the loader's search path, and the toolkit's
@@ -15,7 +15,8 @@ import site
 import subprocess
 import sys
 
-WANTED = ["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnccl.so.2"]
+# libcudnn.so.9 (optional: without it attention runs the fp32 kernel) comes from nvidia-cudnn-cu13, as PyTorch brings it.
+WANTED = ["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnccl.so.2", "libcudnn.so.9"]
 
 
 def in_loader_cache():

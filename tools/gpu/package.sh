@@ -59,8 +59,19 @@ fi
 
 # Portable CPU code (x86-64-v3: AVX2 and FMA, which every H100/H200 host has) instead of
 # -march=native; CUDA for sm_90 (the default in cmake/FarthingDependencies.cmake).
+# cuDNN attention (kernels/cuda/attention_cudnn.h) needs only headers here: the cudnn-frontend's
+# and cuDNN's, from their PyPI wheels (installed now when missing: the cuDNN wheel is large, so
+# only this step fetches it, not tools/test.sh). The package carries no libcudnn: the GPU
+# machine's own (its PyTorch's nvidia-cudnn-cu13) is loaded at run time.
+cudnn_wheels=(nvidia-cudnn-frontend==1.32.0 nvidia-cudnn-cu13==9.26.0.51)
+if ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('nvidia.cudnn') is None or u.find_spec('cudnn') is None)" 2>/dev/null; then
+  echo "== pip install --no-deps ${cudnn_wheels[*]} (cuDNN's headers)"
+  python3 -m pip install -q --no-deps "${cudnn_wheels[@]}" >/dev/null 2>&1 ||
+    python3 -m pip install -q --no-deps --break-system-packages "${cudnn_wheels[@]}" >/dev/null ||
+    die "could not install ${cudnn_wheels[*]} (cuDNN's headers)"
+fi
 echo "== configure $build"
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFARTHING_CUDA=ON -DFARTHING_NATIVE=OFF \
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFARTHING_CUDA=ON -DFARTHING_CUDNN=ON -DFARTHING_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS=-march=x86-64-v3 -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib' \
   -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags >/dev/null
 echo "== build ($jobs jobs)"

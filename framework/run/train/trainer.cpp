@@ -140,10 +140,13 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   }
   device_ = train_device(t.device, comm_);
   device_peak_flops_ = backend_for(device_).dense_bf16_peak_flops();  // once: a device query, not per step
-  if (device_.kind == DeviceKind::kCuda && comm_.rank() == 0 && output_.progress) {
-    // Checked against the CPU on one H200 (docs/gpu_results.md); correct there, but slow.
-    std::fprintf(stderr, "farthing: note: on %s attention runs on farthing's scalar FP32 kernel, the slow path "
-                         "(about 1%% of the GPU's GEMM rate: docs/gpu_results.md)\n", device_.name().c_str());
+  const bool bf16_compute = t.precision == recipe::Precision::kBf16 || t.precision == recipe::Precision::kFp8;
+  if (device_.kind == DeviceKind::kCuda && !bf16_compute && comm_.rank() == 0 && output_.progress) {
+    // bf16 compute runs cuDNN's attention (the CUDA ops say which on the first call); fp32 and
+    // fp16 run the hand-written fp32 kernel, checked against the CPU on one H200 but slow.
+    std::fprintf(stderr, "farthing: note: on %s under train.precision %s attention runs farthing's fp32 kernel, the "
+                         "slow path (about 1%% of the GPU's GEMM rate; bf16 runs cuDNN's: docs/gpu_results.md)\n",
+                 device_.name().c_str(), std::string(recipe::enum_name(t.precision)).c_str());
   }
   Backend& backend = backend_for(device_);
   // Off the host, the ZeRO collectives move device buffers: NCCL, or MPI through host staging.

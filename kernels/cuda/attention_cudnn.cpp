@@ -1,0 +1,256 @@
+// attention_cudnn.cpp — see attention_cudnn.h. Host code only: the frontend builds cuDNN graphs
+// and queues cuDNN's own kernels.
+#include "kernels/cuda/attention_cudnn.h"
+
+#include <dlfcn.h>
+
+#include <cudnn_frontend.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+#include "kernels/numerics/error.h"
+
+// The frontend's handle on the loaded libcudnn (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING: it
+// resolves every cuDNN symbol through this handle; the application defines and sets it).
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}
+
+namespace farthing::kernels {
+
+namespace fe = cudnn_frontend;
+
+namespace {
+
+// kernels/ sits below framework/core's FARTHING_CHECK: the same Error, thrown here.
+template <class... Parts>
+void require(bool ok, const Parts&... parts) {
+  if (!ok) throw Error(error_detail::concat(parts...));
+}
+
+// The tensors' ids in a graph's variant pack.
+enum Uid : fe::graph::Tensor_attributes::uid_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+
+// libcudnn.so.9, once per process; the empty string when loaded, else why not.
+const std::string& load_cudnn() {
+  static const std::string why_not = [] {
+    // The frontend also loads the CUDA runtime by name and, finding libcudart.so.12 beside .13
+    // (as on a machine with PyTorch wheels of both), would take the first: name ours.
+    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", "libcudart.so.13", 0);
+    dlerror();
+    void* handle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL);
+    if (handle == nullptr) {
+      const char* error = dlerror();
+      return std::string("libcudnn.so.9 not found (") + (error != nullptr ? error : "dlopen failed") +
+             "); pip install nvidia-cudnn-cu13 and put its nvidia/cudnn/lib on LD_LIBRARY_PATH";
+    }
+    fe::cudnn_dlhandle = handle;
+    const size_t version = fe::detail::get_backend_version();
+    if (version < 90000) return "libcudnn " + std::to_string(version) + " is older than 9.0";
+    return std::string();
+  }();
+  return why_not;
+}
+
+// Element (b, h, t, d) of the q, k or v part of the packed rows, or of out / dout (B*T, Hq*D).
+std::vector<int64_t> packed_strides(const AttentionShape& s, int64_t row_stride) {
+  return {s.seq * row_stride, s.head_dim, row_stride, 1};
+}
+
+std::shared_ptr<fe::graph::Tensor_attributes> bf16_tensor(fe::graph::Graph& g, const char* name, Uid uid,
+                                                          const AttentionShape& s, int64_t heads, int64_t row_stride) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim({s.batch, heads, s.seq, s.head_dim})
+                      .set_stride(packed_strides(s, row_stride))
+                      .set_data_type(fe::DataType_t::BFLOAT16));
+}
+
+// The softmax statistics (B, Hq, T, 1), fp32.
+std::vector<int64_t> stats_dims(const AttentionShape& s) { return {s.batch, s.q_heads, s.seq, 1}; }
+std::vector<int64_t> stats_strides(const AttentionShape& s) { return {s.q_heads * s.seq, s.seq, 1, 1}; }
+
+float scale_of(const AttentionShape& s) { return 1.0f / sqrtf(float(s.head_dim)); }  // attention_steps.h
+
+std::shared_ptr<fe::graph::Graph> new_graph() {
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(fe::DataType_t::BFLOAT16)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  return g;
+}
+
+std::shared_ptr<fe::graph::Graph> forward_graph(const AttentionShape& s) {
+  auto g = new_graph();
+  const int64_t stride = s.qkv_stride(), out_stride = s.q_heads * s.head_dim;
+  auto q = bf16_tensor(*g, "q", kQ, s, s.q_heads, stride);
+  auto k = bf16_tensor(*g, "k", kK, s, s.kv_heads, stride);
+  auto v = bf16_tensor(*g, "v", kV, s, s.kv_heads, stride);
+  auto options = fe::graph::SDPA_attributes()
+                     .set_name("farthing_attention_forward")
+                     .set_generate_stats(true)
+                     .set_causal_mask(true)
+                     .set_attn_scale(scale_of(s));
+  auto [o, stats] = g->sdpa(q, k, v, options);
+  o->set_output(true).set_uid(kO).set_dim({s.batch, s.q_heads, s.seq, s.head_dim}).set_stride(
+      packed_strides(s, out_stride));
+  stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim(stats_dims(s)).set_stride(
+      stats_strides(s));
+  return g;
+}
+
+std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionShape& s) {
+  auto g = new_graph();
+  const int64_t stride = s.qkv_stride(), out_stride = s.q_heads * s.head_dim;
+  auto q = bf16_tensor(*g, "q", kQ, s, s.q_heads, stride);
+  auto k = bf16_tensor(*g, "k", kK, s, s.kv_heads, stride);
+  auto v = bf16_tensor(*g, "v", kV, s, s.kv_heads, stride);
+  auto o = bf16_tensor(*g, "o", kO, s, s.q_heads, out_stride);
+  auto dout = bf16_tensor(*g, "dO", kDO, s, s.q_heads, out_stride);
+  auto stats = g->tensor(fe::graph::Tensor_attributes()
+                             .set_name("stats")
+                             .set_uid(kStats)
+                             .set_dim(stats_dims(s))
+                             .set_stride(stats_strides(s))
+                             .set_data_type(fe::DataType_t::FLOAT));
+  auto options = fe::graph::SDPA_backward_attributes()
+                     .set_name("farthing_attention_backward")
+                     .set_causal_mask(true)
+                     .set_attn_scale(scale_of(s))
+                     .set_deterministic_algorithm(true);
+  auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
+  dq->set_output(true).set_uid(kDQ).set_dim({s.batch, s.q_heads, s.seq, s.head_dim}).set_stride(
+      packed_strides(s, stride));
+  dk->set_output(true).set_uid(kDK).set_dim({s.batch, s.kv_heads, s.seq, s.head_dim}).set_stride(
+      packed_strides(s, stride));
+  dv->set_output(true).set_uid(kDV).set_dim({s.batch, s.kv_heads, s.seq, s.head_dim}).set_stride(
+      packed_strides(s, stride));
+  return g;
+}
+
+struct Plan {
+  std::shared_ptr<fe::graph::Graph> graph;  // null when cuDNN has no plan for the shape
+  int64_t workspace = 0;
+  std::string why_not;
+};
+
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+
+}  // namespace
+
+struct CudnnAttention::Impl {
+  cudnnHandle_t handle = nullptr;
+  std::mutex mutex;  // the plan cache
+  std::map<PlanKey, Plan> plans;
+
+  const Plan& plan(const AttentionShape& s, bool backward) {
+    std::lock_guard<std::mutex> lock(mutex);
+    const PlanKey key{s.batch, s.seq, s.q_heads, s.kv_heads, s.head_dim, backward};
+    auto found = plans.find(key);
+    if (found != plans.end()) return found->second;
+    Plan p;
+    try {
+      auto g = backward ? backward_graph(s) : forward_graph(s);
+      fe::error_t e = g->validate();
+      if (e.is_good()) e = g->build_operation_graph(handle);
+      if (e.is_good()) e = g->create_execution_plans({fe::HeurMode_t::A});
+      if (e.is_good()) e = g->check_support(handle);
+      if (e.is_good()) e = g->build_plans(handle);
+      if (e.is_good()) e = g->get_workspace_size(p.workspace);
+      if (e.is_good()) {
+        p.graph = g;
+      } else {
+        p.why_not = e.get_message();
+      }
+    } catch (const std::exception& x) {
+      p.why_not = x.what();
+    }
+    if (p.why_not.empty() && p.graph == nullptr) p.why_not = "no plan";
+    return plans.emplace(key, std::move(p)).first->second;
+  }
+
+  void execute(const Plan& p, std::unordered_map<fe::graph::Tensor_attributes::uid_t, void*>& pack, void* workspace,
+               cudaStream_t stream, const char* what) {
+    const auto status = fe::detail::set_stream(handle, stream);
+    require(status == CUDNN_STATUS_SUCCESS, "cuDNN attention: cudnnSetStream failed (", int(status), ")");
+    fe::error_t e = p.graph->execute(handle, pack, workspace);
+    require(e.is_good(), "cuDNN attention ", what, ": ", e.get_message());
+  }
+};
+
+std::unique_ptr<CudnnAttention> CudnnAttention::open(std::string* why_not) {
+  const std::string& load_error = load_cudnn();
+  if (!load_error.empty()) {
+    *why_not = load_error;
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  const auto status = fe::detail::create_handle(&impl->handle);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    *why_not = "cudnnCreate failed (status " + std::to_string(int(status)) + ")";
+    return nullptr;
+  }
+  return std::unique_ptr<CudnnAttention>(new CudnnAttention(std::move(impl)));
+}
+
+CudnnAttention::CudnnAttention(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+CudnnAttention::~CudnnAttention() {
+  impl_->plans.clear();
+  if (impl_->handle != nullptr) static_cast<void>(fe::detail::destroy_handle(impl_->handle));
+}
+
+std::string CudnnAttention::version() const {
+  const size_t v = fe::detail::get_backend_version();
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+bool CudnnAttention::supports(const AttentionShape& s, bool backward, std::string* why_not) {
+  const Plan& p = impl_->plan(s, backward);
+  if (p.graph == nullptr && why_not != nullptr) *why_not = p.why_not;
+  return p.graph != nullptr;
+}
+
+size_t CudnnAttention::workspace_bytes(const AttentionShape& s, bool backward) {
+  return size_t(impl_->plan(s, backward).workspace);
+}
+
+void CudnnAttention::forward(const AttentionShape& s, uint16_t* out, float* lse, const uint16_t* qkv,
+                             void* workspace, cudaStream_t stream) {
+  const Plan& p = impl_->plan(s, false);
+  require(p.graph != nullptr, "cuDNN attention forward: no plan for this shape (", p.why_not, ")");
+  auto* base = const_cast<uint16_t*>(qkv);
+  std::unordered_map<fe::graph::Tensor_attributes::uid_t, void*> pack = {
+      {kQ, base},
+      {kK, base + s.q_heads * s.head_dim},
+      {kV, base + (s.q_heads + s.kv_heads) * s.head_dim},
+      {kO, out},
+      {kStats, lse}};
+  impl_->execute(p, pack, workspace, stream, "forward");
+}
+
+void CudnnAttention::backward(const AttentionShape& s, uint16_t* dqkv, const uint16_t* dout, const uint16_t* out,
+                              const float* lse, const uint16_t* qkv, void* workspace, cudaStream_t stream) {
+  const Plan& p = impl_->plan(s, true);
+  require(p.graph != nullptr, "cuDNN attention backward: no plan for this shape (", p.why_not, ")");
+  auto* base = const_cast<uint16_t*>(qkv);
+  const int64_t k_offset = s.q_heads * s.head_dim, v_offset = (s.q_heads + s.kv_heads) * s.head_dim;
+  std::unordered_map<fe::graph::Tensor_attributes::uid_t, void*> pack = {
+      {kQ, base},
+      {kK, base + k_offset},
+      {kV, base + v_offset},
+      {kO, const_cast<uint16_t*>(out)},
+      {kDO, const_cast<uint16_t*>(dout)},
+      {kStats, const_cast<float*>(lse)},
+      {kDQ, dqkv},
+      {kDK, dqkv + k_offset},
+      {kDV, dqkv + v_offset}};
+  impl_->execute(p, pack, workspace, stream, "backward");
+}
+
+}  // namespace farthing::kernels
