@@ -39,7 +39,10 @@ recipe::RunConfig offload_config(const testing::TempDir& dir, bool fused, optim:
   c.train.device = recipe::TrainDevice::kStrict;
   c.train.precision = recipe::Precision::kBf16;
   c.train.optimizer_in_backward = fused;
-  if (fused) c.train.max_grad_norm = 0.0;
+  if (fused) {
+    c.train.max_grad_norm = 0.0;
+    c.train.nonfinite = recipe::Nonfinite::kFail;
+  }
   c.optimizer.offload = offload;
   c.optimizer.offload_ring_units = 2;
   c.checkpoint.run_dir = (dir.path / "run").string();

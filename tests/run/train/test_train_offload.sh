@@ -22,9 +22,15 @@ run_np2() {  # run_np2 NAME OFFLOAD [extra args...]
   mpirun --oversubscribe -np 2 "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set train.device=strict \
     --set "optimizer.offload=$offload" --set "checkpoint.run_dir=$WORK/$name" "$@" >/dev/null
 }
-same_run() {  # same_run A B: equal losses and equal final checkpoints
+# The "unchanged_fraction" of every training record: the share of weights a step left as they
+# were, counted by the host step from the weights it was given (with an fp32 master the new
+# weights come from the master, so only this shows a weight copy out that never happened).
+unchanged() { grep -o '"unchanged_fraction":[^,}]*' "$1"; }
+same_run() {  # same_run A B: equal losses and unchanged fractions, and equal final checkpoints
   diff <(losses "$WORK/$1/metrics.jsonl") <(losses "$WORK/$2/metrics.jsonl") >/dev/null \
     || fail "losses differ: $1 vs $2"
+  diff <(unchanged "$WORK/$1/metrics.jsonl") <(unchanged "$WORK/$2/metrics.jsonl") >/dev/null \
+    || fail "unchanged fractions differ: $1 vs $2"
   [ "$(losses "$WORK/$1/metrics.jsonl" | wc -l)" -eq 6 ] || fail "$1: expected 6 loss records"
   same_checkpoint "$WORK/$1/checkpoints/step_00000006.h5" "$WORK/$2/checkpoints/step_00000006.h5"
 }
