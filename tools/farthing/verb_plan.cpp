@@ -285,7 +285,9 @@ void print_host_memory(const farthing::recipe::RunConfig& r, const train::Memory
               same_memory ? ": train.device is cpu, so this is the same memory as the figures above" : "");
   std::printf("%-16s %8.2f %8s %12s  %s\n", "master", double(e.optimizer.master) / params, "",
               train::format_bytes(e.optimizer.master).c_str(),
-              (std::string(recipe::enum_name(r.optimizer.master)) + " of this rank's ZeRO shards").c_str());
+              r.optimizer.master == optim::MasterMode::kNone
+                  ? "none (bf16 weights are the only copy)"
+                  : (std::string(recipe::enum_name(r.optimizer.master)) + " of this rank's ZeRO shards").c_str());
   std::printf("%-16s %8.2f %8s %12s  %s\n", "optimizer state", double(e.optimizer.state()) / params, "",
               train::format_bytes(e.optimizer.state()).c_str(),
               ("m, v: " + std::string(recipe::enum_name(r.optimizer.state)) + ", stepped by the CPU kernels").c_str());
