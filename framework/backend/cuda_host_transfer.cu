@@ -2,8 +2,9 @@
 // cudaMemcpyAsync on a copy stream of its own.
 //
 // to_host records an event on the compute stream and makes the copy stream wait for it, so the
-// copy reads what every op queued so far wrote; to_device makes the compute stream wait for the
-// copy's event, so the ops queued after it read the new values. Every copy records an event on
+// copy reads what every op queued so far wrote; order_device_after_copies makes the compute
+// stream wait for the last copy's event, so the ops queued after it read the new values (until
+// then the copies back run beside the compute stream's work). Every copy records an event on
 // the copy stream (its ticket); wait(ticket) synchronises on it.
 // Relies on: cuda_backend.h (the compute stream), kernels/cuda/cuda_check.h. Not run on a GPU yet;
 // compiled for sm_90 by the CUDA build.
@@ -67,9 +68,14 @@ class CudaHostTransfer final : public HostTransfer {
                    "host transfer: to_device needs a contiguous ", backend_.device().name(), " tensor, got ",
                    device_dst.describe());
     FARTHING_CUDA_CHECK(cudaMemcpyAsync(device_dst.data(), host_src, device_dst.nbytes(), cudaMemcpyHostToDevice, copy_));
-    const Ticket ticket = record_copy();
+    return record_copy();
+  }
+
+  void order_device_after_copies() override {
+    if (in_flight_.empty()) {  // every copy was waited for by the host already
+      return;
+    }
     FARTHING_CUDA_CHECK(cudaStreamWaitEvent(compute_, in_flight_.back().second, 0));
-    return ticket;
   }
 
   void wait(Ticket ticket) override {

@@ -34,6 +34,7 @@ class SyncHostTransfer final : public HostTransfer {
     backend_.copy(device_dst, Tensor(const_cast<void*>(host_src), device_dst.dtype(), device_dst.shape(), Device::cpu()));
     return ++issued_;
   }
+  void order_device_after_copies() override {}
   void wait(Ticket ticket) override {
     FARTHING_CHECK(ticket <= issued_, "host transfer: waiting for copy ", ticket, " but only ", issued_,
                    " were issued");

@@ -2,8 +2,9 @@
 // order they are issued, for an optimizer whose state lives on the host (optimizer.offload: host).
 //
 // A copy to the host starts after every op queued on the device so far (the gradient backward
-// just produced); a copy to the device finishes before any op queued after it (the unit's next
-// use of its new weights). Both run in issue order on one queue, so a host buffer may be written
+// just produced); a copy to the device finishes before any device op queued after the next
+// order_device_after_copies() (the units' next use of their new weights, after the step, while
+// backward goes on with the units before them). Both run in issue order on one queue, so a host buffer may be written
 // again by a later copy to the host as soon as the copy to the device that read it was issued;
 // the host itself may only touch a buffer once wait(ticket) of the copy into it has returned.
 //   CUDA (cuda_host_transfer.cu): pinned host memory, cudaMemcpyAsync on a copy stream of its
@@ -34,9 +35,10 @@ class HostTransfer {
   virtual void free_host(void* data, size_t bytes, MemoryCategory category) = 0;
   // host_dst <- device_src (contiguous), after every device op queued so far.
   virtual Ticket to_host(void* host_dst, const Tensor& device_src) = 0;
-  // device_dst <- host_src (contiguous, device_dst's dtype and size); device ops queued after
-  // this call wait for it.
+  // device_dst <- host_src (contiguous, device_dst's dtype and size).
   virtual Ticket to_device(const Tensor& device_dst, const void* host_src) = 0;
+  // Device ops queued from now on wait for every copy issued so far (the host does not wait).
+  virtual void order_device_after_copies() = 0;
   // Blocks the host until the copy `ticket` (and every one issued before it) is done.
   virtual void wait(Ticket ticket) = 0;
 };

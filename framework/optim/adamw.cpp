@@ -409,6 +409,11 @@ void AdamW::step_segments(Backend& backend, ShardState& shard, uint16_t* weights
   }
 }
 
+void AdamW::finish_step() {
+  if (ring_) ring_->order_device_after_copies();
+  ++step_;
+}
+
 const float* AdamW::master(size_t s) const {
   FARTHING_CHECK(s < shards_.size(), "master: shard ", s, " does not exist (", shards_.size(), " shards)");
   return config_.master_mode == MasterMode::kF32 ? static_cast<const float*>(shards_[s].master.data()) : nullptr;

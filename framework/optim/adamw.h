@@ -107,7 +107,9 @@ class AdamW {
                                  const GradOptions& options = {}) const;
   StepDiagnostics step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights,
                               std::span<const Tensor> grads, const GradReport& report, double lr_multiplier = 1.0);
-  void finish_step() { ++step_; }
+  // Offloaded: the device's next ops (the next forward, publish_weights) wait for the weights'
+  // copies back; until then they run beside backward's remaining units.
+  void finish_step();
 
   // Inspection (tests, tools): shard s's fp32 master (nullptr unless master mode f32), its
   // 16-bit remainders (nullptr unless remainder16), both in the state's memory (state_device()); and

@@ -60,6 +60,8 @@ class HostStepRing {
   void record_host_step(size_t slot, double begin, double end) const;
   // Issues the slot's weights' copy back into `weights`.
   void copy_in(size_t slot, const Tensor& weights);
+  // The device's ops queued from now on wait for every copy back issued so far.
+  void order_device_after_copies() { transfer_->order_device_after_copies(); }
 
   static double now();
 
