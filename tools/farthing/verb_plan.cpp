@@ -293,7 +293,7 @@ void print_host_memory(const farthing::recipe::RunConfig& r, const train::Memory
               ("m, v: " + std::string(recipe::enum_name(r.optimizer.state)) + ", stepped by the CPU kernels").c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "transfer ring", "-", "", train::format_bytes(e.optimizer.host_ring).c_str(),
               (std::to_string(r.optimizer.offload_ring_units) +
-               " slots, each the largest shard's fp32 gradients and bf16 weights (pinned on CUDA)").c_str());
+               (r.optimizer.offload_ring_units == 1 ? " slot" : " slots") + ", each the largest shard's fp32 gradients and bf16 weights (pinned on CUDA)").c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "host total", "", "", train::format_bytes(e.host_bytes()).c_str(),
               "held for the run, this rank (the process's own RSS, the dataset and the page cache come on top)");
 }

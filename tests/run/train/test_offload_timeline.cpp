@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <vector>
 
@@ -26,16 +27,8 @@ namespace {
 using optim::OffloadSpan;
 using optim::OffloadStage;
 
-recipe::RunConfig offload_config(const testing::TempDir& dir, bool fused, optim::Offload offload) {
-  recipe::RunConfig c;
-  c.model.preset = "stories260k";
-  c.data.train = testing::write_random_tokens(dir.path, 512, 20000, 5).string();
-  c.data.format = recipe::DataFormat::kTokens;
-  c.data.seq_len = 32;
-  c.data.eval_fraction = 0.0;
-  c.train.steps = 2;
-  c.train.micro_batch = 2;
-  c.train.log_every = 0;
+recipe::RunConfig offload_config(const std::filesystem::path& dir, bool fused, optim::Offload offload) {
+  recipe::RunConfig c = testing::tiny_token_run(dir, 2);
   c.train.device = recipe::TrainDevice::kStrict;
   c.train.precision = recipe::Precision::kBf16;
   c.train.optimizer_in_backward = fused;
@@ -45,9 +38,21 @@ recipe::RunConfig offload_config(const testing::TempDir& dir, bool fused, optim:
   }
   c.optimizer.offload = offload;
   c.optimizer.offload_ring_units = 2;
-  c.checkpoint.run_dir = (dir.path / "run").string();
   return c;
 }
+
+// One training step of a Trainer built for `offload_config`, with its timeline.
+struct OneStep {
+  testing::TempDir dir;
+  StepTimeline timeline;
+  Trainer trainer;
+  OneStep(const char* name, bool fused, optim::Offload offload)
+      : dir(name),
+        trainer(offload_config(dir.path, fused, offload), testing::world(),
+                TrainerOutput{.progress = false, .timeline = &timeline}) {
+    trainer.train_step();
+  }
+};
 
 const char* stage_name(OffloadStage s) {
   return s == OffloadStage::kCopyOut ? "copy out" : s == OffloadStage::kHostStep ? "host step" : "copy in";
@@ -69,12 +74,9 @@ void expect_triples(const std::vector<OffloadSpan>& spans, size_t shards) {
 }
 
 TEST(OffloadTimeline, AfterBackwardEachShardOutStepInInShardOrder) {
-  testing::TempDir dir("offload_timeline");
-  StepTimeline timeline;
-  Trainer trainer(offload_config(dir, false, optim::Offload::kHost), testing::world(),
-                  TrainerOutput{.progress = false, .timeline = &timeline});
-  trainer.train_step();
-  const size_t shards = trainer.zero_layout().owned_shards().size();
+  OneStep run("offload_timeline", false, optim::Offload::kHost);
+  const StepTimeline& timeline = run.timeline;
+  const size_t shards = run.trainer.zero_layout().owned_shards().size();
   ASSERT_GE(shards, 3u) << "the ring of 2 must wrap around";
   expect_triples(timeline.offload_spans, shards);
   const std::vector<OffloadSpan>& s = timeline.offload_spans;
@@ -88,12 +90,9 @@ TEST(OffloadTimeline, AfterBackwardEachShardOutStepInInShardOrder) {
 }
 
 TEST(OffloadTimeline, FusedEachUnitInsideItsGradsReadyInBackwardOrder) {
-  testing::TempDir dir("offload_timeline_fused");
-  StepTimeline timeline;
-  Trainer trainer(offload_config(dir, true, optim::Offload::kHost), testing::world(),
-                  TrainerOutput{.progress = false, .timeline = &timeline});
-  trainer.train_step();
-  const dist::ZeroLayout& zero = trainer.zero_layout();
+  OneStep run("offload_timeline_fused", true, optim::Offload::kHost);
+  const StepTimeline& timeline = run.timeline;
+  const dist::ZeroLayout& zero = run.trainer.zero_layout();
   const std::vector<optim::ShardSpec> shards = zero.owned_shards();
   expect_triples(timeline.offload_spans, shards.size());
   std::map<size_t, int> unit_of_shard;
@@ -128,12 +127,8 @@ TEST(OffloadTimeline, FusedEachUnitInsideItsGradsReadyInBackwardOrder) {
 }
 
 TEST(OffloadTimeline, DeviceResidentRecordsNone) {
-  testing::TempDir dir("offload_timeline_none");
-  StepTimeline timeline;
-  Trainer trainer(offload_config(dir, false, optim::Offload::kNone), testing::world(),
-                  TrainerOutput{.progress = false, .timeline = &timeline});
-  trainer.train_step();
-  EXPECT_TRUE(timeline.offload_spans.empty());
+  OneStep run("offload_timeline_none", false, optim::Offload::kNone);
+  EXPECT_TRUE(run.timeline.offload_spans.empty());
 }
 
 }  // namespace
