@@ -6,6 +6,7 @@ Each recipe's header carries one block, replaced in place on every run:
 
   # Memory per rank (farthing plan --preset P [--world-size N]): model state X (B B/param),
   #   training step peak Y; while building Z (...).
+  #   [with optimizer.offload host, two more lines: the host memory the optimizer holds]
 
 The preset is the one the header names ("preset P"); the world size is the command's
 `mpirun -np N` (1 without it). tests/run/recipe/test_recipe_files.cpp recomputes these figures
@@ -48,7 +49,17 @@ def block(preset, world, p):
         f"#   ({p['model_state_bytes_per_param']:.2f} B/param: weights {per('weights'):.2f}, grads {per('grads'):.2f},"
         f" master {per('master'):.2f}, moments {per('optimizer state'):.2f}),",
         f"#   training step peak {fmt(p['step_peak_bytes'])}; while building {fmt(p['load_peak_bytes'])} ({building}).",
-    ]
+    ] + host_lines(p)
+
+
+def host_lines(p):
+    """optimizer.offload host: the optimizer's host memory, beside the device's figures above."""
+    if p.get("offload", "none") == "none":
+        return []
+    h = p["host_bytes_per_rank"]
+    return [f"#   Host memory (optimizer.offload host): {fmt(h['total'])} (master {fmt(h['master'])}, "
+            f"moments {fmt(h['optimizer_state'])},",
+            f"#   transfer ring {fmt(h['transfer_ring'])}); the figures above are the GPU's."]
 
 
 def rewrite(path):

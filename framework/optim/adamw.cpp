@@ -82,8 +82,11 @@ AdamW::ShardLayout AdamW::lay_out_shard(const OptimizerConfig& config, const Sha
   return layout;
 }
 
-AdamWStateBytes AdamW::planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards) {
+AdamWStateBytes AdamW::planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards,
+                                     const OffloadOptions& offload) {
   AdamWStateBytes b;
+  b.on_host = offload.where == Offload::kHost;
+  b.host_ring = HostStepRing::planned_bytes(offload, shards);
   for (const ShardSpec& spec : shards) {
     const ShardLayout layout = lay_out_shard(config, spec);
     b.owned_elems += int64_t(spec.numel);
@@ -94,13 +97,15 @@ AdamWStateBytes AdamW::planned_bytes(const OptimizerConfig& config, const std::v
   return b;
 }
 
-AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* backend)
+AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* backend, OffloadOptions offload)
     : config_(std::move(config)),
       backend_(backend != nullptr ? *backend : backend_for(Device::cpu())),
+      state_backend_(offload.where == Offload::kHost ? backend_for(Device::cpu()) : backend_),
       specs_(std::move(shards)) {
   validate_optimizer_config(config_, specs_);
   FARTHING_CHECK(!specs_.empty(), "the optimizer owns no shard; give at least one (global_offset, numel)");
-  const Device device = backend_.device();
+  if (offload.where == Offload::kHost) ring_ = std::make_unique<HostStepRing>(backend_, offload, specs_);
+  const Device device = state_backend_.device();
   shards_.resize(specs_.size());
   for (size_t s = 0; s < specs_.size(); ++s) {
     ShardState& shard = shards_[s];
@@ -111,19 +116,21 @@ AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* bac
     if (config_.master_mode != MasterMode::kNone) {
       shard.master = Buffer(device, size_t(shard.spec.numel) * master_bytes_per_elem(config_.master_mode),
                             MemoryCategory::kMaster);
-      backend_.fill_bytes(shard.master.data(), 0, shard.master.bytes());
+      state_backend_.fill_bytes(shard.master.data(), 0, shard.master.bytes());
     }
     shard.m = Buffer(device, state_bytes, MemoryCategory::kOptimizerState);
     shard.v = Buffer(device, state_bytes, MemoryCategory::kOptimizerState);
     // Zero moments: 0.0f / bf16 0 are all-zero bytes; 8-bit zero is the map's zero code with
     // absmax 0 (the whole buffer is cleared first so alignment padding is deterministic too).
-    for (Buffer* b : {&shard.m, &shard.v}) backend_.fill_bytes(b->data(), 0, b->bytes());
+    for (Buffer* b : {&shard.m, &shard.v}) state_backend_.fill_bytes(b->data(), 0, b->bytes());
     for (const Segment& seg : shard.segments) {
       auto* m_codes = static_cast<uint8_t*>(shard.m.data()) + seg.values_offset_bytes;
-      if (seg.format == StateFormat::kBlock8) backend_.fill_bytes(m_codes, numerics::kSignedMapZeroCode, size_t(seg.numel));
+      if (seg.format == StateFormat::kBlock8) {
+        state_backend_.fill_bytes(m_codes, numerics::kSignedMapZeroCode, size_t(seg.numel));
+      }
       if (seg.format == StateFormat::kBlock4) {  // code 7 is the signed 4-bit map's zero; an odd tail's high nibble is 0
-        backend_.fill_bytes(m_codes, 0x77, moment_value_bytes(seg.format, seg.numel));
-        if (seg.numel & 1) backend_.fill_bytes(m_codes + seg.numel / 2, 0x07, 1);
+        state_backend_.fill_bytes(m_codes, 0x77, moment_value_bytes(seg.format, seg.numel));
+        if (seg.numel & 1) state_backend_.fill_bytes(m_codes + seg.numel / 2, 0x07, 1);
       }
     }
   }
@@ -133,12 +140,35 @@ const std::vector<ShardSpec>& AdamW::shards() const { return specs_; }
 
 void AdamW::set_reduce_hook(ReduceHook hook) { reduce_ = std::move(hook); }
 
+void AdamW::set_offload_observer(OffloadObserver observer) {
+  if (ring_) ring_->set_observer(std::move(observer));
+}
+
 void AdamW::init_master(size_t s, const Tensor& values, const Tensor* weights) {
+  if (!offloaded()) return init_master_in_state_memory(s, values, weights);
+  // Offloaded: the values and weights come to the host, the master is set there, and the
+  // weights it wrote go back (start-up only: one shard at a time).
+  FARTHING_CHECK(values.device() == backend_.device() && values.is_contiguous(), "init_master: values must be a "
+                 "contiguous ", backend_.device().name(), " tensor, got ", values.describe());
+  Buffer host_values(Device::cpu(), values.nbytes(), MemoryCategory::kOther);
+  const Tensor values_on_host = host_values.view(values.dtype(), values.shape());
+  backend_.copy(values_on_host, values);
+  if (weights == nullptr) return init_master_in_state_memory(s, values_on_host, nullptr);
+  FARTHING_CHECK(weights->device() == backend_.device() && weights->is_contiguous(), "init_master: weights must be a "
+                 "contiguous ", backend_.device().name(), " tensor, got ", weights->describe());
+  Buffer host_weights(Device::cpu(), weights->nbytes(), MemoryCategory::kOther);
+  const Tensor weights_on_host = host_weights.view(weights->dtype(), weights->shape());
+  backend_.copy(weights_on_host, *weights);
+  init_master_in_state_memory(s, values_on_host, &weights_on_host);
+  backend_.copy(*weights, weights_on_host);
+}
+
+void AdamW::init_master_in_state_memory(size_t s, const Tensor& values, const Tensor* weights) {
   FARTHING_CHECK(s < shards_.size(), "init_master: shard ", s, " does not exist (", shards_.size(), " shards)");
   FARTHING_CHECK(config_.master_mode != MasterMode::kNone,
                  "init_master: this optimizer keeps no master (master mode 'none'); nothing to initialize");
   ShardState& shard = shards_[s];
-  const Device device = backend_.device();
+  const Device device = state_backend_.device();
   FARTHING_CHECK(values.device() == device && values.is_contiguous(), "init_master: values must be a contiguous ",
                  device.name(), " tensor, got ", values.describe());
   FARTHING_CHECK(uint64_t(values.numel()) == shard.spec.numel, "init_master: shard ", s, " has ",
@@ -154,8 +184,8 @@ void AdamW::init_master(size_t s, const Tensor& values, const Tensor* weights) {
   const bool same_memory = weights && weights->data() == values.data();
   if (config_.master_mode == MasterMode::kRemainder16) {
     if (values.dtype() == DType::kBF16) {  // the weights are the master: remainder 0
-      backend_.fill_bytes(shard.master.data(), 0, shard.master.bytes());
-      if (weights && !same_memory) backend_.copy(*weights, values);
+      state_backend_.fill_bytes(shard.master.data(), 0, shard.master.bytes());
+      if (weights && !same_memory) state_backend_.copy(*weights, values);
     } else {
       FARTHING_CHECK(weights != nullptr, "init_master: master mode 'remainder16' keeps the master's high half in the "
                      "bf16 weights; pass the weights tensor so they can be written along with the remainders");
@@ -167,11 +197,11 @@ void AdamW::init_master(size_t s, const Tensor& values, const Tensor* weights) {
   // The master holds the values exactly (bf16 widens exactly); the weights their nearest bf16.
   const Tensor master = shard.master.view(DType::kF32, Shape{values.numel()});
   if (values.dtype() == DType::kF32) {
-    backend_.copy(master, values);
+    state_backend_.copy(master, values);
   } else {
-    backend_.cast(master, values, CastOptions{});
+    state_backend_.cast(master, values, CastOptions{});
   }
-  if (weights && !same_memory) backend_.cast(*weights, master, CastOptions{});
+  if (weights && !same_memory) state_backend_.cast(*weights, master, CastOptions{});
   shard.master_initialized = true;
 }
 
@@ -180,7 +210,7 @@ void AdamW::init_master(size_t s, const Tensor& values, const Tensor* weights) {
 // through host memory, a piece at a time.
 void AdamW::init_remainder16(ShardState& shard, const Tensor& values, const Tensor& weights) {
   const int64_t n = values.numel();
-  const bool host = backend_.device().is_cpu();
+  const bool host = state_backend_.device().is_cpu();
   constexpr int64_t kPiece = int64_t(1) << 20;
   Buffer staged_values, staged_weights, staged_remainder;
   if (!host) {
@@ -195,9 +225,9 @@ void AdamW::init_remainder16(ShardState& shard, const Tensor& values, const Tens
     const float* src = static_cast<const float*>(values.data()) + begin;
     uint16_t* w = static_cast<uint16_t*>(weights.data()) + begin;
     uint16_t* r = remainder + begin;
-    const Device device = backend_.device();
+    const Device device = state_backend_.device();
     if (!host) {
-      backend_.copy(staged_values.view(DType::kF32, Shape{count}),
+      state_backend_.copy(staged_values.view(DType::kF32, Shape{count}),
                     Tensor(const_cast<float*>(src), DType::kF32, Shape{count}, device));
       src = static_cast<const float*>(staged_values.data());
       w = static_cast<uint16_t*>(staged_weights.data());
@@ -210,9 +240,9 @@ void AdamW::init_remainder16(ShardState& shard, const Tensor& values, const Tens
       r[i] = split.remainder;
     }
     if (!host) {
-      backend_.copy(Tensor(static_cast<uint16_t*>(weights.data()) + begin, DType::kBF16, Shape{count}, device),
+      state_backend_.copy(Tensor(static_cast<uint16_t*>(weights.data()) + begin, DType::kBF16, Shape{count}, device),
                     staged_weights.view(DType::kBF16, Shape{count}));
-      backend_.copy(Tensor(remainder + begin, DType::kBF16, Shape{count}, device),
+      state_backend_.copy(Tensor(remainder + begin, DType::kBF16, Shape{count}, device),
                     staged_remainder.view(DType::kBF16, Shape{count}));
     }
   }
@@ -302,7 +332,7 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
   for (size_t i = 0; i < shard_ids.size(); ++i) {
     const size_t s = shard_ids[i];
     FARTHING_CHECK(s < shards_.size(), "step_shards: shard ", s, " does not exist (", shards_.size(), " shards)");
-    ShardState& shard = shards_[s];
+    const ShardState& shard = shards_[s];
     FARTHING_CHECK(uint64_t(weights[i].numel()) == shard.spec.numel && uint64_t(grads[i].numel()) == shard.spec.numel &&
                        weights[i].dtype() == DType::kBF16,
                    "step_shards: shard ", s, " has ", shard.spec.numel, " elements; got weights ",
@@ -310,34 +340,27 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
     FARTHING_CHECK(config_.master_mode == MasterMode::kNone || shard.master_initialized, "step: shard ", s,
                    "'s fp32 master was never initialized; call init_master(", s,
                    ", weights or fp32 values) before the first step");
-    for (const Segment& seg : shard.segments) {
-      const ParamGroup& group = config_.groups[size_t(config_.ranges[seg.range].group)];
-      const AdamWHyper& h = group.hyper;
-      kernels::AdamWSegment args;
-      args.n = size_t(seg.numel);
-      args.global_offset = seg.global_offset;
-      args.grad = byte_ptr(grads[i], seg.local_offset);
-      args.grad_format = grad_format_of(grads[i]);
-      args.weight = static_cast<uint16_t*>(weights[i].data()) + seg.local_offset;
-      args.master = config_.master_mode == MasterMode::kF32
-                        ? static_cast<float*>(shard.master.data()) + seg.local_offset
-                        : nullptr;
-      args.remainder = config_.master_mode == MasterMode::kRemainder16
-                           ? static_cast<uint16_t*>(shard.master.data()) + seg.local_offset
-                           : nullptr;
-      args.master_mode = config_.master_mode;
-      args.weight_rounding = config_.weight_rounding;
-      args.m = moment_ref(shard, seg, false);
-      args.v = moment_ref(shard, seg, true);
-      args.scalars = numerics::make_adamw_scalars(h.lr * lr_multiplier, h.beta1, h.beta2, h.eps, h.weight_decay, t,
-                                                  report.grad_scale);
-      args.seed = config_.seed;
-      args.step = uint32_t(t);
-      const kernels::AdamWPartials p = backend_.adamw_step(args);
-      partial[0] += double(p.elements);
-      partial[1] += double(p.weights_unchanged);
-      partial[2] += p.update_sum_squares;
-      partial[3] += p.weight_sum_squares;
+  }
+  if (!offloaded()) {
+    for (size_t i = 0; i < shard_ids.size(); ++i) {
+      step_segments(backend_, shards_[shard_ids[i]], static_cast<uint16_t*>(weights[i].data()), grads[i], t, report,
+                    lr_multiplier, partial);
+    }
+  } else {
+    // Up to K shards' copies out are in flight ahead of the host step; each shard's weights go
+    // back as soon as it is stepped. The partials are added in shard order, as on the device.
+    const size_t n = shard_ids.size(), ahead = std::min(n, ring_->ring_units());
+    std::vector<size_t> slot(n);
+    for (size_t i = 0; i < ahead; ++i) slot[i] = ring_->copy_out(shard_ids[i], grads[i], weights[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const Tensor host_grads = ring_->host_grads(slot[i]);
+      const Tensor host_weights = ring_->host_weights(slot[i]);
+      const double begin = HostStepRing::now();
+      step_segments(state_backend_, shards_[shard_ids[i]], static_cast<uint16_t*>(host_weights.data()), host_grads, t,
+                    report, lr_multiplier, partial);
+      ring_->record_host_step(slot[i], begin, HostStepRing::now());
+      ring_->copy_in(slot[i], weights[i]);
+      if (i + ahead < n) slot[i + ahead] = ring_->copy_out(shard_ids[i + ahead], grads[i + ahead], weights[i + ahead]);
     }
   }
   if (reduce_) reduce_(std::span<double>(partial, kStepReducedValues));
@@ -354,6 +377,43 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
   return d;
 }
 
+void AdamW::step_segments(Backend& backend, ShardState& shard, uint16_t* weights, const Tensor& grads, int64_t t,
+                          const GradReport& report, double lr_multiplier, double* partial) const {
+  for (const Segment& seg : shard.segments) {
+    const ParamGroup& group = config_.groups[size_t(config_.ranges[seg.range].group)];
+    const AdamWHyper& h = group.hyper;
+    kernels::AdamWSegment args;
+    args.n = size_t(seg.numel);
+    args.global_offset = seg.global_offset;
+    args.grad = byte_ptr(grads, seg.local_offset);
+    args.grad_format = grad_format_of(grads);
+    args.weight = weights + seg.local_offset;
+    args.master = config_.master_mode == MasterMode::kF32 ? static_cast<float*>(shard.master.data()) + seg.local_offset
+                                                          : nullptr;
+    args.remainder = config_.master_mode == MasterMode::kRemainder16
+                         ? static_cast<uint16_t*>(shard.master.data()) + seg.local_offset
+                         : nullptr;
+    args.master_mode = config_.master_mode;
+    args.weight_rounding = config_.weight_rounding;
+    args.m = moment_ref(shard, seg, false);
+    args.v = moment_ref(shard, seg, true);
+    args.scalars = numerics::make_adamw_scalars(h.lr * lr_multiplier, h.beta1, h.beta2, h.eps, h.weight_decay, t,
+                                                report.grad_scale);
+    args.seed = config_.seed;
+    args.step = uint32_t(t);
+    const kernels::AdamWPartials p = backend.adamw_step(args);
+    partial[0] += double(p.elements);
+    partial[1] += double(p.weights_unchanged);
+    partial[2] += p.update_sum_squares;
+    partial[3] += p.weight_sum_squares;
+  }
+}
+
+void AdamW::finish_step() {
+  if (ring_) ring_->order_device_after_copies();
+  ++step_;
+}
+
 const float* AdamW::master(size_t s) const {
   FARTHING_CHECK(s < shards_.size(), "master: shard ", s, " does not exist (", shards_.size(), " shards)");
   return config_.master_mode == MasterMode::kF32 ? static_cast<const float*>(shards_[s].master.data()) : nullptr;
@@ -368,12 +428,12 @@ void AdamW::moments_to_f32(size_t s, float* m, float* v) const {
   Buffer host_m, host_v;
   const Buffer* bm = &shard.m;
   const Buffer* bv = &shard.v;
-  if (!backend_.device().is_cpu()) {
+  if (!state_backend_.device().is_cpu()) {
     const int64_t bytes = int64_t(shard.m.bytes());
     host_m = Buffer(Device::cpu(), size_t(bytes), MemoryCategory::kOther);
     host_v = Buffer(Device::cpu(), size_t(bytes), MemoryCategory::kOther);
-    backend_.copy(host_m.view(DType::kU8, Shape{bytes}), shard.m.view(DType::kU8, Shape{bytes}));
-    backend_.copy(host_v.view(DType::kU8, Shape{bytes}), shard.v.view(DType::kU8, Shape{bytes}));
+    state_backend_.copy(host_m.view(DType::kU8, Shape{bytes}), shard.m.view(DType::kU8, Shape{bytes}));
+    state_backend_.copy(host_v.view(DType::kU8, Shape{bytes}), shard.v.view(DType::kU8, Shape{bytes}));
     bm = &host_m;
     bv = &host_v;
   }
@@ -397,7 +457,7 @@ void AdamW::moments_to_f32(size_t s, float* m, float* v) const {
 std::vector<StateSpan> AdamW::state_spans() {
   std::vector<StateSpan> spans;
   spans.push_back({"step", std::as_writable_bytes(std::span<int64_t>(&step_, 1)), Device::cpu()});
-  const Device device = backend_.device();
+  const Device device = state_backend_.device();
   for (const SegmentView& v : segment_views()) {
     const std::string name =
         "shard" + std::to_string(v.shard) + "/" + v.range->name + "@" + std::to_string(v.global_offset);

@@ -12,12 +12,19 @@
 // the backend's device, as do the weights and gradients passed in; the host only computes the
 // step's scalars and sums the partials. Results are bit-identical for any sharding into
 // multiples of 256, any thread count and any backend.
+// With OffloadOptions::where kHost (optimizer.offload: host) the master and moments live in host
+// memory instead, and a step copies each shard's gradients and weights to the host, steps them
+// with the CPU kernels and copies the weights back (host_offload.h): the same bits as the step on
+// the device, since both kernels are the one scalar definition (numerics/adamw_update.h). The
+// weights and gradients passed in stay on the backend's device; the gradient inspection runs there.
 // Relies on: optim_config.h, grad_clip.h, step_diagnostics.h, backend/backend.h, core/memory.h.
-// Tested by: tests/optim/*, tests/backend/test_strict_device.cpp (on the strict test device).
+// Tested by: tests/optim/*, tests/backend/test_strict_device.cpp (on the strict test device),
+// tests/run/train/test_train_offload.sh and test_offload_timeline.cpp (offloaded, on the strict device).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +34,7 @@
 #include "framework/core/memory.h"
 #include "framework/core/tensor.h"
 #include "framework/optim/grad_clip.h"
+#include "framework/optim/host_offload.h"
 #include "framework/optim/optim_config.h"
 #include "framework/optim/step_diagnostics.h"
 
@@ -47,21 +55,31 @@ struct AdamWStateBytes {
   int64_t moment_values = 0;  // m and v values or codes, each segment aligned to 64 B (kOptimizerState)
   int64_t absmax = 0;         // m and v block scales of quantized segments, aligned (kOptimizerState)
   int64_t state() const { return moment_values + absmax; }
+  // optimizer.offload: host: master and moments are in host memory, with the ring of transfer
+  // buffers (HostStepRing::planned_bytes, kCommBuffers on the host); else 0.
+  int64_t host_ring = 0;
+  bool on_host = false;
 };
 
 class AdamW {
  public:
   // The bytes an AdamW over `shards` with `config` allocates, before building one.
-  static AdamWStateBytes planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards);
+  static AdamWStateBytes planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards,
+                                       const OffloadOptions& offload = {});
   // The values one inspect and one step pass to the reduce hook (the gradients' sum of squares and
   // non-finite count; the step's four partial sums): what the hook's all-reduce carries.
   static constexpr int64_t kInspectReducedValues = 2, kStepReducedValues = 4;
 
-  // The state is allocated on `backend`'s device (the CPU when none is given).
-  AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* backend = nullptr);
+  // The state is allocated on `backend`'s device (the CPU when none is given), or in host memory
+  // with offload.where kHost.
+  AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* backend = nullptr, OffloadOptions offload = {});
 
   const OptimizerConfig& config() const { return config_; }
-  Backend& backend() const { return backend_; }
+  Backend& backend() const { return backend_; }  // where the weights and gradients live
+  Device state_device() const { return state_backend_.device(); }  // where the master and moments live
+  bool offloaded() const { return ring_ != nullptr; }
+  // Reports each copy and host step of an offloaded step (the step timeline); no-op otherwise.
+  void set_offload_observer(OffloadObserver observer);
   const std::vector<ShardSpec>& shards() const;
   int64_t steps_taken() const { return step_; }
   void set_reduce_hook(ReduceHook hook);
@@ -90,10 +108,12 @@ class AdamW {
                                  const GradOptions& options = {}) const;
   StepDiagnostics step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights,
                               std::span<const Tensor> grads, const GradReport& report, double lr_multiplier = 1.0);
-  void finish_step() { ++step_; }
+  // Offloaded: the device's next ops (the next forward, publish_weights) wait for the weights'
+  // copies back; until then they run beside backward's remaining units.
+  void finish_step();
 
   // Inspection (tests, tools): shard s's fp32 master (nullptr unless master mode f32), its
-  // 16-bit remainders (nullptr unless remainder16), both in the optimizer's device memory; and
+  // 16-bit remainders (nullptr unless remainder16), both in the state's memory (state_device()); and
   // its moments dequantized to fp32 into host arrays (shard numel elements each; padding reads 0).
   const float* master(size_t shard) const;
   const uint16_t* master_remainder(size_t shard) const;
@@ -111,7 +131,7 @@ class AdamW {
   // Element e of the segment is element (global_offset - range.global_offset + e) of its range;
   // for quantized formats, its absmax block is that offset / block size (segments start on
   // block boundaries of the range: ranges and shards both start on 256 multiples).
-  // Pointers address the optimizer's device memory (backend().device()).
+  // Pointers address the state's memory (state_device()).
   struct SegmentView {
     size_t shard = 0;  // which of this optimizer's shards holds it
     const ParamRange* range = nullptr;
@@ -156,12 +176,20 @@ class AdamW {
     bool master_initialized = false;
   };
   kernels::MomentRef moment_ref(const ShardState& shard, const Segment& seg, bool second) const;
+  // init_master with values and weights in the state's memory.
+  void init_master_in_state_memory(size_t s, const Tensor& values, const Tensor* weights);
   void init_remainder16(ShardState& shard, const Tensor& values, const Tensor& weights);
+  // Steps every segment of `shard` through `backend` over weights and gradients it can address,
+  // adding each segment's partials to partial[0..3] in segment order.
+  void step_segments(Backend& backend, ShardState& shard, uint16_t* weights, const Tensor& grads, int64_t t,
+                     const GradReport& report, double lr_multiplier, double* partial) const;
   std::vector<size_t> all_shard_ids() const;
   void check_shard_tensors(std::span<const Tensor> tensors, const char* what, bool weights) const;
 
   OptimizerConfig config_;
-  Backend& backend_;
+  Backend& backend_;        // the weights' and gradients' device
+  Backend& state_backend_;  // the master's and moments': backend_, or the host's when offloaded
+  std::unique_ptr<HostStepRing> ring_;  // offloaded only
   std::vector<ShardSpec> specs_;
   std::vector<ShardState> shards_;
   int64_t step_ = 0;

@@ -82,6 +82,12 @@ inline constexpr std::array<std::pair<StateFormat, std::string_view>, 4> kStateF
     {StateFormat::kF32, "f32"}, {StateFormat::kBf16, "bf16"}, {StateFormat::kBlock8, "8bit"}, {StateFormat::kBlock4, "4bit"}}};
 inline constexpr std::array<std::pair<MasterMode, std::string_view>, 3> kMasterModeNames{{
     {MasterMode::kF32, "f32"}, {MasterMode::kRemainder16, "remainder16"}, {MasterMode::kNone, "none"}}};
+// Where the master and moments live and the step runs (optimizer.offload): with the weights on
+// the training device (kNone), or in host memory, stepped by the CPU kernels (kHost; AdamW
+// stages each shard's gradients and weights through host buffers: host_offload.h).
+enum class Offload : uint8_t { kNone, kHost };
+inline constexpr std::array<std::pair<Offload, std::string_view>, 2> kOffloadNames{{
+    {Offload::kNone, "none"}, {Offload::kHost, "host"}}};
 inline constexpr std::array<std::pair<WeightRounding, std::string_view>, 2> kWeightRoundingNames{{
     {WeightRounding::kNearest, "nearest"}, {WeightRounding::kStochastic, "stochastic"}}};
 

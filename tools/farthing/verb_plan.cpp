@@ -218,11 +218,19 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
                                                    : "fp32 (one backward's gradient, train.grad_dtype)") +
              (e.zero_stage == 1 ? ", whole" : ", owned shards only");
     case MemoryCategory::kMaster:
+      if (e.optimizer.on_host && r.optimizer.master != optim::MasterMode::kNone) {
+        return "none on the device: " + std::string(recipe::enum_name(r.optimizer.master)) + " in host memory, " +
+               train::format_bytes(e.optimizer.master) + " (optimizer.offload host)";
+      }
       return r.optimizer.master == optim::MasterMode::kNone
                  ? "none (bf16 weights are the only copy)"
                  : std::string(recipe::enum_name(r.optimizer.master)) + " of this rank's ZeRO shards";
     case MemoryCategory::kOptimizerState: {
       const std::string state(recipe::enum_name(r.optimizer.state));
+      if (e.optimizer.on_host) {
+        return "none on the device: m, v (" + state + ") in host memory, " + train::format_bytes(e.optimizer.state()) +
+               " (optimizer.offload host)";
+      }
       if (!optim::is_quantized(r.optimizer.state)) return "m, v: " + state;
       // Small tensors, embeddings (embedding_f32_state) and off-block ranges keep f32 moments.
       const double quantized = double(e.quantized_state_elems) / double(std::max<int64_t>(1, e.optimizer.owned_elems));
@@ -268,6 +276,27 @@ std::string human_count(int64_t n) {
 constexpr MemoryCategory kModelState[] = {MemoryCategory::kWeights, MemoryCategory::kGrads, MemoryCategory::kMaster,
                                           MemoryCategory::kOptimizerState};
 constexpr MemoryCategory kWorkspace[] = {MemoryCategory::kActivations, MemoryCategory::kCommBuffers};
+
+// optimizer.offload host: what the optimizer holds in host memory, beside the device's figures above.
+void print_host_memory(const farthing::recipe::RunConfig& r, const train::MemoryEstimate& e) {
+  const double params = double(e.param_count);
+  const bool same_memory = r.train.device == recipe::TrainDevice::kCpu;
+  std::printf("\nhost memory (optimizer.offload host)%s\n",
+              same_memory ? ": train.device is cpu, so this is the same memory as the figures above" : "");
+  std::printf("%-16s %8.2f %8s %12s  %s\n", "master", double(e.optimizer.master) / params, "",
+              train::format_bytes(e.optimizer.master).c_str(),
+              r.optimizer.master == optim::MasterMode::kNone
+                  ? "none (bf16 weights are the only copy)"
+                  : (std::string(recipe::enum_name(r.optimizer.master)) + " of this rank's ZeRO shards").c_str());
+  std::printf("%-16s %8.2f %8s %12s  %s\n", "optimizer state", double(e.optimizer.state()) / params, "",
+              train::format_bytes(e.optimizer.state()).c_str(),
+              ("m, v: " + std::string(recipe::enum_name(r.optimizer.state)) + ", stepped by the CPU kernels").c_str());
+  std::printf("%-16s %8s %8s %12s  %s\n", "transfer ring", "-", "", train::format_bytes(e.optimizer.host_ring).c_str(),
+              (std::to_string(r.optimizer.offload_ring_units) +
+               (r.optimizer.offload_ring_units == 1 ? " slot" : " slots") + ", each the largest shard's fp32 gradients and bf16 weights (pinned on CUDA)").c_str());
+  std::printf("%-16s %8s %8s %12s  %s\n", "host total", "", "", train::format_bytes(e.host_bytes()).c_str(),
+              "held for the run, this rank (the process's own RSS, the dataset and the page cache come on top)");
+}
 
 void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const PlannedModel& pm,
                  const train::MemoryEstimate& e) {
@@ -331,6 +360,7 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   std::printf("%-16s %8s %8s %12s  %s\n", "  while building", "", "", train::format_bytes(e.load_peak_bytes).c_str(),
               e.from_file ? "model state, and one unit of the mapped model.path in fp32 (activations come after)"
                           : "model state, and one unit's fp32 first weights (activations come after)");
+  if (e.optimizer.on_host) print_host_memory(r, e);
   // What the store keeps, so that the gap to section 6's figures is not a surprise.
   const bool gather_master = r.train.precision == recipe::Precision::kFp32 && r.optimizer.master == optim::MasterMode::kF32;
   std::printf("\nparameter store (ZeRO stage %d%s): the bf16 weights are the only copy of the weights.\n", e.zero_stage,
@@ -413,7 +443,13 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
           {"step_peak_moment", e.step_peak_moment},
           {"load_peak_bytes", e.load_peak_bytes},
           {"load_peak_moment", e.load_peak_moment},
-          {"peak_bytes_per_rank", e.peak_bytes}};
+          {"peak_bytes_per_rank", e.peak_bytes},
+          {"offload", std::string(recipe::enum_name(r.optimizer.offload))},
+          {"host_bytes_per_rank",
+           {{"master", e.optimizer.on_host ? e.optimizer.master : 0},
+            {"optimizer_state", e.optimizer.on_host ? e.optimizer.state() : 0},
+            {"transfer_ring", e.optimizer.host_ring},
+            {"total", e.host_bytes()}}}};
 }
 
 // Step time at ZeRO stages 1-3 on the plan's world size (scaling_model.h), both schedules.

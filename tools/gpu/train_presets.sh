@@ -9,6 +9,10 @@
 #                (recipes/llama3_1/8b_full_single_device.yaml): device peak (aim <= 44 GiB), MFU
 #   llama-8b-fp8 the same with precision fp8, block scaling (8b_full_single_device_fp8.yaml):
 #                its tokens/s against llama-8b's when that ran in the same WORK_DIR (aim >= 1.3x)
+#   llama-8b-offload  the llama-8b run with the optimizer on the host (optimizer.offload host,
+#                8b_full_single_device_offload.yaml): tokens/s and device peak beside llama-8b's
+#                (aim: peak <= 22 GiB), and its losses against llama-8b's bit for bit, when that
+#                ran in the same WORK_DIR
 #   qwen-7b      Qwen2.5-7B, seq 2048, micro-batch 2, its recipe's 8-bit AdamW + SR, no master:
 #                tokens/s beside llm.q's published 14k tok/s (one H100, BF16)
 # The throughput cases write no checkpoint (checkpoint.save_final=false): on the first GPU run
@@ -34,8 +38,9 @@ case "$case_name" in
   llama-1b) preset=llama3.2-1b vocab=128256 seq=2048 recipe=llama3_2/1b_full_single_device.yaml ;;
   llama-8b) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device.yaml ;;
   llama-8b-fp8) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_fp8.yaml ;;
+  llama-8b-offload) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_offload.yaml ;;
   qwen-7b) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device.yaml ;;
-  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|qwen-7b)" >&2; exit 2 ;;
+  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b)" >&2; exit 2 ;;
 esac
 if [[ -n ${TRAIN_PRESETS_PRESET:-} ]]; then
   preset="$TRAIN_PRESETS_PRESET"
@@ -111,7 +116,7 @@ PY
     summary "$case_name"
     echo "train_presets: qwen-7b: llm.q publishes 14k tokens/s for Qwen2.5-7B on one H100 in BF16 (not this GPU)"
     ;;
-  llama-8b|llama-8b-fp8)
+  llama-8b|llama-8b-fp8|llama-8b-offload)
     # The aim's setting: no gradients kept (each unit steps as backward finishes it), so no
     # accumulation, no clipping, and a non-finite gradient fails the run (it cannot skip a step
     # whose earlier units have stepped).
@@ -123,6 +128,14 @@ PY
     if [[ $case_name == llama-8b-fp8 && -f "$work/llama-8b/metrics.jsonl.tokens_per_s" ]]; then
       python3 -c 'import sys; b, f = (float(open(p).read()) for p in sys.argv[1:]); print(f"train_presets: fp8 step speedup over bf16: {f / b:.2f}x (aim >= 1.3x)")' \
         "$work/llama-8b/metrics.jsonl.tokens_per_s" "$work/llama-8b-fp8/metrics.jsonl.tokens_per_s"
+    fi
+    if [[ $case_name == llama-8b-offload && -f "$work/llama-8b/metrics.jsonl" ]]; then
+      summary llama-8b  # the device-resident run's figures again, beside the offloaded run's
+      # The same settings but where the optimizer's state lives: the host's CPU kernels must give
+      # the device kernel's bits.
+      diff <(losses llama-8b) <(losses llama-8b-offload) \
+        || { echo "FAIL: llama-8b-offload's losses differ from llama-8b's (diff above)"; exit 1; }
+      echo "ok: llama-8b-offload: losses == llama-8b's (optimizer on the device) bit for bit"
     fi
     ;;
 esac

@@ -38,6 +38,8 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(optimizer, master),
       RECIPE_KEY(optimizer, weight_rounding),
       RECIPE_KEY(optimizer, embedding_f32_state),
+      RECIPE_KEY(optimizer, offload),
+      RECIPE_KEY(optimizer, offload_ring_units),
 
       RECIPE_KEY(schedule, kind),
       RECIPE_KEY(schedule, warmup_steps),

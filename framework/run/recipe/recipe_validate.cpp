@@ -187,6 +187,17 @@ class Checker {
              " is 'remainder16' and ", at("optimizer.weight_rounding"), " is 'stochastic': remainder16 keeps the ",
              "master's high half in the bf16 weight, so the weight must be rounded to nearest; expected ",
              "weight_rounding 'nearest' with it, or master 'f32' for stochastic rounding");
+    FARTHING_CHECK(o.offload_ring_units >= 1 && o.offload_ring_units <= 64, at("optimizer.offload_ring_units"), " is ",
+                   o.offload_ring_units, ", expected a whole number in 1..64 (shards whose host copies may be in "
+                   "flight at once; each holds the largest shard's fp32 gradients and bf16 weights in host memory)");
+    // Precision fp32 with an fp32 master computes from the master's values (param_store.h): the
+    // device would read host memory.
+    conflict(!(o.offload == optim::Offload::kHost && o.master == optim::MasterMode::kF32 &&
+               c_.train.precision == Precision::kFp32),
+             {"train.precision=bf16"}, "optimizer.offload=none", at("optimizer.offload"), " is 'host' but ",
+             at("train.precision"), " is 'fp32' with ", at("optimizer.master"), " 'f32': that compute reads the ",
+             "master's values on the device, and offload keeps the master in host memory; expected precision bf16 ",
+             "(the GEMMs read the bf16 weights), or offload none");
   }
 
   void check_schedule() const {

@@ -82,6 +82,7 @@ template <> struct EnumNames<models::Checkpointing> { static constexpr const aut
 template <> struct EnumNames<optim::StateFormat> { static constexpr const auto& table = optim::kStateFormatNames; };
 template <> struct EnumNames<optim::MasterMode> { static constexpr const auto& table = optim::kMasterModeNames; };
 template <> struct EnumNames<optim::WeightRounding> { static constexpr const auto& table = optim::kWeightRoundingNames; };
+template <> struct EnumNames<optim::Offload> { static constexpr const auto& table = optim::kOffloadNames; };
 template <> struct EnumNames<optim::LrScheduleKind> { static constexpr const auto& table = optim::kLrScheduleKindNames; };
 template <> struct EnumNames<Fp8Scaling> { static constexpr const auto& table = kFp8ScalingNames; };
 template <> struct EnumNames<Fp8Format> { static constexpr const auto& table = kFp8FormatNames; };
@@ -133,6 +134,11 @@ struct OptimizerSection {
   // master -> bf16 weight: nearest | stochastic
   optim::WeightRounding weight_rounding = optim::WeightRounding::kStochastic;
   bool embedding_f32_state = true;  // keep fp32 moments for embeddings and the output head
+  // none: master and moments on the training device; host: in host memory, each shard's step
+  // run there by the CPU kernels, gradients and weights copied through a ring of
+  // offload_ring_units shards' host buffers (docs/parameter_store.md, "Optimizer offload").
+  optim::Offload offload = optim::Offload::kNone;
+  int64_t offload_ring_units = 2;
 
   bool operator==(const OptimizerSection&) const = default;
 };

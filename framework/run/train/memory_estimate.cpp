@@ -235,6 +235,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   // The owners report what they hold for the run: AdamW (master, moments) and the parameter
   // store (bf16 weights, kept gradients, staging, the master's whole copy), for each rank.
   const dist::ParamStoreOptions store_options = store_options_of(config, setup.config.master_mode);  // the trainer's
+  const optim::OffloadOptions offload{config.optimizer.offload, config.optimizer.offload_ring_units};
   dist::ParamStoreBytes store;
   // The rank that owns the most holds the most (master, moments, and at stages 2-3 the kept
   // gradients and at 3 the weights are owned shards).
@@ -245,9 +246,9 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
     FARTHING_CHECK(!shards.empty(), "at world size ", world_size, " rank ", r, " owns no parameters (",
                    e.flat_elems, " elements in ", units.size(), " units of at least 256 per rank); "
                    "AdamW needs at least one shard per rank: use fewer ranks");
-    const optim::AdamWStateBytes state = optim::AdamW::planned_bytes(setup.config, shards);
+    const optim::AdamWStateBytes state = optim::AdamW::planned_bytes(setup.config, shards, offload);
     const dist::ParamStoreBytes held = dist::ParamStore::planned_bytes(zero, store_options);
-    const int64_t total = state.master + state.state() + held.total();
+    const int64_t total = (state.on_host ? 0 : state.master + state.state()) + held.total();  // on the device
     if (rank >= 0 ? r != rank : total <= best_total) continue;
     best_total = total;
     e.peak_rank = r;
@@ -277,7 +278,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   using C = MemoryCategory;
   const TransformerBufferBytes& m = e.model_buffers;
   Held persistent;
-  persistent.add(C::kMaster, e.optimizer.master).add(C::kOptimizerState, e.optimizer.state());
+  persistent.add(C::kMaster, e.held_bytes(C::kMaster)).add(C::kOptimizerState, e.held_bytes(C::kOptimizerState));
   persistent.add(C::kWeights, e.trainer_weights + e.master_copy).add(C::kGrads, e.grad_sum);
   persistent.add(C::kCommBuffers, e.comm_staging).add(C::kActivations, m.activation_total());
   const int64_t persistent_bytes = persistent.total();
@@ -335,10 +336,14 @@ int64_t MemoryEstimate::held_bytes(MemoryCategory c) const {
   switch (c) {
     case MemoryCategory::kWeights: return trainer_weights + master_copy;
     case MemoryCategory::kGrads: return grad_sum;
-    case MemoryCategory::kMaster: return optimizer.master;
-    case MemoryCategory::kOptimizerState: return optimizer.state();
+    case MemoryCategory::kMaster: return optimizer.on_host ? 0 : optimizer.master;
+    case MemoryCategory::kOptimizerState: return optimizer.on_host ? 0 : optimizer.state();
     default: return 0;
   }
+}
+
+int64_t MemoryEstimate::host_bytes() const {
+  return optimizer.on_host ? optimizer.master + optimizer.state() + optimizer.host_ring : 0;
 }
 
 int64_t MemoryEstimate::model_state_bytes() const {

@@ -61,7 +61,7 @@ struct MemoryEstimate {
   int64_t grad_bytes_per_elem = 0;  // of the kept gradients: 2 (bf16, one backward) or 4 (fp32)
   bool grad_sums = false;  // kept gradients are sums (grad_accum > 1 or several ranks): fp32 whatever grad_dtype says
   int64_t master_copy = 0;      // precision fp32 + f32 master over several ranks at stages 1-2: the gathered master (kWeights)
-  optim::AdamWStateBytes optimizer;  // peak_rank's shards (AdamW::planned_bytes)
+  optim::AdamWStateBytes optimizer;  // peak_rank's shards (AdamW::planned_bytes); on_host: offloaded
   int64_t comm_staging = 0;     // ZeroCollectives' staging buffer, held for the run (kCommBuffers)
   int64_t comm_transient = 0;   // the largest collective's buffers and MPI temporaries, at their peak (kCommBuffers)
   // At each category's peak: the units' fp32 parameters and 16-bit GEMM copies in use (the
@@ -91,9 +91,13 @@ struct MemoryEstimate {
   optim::BytesPerParam nominal;
 
   int64_t bytes(MemoryCategory c) const { return step_bytes[size_t(c)]; }
-  // Model state: what the run holds from start to end per category (weights, grads, master,
-  // optimizer state), without the units that come and go during a step (unit_weights, unit_grads).
+  // Model state on the training device: what the run holds from start to end per category
+  // (weights, grads, master, optimizer state), without the units that come and go during a step
+  // (unit_weights, unit_grads). With optimizer.offload host the master and moments are not here.
   int64_t held_bytes(MemoryCategory c) const;
+  // optimizer.offload host: what the optimizer holds in host memory for the run (master, moments,
+  // the ring of transfer buffers: optimizer.host_ring); 0 otherwise.
+  int64_t host_bytes() const;
   int64_t model_state_bytes() const;
   double bytes_per_param(MemoryCategory c) const { return double(bytes(c)) / double(param_count); }
 };

@@ -1,13 +1,15 @@
 // step_timeline.h — where a training step's time goes on this rank, as the host sees it: every
 // call the model makes into its unit storage (acquire, prefetch, release, gradients ready), the
 // spans this rank spent inside ZeRO's collectives (dist::TimedCommunicator), and the trainer's
-// phases (each micro-batch's forward and backward, the optimizer step). From it, measured_step splits each pass into the turns of the model's unit
+// phases (each micro-batch's forward and backward, the optimizer step) and, with the optimizer
+// offloaded to the host, each shard's copy out, host step and copy in. From it, measured_step splits each pass into the turns of the model's unit
 // schedule and takes out the time spent in collectives: the compute that the scaling model
 // (scaling_model.h) puts ZeRO's communication around.
 //
 // NOTE: host clocks. On the CPU the work is done when a call returns, so a gap between calls is
 // compute. On a GPU the host runs ahead of the stream, and the same split needs CUDA events
-// (not done: nothing here has run on a GPU).
+// (not done: nothing here has run on a GPU). An offloaded copy out's span ends when the host has
+// waited for it, so on a GPU it does cover the copy itself; a copy in's span is its issue only.
 // Relies on: framework/dist/{unit_storage,timed_communicator}.h, models/common/transformer.h (UnitSchedule).
 // Tested by: tests/run/train/test_scaling_model.cpp (a scripted storage; a real Trainer's steps).
 #pragma once
@@ -18,6 +20,7 @@
 
 #include "framework/dist/timed_communicator.h"
 #include "framework/dist/unit_storage.h"
+#include "framework/optim/host_offload.h"
 #include "models/common/transformer.h"
 
 namespace farthing::train {
@@ -43,6 +46,9 @@ struct StepTimeline {
   std::vector<PassSpan> passes;
   std::vector<dist::TimeSpan> comm_spans;  // inside the store's communicator (ZeRO's collectives)
   double optimizer_begin = 0.0, optimizer_end = 0.0;  // inspect + step (unfused), or finish_step (fused)
+  // optimizer.offload: host: each shard's copy out, host step and copy in, in the order they
+  // happened (inside the fused units' grads_ready calls, or the optimizer step).
+  std::vector<optim::OffloadSpan> offload_spans;
 
   void clear() { *this = StepTimeline{}; }
   static double now() { return dist::steady_seconds(); }

@@ -204,7 +204,7 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
     HostSlice slice(state.store.weight_at(s.begin), DType::kBF16, s.count(), state.store.device());
     writer.write_tensor("model/" + e.name, DType::kBF16, e.shape, s.begin - e.offset_elems, slice.read());
   }
-  const Device optim_device = optimizer.backend().device();
+  const Device optim_device = optimizer.state_device();  // host memory when offloaded
   const std::vector<optim::AdamW::SegmentView> views = optimizer.segment_views();
   const optim::OptimizerConfig& config = optimizer.config();
   for (const optim::ParamRange& r : config.ranges) {
@@ -271,7 +271,7 @@ void load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, TrainSta
       slice.commit();
     }
   }
-  const Device optim_device = optimizer.backend().device();
+  const Device optim_device = optimizer.state_device();  // host memory when offloaded
   const std::vector<optim::AdamW::SegmentView> views = optimizer.segment_views();
   const optim::OptimizerConfig& config = optimizer.config();
   if (any_8bit_range(config)) check_dynamic_map(reader, path);

@@ -159,7 +159,12 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
     data_comm_ptr = timed_comm_.get();
   }
   Communicator& data_comm = *data_comm_ptr;
-  optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards(), &backend);
+  const optim::OffloadOptions offload{config_.optimizer.offload, config_.optimizer.offload_ring_units};
+  optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards(), &backend, offload);
+  if (output_.timeline != nullptr) {
+    optimizer_->set_offload_observer(
+        [timeline = output_.timeline](const optim::OffloadSpan& span) { timeline->offload_spans.push_back(span); });
+  }
   optimizer_->set_reduce_hook([this](std::span<double> values) {
     comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
   });

@@ -126,6 +126,8 @@ TEST(RecipeFiles, NamesFollowFamilySizeMethod) {
     std::string method = stem.substr(stem.find('_') + 1);
     // A _fp8 suffix: the same run with FP8 linear layers (train.precision fp8).
     if (method.ends_with("_fp8")) method.resize(method.size() - 4);
+    // An _offload suffix: the same model with the optimizer on the host (optimizer.offload host).
+    if (method.ends_with("_offload")) method.resize(method.size() - 8);
     // full_cpu_demo: the README's main job (tools/demo.sh), sized for a 2-core CPU.
     EXPECT_TRUE(method == "full_single_device" || method == "full_sharded" || method == "full_cpu_demo") << stem;
   }

@@ -59,6 +59,8 @@ RunConfig unusual_config() {
   c.optimizer.master = optim::MasterMode::kRemainder16;
   c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   c.optimizer.embedding_f32_state = false;
+  c.optimizer.offload = optim::Offload::kHost;
+  c.optimizer.offload_ring_units = 5;
   c.schedule.kind = optim::LrScheduleKind::kLinearDecay;
   c.schedule.warmup_steps = 12;
   c.schedule.min_ratio = 0.0;
@@ -115,7 +117,7 @@ TEST(RecipeResolved, DefaultsRoundTripAndEveryKeyIsWritten) {
     EXPECT_TRUE(value.IsDefined() && value.IsScalar()) << key.path() << " missing from:\n" << yaml;
     ++keys_seen;
   }
-  EXPECT_EQ(keys_seen, 63u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
+  EXPECT_EQ(keys_seen, 65u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
   size_t written = 0;
   for (const auto& section : root) written += section.second.size();
   EXPECT_EQ(written, keys_seen);

@@ -67,8 +67,8 @@ struct Measured {
 
 // Builds the real Trainer and trains; the tracker's peaks while building it and over training
 // (evaluations and checkpoints included), less what was held before the trainer existed.
-Measured train_and_measure(const recipe::RunConfig& config) {
-  MemoryTracker& tracker = memory_tracker(Device::cpu());
+Measured train_and_measure(const recipe::RunConfig& config, Device device = Device::cpu()) {
+  MemoryTracker& tracker = memory_tracker(device);
   tracker.reset_peaks();
   const MemorySnapshot before = tracker.snapshot();
   Measured m;
@@ -145,6 +145,43 @@ TEST(MemoryEstimate, Bf16Compute8BitStateF32Master) {
   c.optimizer.master = optim::MasterMode::kF32;
   c.optimizer.embedding_f32_state = false;  // let the 8-bit segments include the big embedding
   expect_within_10_percent(c, models::preset_config("stories260k"), "bf16, 8bit state, f32 master");
+}
+
+// optimizer.offload host on the strict device: the device's figures (its own tracker) exclude
+// the master and moments, and the host's tracker holds exactly what the plan's host figures say.
+TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
+  TempDir dir("offload");
+  recipe::RunConfig c = base_config(dir.path);
+  c.train.device = recipe::TrainDevice::kStrict;
+  c.train.precision = recipe::Precision::kBf16;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kF32;
+  c.optimizer.offload = optim::Offload::kHost;
+  c.optimizer.offload_ring_units = 3;
+  const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size(), world().rank());
+  EXPECT_EQ(e.held_bytes(MemoryCategory::kMaster), 0);
+  EXPECT_EQ(e.held_bytes(MemoryCategory::kOptimizerState), 0);
+  EXPECT_GT(e.host_bytes(), e.optimizer.master + e.optimizer.state());  // and the ring
+  const Measured m = train_and_measure(c, Device::strict());
+  // Over several ranks the strict device's collectives are staged through the host
+  // (StagedCommunicator): the MPI temporaries the plan puts among the device's comm buffers are
+  // the host's there, so the total and that category are compared at world size 1 only.
+  const bool one_rank = world().world_size() == 1;
+  if (one_rank) EXPECT_EQ(e.step_peak_bytes, m.peak);
+  for (int k = 0; k < kNumMemoryCategories; ++k) {
+    if (!one_rank && MemoryCategory(k) == MemoryCategory::kCommBuffers) continue;
+    EXPECT_EQ(e.bytes(MemoryCategory(k)), m.category_peaks[size_t(k)]) << memory_category_name(MemoryCategory(k));
+  }
+  // The host: what a built trainer holds there beyond what was held before it.
+  MemoryTracker& host = memory_tracker(Device::cpu());
+  const MemorySnapshot before = host.snapshot();
+  Trainer trainer(c, world(), TrainerOutput{.progress = false});
+  const MemorySnapshot after = host.snapshot();
+  const auto held = [&](MemoryCategory k) { return after.current_bytes[size_t(k)] - before.current_bytes[size_t(k)]; };
+  EXPECT_EQ(held(MemoryCategory::kMaster), e.optimizer.master);
+  EXPECT_EQ(held(MemoryCategory::kOptimizerState), e.optimizer.state());
+  // Over several ranks the staged collectives hold host buffers of their own beside the ring.
+  if (world().world_size() == 1) EXPECT_EQ(held(MemoryCategory::kCommBuffers), e.optimizer.host_ring);
 }
 
 TEST(MemoryEstimate, Fp32ComputeF32StateGradAccum) {

@@ -293,17 +293,8 @@ TEST(TimedCommunicator, RecordsTheIssueAndTheWaitAndForwards) {
 
 TEST(MeasuredStep, RealTrainerStepsAddUp) {
   testing::TempDir dir("scaling_trainer");
-  recipe::RunConfig c;
-  c.model.preset = "stories260k";
-  c.data.train = testing::write_random_tokens(dir.path, 512, 20000, 5).string();
-  c.data.format = recipe::DataFormat::kTokens;
-  c.data.seq_len = 32;
-  c.data.eval_fraction = 0.0;
-  c.train.steps = 3;
-  c.train.micro_batch = 2;
+  recipe::RunConfig c = testing::tiny_token_run(dir.path, 3);
   c.train.grad_accum = 2;
-  c.train.log_every = 0;
-  c.checkpoint.run_dir = (dir.path / "run").string();
   for (int stage : {1, 2, 3}) {
     c.distributed.zero_stage = stage;
     StepTimeline timeline;

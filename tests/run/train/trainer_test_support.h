@@ -1,7 +1,8 @@
 // trainer_test_support.h — what the C++ trainer tests share: the world communicator (world size
 // 1, or mpirun's), a temporary directory every rank names alike, and a token file of random ids
 // (so neither a tokenizer nor ../shared is needed).
-// Used by tests/run/train/test_trainer.cpp and tests/run/train/test_memory_estimate.cpp.
+// Used by tests/run/train/test_trainer.cpp, test_memory_estimate.cpp, test_scaling_model.cpp and
+// test_offload_timeline.cpp.
 #pragma once
 
 #include <unistd.h>
@@ -15,6 +16,7 @@
 
 #include "framework/data/token_file.h"
 #include "framework/dist/mpi_communicator.h"
+#include "framework/run/recipe/run_config.h"
 
 namespace farthing::train::testing {
 
@@ -53,6 +55,22 @@ inline std::filesystem::path write_random_tokens(const std::filesystem::path& di
   if (world().rank() == 0) data::write_token_file(path, ids, uint32_t(vocab));
   world().barrier();
   return path;
+}
+
+// stories260k from a preset on random tokens in dir: sequences of 32, micro-batches of 2, no
+// held-out split, `steps` steps, no progress lines, the run directory dir/run.
+inline recipe::RunConfig tiny_token_run(const std::filesystem::path& dir, int64_t steps) {
+  recipe::RunConfig c;
+  c.model.preset = "stories260k";
+  c.data.train = write_random_tokens(dir, 512, 20000, 5).string();
+  c.data.format = recipe::DataFormat::kTokens;
+  c.data.seq_len = 32;
+  c.data.eval_fraction = 0.0;
+  c.train.steps = steps;
+  c.train.micro_batch = 2;
+  c.train.log_every = 0;
+  c.checkpoint.run_dir = (dir / "run").string();
+  return c;
 }
 
 }  // namespace farthing::train::testing
