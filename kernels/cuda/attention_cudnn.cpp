@@ -77,20 +77,27 @@ std::vector<int64_t> stats_strides(const AttentionShape& s) { return {s.q_heads 
 
 float scale_of(const AttentionShape& s) { return 1.0f / sqrtf(float(s.head_dim)); }  // attention_steps.h
 
-std::shared_ptr<fe::graph::Graph> new_graph() {
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+// A bf16-in, fp32-inside graph with its q, k and v inputs over the packed rows.
+struct QkvGraph {
+  std::shared_ptr<fe::graph::Graph> graph;
+  TensorPtr q, k, v;
+};
+
+QkvGraph new_qkv_graph(const AttentionShape& s) {
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  return g;
+  const int64_t stride = s.qkv_stride();
+  return {g, bf16_tensor(*g, "q", kQ, s, s.q_heads, stride), bf16_tensor(*g, "k", kK, s, s.kv_heads, stride),
+          bf16_tensor(*g, "v", kV, s, s.kv_heads, stride)};
 }
 
 std::shared_ptr<fe::graph::Graph> forward_graph(const AttentionShape& s) {
-  auto g = new_graph();
-  const int64_t stride = s.qkv_stride(), out_stride = s.q_heads * s.head_dim;
-  auto q = bf16_tensor(*g, "q", kQ, s, s.q_heads, stride);
-  auto k = bf16_tensor(*g, "k", kK, s, s.kv_heads, stride);
-  auto v = bf16_tensor(*g, "v", kV, s, s.kv_heads, stride);
+  auto [g, q, k, v] = new_qkv_graph(s);
+  const int64_t out_stride = s.q_heads * s.head_dim;
   auto options = fe::graph::SDPA_attributes()
                      .set_name("farthing_attention_forward")
                      .set_generate_stats(true)
@@ -105,11 +112,8 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const AttentionShape& s) {
 }
 
 std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionShape& s) {
-  auto g = new_graph();
+  auto [g, q, k, v] = new_qkv_graph(s);
   const int64_t stride = s.qkv_stride(), out_stride = s.q_heads * s.head_dim;
-  auto q = bf16_tensor(*g, "q", kQ, s, s.q_heads, stride);
-  auto k = bf16_tensor(*g, "k", kK, s, s.kv_heads, stride);
-  auto v = bf16_tensor(*g, "v", kV, s, s.kv_heads, stride);
   auto o = bf16_tensor(*g, "o", kO, s, s.q_heads, out_stride);
   auto dout = bf16_tensor(*g, "dO", kDO, s, s.q_heads, out_stride);
   auto stats = g->tensor(fe::graph::Tensor_attributes()
