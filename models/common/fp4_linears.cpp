@@ -44,18 +44,13 @@ Fp4BufferLayout buffer_layout(const std::vector<Fp4Projection>& projections, int
 }  // namespace
 
 std::vector<Fp4Projection> Fp4Linears::projections(const TransformerSpec& spec, const Fp4Recipe& recipe) {
-  const ModelConfig& c = spec.config;
-  const int64_t C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();
-  const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int blocks = int(spec.blocks.size());
   const int fp4_blocks = blocks - fp4_bf16_last_blocks(recipe, blocks);
   std::vector<Fp4Projection> out;
   for (int i = 0; i < fp4_blocks; ++i) {
-    const BlockOffsets& b = spec.blocks[size_t(i)];
-    out.push_back({b.qkv_w, C, Sq});
-    out.push_back({b.attn_out_w, C, C});
-    out.push_back({b.mlp_in_w, C, F});
-    out.push_back({b.mlp_out_w, H, C});
+    for (const BlockProjection& bp : block_projections(spec.config, spec.blocks[size_t(i)])) {
+      out.push_back({bp.weight, bp.k, bp.n});
+    }
   }
   return out;
 }

@@ -119,18 +119,24 @@ struct Format {
 };
 constexpr Format kFormats[] = {{16, Fp4Scale::kE4M3}, {32, Fp4Scale::kE8M0}};
 
+// Round-to-nearest 1D arguments for an fp32 (rows, cols) operand in format f.
+Fp4QuantizeArgs args_for(const float* x, int64_t rows, int64_t cols, Format f) {
+  Fp4QuantizeArgs a;
+  a.x_f32 = x;
+  a.rows = rows;
+  a.cols = cols;
+  a.block = f.block;
+  a.scale = f.scale;
+  return a;
+}
+
 TEST(Fp4Cpu, OneDimensionalBlocksMatchTheBlockFunctions) {
   const int64_t rows = 5, cols = 70;  // a tail block in every row
   const std::vector<float> x = random_matrix(rows, cols, 1);
   const nm::RandomKey key{77, 4, nm::RandomPurpose::kFp4Gradient};
   for (const Format f : kFormats) {
     for (const bool sr : {false, true}) {
-      Fp4QuantizeArgs a;
-      a.x_f32 = x.data();
-      a.rows = rows;
-      a.cols = cols;
-      a.block = f.block;
-      a.scale = f.scale;
+      Fp4QuantizeArgs a = args_for(x.data(), rows, cols, f);
       a.stochastic = sr;
       a.key = key;
       a.first_index = uint64_t(3) << 40;
@@ -153,12 +159,7 @@ TEST(Fp4Cpu, TransposedAndBf16SourcesAreTheSameOperand) {
   }
   const std::vector<float> xt = transpose(x, rows, cols);  // stored (cols, rows)
   for (const Format f : kFormats) {
-    Fp4QuantizeArgs a;
-    a.rows = rows;
-    a.cols = cols;
-    a.block = f.block;
-    a.scale = f.scale;
-    a.x_f32 = x.data();
+    Fp4QuantizeArgs a = args_for(x.data(), rows, cols, f);
     const Quantized plain = quantize(a);
     a.x_f32 = nullptr;
     a.x_bf16 = x_bf16.data();
@@ -259,16 +260,8 @@ TEST(Fp4Cpu, GemmIsTheSumOfDequantizedProducts) {
   const int64_t m = 19, n = 23, k = 80;
   const std::vector<float> x = random_matrix(m, k, 5), w = random_matrix(n, k, 6);
   for (const Format f : kFormats) {
-    Fp4QuantizeArgs a;
-    a.rows = m;
-    a.cols = k;
-    a.block = f.block;
-    a.scale = f.scale;
-    a.x_f32 = x.data();
-    const Quantized qa = quantize(a);
-    a.rows = n;
-    a.x_f32 = w.data();
-    const Quantized qb = quantize(a);
+    const Quantized qa = quantize(args_for(x.data(), m, k, f));
+    const Quantized qb = quantize(args_for(w.data(), n, k, f));
     std::vector<double> bound;
     const std::vector<double> ref = reference_gemm(qa.op, qb.op, bound);
     std::vector<uint8_t> workspace(size_t(fp4_matmul_workspace_bytes(m, n, k)));
