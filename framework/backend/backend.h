@@ -75,6 +75,10 @@ class Backend {
   // The device's dense BF16 tensor-core peak in FLOP/s from its datasheet (no sparsity), the
   // denominator of MFU; 0 where there is none to quote (CPUs, unknown GPUs).
   virtual double dense_bf16_peak_flops() const { return 0.0; }
+
+  // A CUDA device's compute capability as major * 10 + minor (90 for Hopper, 100 for B200); 0
+  // for devices that are not CUDA GPUs. FP4 tensor cores (NVFP4, MXFP4) start at 100.
+  virtual int cuda_compute_capability() const { return 0; }
 };
 
 // The backend of a device; the CPU and strict test backends always exist, CUDA ones when built

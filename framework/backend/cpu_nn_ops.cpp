@@ -3,10 +3,12 @@
 
 #include <cstring>
 
+#include "framework/backend/fp4_op_checks.h"
 #include "framework/backend/fp8_op_checks.h"
 #include "framework/core/error.h"
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/cast_cpu.h"
+#include "kernels/cpu/fp4_cpu.h"
 #include "kernels/cpu/fp8_cpu.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/cpu/nn_cpu.h"
@@ -19,6 +21,17 @@ namespace k = farthing::kernels;
 void CpuNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                       bool accumulate) {
   k::matmul_cpu(dtype, shape, a, b, c, accumulate);
+}
+
+void CpuNnOps::fp4_quantize(const Fp4QuantizeArgs& args) {
+  check_fp4_quantize_args(args);
+  k::fp4_quantize_cpu(args);
+}
+
+void CpuNnOps::matmul_fp4(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const Fp4Operand& b, float* c,
+                          bool accumulate, void* workspace) {
+  check_fp4_matmul_operands(m, n, k, a, b);
+  k::fp4_matmul_cpu(m, n, k, a, b, c, accumulate, workspace);
 }
 
 void CpuNnOps::fp8_quantize(const Fp8QuantizeArgs& args) {

@@ -12,6 +12,9 @@ class CpuNnOps final : public NnOps {
   Device device() const override { return Device::cpu(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
+  void fp4_quantize(const Fp4QuantizeArgs& args) override;
+  void matmul_fp4(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const Fp4Operand& b, float* c,
+                  bool accumulate, void* workspace) override;
   void fp8_quantize(const Fp8QuantizeArgs& args) override;
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,

@@ -50,6 +50,7 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   // From the device's name (cudaGetDeviceProperties) and a table of NVIDIA's datasheet figures.
   double dense_bf16_peak_flops() const override;
+  int cuda_compute_capability() const override;
 
  private:
   void check_on_this_device(const Tensor& tensor, const char* op) const;

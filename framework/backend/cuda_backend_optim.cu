@@ -67,4 +67,13 @@ double CudaBackend::dense_bf16_peak_flops() const {
   return 0.0;
 }
 
+int CudaBackend::cuda_compute_capability() const {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index_) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_index_) != cudaSuccess) {
+    return 0;
+  }
+  return major * 10 + minor;
+}
+
 }  // namespace farthing

@@ -17,12 +17,15 @@
 #include <cstdint>
 
 #include "framework/core/tensor.h"
+#include "kernels/numerics/fp4_operand.h"
 #include "kernels/numerics/fp8_operand.h"
 #include "kernels/numerics/op_shapes.h"
 
 namespace farthing {
 
 using kernels::AttentionShape;
+using kernels::Fp4Operand;
+using kernels::Fp4QuantizeArgs;
 using kernels::Fp8Operand;
 using kernels::Fp8QuantizeArgs;
 using kernels::GemmDtype;
@@ -54,6 +57,19 @@ class NnOps {
   // (the CUDA backend, when cuBLASLt declines; each is also reported once on stderr). 0 where
   // FP8 GEMMs are always emulated (CPU, strict device): there is no faster path to miss.
   virtual int64_t fp8_fallback_shapes() const { return 0; }
+
+  // FP4 GEMMs (kernels/numerics/fp4_block.h; the policy: backend/fp4_policy.h). Quantize an
+  // operand (fp4_operand.h says what is written), and C(m, n) (+)= A(m, k) · B(n, k)^T of two
+  // FP4 operands with fp32 accumulation, exactly as kernels/cpu/fp4_cpu.h emulates it.
+  // NOTE: the defaults emulate on the host for any backend: they copy the inputs into host
+  // memory, run the CPU kernels and copy the results back (fp4_host_emulation.cpp), so a device
+  // computes the CPU's bits, slowly. The CPU set runs the kernels in place. A CUDA device runs
+  // FP4 only where the recipe opts into emulation (train.fp4_gpu_emulation); see trainer.cpp.
+  virtual void fp4_quantize(const Fp4QuantizeArgs& args);
+  virtual void matmul_fp4(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const Fp4Operand& b, float* c,
+                          bool accumulate, void* workspace);
+  // Scratch that matmul_fp4 needs (device memory).
+  static int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k);
 
   // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride).
   virtual void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) = 0;

@@ -18,6 +18,8 @@ namespace farthing::numerics {
 enum class RandomPurpose : uint32_t {
   kWeightCast = 1,       // master -> bf16 working weights, once per optimizer step
   kMasterFreeUpdate = 2, // bf16 weight updated in place without a master
+  kFp4Gradient = 3,      // FP4 operands rounded stochastically (fp4_linears.h)
+  kHadamardSigns = 4,    // the random signs of the FP4 recipes' Hadamard transform (hadamard.h)
   kTest = 0xFFFFFFFFu,
 };
 

@@ -51,25 +51,15 @@ int64_t workspace_operand_elems(const std::vector<Fp8Projection>& projections, i
 }  // namespace
 
 std::vector<Fp8Projection> Fp8Linears::projections(const TransformerSpec& spec, const Fp8Recipe& recipe) {
-  const ModelConfig& c = spec.config;
-  const int64_t C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();
-  const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
   std::vector<Fp8Projection> out;
-  auto add = [&](int64_t weight, int64_t k, int64_t n) {
-    int unit = 0;
-    for (const ParamEntry& e : spec.layout.entries()) {
-      if (e.offset_elems == weight) unit = e.unit;
-    }
-    out.push_back(Fp8Projection{weight, unit, k, n});
-  };
   for (const BlockOffsets& b : spec.blocks) {
-    if (selected(recipe, true)) {
-      add(b.qkv_w, C, Sq);
-      add(b.attn_out_w, C, C);
-    }
-    if (selected(recipe, false)) {
-      add(b.mlp_in_w, C, F);
-      add(b.mlp_out_w, H, C);
+    for (const BlockProjection& bp : block_projections(spec.config, b)) {
+      if (!selected(recipe, bp.attention)) continue;
+      int unit = 0;
+      for (const ParamEntry& e : spec.layout.entries()) {
+        if (e.offset_elems == bp.weight) unit = e.unit;
+      }
+      out.push_back(Fp8Projection{bp.weight, unit, bp.k, bp.n});
     }
   }
   return out;

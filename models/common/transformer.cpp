@@ -66,6 +66,8 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   FARTHING_CHECK(options.loss_chunk_rows > 0, "loss_chunk_rows must be positive");
   FARTHING_CHECK(options.fp8.recipe == nullptr || options.compute == ComputeMode::kBF16,
                  "model '", c.name, "': FP8 linear layers run on top of bf16 compute");
+  FARTHING_CHECK(options.fp4.recipe == nullptr || (options.compute == ComputeMode::kBF16 && options.fp8.recipe == nullptr),
+                 "model '", c.name, "': FP4 linear layers run on top of bf16 compute, without FP8 layers");
   const int64_t n = spec_.layout.total_elems();
   if (options.unit_storage == nullptr) {
     params_ = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kWeights);
@@ -120,6 +122,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   if (options.fp8.recipe != nullptr) {
     fp8_ = std::make_unique<Fp8Linears>(spec_, batch, seq, options.fp8, ops_, options.unit_storage == nullptr);
   }
+  if (options.fp4.recipe != nullptr) fp4_ = std::make_unique<Fp4Linears>(spec_, batch, seq, options.fp4, ops_);
   inputs_ = Buffer(ops_.device(), size_t(input_elems(c, batch, seq)) * 4, MemoryCategory::kActivations);
   tokens_ = static_cast<int32_t*>(inputs_.data());
   targets_ = tokens_ + batch * seq;
@@ -211,6 +214,7 @@ TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, in
     b.fp8 = Fp8Linears::buffer_bytes(spec, batch, seq, *options.fp8.recipe, engine);
     if (options.unit_storage == nullptr) b.working += Fp8Linears::flat_weight_bytes(spec, *options.fp8.recipe);
   }
+  if (options.fp4.recipe != nullptr) b.fp8 += Fp4Linears::buffer_bytes(spec, batch, seq, *options.fp4.recipe);
   return b;
 }
 
@@ -387,6 +391,8 @@ void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bi
   const GemmDtype dt = gemm_dtype_of(options_.compute);
   if (fp8_ && fp8_->covers(w)) {
     fp8_->forward(y, x, w, m, orient, accumulate);
+  } else if (fp4_ && fp4_->forward_covers(w)) {
+    fp4_->forward(y, x, static_cast<const uint16_t*>(weight_ptr(w)), w, m, orient, accumulate);
   } else {
     GemmShape s{m, n, kdim};
     s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
@@ -400,6 +406,11 @@ void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const floa
                                   WeightOrientation orient) {
   if (fp8_ && fp8_->covers(w)) {
     fp8_->backward(dx, G(w), w, dy, x, m, orient);
+    if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
+    return;
+  }
+  if (fp4_ && fp4_->backward_covers(w)) {
+    fp4_->backward(dx, G(w), static_cast<const uint16_t*>(weight_ptr(w)), w, dy, x, m, orient);
     if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
     return;
   }

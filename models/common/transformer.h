@@ -29,6 +29,7 @@
 #include "framework/core/memory.h"
 #include "framework/dist/unit_storage.h"
 #include "models/common/block_forward.h"
+#include "models/common/fp4_linears.h"
 #include "models/common/fp8_linears.h"
 #include "models/common/transformer_spec.h"
 
@@ -55,6 +56,8 @@ struct ModelOptions {
   NnOps* ops = nullptr;
   // FP8 linear layers (fp8_linears.h) on top of kBF16 compute; off without a recipe.
   Fp8Options fp8;
+  // FP4 linear layers (fp4_linears.h) on top of kBF16 compute; off without a recipe.
+  Fp4Options fp4;
 };
 
 // The elements of a unit's 1-D tensors (norm weights, biases): what a model under bf16 compute
@@ -70,7 +73,8 @@ struct TransformerBufferBytes {
   int64_t scratch = 0;         // backward scratch, attention scratch, one logits chunk (kActivations)
   int64_t narrow_scratch = 0;  // two bf16/fp16 GEMM operand slots; 0 at fp32 (kActivations)
   int64_t inputs = 0;          // a micro-batch's tokens and targets, and the RoPE tables, on the device (kActivations)
-  int64_t fp8 = 0;             // FP8 operand slots and GEMM workspace (kActivations; fp8_linears.h)
+  int64_t fp8 = 0;             // FP8 or FP4 operand slots and GEMM workspace (kActivations; fp8_linears.h,
+                               // fp4_linears.h)
   int64_t activation_total() const { return activations + scratch + narrow_scratch + inputs + fp8; }
 };
 
@@ -167,6 +171,11 @@ class Transformer : private BlockHooks {
 
   // FP8 delayed scaling: hands the amaxes that training passes gathered (in the ops' memory)
   // to the history, once a step (Fp8Linears::collect_step_amaxes); a no-op otherwise.
+  // FP4: the step whose keys (Hadamard signs, stochastic rounding) the next GEMMs use; the
+  // trainer sets it before each step's micro-batches. A no-op without FP4 layers.
+  void set_fp4_step(uint32_t step) {
+    if (fp4_) fp4_->set_step(step);
+  }
   void collect_fp8_amaxes() {
     if (fp8_) fp8_->collect_step_amaxes();
   }
@@ -253,6 +262,7 @@ class Transformer : private BlockHooks {
         *dact_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
   uint16_t* bf16_slots_[2] = {nullptr, nullptr};
   std::unique_ptr<Fp8Linears> fp8_;  // FP8 projections, or null
+  std::unique_ptr<Fp4Linears> fp4_;  // FP4 projections, or null
   int64_t bf16_slot_elems_ = 0;
   // UnitStorage mode: per unit, its acquired parameters, 16-bit GEMM copy and gradients; under
   // bf16 compute instead its bf16 weights (the storage's) and its 1-D tensors widened to fp32.

@@ -8,6 +8,7 @@
 // Tested by: tests/models/test_flat_layout.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +32,21 @@ struct BlockOffsets {
   int64_t mlp_in_w = -1, mlp_in_b = -1;    // Llama: [gate; up] (2H, C); GPT-2: c_fc (C, H)
   int64_t mlp_out_w = -1, mlp_out_b = -1;
 };
+
+// One of a block's four linear layers as a GEMM: its weight's offset, K in, N out.
+struct BlockProjection {
+  int64_t weight = -1;
+  int64_t k = 0, n = 0;
+  bool attention = false;  // qkv or attention output (else an MLP projection)
+};
+
+// A block's projections in order: qkv, attention output, MLP in (Llama: gate and up fused), MLP out.
+inline std::array<BlockProjection, 4> block_projections(const ModelConfig& c, const BlockOffsets& b) {
+  const int64_t C = c.dim, H = c.hidden_dim;
+  const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
+  return {{{b.qkv_w, C, c.qkv_dim(), true}, {b.attn_out_w, C, C, true}, {b.mlp_in_w, C, F, false},
+           {b.mlp_out_w, H, C, false}}};
+}
 
 struct TransformerSpec {
   ModelConfig config;

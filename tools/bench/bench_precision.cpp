@@ -64,6 +64,8 @@ struct Setting {
   const char* rounding;   // optimizer.weight_rounding
   // train.grad_dtype: auto keeps one backward's gradient in fp32 under fp32 compute, bf16 otherwise.
   const char* grad_dtype = "auto";
+  // Any other change of the recipe (the FP4 ablations: one knob of the nvfp4 section), or none.
+  void (*adjust)(recipe::RunConfig&) = nullptr;
 };
 
 // What the study runs on, and how long.
@@ -199,6 +201,7 @@ RunRecord run_setting(const Study& st, const Setting& setting, double lr, int64_
   rc.train.seed = 1234;
   rc.checkpoint.run_dir = run_dir.string();
   rc.train.device = recipe::TrainDevice::kCpu;
+  if (setting.adjust != nullptr) setting.adjust(rc);
 
   const auto t0 = Clock::now();
   auto comm = make_world_communicator();
@@ -322,6 +325,16 @@ int run_precision_bench(const BenchOptions& options) {
       // Claim 5 compares these two: FP8 linear layers (block scaling) against their bf16 compute.
       {"bf16 compute (f32 moments + master)", "bf16", "f32", "f32", "nearest"},
       {"fp8 block scaling (f32 moments + master)", "fp8", "f32", "f32", "nearest"},
+      // FP4 linear layers (docs/fp4.md): each paper's recipe, and the ablations NVIDIA's paper makes.
+      {"nvfp4, the paper's recipe (f32 moments + master)", "nvfp4", "f32", "f32", "nearest"},
+      {"nvfp4 without SR", "nvfp4", "f32", "f32", "nearest", "auto",
+       [](recipe::RunConfig& c) { c.nvfp4.sr = Fp4Sr::kNone; }},
+      {"nvfp4 without RHT", "nvfp4", "f32", "f32", "nearest", "auto",
+       [](recipe::RunConfig& c) { c.nvfp4.rht = Fp4Rht::kNone; }},
+      {"nvfp4 without bf16 blocks", "nvfp4", "f32", "f32", "nearest", "auto",
+       [](recipe::RunConfig& c) { c.nvfp4.bf16_last_fraction = 0.0; }},
+      {"mxfp4, the paper's recipe (f32 moments + master)", "mxfp4", "f32", "f32", "nearest"},
+      // Last: the report reads the fp16 run as trajectories.back().
       {"fp16 + dynamic loss scaling (f32 moments + master)", "fp16", "f32", "f32", "nearest"},
   };
   std::vector<RunRecord> trajectories;
@@ -475,6 +488,14 @@ int run_precision_bench(const BenchOptions& options) {
     md += "\nFP8 linear layers (block scaling) against bf16 compute, final held-out loss: " +
           fmt("%+.3f%%", 100 * (fp8->eval.back().second / bf16->eval.back().second - 1.0)) +
           " (DeepSeek-V3's figure: within 0.25%).\n";
+  }
+  for (const char* name : {"nvfp4, the paper's recipe (f32 moments + master)", "nvfp4 without SR", "nvfp4 without RHT",
+                           "nvfp4 without bf16 blocks", "mxfp4, the paper's recipe (f32 moments + master)"}) {
+    const RunRecord* fp4 = named(name);
+    if (bf16 == nullptr || fp4 == nullptr) continue;
+    md += std::string(fp4 == named("nvfp4, the paper's recipe (f32 moments + master)") ? "\n" : "") + "FP4: " + name +
+          " against bf16 compute, final held-out loss: " +
+          fmt("%+.3f%%", 100 * (fp4->eval.back().second / bf16->eval.back().second - 1.0)) + ".\n";
   }
   md += "\n![held-out loss](precision_loss.png)\n\n";
   md += "## Underflow: gradient magnitudes against fp16\n\n";

@@ -28,6 +28,7 @@
 #include "framework/core/error.h"
 #include "framework/run/recipe/recipe.h"
 #include "framework/run/train/memory_estimate.h"
+#include "framework/run/train/model_options.h"
 #include "framework/run/train/scaling_model.h"
 #include "framework/run/train/scaling_profile.h"
 #include "models/common/presets.h"
@@ -326,9 +327,11 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
   }
   std::printf("%-16s %8.2f %8.2f %12s  %s\n", "model state", double(e.model_state_bytes()) / params,
               model_state_nominal, train::format_bytes(e.model_state_bytes()).c_str(), "held for the run, this rank");
-  const bool reads_bf16 = r.train.precision == recipe::Precision::kBf16 || r.train.precision == recipe::Precision::kFp8;
+  const bool reads_bf16 = train::compute_mode_of(r.train.precision) == models::ComputeMode::kBF16;
+  const bool fp4 = train::fp4_recipe_of(r) != nullptr;
   const std::string in_use = r.train.precision == recipe::Precision::kFp8
                                  ? "bf16 weights read in place, FP8 codes of the projections, 1-D tensors widened "
+                             : fp4 ? "bf16 weights read in place (FP4 operands cast at each GEMM), 1-D tensors widened "
                              : reads_bf16 ? "bf16 weights read in place, 1-D tensors widened "
                              : r.train.precision == recipe::Precision::kFp16 ? "fp32 parameters and fp16 GEMM copies "
                                                                              : "fp32 parameters ";

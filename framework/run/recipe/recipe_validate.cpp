@@ -21,6 +21,7 @@
 #include "framework/run/recipe/closest_name.h"
 #include "framework/run/recipe/recipe.h"
 #include "framework/run/recipe/recipe_scalar.h"
+#include "kernels/numerics/hadamard.h"
 #include "models/common/presets.h"
 
 namespace farthing::recipe {
@@ -78,6 +79,8 @@ class Checker {
     check_schedule();
     check_loss_scale();
     check_fp8();
+    check_fp4("nvfp4", c_.nvfp4);
+    check_fp4("mxfp4", c_.mxfp4);
     check_checkpoint();
     FARTHING_CHECK(c_.distributed.zero_stage >= 1 && c_.distributed.zero_stage <= 3, at("distributed.zero_stage"),
                    " is ", c_.distributed.zero_stage,
@@ -240,6 +243,16 @@ class Checker {
     FARTHING_CHECK(f.amax_history_len >= 1 && f.amax_history_len <= 1024, at("fp8.amax_history_len"), " is ",
                    f.amax_history_len, ", expected a whole number in 1..1024 (steps of amax that tensor_delayed "
                    "scaling keeps; 16 is usual)");
+  }
+
+  void check_fp4(const std::string& section, const Fp4Recipe& f) const {
+    FARTHING_CHECK(f.block == 16 || f.block == 32, at(section + ".block"), " is ", f.block,
+                   ", expected 16 (NVFP4) or 32 (MXFP4): elements sharing one scale");
+    FARTHING_CHECK(numerics::hadamard_size_ok(f.rht_size), at(section + ".rht_size"), " is ", f.rht_size,
+                   ", expected 4, 16, 64 or 256 (a power of 4, so the transform's 1/sqrt(n) is exact)");
+    FARTHING_CHECK(f.bf16_last_fraction >= 0.0 && f.bf16_last_fraction <= 1.0, at(section + ".bf16_last_fraction"),
+                   " is ", num(f.bf16_last_fraction),
+                   ", expected a number in 0..1 (the share of the last blocks kept in bf16, rounded up)");
   }
 
   void check_train() const {

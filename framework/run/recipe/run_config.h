@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/backend/fp4_policy.h"
 #include "framework/backend/fp8_policy.h"
 #include "framework/data/dataset_options.h"
 #include "framework/dist/communicator.h"
@@ -34,10 +35,12 @@
 
 namespace farthing::recipe {
 
-// train.precision. fp8 is bf16 compute with FP8 linear layers on top (the fp8 section).
-enum class Precision : uint8_t { kFp32, kBf16, kFp16, kFp8 };
-inline constexpr std::array<std::pair<Precision, std::string_view>, 4> kPrecisionNames{{
-    {Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}, {Precision::kFp16, "fp16"}, {Precision::kFp8, "fp8"}}};
+// train.precision. fp8 is bf16 compute with FP8 linear layers on top (the fp8 section); nvfp4
+// and mxfp4 are bf16 compute with FP4 linear layers on top (the nvfp4 / mxfp4 section).
+enum class Precision : uint8_t { kFp32, kBf16, kFp16, kFp8, kNvfp4, kMxfp4 };
+inline constexpr std::array<std::pair<Precision, std::string_view>, 6> kPrecisionNames{{
+    {Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}, {Precision::kFp16, "fp16"}, {Precision::kFp8, "fp8"},
+    {Precision::kNvfp4, "nvfp4"}, {Precision::kMxfp4, "mxfp4"}}};
 
 // train.device: a choice, resolved to a farthing::Device by the trainer (auto: cuda when a GPU
 // is visible).
@@ -88,6 +91,11 @@ template <> struct EnumNames<Fp8Scaling> { static constexpr const auto& table = 
 template <> struct EnumNames<Fp8Format> { static constexpr const auto& table = kFp8FormatNames; };
 template <> struct EnumNames<Fp8AmaxCompute> { static constexpr const auto& table = kFp8AmaxComputeNames; };
 template <> struct EnumNames<Fp8Layers> { static constexpr const auto& table = kFp8LayersNames; };
+template <> struct EnumNames<Fp4Scale> { static constexpr const auto& table = kFp4ScaleNames; };
+template <> struct EnumNames<Fp4WeightScaling> { static constexpr const auto& table = kFp4WeightScalingNames; };
+template <> struct EnumNames<Fp4Gemms> { static constexpr const auto& table = kFp4GemmsNames; };
+template <> struct EnumNames<Fp4Rht> { static constexpr const auto& table = kFp4RhtNames; };
+template <> struct EnumNames<Fp4Sr> { static constexpr const auto& table = kFp4SrNames; };
 
 // model: which architecture and which weights. Give exactly one of `preset` (architecture from
 // code, random init) or `path` (weights whose own config gives the architecture).
@@ -184,7 +192,12 @@ struct TrainSection {
   int64_t micro_batch = 4;           // sequences per forward/backward on each rank
   int64_t grad_accum = 1;            // micro-batches per optimizer step on each rank
   double max_grad_norm = 1.0;        // 0: no clipping
-  Precision precision = Precision::kBf16;  // fp32 | bf16 | fp16 | fp8 (bf16 + FP8 linear layers: fp8 section)
+  // fp32 | bf16 | fp16 | fp8 (bf16 + FP8 linear layers: fp8 section) | nvfp4 | mxfp4 (bf16 + FP4
+  // linear layers: the nvfp4 / mxfp4 section)
+  Precision precision = Precision::kBf16;
+  // nvfp4 / mxfp4 on a CUDA device: its FP4 GEMMs emulated through host copies (slow, the CPU's
+  // bits). Off: refused on a GPU (no FP4 tensor-core path is wired yet; docs/fp4.md).
+  bool fp4_gpu_emulation = false;
   // One backward's kept gradient: auto (fp32 under precision fp32, else bf16) | fp32 | bf16.
   // Sums over micro-batches or ranks are fp32 whatever this says.
   GradDtype grad_dtype = GradDtype::kAuto;
@@ -249,6 +262,10 @@ struct RunConfig {
   ScheduleSection schedule;
   LossScaleSection loss_scale;
   Fp8Section fp8;
+  // nvfp4 / mxfp4: the FP4 recipes under train.precision nvfp4 / mxfp4, every knob defaulting to
+  // its paper (framework/backend/fp4_policy.h, docs/fp4.md); each ignored under other precisions.
+  Fp4Recipe nvfp4 = kNvfp4Paper;
+  Fp4Recipe mxfp4 = kMxfp4Paper;
   TrainSection train;
   CheckpointSection checkpoint;
   DistributedSection distributed;

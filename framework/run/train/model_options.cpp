@@ -2,6 +2,9 @@
 #include "framework/run/train/model_options.h"
 
 #include <cmath>
+#include <string>
+
+#include "framework/core/error.h"
 
 namespace farthing::train {
 
@@ -22,12 +25,35 @@ Fp8Recipe fp8_recipe_of(const recipe::RunConfig& config) {
 
 bool uses_fp8(const recipe::RunConfig& config) { return config.train.precision == recipe::Precision::kFp8; }
 
+const Fp4Recipe* fp4_recipe_of(const recipe::RunConfig& config) {
+  switch (config.train.precision) {
+    case recipe::Precision::kNvfp4: return &config.nvfp4;
+    case recipe::Precision::kMxfp4: return &config.mxfp4;
+    default: return nullptr;
+  }
+}
+
+void check_fp4_device(const recipe::RunConfig& config, Device device, int compute_capability) {
+  if (fp4_recipe_of(config) == nullptr || device.kind != DeviceKind::kCuda || config.train.fp4_gpu_emulation) return;
+  const std::string precision(recipe::enum_name(config.train.precision));
+  // NOTE: one line either way. Below sm_100 there are no FP4 tensor cores at all; on sm_100 and
+  // later cuBLASLt has the block-scaled modes, but farthing does not call them yet (docs/fp4.md).
+  FARTHING_CHECK(compute_capability >= 100, "train.precision '", precision, "' needs FP4 tensor cores (sm_100 or "
+                 "later, e.g. B200); ", device.name(), " is sm_", compute_capability, "; use train.device: cpu (exact "
+                 "emulation) or set train.fp4_gpu_emulation: true (the same emulation through host copies, slow)");
+  FARTHING_FAIL("train.precision '", precision, "' on ", device.name(), " (sm_", compute_capability, "): farthing's "
+                "cuBLASLt FP4 GEMMs (VEC16_UE4M3 / VEC32_UE8M0) are not wired yet; set train.fp4_gpu_emulation: true "
+                "(exact emulation through host copies, slow) or train.device: cpu");
+}
+
 models::ComputeMode compute_mode_of(recipe::Precision precision) {
   switch (precision) {
     case recipe::Precision::kFp32: return models::ComputeMode::kF32;
     case recipe::Precision::kFp16: return models::ComputeMode::kF16;
     case recipe::Precision::kBf16:
-    case recipe::Precision::kFp8: return models::ComputeMode::kBF16;  // fp8: bf16 compute with FP8 linear layers on top
+    case recipe::Precision::kFp8:  // fp8, nvfp4, mxfp4: bf16 compute with FP8 / FP4 linear layers on top
+    case recipe::Precision::kNvfp4:
+    case recipe::Precision::kMxfp4: return models::ComputeMode::kBF16;
   }
   return models::ComputeMode::kBF16;
 }
@@ -42,6 +68,8 @@ models::ModelOptions model_options_of(const recipe::RunConfig& config, const Fp8
     o.fp8.recipe = fp8;
     o.fp8.history = history;
   }
+  o.fp4.recipe = fp4_recipe_of(config);
+  o.fp4.seed = config.train.seed;
   return o;
 }
 

@@ -16,6 +16,11 @@ namespace farthing::train {
 // The fp8 section as the model's FP8 layers take it (a copy: the recipe holds the same enums).
 Fp8Recipe fp8_recipe_of(const recipe::RunConfig& config);
 bool uses_fp8(const recipe::RunConfig& config);
+// train.precision nvfp4 / mxfp4: its section of `config` (which must outlive the model); else nullptr.
+const Fp4Recipe* fp4_recipe_of(const recipe::RunConfig& config);
+// Refuses FP4 on a CUDA device (compute capability as Backend::cuda_compute_capability) with one
+// line saying why, unless the recipe opts into emulation (train.fp4_gpu_emulation).
+void check_fp4_device(const recipe::RunConfig& config, Device device, int compute_capability);
 // train.precision's compute mode: fp8 computes in bf16 with FP8 linear layers on top.
 models::ComputeMode compute_mode_of(recipe::Precision precision);
 

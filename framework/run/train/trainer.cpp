@@ -140,7 +140,8 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   }
   device_ = train_device(t.device, comm_);
   device_peak_flops_ = backend_for(device_).dense_bf16_peak_flops();  // once: a device query, not per step
-  const bool bf16_compute = t.precision == recipe::Precision::kBf16 || t.precision == recipe::Precision::kFp8;
+  check_fp4_device(config_, device_, backend_for(device_).cuda_compute_capability());
+  const bool bf16_compute = t.precision != recipe::Precision::kFp32 && t.precision != recipe::Precision::kFp16;
   if (device_.kind == DeviceKind::kCuda && !bf16_compute && comm_.rank() == 0 && output_.progress) {
     // bf16 compute runs cuDNN's attention (the CUDA ops say which on the first call); fp32 and
     // fp16 run the hand-written fp32 kernel, checked against the CPU on one H200 but slow.
@@ -349,6 +350,7 @@ Trainer::StepOutcome Trainer::train_step() {
   // backward finishes it.
   std::vector<double> loss_sums(size_t(W * A), 0.0);
   fused_grad_norm_sq_ = fused_elements_ = fused_unchanged_ = 0.0;
+  model_->set_fp4_step(uint32_t(progress_.step));  // keys this step's Hadamard signs and SR bits
   for (int64_t a = 0; a < A; ++a) {
     store_->begin_micro_batch(a);
     if (timeline) timeline->passes.push_back({.begin = StepTimeline::now(), .first_call = timeline->calls.size()});

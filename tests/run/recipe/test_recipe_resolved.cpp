@@ -25,6 +25,8 @@ void expect_same_sections(const RunConfig& a, const RunConfig& b) {
   EXPECT_TRUE(a.schedule == b.schedule);
   EXPECT_TRUE(a.loss_scale == b.loss_scale);
   EXPECT_TRUE(a.fp8 == b.fp8);
+  EXPECT_TRUE(a.nvfp4 == b.nvfp4);
+  EXPECT_TRUE(a.mxfp4 == b.mxfp4);
   EXPECT_TRUE(a.train == b.train);
   EXPECT_TRUE(a.checkpoint == b.checkpoint);
   EXPECT_TRUE(a.distributed == b.distributed);
@@ -76,12 +78,16 @@ RunConfig unusual_config() {
   c.fp8.amax_history_len = 5;
   c.fp8.amax_compute = Fp8AmaxCompute::kMostRecent;
   c.fp8.layers = Fp8Layers::kAttention;
+  c.nvfp4 = Fp4Recipe{32, Fp4Scale::kE8M0, Fp4WeightScaling::k1D, Fp4Gemms::kBackward, Fp4Rht::kBackward, 64,
+                      Fp4Sr::kBackward, 1.0 / 3.0};
+  c.mxfp4 = Fp4Recipe{16, Fp4Scale::kE4M3, Fp4WeightScaling::k2D, Fp4Gemms::kAll, Fp4Rht::kNone, 256, Fp4Sr::kNone, 0.7};
   c.train.steps = 1000000000000;
   c.train.micro_batch = 3;
   c.train.grad_accum = 5;
   c.train.max_grad_norm = 0.0;
   c.train.precision = Precision::kFp16;
   c.train.grad_dtype = GradDtype::kFp32;
+  c.train.fp4_gpu_emulation = true;
   c.train.seed = std::numeric_limits<uint64_t>::max();
   c.train.eval_every = 9;
   c.train.eval_batches = 0;
@@ -117,7 +123,7 @@ TEST(RecipeResolved, DefaultsRoundTripAndEveryKeyIsWritten) {
     EXPECT_TRUE(value.IsDefined() && value.IsScalar()) << key.path() << " missing from:\n" << yaml;
     ++keys_seen;
   }
-  EXPECT_EQ(keys_seen, 65u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
+  EXPECT_EQ(keys_seen, 82u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
   size_t written = 0;
   for (const auto& section : root) written += section.second.size();
   EXPECT_EQ(written, keys_seen);

@@ -66,7 +66,9 @@ t = doc["trajectories"]
 expected = ["reference: f32 moments + f32 master", "reference with bf16 gradients (train.grad_dtype bf16)",
             "8-bit + f32 master", "8-bit + remainder16", "8-bit, no master, SR",
             "8-bit, no master, RN", "4-bit, no master, SR", "bf16 compute (f32 moments + master)",
-            "fp8 block scaling (f32 moments + master)", "fp16 + dynamic loss scaling (f32 moments + master)"]
+            "fp8 block scaling (f32 moments + master)", "nvfp4, the paper's recipe (f32 moments + master)",
+            "nvfp4 without SR", "nvfp4 without RHT", "nvfp4 without bf16 blocks",
+            "mxfp4, the paper's recipe (f32 moments + master)", "fp16 + dynamic loss scaling (f32 moments + master)"]
 check([r["name"] for r in t["runs"]] == expected, f"trajectories: {[r['name'] for r in t['runs']]}")
 for r in t["runs"]:
     check(f"| {r['name']} |" in md, f"precision.md lacks the trajectory row '{r['name']}'")
