@@ -10,7 +10,9 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "framework/backend/buffer.h"
@@ -42,12 +44,26 @@ namespace {
 struct MpiLifetime {
   bool we_initialized = false;
   int thread_level = MPI_THREAD_SINGLE;
+  std::string private_session_base;  // an isolated singleton's own, removed after MPI_Finalize
   ~MpiLifetime() {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (we_initialized && !finalized) MPI_Finalize();
+    std::error_code ignored;
+    if (!private_session_base.empty()) std::filesystem::remove_all(private_session_base, ignored);
   }
 };
+
+// Every isolated singleton names its Open MPI session directory <base>/ompi.<host>.<uid>/jf.0/1,
+// so two farthing processes on one machine would share it, and the first to finalise deletes it
+// under the other: MPI_Init then fails ("orte_ess_init failed"), or MPI-IO's shared-file-pointer
+// files vanish mid-write. Each singleton gets a base of its own under TMPDIR (empty: mkdtemp
+// failed, and Open MPI keeps its default).
+std::string make_private_session_base() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/farthing-mpi-XXXXXX";
+  return mkdtemp(path.data()) != nullptr ? path : std::string();
+}
 
 MpiLifetime& mpi_lifetime() {
   static MpiLifetime lifetime;
@@ -77,7 +93,15 @@ void mpi_ensure_initialized() {
   // an orted daemon (found next to mpirun) only to support MPI_Comm_spawn, which farthing never
   // calls; "isolated" skips it, so world size 1 needs neither mpirun nor orted installed (the
   // GPU package, tools/gpu/, carries neither). An explicit setting in the environment wins.
-  if (read_launcher_env().launcher.empty()) setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+  if (read_launcher_env().launcher.empty()) {
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    if (std::getenv("OMPI_MCA_orte_tmpdir_base") == nullptr) {
+      lifetime.private_session_base = make_private_session_base();
+      if (!lifetime.private_session_base.empty()) {
+        setenv("OMPI_MCA_orte_tmpdir_base", lifetime.private_session_base.c_str(), 1);
+      }
+    }
+  }
   int provided = MPI_THREAD_SINGLE;
   const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   FARTHING_CHECK(rc == MPI_SUCCESS, "MPI_Init_thread failed with code ", rc,
