@@ -6,7 +6,8 @@
 // the hand-written fp32 kernel (attention_cuda.h), the slow path: a bf16 call that lands there says
 // so once on stderr, with the reason (no cuDNN, or none for this shape), and counts it.
 // FARTHING_CUDA_ATTENTION=kernel forces the fp32 kernel (to compare the two on one GPU).
-// Relies on: kernels/cuda/attention_cudnn.h (when FARTHING_HAVE_CUDNN). Used by: cuda_nn_ops.cu.
+// CUDA builds only (a .cu beside the other CUDA sources). Relies on: kernels/cuda/attention_cudnn.h
+// (when FARTHING_HAVE_CUDNN). Used by: cuda_nn_ops.cu.
 #pragma once
 
 #include <memory>
@@ -37,9 +38,11 @@ class CudaAttentionEngine {
   void note_fallback(const std::string& why);
 
   bool forced_kernel_;
+#ifdef FARTHING_HAVE_CUDNN  // defined for every user of this header in a cuDNN build (kernels/cuda/CMakeLists.txt)
   bool opened_ = false;
   std::unique_ptr<kernels::CudnnAttention> cudnn_;
   std::string open_error_;
+#endif
   std::set<std::string> announced_;
   int64_t fallbacks_ = 0;
 };

@@ -1,4 +1,4 @@
-// cuda_attention_engine.cpp — see cuda_attention_engine.h.
+// cuda_attention_engine.cu — see cuda_attention_engine.h (host code; a .cu so that only CUDA builds compile it).
 #include "framework/backend/cuda_attention_engine.h"
 
 #include <cstdio>
@@ -18,11 +18,13 @@ bool kernel_forced_by_environment() {
   return choice != nullptr && std::strcmp(choice, "kernel") == 0;
 }
 
+#ifdef FARTHING_HAVE_CUDNN
 std::string shape_text(const kernels::AttentionShape& s, bool backward) {
   return std::string(backward ? "backward" : "forward") + " B " + std::to_string(s.batch) + " T " +
          std::to_string(s.seq) + " Hq " + std::to_string(s.q_heads) + " Hkv " + std::to_string(s.kv_heads) + " D " +
          std::to_string(s.head_dim);
 }
+#endif
 
 }  // namespace
 
