@@ -41,6 +41,8 @@ class Backend {
   virtual void free_bytes(void* data) = 0;
 
   // dst <- src for contiguous tensors of one dtype and size; either side may be host memory.
+  // A copy into host memory is complete on return (on a GPU, the host waits for the device: a
+  // readback); a copy from host memory may be read by the host again at once.
   virtual void copy(const Tensor& dst, const Tensor& src) = 0;
 
   // dst <- cast(src) elementwise between f32 and {bf16, f16, e4m3, e5m2}, both contiguous.
@@ -60,10 +62,13 @@ class Backend {
 
   // One fused AdamW step over a segment whose pointers address this device's memory; the
   // backend supplies its own tables of the quantization maps. Bitwise the same on every
-  // backend, except the two sums of squares (see optim_cuda.h).
-  virtual kernels::AdamWPartials adamw_step(const kernels::AdamWSegment& segment) = 0;
-  // Sum of squares and non-finite count of n gradient values on this device.
-  virtual kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) = 0;
+  // backend, except the two sums of squares (see optim_cuda.h). The segment's partials are
+  // added to *sums, which lies in this device's memory too: nothing comes back to the host, so
+  // a GPU queues the step and the host goes on (the caller reads the sums once per step).
+  virtual void adamw_step(const kernels::AdamWSegment& segment, kernels::AdamWPartials* sums) = 0;
+  // Adds the sum of squares and non-finite count of n gradient values on this device to *sums
+  // (this device's memory).
+  virtual void grad_partials(const void* grad, kernels::GradFormat format, size_t n, kernels::GradPartials* sums) = 0;
 
   // The model ops (matmul, attention, norms, ...) on this device's memory; models/ is written
   // against these (CpuNnOps, CudaNnOps, StrictNnOps).

@@ -82,18 +82,18 @@ void CpuBackend::fill_bytes(void* dst, uint8_t value, size_t bytes) {
   if (bytes > 0) std::memset(dst, value, bytes);
 }
 
-kernels::AdamWPartials CpuBackend::adamw_step(const kernels::AdamWSegment& segment) {
+void CpuBackend::adamw_step(const kernels::AdamWSegment& segment, kernels::AdamWPartials* sums) {
   kernels::AdamWSegmentCpu args;
   static_cast<kernels::AdamWSegment&>(args) = segment;
   args.signed_map = &signed_map_;
   args.unsigned_map = &unsigned_map_;
   args.signed_map4 = signed_map4_.data();
   args.unsigned_map4 = unsigned_map4_.data();
-  return kernels::adamw_step_cpu(args);
+  kernels::add_partials(*sums, kernels::adamw_step_cpu(args));
 }
 
-kernels::GradPartials CpuBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n) {
-  return kernels::grad_partials_cpu(grad, format, n);
+void CpuBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n, kernels::GradPartials* sums) {
+  kernels::add_partials(*sums, kernels::grad_partials_cpu(grad, format, n));
 }
 
 }  // namespace farthing

@@ -23,8 +23,8 @@ class CpuBackend final : public Backend {
   void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                         numerics::MapSign sign) override;
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override;
-  kernels::AdamWPartials adamw_step(const kernels::AdamWSegment& segment) override;
-  kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) override;
+  void adamw_step(const kernels::AdamWSegment& segment, kernels::AdamWPartials* sums) override;
+  void grad_partials(const void* grad, kernels::GradFormat format, size_t n, kernels::GradPartials* sums) override;
   NnOps& nn() override { return nn_; }
   // A moment of n elements (host memory) to fp32 with this backend's map tables
   // (moment_to_f32_on_host in backend.h).

@@ -125,9 +125,9 @@ void CpuNnOps::bias_backward(float* dbias, const float* dout, int64_t n, int64_t
   k::bias_backward_cpu(dbias, dout, n, c, stride);
 }
 
-double CpuNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
-                                    float grad_scale, bool want_grad) {
-  return k::cross_entropy_rows_cpu(logits, targets, rows, vocab, grad_scale, want_grad);
+void CpuNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                                  float grad_scale, bool want_grad, double* loss_sum) {
+  *loss_sum += k::cross_entropy_rows_cpu(logits, targets, rows, vocab, grad_scale, want_grad);
 }
 
 void CpuNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

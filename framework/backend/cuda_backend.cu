@@ -20,6 +20,16 @@ constexpr size_t kMapEntries = std::tuple_size_v<numerics::DynamicMap>;
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
+// Page-locked host memory (cudaHostAlloc): a copy from it is a DMA that reads it after the call returns.
+bool is_pinned(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
 }  // namespace
 
 DeviceMemory cuda_device_memory(int device_index) {
@@ -98,6 +108,8 @@ void CudaBackend::release() noexcept {
   if (maps_device_ != nullptr) static_cast<void>(cudaFree(maps_device_));
   if (maps4_device_ != nullptr) static_cast<void>(cudaFree(maps4_device_));
   maps4_device_ = nullptr;
+  if (optim_scratch_ != nullptr) static_cast<void>(cudaFree(optim_scratch_));
+  optim_scratch_ = nullptr;
   if (stream_ != nullptr) static_cast<void>(cudaStreamDestroy(as_stream(stream_)));
   maps_device_ = nullptr;
   stream_ = nullptr;
@@ -161,7 +173,10 @@ void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
   FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
   FARTHING_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDefault,
                                       as_stream(stream_)));
-  if (dst.device().is_cpu() || src.device().is_cpu()) {
+  // Into host memory: the host waits for it (a readback). From pageable host memory the runtime
+  // has staged the source before cudaMemcpyAsync returns, so the host may reuse it without a
+  // wait; from pinned memory the copy reads it later, so that one waits too.
+  if (dst.device().is_cpu() || (src.device().is_cpu() && is_pinned(src.data()))) {
     FARTHING_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_)));
   }
 }

@@ -33,8 +33,9 @@ class CudaBackend final : public Backend {
   // Stream-ordered (cudaFreeAsync). Never throws: it runs from Buffer destructors, also while an
   // earlier error unwinds.
   void free_bytes(void* data) override;
-  // Host <-> device and device <-> device; copies that touch host memory have finished when
-  // copy() returns, as on the CPU backend, so the host side may be read or reused at once.
+  // Host <-> device and device <-> device. A copy into host memory has finished when copy()
+  // returns (the host waits); a copy from host memory has read it (pageable memory is staged by
+  // the runtime, pinned memory is waited for), so the host may reuse it at once.
   void copy(const Tensor& dst, const Tensor& src) override;
   void cast(const Tensor& dst, const Tensor& src, const CastOptions& options) override;
   void block_quantize(const Tensor& codes, const Tensor& absmax, const Tensor& src,
@@ -42,9 +43,9 @@ class CudaBackend final : public Backend {
   void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                         numerics::MapSign sign) override;
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override;
-  // These two wait for their result (the diagnostics and the norm come back to the host).
-  kernels::AdamWPartials adamw_step(const kernels::AdamWSegment& segment) override;
-  kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) override;
+  // These two queue their work and add to sums in device memory; neither waits.
+  void adamw_step(const kernels::AdamWSegment& segment, kernels::AdamWPartials* sums) override;
+  void grad_partials(const void* grad, kernels::GradFormat format, size_t n, kernels::GradPartials* sums) override;
   // The model ops on this device (cuda_nn_ops.h), queued on this backend's stream; made on first use.
   NnOps& nn() override;
   void synchronize() override;
@@ -55,6 +56,7 @@ class CudaBackend final : public Backend {
  private:
   void check_on_this_device(const Tensor& tensor, const char* op) const;
   const float* map_for(numerics::MapSign sign) const;
+  void* optim_scratch();
   void release() noexcept;
 
   int device_index_;
@@ -62,6 +64,7 @@ class CudaBackend final : public Backend {
   float* maps_device_ = nullptr;  // signed map then unsigned map, 2 x 256 floats
   std::unique_ptr<CudaNnOps> nn_;  // released before the stream it queues on
   float* maps4_device_ = nullptr;  // the 4-bit maps, 2 x 16 floats, uploaded on the first 4-bit step
+  void* optim_scratch_ = nullptr;  // kernels::optim_scratch_bytes(), made on the first optimizer op
 };
 
 // A CUDA backend for device `device_index`; throws naming the visible device count when the

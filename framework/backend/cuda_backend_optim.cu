@@ -24,7 +24,7 @@ void CudaBackend::fill_bytes(void* dst, uint8_t value, size_t bytes) {
   FARTHING_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, as_stream(stream_)));
 }
 
-kernels::AdamWPartials CudaBackend::adamw_step(const kernels::AdamWSegment& segment) {
+void CudaBackend::adamw_step(const kernels::AdamWSegment& segment, kernels::AdamWPartials* sums) {
   FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
   const bool four_bit =
       segment.m.format == kernels::MomentFormat::kBlock4 || segment.v.format == kernels::MomentFormat::kBlock4;
@@ -45,12 +45,18 @@ kernels::AdamWPartials CudaBackend::adamw_step(const kernels::AdamWSegment& segm
   args.unsigned_map = map_for(numerics::MapSign::kUnsigned);
   args.signed_map4 = maps4_device_;
   args.unsigned_map4 = maps4_device_ != nullptr ? maps4_device_ + 16 : nullptr;
-  return kernels::adamw_step_cuda(args, as_stream(stream_));
+  kernels::adamw_step_cuda(args, sums, optim_scratch(), as_stream(stream_));
 }
 
-kernels::GradPartials CudaBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n) {
+void CudaBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n, kernels::GradPartials* sums) {
   FARTHING_CUDA_CHECK(cudaSetDevice(device_index_));
-  return kernels::grad_partials_cuda(grad, format, n, as_stream(stream_));
+  kernels::grad_partials_cuda(grad, format, n, sums, optim_scratch(), as_stream(stream_));
+}
+
+// Allocated on first use and kept: the kernels' block partials, reused by every call on the stream.
+void* CudaBackend::optim_scratch() {
+  if (optim_scratch_ == nullptr) FARTHING_CUDA_CHECK(cudaMalloc(&optim_scratch_, kernels::optim_scratch_bytes()));
+  return optim_scratch_;
 }
 
 double CudaBackend::dense_bf16_peak_flops() const {

@@ -263,16 +263,10 @@ void CudaNnOps::bias_backward(float* dbias, const float* dout, int64_t n, int64_
   k::bias_backward_cuda(dbias, dout, n, c, stride, scratch, STREAM);
 }
 
-// NOTE: the interface returns the loss sum to the host, so this op (alone) waits for the
-// stream; a device-side loss (issue 16) removes the wait.
-double CudaNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
-                                     float grad_scale, bool want_grad) {
-  double* losses = static_cast<double*>(workspace(size_t(rows + 1) * sizeof(double)));
-  k::cross_entropy_rows_cuda(logits, targets, rows, vocab, grad_scale, want_grad, losses, losses + rows, STREAM);
-  double total = 0.0;
-  FARTHING_CUDA_CHECK(cudaMemcpyAsync(&total, losses + rows, sizeof total, cudaMemcpyDeviceToHost, STREAM));
-  FARTHING_CUDA_CHECK(cudaStreamSynchronize(STREAM));
-  return total;
+void CudaNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                                   float grad_scale, bool want_grad, double* loss_sum) {
+  double* row_losses = static_cast<double*>(workspace(size_t(rows) * sizeof(double)));
+  k::cross_entropy_rows_cuda(logits, targets, rows, vocab, grad_scale, want_grad, row_losses, loss_sum, STREAM);
 }
 
 void CudaNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

@@ -1,9 +1,9 @@
 // cuda_nn_ops.h — NnOps on a CUDA device: kernels/cuda's model ops, queued on the backend's
 // stream. Held by CudaBackend; get it with backend_for(cuda:N).nn().
 //
-// No op waits for the host except where the interface hands a value back (cross_entropy_rows
-// returns the loss sum as a double: it waits for that one number) or a host pointer is involved
-// (copy to or from host memory finishes before returning, as CudaBackend::copy). Scratch that
+// No op waits for the host (cross_entropy_rows adds its loss sum to a double in device memory)
+// except where a host pointer is involved (copy to or from host memory finishes before
+// returning). Scratch that
 // ops need (column-sum partials, attention's dO.O rows, decode scores, embedding links, row
 // losses) comes from one device workspace, grown stream-ordered (cudaMallocAsync) and reused
 // by every later op on the stream. Includable from plain C++ (the stream is opaque).
@@ -70,8 +70,8 @@ class CudaNnOps final : public NnOps {
                           int64_t seq, int64_t c) override;
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
   void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) override;
-  double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                            bool want_grad) override;
+  void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                            bool want_grad, double* loss_sum) override;
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override;
   void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override;
   void copy(float* dst, const float* src, int64_t count) override;

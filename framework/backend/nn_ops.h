@@ -122,9 +122,11 @@ class NnOps {
   virtual void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) = 0;
 
   // Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
-  // (softmax - onehot) * grad_scale, or zeros where target < 0. Returns the sum of the losses.
-  virtual double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
-                                    float grad_scale, bool want_grad) = 0;
+  // (softmax - onehot) * grad_scale, or zeros where target < 0. Adds the sum of the rows'
+  // losses to *loss_sum, one double in this device's memory: the host reads the loss once per
+  // step, not once per call.
+  virtual void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                                  float grad_scale, bool want_grad, double* loss_sum) = 0;
 
   // dst = src rounded to the 16-bit GEMM operand type (kBF16 or kF16), nearest-even.
   virtual void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) = 0;

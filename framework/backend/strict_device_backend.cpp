@@ -15,6 +15,7 @@ constexpr size_t kReserveBytes = size_t(64) << 30;
 StrictDeviceBackend::StrictDeviceBackend() : arena_(kReserveBytes), nn_(arena_) {}
 
 void* StrictDeviceBackend::allocate_bytes(size_t bytes) {
+  ++allocations_;
   void* data = arena_.allocate(bytes);
   FARTHING_CHECK(data != nullptr, "strict device: allocation of ", bytes, " bytes failed (the ",
                  kReserveBytes >> 30, " GiB reservation is used up)");
@@ -46,6 +47,7 @@ void StrictDeviceBackend::copy(const Tensor& dst, const Tensor& src) {
                    "strict device: copy: ", t->describe(), in_arena ? " points to device memory but is tagged host"
                                                                     : " is not memory of this device");
   }
+  if (dst.numel() > 0 && dst.device().is_cpu() && src.device() == device()) ++readbacks_;
   const Tensor d(dst.data(), dst.dtype(), dst.shape(), Device::cpu()), s(src.data(), src.dtype(), src.shape(), Device::cpu());
   GuardedArena::Access access(arena_);
   cpu_.copy(d, s);
@@ -80,7 +82,7 @@ void StrictDeviceBackend::fill_bytes(void* dst, uint8_t value, size_t bytes) {
   std::memset(dst, value, bytes);
 }
 
-kernels::AdamWPartials StrictDeviceBackend::adamw_step(const kernels::AdamWSegment& s) {
+void StrictDeviceBackend::adamw_step(const kernels::AdamWSegment& s, kernels::AdamWPartials* sums) {
   check_device_pointer(s.grad, "adamw_step", "the gradient");
   check_device_pointer(s.weight, "adamw_step", "the weights");
   check_device_pointer(s.master, "adamw_step", "the master");
@@ -89,14 +91,19 @@ kernels::AdamWPartials StrictDeviceBackend::adamw_step(const kernels::AdamWSegme
   check_device_pointer(s.v.values, "adamw_step", "v");
   check_device_pointer(s.m.absmax, "adamw_step", "m's absmax");
   check_device_pointer(s.v.absmax, "adamw_step", "v's absmax");
+  FARTHING_CHECK(sums != nullptr, "strict device: adamw_step needs sums");
+  check_device_pointer(sums, "adamw_step", "the step's sums");
   GuardedArena::Access access(arena_);
-  return cpu_.adamw_step(s);
+  cpu_.adamw_step(s, sums);
 }
 
-kernels::GradPartials StrictDeviceBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n) {
+void StrictDeviceBackend::grad_partials(const void* grad, kernels::GradFormat format, size_t n,
+                                        kernels::GradPartials* sums) {
   check_device_pointer(grad, "grad_partials", "the gradient");
+  FARTHING_CHECK(sums != nullptr, "strict device: grad_partials needs sums");
+  check_device_pointer(sums, "grad_partials", "the gradients' sums");
   GuardedArena::Access access(arena_);
-  return cpu_.grad_partials(grad, format, n);
+  cpu_.grad_partials(grad, format, n, sums);
 }
 
 }  // namespace farthing

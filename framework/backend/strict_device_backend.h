@@ -8,9 +8,15 @@
 //     tensor's device tag matches where its memory is), failing with the op's name otherwise.
 // The results are the CPU backend's, bit for bit: the ops are CpuBackend's and CpuNnOps', run
 // inside an access scope. Select it with train.device: strict (tests only).
+// It also counts what would stall a GPU's host: each copy into host memory (a readback, which
+// waits for the device), each synchronize(), and each allocation, so that a test can hold a
+// training step to its budget of host waits (tests/run/train/test_step_host_waits.cpp).
 // Relies on: cpu_backend.h, guarded_arena.h. Tested by: tests/backend/test_strict_device.cpp,
 // tests/run/train/test_train_strict_device.sh.
 #pragma once
+
+#include <atomic>
+#include <cstdint>
 
 #include "framework/backend/backend.h"
 #include "framework/backend/cpu_backend.h"
@@ -33,12 +39,23 @@ class StrictDeviceBackend final : public Backend {
   void block_dequantize(const Tensor& dst, const Tensor& codes, const Tensor& absmax,
                         numerics::MapSign sign) override;
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override;
-  kernels::AdamWPartials adamw_step(const kernels::AdamWSegment& segment) override;
-  kernels::GradPartials grad_partials(const void* grad, kernels::GradFormat format, size_t n) override;
+  void adamw_step(const kernels::AdamWSegment& segment, kernels::AdamWPartials* sums) override;
+  void grad_partials(const void* grad, kernels::GradFormat format, size_t n, kernels::GradPartials* sums) override;
   NnOps& nn() override { return nn_; }
-  void synchronize() override {}
+  void synchronize() override { ++synchronizations_; }
 
   GuardedArena& arena() { return arena_; }
+
+  // Since this backend was made (take differences around the code of interest).
+  struct HostWaitCounts {
+    int64_t readbacks = 0;         // copies into host memory
+    int64_t synchronizations = 0;  // synchronize() calls
+    int64_t allocations = 0;       // allocate_bytes() calls
+    int64_t waits() const { return readbacks + synchronizations; }
+  };
+  HostWaitCounts host_wait_counts() const {
+    return HostWaitCounts{readbacks_.load(), synchronizations_.load(), allocations_.load()};
+  }
 
  private:
   // The tensor, checked to be this device's memory, re-tagged as host memory for the CPU ops.
@@ -46,6 +63,7 @@ class StrictDeviceBackend final : public Backend {
   void check_device_pointer(const void* p, const char* op, const char* what) const;
 
   GuardedArena arena_;
+  std::atomic<int64_t> readbacks_{0}, synchronizations_{0}, allocations_{0};
   CpuBackend cpu_;
   StrictNnOps nn_;
 };

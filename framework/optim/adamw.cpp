@@ -87,6 +87,7 @@ AdamWStateBytes AdamW::planned_bytes(const OptimizerConfig& config, const std::v
   AdamWStateBytes b;
   b.on_host = offload.where == Offload::kHost;
   b.host_ring = HostStepRing::planned_bytes(offload, shards);
+  b.step_sums = int64_t(sizeof(StepSums));
   for (const ShardSpec& spec : shards) {
     const ShardLayout layout = lay_out_shard(config, spec);
     b.owned_elems += int64_t(spec.numel);
@@ -105,6 +106,8 @@ AdamW::AdamW(OptimizerConfig config, std::vector<ShardSpec> shards, Backend* bac
   validate_optimizer_config(config_, specs_);
   FARTHING_CHECK(!specs_.empty(), "the optimizer owns no shard; give at least one (global_offset, numel)");
   if (offload.where == Offload::kHost) ring_ = std::make_unique<HostStepRing>(backend_, offload, specs_);
+  sums_ = Buffer(backend_.device(), sizeof(StepSums), MemoryCategory::kOptimizerState);
+  backend_.fill_bytes(sums_.data(), 0, sums_.bytes());  // all-zero bytes: 0.0 and 0
   const Device device = state_backend_.device();
   shards_.resize(specs_.size());
   for (size_t s = 0; s < specs_.size(); ++s) {
@@ -275,7 +278,7 @@ kernels::MomentRef AdamW::moment_ref(const ShardState& shard, const Segment& seg
   return ref;
 }
 
-GradReport AdamW::inspect_grads(std::span<const Tensor> grads, const GradOptions& options) const {
+GradReport AdamW::inspect_grads(std::span<const Tensor> grads, const GradOptions& options) {
   check_shard_tensors(grads, "inspect_grads: grads", false);
   return inspect_shard_grads(all_shard_ids(), grads, options);
 }
@@ -286,38 +289,54 @@ std::vector<size_t> AdamW::all_shard_ids() const {
   return ids;
 }
 
-GradReport AdamW::inspect_shard_grads(std::span<const size_t> shard_ids, std::span<const Tensor> grads,
-                                      const GradOptions& options) const {
-  FARTHING_CHECK(shard_ids.size() == grads.size(), "inspect_shard_grads: ", shard_ids.size(), " shard ids but ",
+void AdamW::add_grad_sums(std::span<const size_t> shard_ids, std::span<const Tensor> grads) {
+  FARTHING_CHECK(shard_ids.size() == grads.size(), "add_grad_sums: ", shard_ids.size(), " shard ids but ",
                  grads.size(), " gradient tensors");
-  double partial[kInspectReducedValues] = {0.0, 0.0};  // sum of squares, non-finite count
+  auto* sums = static_cast<StepSums*>(sums_.data());
   for (size_t i = 0; i < shard_ids.size(); ++i) {
     const size_t s = shard_ids[i];
     FARTHING_CHECK(s < shards_.size() && uint64_t(grads[i].numel()) == shards_[s].spec.numel,
-                   "inspect_shard_grads: shard ", s, " does not exist or its gradient has ", grads[i].numel(),
-                   " elements");
+                   "add_grad_sums: shard ", s, " does not exist or its gradient has ", grads[i].numel(), " elements");
     for (const Segment& seg : shards_[s].segments) {
-      const kernels::GradPartials p =
-          backend_.grad_partials(byte_ptr(grads[i], seg.local_offset), grad_format_of(grads[i]), size_t(seg.numel));
-      partial[0] += p.sum_squares;
-      partial[1] += double(p.nonfinite);
+      backend_.grad_partials(byte_ptr(grads[i], seg.local_offset), grad_format_of(grads[i]), size_t(seg.numel),
+                             &sums->grads);
     }
   }
+  grad_sums_added_ = true;
+}
+
+GradReport AdamW::inspect_shard_grads(std::span<const size_t> shard_ids, std::span<const Tensor> grads,
+                                      const GradOptions& options) {
+  FARTHING_CHECK(!step_pending_ && !grad_sums_added_, "inspect_shard_grads: called between step_shards or "
+                 "add_grad_sums and finish_step; inspect the gradients before the step");
+  add_grad_sums(shard_ids, grads);
+  grad_sums_added_ = false;  // read here, not in finish_step
+  const StepSums sums = take_step_sums();
+  double partial[kInspectReducedValues] = {sums.grads.sum_squares, double(sums.grads.nonfinite)};
   if (reduce_) reduce_(std::span<double>(partial, kInspectReducedValues));
   return make_grad_report(partial[0], int64_t(partial[1]), options);
+}
+
+AdamW::StepSums AdamW::take_step_sums() {
+  StepSums sums;
+  backend_.copy(Tensor(&sums, DType::kU8, Shape{int64_t(sizeof sums)}),
+                sums_.view(DType::kU8, Shape{int64_t(sizeof sums)}));
+  backend_.fill_bytes(sums_.data(), 0, sums_.bytes());
+  kernels::add_partials(sums.step, host_step_sums_);  // offloaded steps' (zero otherwise)
+  host_step_sums_ = kernels::AdamWPartials{};
+  return sums;
 }
 
 StepDiagnostics AdamW::step(std::span<const Tensor> weights, std::span<const Tensor> grads, const GradReport& report,
                             double lr_multiplier) {
   check_shard_tensors(weights, "step: weights", true);
   check_shard_tensors(grads, "step: grads", false);
-  StepDiagnostics d = step_shards(all_shard_ids(), weights, grads, report, lr_multiplier);
-  finish_step();
-  return d;
+  step_shards(all_shard_ids(), weights, grads, report, lr_multiplier);
+  return finish_step();
 }
 
-StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights,
-                                   std::span<const Tensor> grads, const GradReport& report, double lr_multiplier) {
+void AdamW::step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights,
+                        std::span<const Tensor> grads, const GradReport& report, double lr_multiplier) {
   FARTHING_CHECK(shard_ids.size() == weights.size() && shard_ids.size() == grads.size(), "step_shards: ",
                  shard_ids.size(), " shard ids, ", weights.size(), " weight and ", grads.size(), " gradient tensors");
   FARTHING_CHECK(report.nonfinite == 0, "step: the gradients hold ", report.nonfinite,
@@ -327,8 +346,10 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
                  report.grad_scale, ") must be finite and > 0; build the report with inspect_grads");
   FARTHING_CHECK(std::isfinite(lr_multiplier) && lr_multiplier >= 0.0, "step: lr_multiplier (", lr_multiplier,
                  ") must be finite and >= 0");
+  step_report_ = report;
+  step_lr_multiplier_ = lr_multiplier;
+  step_pending_ = true;
   const int64_t t = step_ + 1;
-  double partial[kStepReducedValues] = {0.0, 0.0, 0.0, 0.0};  // elements, unchanged, update ss, weight ss
   for (size_t i = 0; i < shard_ids.size(); ++i) {
     const size_t s = shard_ids[i];
     FARTHING_CHECK(s < shards_.size(), "step_shards: shard ", s, " does not exist (", shards_.size(), " shards)");
@@ -342,9 +363,10 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
                    ", weights or fp32 values) before the first step");
   }
   if (!offloaded()) {
+    auto* sums = static_cast<StepSums*>(sums_.data());
     for (size_t i = 0; i < shard_ids.size(); ++i) {
       step_segments(backend_, shards_[shard_ids[i]], static_cast<uint16_t*>(weights[i].data()), grads[i], t, report,
-                    lr_multiplier, partial);
+                    lr_multiplier, &sums->step);
     }
   } else {
     // Up to K shards' copies out are in flight ahead of the host step; each shard's weights go
@@ -357,28 +379,16 @@ StepDiagnostics AdamW::step_shards(std::span<const size_t> shard_ids, std::span<
       const Tensor host_weights = ring_->host_weights(slot[i]);
       const double begin = HostStepRing::now();
       step_segments(state_backend_, shards_[shard_ids[i]], static_cast<uint16_t*>(host_weights.data()), host_grads, t,
-                    report, lr_multiplier, partial);
+                    report, lr_multiplier, &host_step_sums_);
       ring_->record_host_step(slot[i], begin, HostStepRing::now());
       ring_->copy_in(slot[i], weights[i]);
       if (i + ahead < n) slot[i + ahead] = ring_->copy_out(shard_ids[i + ahead], grads[i + ahead], weights[i + ahead]);
     }
   }
-  if (reduce_) reduce_(std::span<double>(partial, kStepReducedValues));
-  StepDiagnostics d;
-  d.step = t;
-  d.lr = config_.groups[0].hyper.lr * lr_multiplier;
-  d.grad_norm = report.grad_norm;
-  d.clip_factor = report.clip_factor;
-  d.nonfinite_grads = report.nonfinite;
-  d.elements = int64_t(partial[0]);
-  d.weights_unchanged = int64_t(partial[1]);
-  d.unchanged_fraction = partial[0] > 0.0 ? partial[1] / partial[0] : 0.0;
-  d.update_rms_ratio = partial[3] > 0.0 ? std::sqrt(partial[2] / partial[3]) : 0.0;
-  return d;
 }
 
 void AdamW::step_segments(Backend& backend, ShardState& shard, uint16_t* weights, const Tensor& grads, int64_t t,
-                          const GradReport& report, double lr_multiplier, double* partial) const {
+                          const GradReport& report, double lr_multiplier, kernels::AdamWPartials* sums) const {
   for (const Segment& seg : shard.segments) {
     const ParamGroup& group = config_.groups[size_t(config_.ranges[seg.range].group)];
     const AdamWHyper& h = group.hyper;
@@ -401,17 +411,38 @@ void AdamW::step_segments(Backend& backend, ShardState& shard, uint16_t* weights
                                                 report.grad_scale);
     args.seed = config_.seed;
     args.step = uint32_t(t);
-    const kernels::AdamWPartials p = backend.adamw_step(args);
-    partial[0] += double(p.elements);
-    partial[1] += double(p.weights_unchanged);
-    partial[2] += p.update_sum_squares;
-    partial[3] += p.weight_sum_squares;
+    backend.adamw_step(args, sums);
   }
 }
 
-void AdamW::finish_step() {
+StepDiagnostics AdamW::finish_step() {
   if (ring_) ring_->order_device_after_copies();
+  const StepSums sums = take_step_sums();
+  double partial[kFinishReducedValues] = {sums.grads.sum_squares,       double(sums.grads.nonfinite),
+                                          double(sums.step.elements),    double(sums.step.weights_unchanged),
+                                          sums.step.update_sum_squares, sums.step.weight_sum_squares};
+  if (reduce_) reduce_(std::span<double>(partial, kFinishReducedValues));
   ++step_;
+  StepDiagnostics d;
+  d.step = step_;
+  d.lr = config_.groups[0].hyper.lr * step_lr_multiplier_;
+  if (grad_sums_added_) {  // fused: the norm was summed beside the step
+    const GradReport added = make_grad_report(partial[0], int64_t(partial[1]), GradOptions{});
+    d.grad_norm = added.grad_norm;
+    d.nonfinite_grads = added.nonfinite;
+  } else {
+    d.grad_norm = step_report_.grad_norm;
+    d.clip_factor = step_report_.clip_factor;
+    d.nonfinite_grads = step_report_.nonfinite;
+  }
+  d.elements = int64_t(partial[2]);
+  d.weights_unchanged = int64_t(partial[3]);
+  d.unchanged_fraction = partial[2] > 0.0 ? partial[3] / partial[2] : 0.0;
+  d.update_rms_ratio = partial[5] > 0.0 ? std::sqrt(partial[4] / partial[5]) : 0.0;
+  grad_sums_added_ = step_pending_ = false;
+  step_report_ = GradReport{};
+  step_lr_multiplier_ = 1.0;
+  return d;
 }
 
 const float* AdamW::master(size_t s) const {

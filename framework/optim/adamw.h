@@ -7,6 +7,10 @@
 //   GradReport r = opt.inspect_grads(grads, {max_grad_norm, loss_scale});  // one reduction
 //   if (r.nonfinite > 0) { skip or fail: the caller's policy }
 //   StepDiagnostics d = opt.step(weights, grads, r, lr_multiplier(schedule, opt.steps_taken() + 1));
+// The kernels add their partial sums (gradient norms, the step's diagnostics) to sums kept in the
+// device's memory, so a GPU's host waits for none of them inside a step: inspect_grads reads the
+// norm back once (clipping and the non-finite check need it before the step), and finish_step
+// reads the step's sums once at its end.
 // Each (range ∩ shard) is a segment with its group's hyper-parameters and state format,
 // stepped by the backend's fused kernel (Backend::adamw_step) in one pass. The state lives on
 // the backend's device, as do the weights and gradients passed in; the host only computes the
@@ -59,6 +63,8 @@ struct AdamWStateBytes {
   // buffers (HostStepRing::planned_bytes, kCommBuffers on the host); else 0.
   int64_t host_ring = 0;
   bool on_host = false;
+  // The step's partial sums, on the weights' device (kOptimizerState) whether or not offloaded.
+  int64_t step_sums = 0;
 };
 
 class AdamW {
@@ -66,9 +72,10 @@ class AdamW {
   // The bytes an AdamW over `shards` with `config` allocates, before building one.
   static AdamWStateBytes planned_bytes(const OptimizerConfig& config, const std::vector<ShardSpec>& shards,
                                        const OffloadOptions& offload = {});
-  // The values one inspect and one step pass to the reduce hook (the gradients' sum of squares and
-  // non-finite count; the step's four partial sums): what the hook's all-reduce carries.
-  static constexpr int64_t kInspectReducedValues = 2, kStepReducedValues = 4;
+  // The values one inspect and one finish_step pass to the reduce hook (the gradients' sum of
+  // squares and non-finite count; those two and the step's four partial sums): what the hook's
+  // all-reduce carries.
+  static constexpr int64_t kInspectReducedValues = 2, kFinishReducedValues = 6;
 
   // The state is allocated on `backend`'s device (the CPU when none is given), or in host memory
   // with offload.where kHost.
@@ -90,27 +97,34 @@ class AdamW {
   // cast for an f32 master, the high half for remainder16 (which needs them with f32 values).
   void init_master(size_t shard, const Tensor& values, const Tensor* weights = nullptr);
 
-  // Global gradient norm and non-finite count over this rank's shards (one reduction).
-  // grads[s]: f32 or bf16, shard s's numel elements.
-  GradReport inspect_grads(std::span<const Tensor> grads, const GradOptions& options = {}) const;
+  // Global gradient norm and non-finite count over this rank's shards (one reduction, and one
+  // read of the sums from the device). grads[s]: f32 or bf16, shard s's numel elements.
+  GradReport inspect_grads(std::span<const Tensor> grads, const GradOptions& options = {});
 
   // One AdamW step on every shard: weights[s] bf16 (updated in place), grads[s] as above.
   // Throws when the report counts non-finite gradients (the caller should have skipped).
+  // step_shards + finish_step.
   StepDiagnostics step(std::span<const Tensor> weights, std::span<const Tensor> grads, const GradReport& report,
                        double lr_multiplier = 1.0);
 
-  // The same two calls for some shards only, for the optimizer step fused into backward: each
-  // unit's shard is stepped as soon as its gradients are complete, then finish_step() once per
-  // training step advances the step counter (bias corrections, stochastic-rounding keys).
-  // Both reduce over ranks through the hook: every rank calls them for the same units, in the
-  // same order, possibly with no shard of its own.
+  // The optimizer step fused into backward steps each unit's shard as soon as its gradients are
+  // complete: add_grad_sums (the norm and non-finite count, kept on the device), then
+  // step_shards with report {} (no clipping, no loss scale). inspect_shard_grads is
+  // inspect_grads for some shards.
   GradReport inspect_shard_grads(std::span<const size_t> shard_ids, std::span<const Tensor> grads,
-                                 const GradOptions& options = {}) const;
-  StepDiagnostics step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights,
-                              std::span<const Tensor> grads, const GradReport& report, double lr_multiplier = 1.0);
+                                 const GradOptions& options = {});
+  void add_grad_sums(std::span<const size_t> shard_ids, std::span<const Tensor> grads);
+  // Queues the step of these shards; their partials add to the step's sums on the device.
+  void step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights, std::span<const Tensor> grads,
+                   const GradReport& report, double lr_multiplier = 1.0);
+  // Once per training step, after every step_shards: reads the step's sums (the one host wait),
+  // reduces them over ranks through the hook (every rank calls it, possibly with no shard of its
+  // own) and advances the step counter (bias corrections, stochastic-rounding keys). With
+  // add_grad_sums the diagnostics carry their norm and non-finite count: the fused step has
+  // already run on those gradients, so what a non-finite count means is the caller's to say.
   // Offloaded: the device's next ops (the next forward, publish_weights) wait for the weights'
   // copies back; until then they run beside backward's remaining units.
-  void finish_step();
+  StepDiagnostics finish_step();
 
   // Inspection (tests, tools): shard s's fp32 master (nullptr unless master mode f32), its
   // 16-bit remainders (nullptr unless remainder16), both in the state's memory (state_device()); and
@@ -180,9 +194,15 @@ class AdamW {
   void init_master_in_state_memory(size_t s, const Tensor& values, const Tensor* weights);
   void init_remainder16(ShardState& shard, const Tensor& values, const Tensor& weights);
   // Steps every segment of `shard` through `backend` over weights and gradients it can address,
-  // adding each segment's partials to partial[0..3] in segment order.
+  // adding each segment's partials to *sums (that backend's memory) in segment order.
   void step_segments(Backend& backend, ShardState& shard, uint16_t* weights, const Tensor& grads, int64_t t,
-                     const GradReport& report, double lr_multiplier, double* partial) const;
+                     const GradReport& report, double lr_multiplier, kernels::AdamWPartials* sums) const;
+  // The step's sums as the host reads them, zeroed where they are kept.
+  struct StepSums {
+    kernels::GradPartials grads;
+    kernels::AdamWPartials step;
+  };
+  StepSums take_step_sums();
   std::vector<size_t> all_shard_ids() const;
   void check_shard_tensors(std::span<const Tensor> tensors, const char* what, bool weights) const;
 
@@ -194,6 +214,14 @@ class AdamW {
   std::vector<ShardState> shards_;
   int64_t step_ = 0;
   ReduceHook reduce_;
+  // A StepSums on backend_'s device, where the kernels add to it; offloaded steps add theirs to
+  // host_step_sums_ (their kernels run on the host).
+  Buffer sums_;
+  kernels::AdamWPartials host_step_sums_;
+  // What this step's step_shards calls were given, for finish_step's diagnostics.
+  GradReport step_report_;
+  double step_lr_multiplier_ = 1.0;
+  bool grad_sums_added_ = false, step_pending_ = false;
 };
 
 }  // namespace farthing::optim

@@ -45,11 +45,12 @@ cross_entropy_row_kernel(float* logits, const int32_t* targets, int64_t vocab, f
   if (threadIdx.x == 0) l[target] -= grad_scale;
 }
 
-// *loss_sum = row_loss[0] + row_loss[1] + ... in row order (one thread: rows per call are few).
+// *loss_sum += row_loss[0] + row_loss[1] + ... in row order (one thread: rows per call are few),
+// the call's sum added as a whole, as the CPU backend adds cross_entropy_rows_cpu's.
 __global__ void sum_in_order_kernel(const double* row_loss, int64_t rows, double* loss_sum) {
   double acc = 0.0;
   for (int64_t r = 0; r < rows; ++r) acc += row_loss[r];
-  *loss_sum = acc;
+  *loss_sum += acc;
 }
 
 }  // namespace

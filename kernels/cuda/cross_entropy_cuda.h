@@ -5,8 +5,8 @@
 // is lse - logit[target] in double. One block per row: max (exact), e^(l - max) with
 // numerics/exp_f32.h (the CPU's bits per element), the sum of those in double in a fixed tree
 // (the CPU sums in index order: the two sums may differ in the last bits of a double), then the
-// scaling. The row losses go to row_loss (device, R doubles) and are summed in row order into
-// *loss_sum (device) by a second kernel: nothing waits for the host here.
+// scaling. The row losses go to row_loss (device, R doubles) and are summed in row order, and
+// that sum added to *loss_sum (device), by a second kernel: nothing waits for the host here.
 // Relies on: numerics/exp_f32.h, nn_cuda_common.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
 #pragma once
 

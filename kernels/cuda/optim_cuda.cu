@@ -69,23 +69,6 @@ struct StepArgs {
   bool stochastic;  // the weight is written stochastically rounded
 };
 
-// Stream-ordered device scratch, freed on every path out of the host function.
-class DeviceScratch {
- public:
-  DeviceScratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
-    FARTHING_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream));
-  }
-  ~DeviceScratch() { static_cast<void>(cudaFreeAsync(ptr_, stream_)); }
-  DeviceScratch(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(const DeviceScratch&) = delete;
-  template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
-
- private:
-  void* ptr_ = nullptr;
-  cudaStream_t stream_;
-};
-
 __host__ __device__ bool is_blocked(MomentFormat format) {
   return format == MomentFormat::kBlock8 || format == MomentFormat::kBlock4;
 }
@@ -318,23 +301,63 @@ void check_moment(const MomentRef& moment, const char* name, uint64_t global_off
   if (moment.format == MomentFormat::kBlock4 && map4 == nullptr) fail(error_detail::concat(name, "'s 4-bit map is null"));
 }
 
-// The blocks' partials, copied back and summed in block order.
-template <class Partial>
-std::vector<Partial> download_partials(const DeviceScratch& scratch, unsigned blocks, cudaStream_t stream) {
-  std::vector<Partial> host(blocks);
-  FARTHING_CUDA_CHECK(cudaMemcpyAsync(host.data(), scratch.as<Partial>(), sizeof(Partial) * blocks,
-                                      cudaMemcpyDeviceToHost, stream));
-  FARTHING_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return host;
+__device__ StepBlockPartial operator+(const StepBlockPartial& a, const StepBlockPartial& b) {
+  return StepBlockPartial{a.unchanged + b.unchanged, a.update_ss + b.update_ss, a.weight_ss + b.weight_ss};
+}
+__device__ GradBlockPartial operator+(const GradBlockPartial& a, const GradBlockPartial& b) {
+  return GradBlockPartial{a.nonfinite + b.nonfinite, a.sum_squares + b.sum_squares};
+}
+__device__ StepBlockPartial shuffle_down(const StepBlockPartial& p, int offset) {
+  return StepBlockPartial{__shfl_down_sync(kFullMask, p.unchanged, offset),
+                          __shfl_down_sync(kFullMask, p.update_ss, offset),
+                          __shfl_down_sync(kFullMask, p.weight_ss, offset)};
+}
+__device__ GradBlockPartial shuffle_down(const GradBlockPartial& p, int offset) {
+  return GradBlockPartial{__shfl_down_sync(kFullMask, p.nonfinite, offset),
+                          __shfl_down_sync(kFullMask, p.sum_squares, offset)};
+}
+__device__ void add_to_sums(const StepBlockPartial& p, int64_t elements, AdamWPartials* sums) {
+  AdamWPartials segment;
+  segment.elements = elements;
+  segment.weights_unchanged = int64_t(p.unchanged);
+  segment.update_sum_squares = p.update_ss;
+  segment.weight_sum_squares = p.weight_ss;
+  add_partials(*sums, segment);
+}
+__device__ void add_to_sums(const GradBlockPartial& p, int64_t /*elements*/, GradPartials* sums) {
+  GradPartials segment;
+  segment.sum_squares = p.sum_squares;
+  segment.nonfinite = int64_t(p.nonfinite);
+  add_partials(*sums, segment);
+}
+
+// One block: the grid's block partials summed in a fixed order (each thread a strided run in
+// block order, a shuffle tree per warp, then the warps in order) and added to *sums, where the
+// step's sums stay, on the device, until the host reads them once per step.
+template <class BlockPartial, class Sums>
+__global__ void __launch_bounds__(kThreads)
+    add_block_partials_kernel(const BlockPartial* __restrict__ partials, unsigned blocks, int64_t elements, Sums* sums) {
+  __shared__ BlockPartial warp_sums[kWarps];
+  BlockPartial acc{};
+  for (unsigned b = threadIdx.x; b < blocks; b += kThreads) acc = acc + partials[b];
+  for (int offset = 16; offset > 0; offset >>= 1) acc = acc + shuffle_down(acc, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    BlockPartial total = warp_sums[0];
+    for (unsigned w = 1; w < kWarps; ++w) total = total + warp_sums[w];
+    add_to_sums(total, elements, sums);
+  }
 }
 
 }  // namespace
 
-AdamWPartials adamw_step_cuda(const AdamWSegmentCuda& seg, cudaStream_t stream) {
-  AdamWPartials out;
-  out.elements = int64_t(seg.n);
-  if (seg.n == 0) return out;
+size_t optim_scratch_bytes() { return size_t(kMaxBlocks) * std::max(sizeof(StepBlockPartial), sizeof(GradBlockPartial)); }
+
+void adamw_step_cuda(const AdamWSegmentCuda& seg, AdamWPartials* sums, void* scratch, cudaStream_t stream) {
+  if (seg.n == 0) return;
   if (seg.grad == nullptr || seg.weight == nullptr) fail("grad and weight must be device pointers, got null");
+  if (sums == nullptr || scratch == nullptr) fail("sums and scratch must be device pointers, got null");
   if (seg.master_mode == MasterMode::kF32 && seg.master == nullptr) fail("master_mode kF32 needs master");
   if (seg.master_mode == MasterMode::kRemainder16 && seg.remainder == nullptr) {
     fail("master_mode kRemainder16 needs remainder");
@@ -353,36 +376,24 @@ AdamWPartials adamw_step_cuda(const AdamWSegmentCuda& seg, cudaStream_t stream) 
                            has_master ? nm::RandomPurpose::kWeightCast : nm::RandomPurpose::kMasterFreeUpdate};
 
   const unsigned blocks = grid_for(args.chunks);
-  DeviceScratch scratch(sizeof(StepBlockPartial) * blocks, stream);
-  adamw_step_kernel<<<blocks, kThreads, 0, stream>>>(args, scratch.as<StepBlockPartial>());
+  StepBlockPartial* partials = static_cast<StepBlockPartial*>(scratch);
+  adamw_step_kernel<<<blocks, kThreads, 0, stream>>>(args, partials);
   FARTHING_CUDA_CHECK(cudaGetLastError());
-  const std::vector<StepBlockPartial> partials = download_partials<StepBlockPartial>(scratch, blocks, stream);
-  unsigned long long unchanged = 0;
-  for (const StepBlockPartial& p : partials) {
-    unchanged += p.unchanged;
-    out.update_sum_squares += p.update_ss;
-    out.weight_sum_squares += p.weight_ss;
-  }
-  out.weights_unchanged = int64_t(unchanged);
-  return out;
+  add_block_partials_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, int64_t(seg.n), sums);
+  FARTHING_CUDA_CHECK(cudaGetLastError());
 }
 
-GradPartials grad_partials_cuda(const void* grad, GradFormat format, size_t n, cudaStream_t stream) {
-  GradPartials out;
-  if (n == 0) return out;
+void grad_partials_cuda(const void* grad, GradFormat format, size_t n, GradPartials* sums, void* scratch,
+                        cudaStream_t stream) {
+  if (n == 0) return;
   if (grad == nullptr) throw Error("grad_partials_cuda: grad is null");
+  if (sums == nullptr || scratch == nullptr) throw Error("grad_partials_cuda: sums and scratch must be device pointers");
   const unsigned blocks = grid_for((uint64_t(n) + kThreads - 1) / kThreads);
-  DeviceScratch scratch(sizeof(GradBlockPartial) * blocks, stream);
-  grad_partials_kernel<<<blocks, kThreads, 0, stream>>>(grad, format, n, scratch.as<GradBlockPartial>());
+  GradBlockPartial* partials = static_cast<GradBlockPartial*>(scratch);
+  grad_partials_kernel<<<blocks, kThreads, 0, stream>>>(grad, format, n, partials);
   FARTHING_CUDA_CHECK(cudaGetLastError());
-  const std::vector<GradBlockPartial> partials = download_partials<GradBlockPartial>(scratch, blocks, stream);
-  unsigned long long nonfinite = 0;
-  for (const GradBlockPartial& p : partials) {
-    nonfinite += p.nonfinite;
-    out.sum_squares += p.sum_squares;
-  }
-  out.nonfinite = int64_t(nonfinite);
-  return out;
+  add_block_partials_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, int64_t(n), sums);
+  FARTHING_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace farthing::kernels

@@ -36,18 +36,24 @@ struct AdamWSegmentCuda : AdamWSegment {
   const float* unsigned_map4 = nullptr;  // kBlock4: the 16-entry map of v
 };
 
-// Queues the step on `stream`, then waits for it (the diagnostics come back to the host).
-// NOTE: weights_unchanged and elements equal the CPU's exactly. The two sums of squares are
-// per-element fp32 squares summed in double in a fixed order (per thread, a fixed tree per
-// CUDA block, then the blocks in index order on the host), so they are deterministic for a
-// given n, but not the CPU's order (its per-chunk fp32 sums are vectorized by the compiler):
-// they differ from adamw_step_cpu's within the CPU's fp32 rounding over a 256-element chunk
-// (< 256 * 2^-24 = 1.5e-5 relative, typically ~1e-7).
-AdamWPartials adamw_step_cuda(const AdamWSegmentCuda& segment, cudaStream_t stream);
+// The bytes of device scratch the two functions below need (the grid's per-block partials): one
+// buffer of this size, allocated once, serves every call queued on one stream.
+size_t optim_scratch_bytes();
 
-// Sum of squares and count of non-finite values of a device gradient array; waits for the
-// result. nonfinite equals grad_partials_cpu's exactly; sum_squares sums the same exact double
-// squares in another fixed order, so it may differ from the CPU's in the last bits.
-GradPartials grad_partials_cuda(const void* grad, GradFormat format, size_t n, cudaStream_t stream);
+// Queues the step on `stream` and the addition of its partials to *sums (device memory); nothing
+// waits for the host. NOTE: weights_unchanged and elements equal the CPU's exactly. The two sums
+// of squares are per-element fp32 squares summed in double in a fixed order (per thread, a fixed
+// tree per CUDA block, then the blocks in a fixed tree of one block), so they are deterministic
+// for a given n, but not the CPU's order (its per-chunk fp32 sums are vectorized by the
+// compiler): they differ from adamw_step_cpu's within the CPU's fp32 rounding over a 256-element
+// chunk (< 256 * 2^-24 = 1.5e-5 relative, typically ~1e-7).
+void adamw_step_cuda(const AdamWSegmentCuda& segment, AdamWPartials* sums, void* scratch, cudaStream_t stream);
+
+// Queues the sum of squares and count of non-finite values of a device gradient array and their
+// addition to *sums (device memory). nonfinite equals grad_partials_cpu's exactly; sum_squares
+// sums the same exact double squares in another fixed order, so it may differ from the CPU's in
+// the last bits.
+void grad_partials_cuda(const void* grad, GradFormat format, size_t n, GradPartials* sums, void* scratch,
+                        cudaStream_t stream);
 
 }  // namespace farthing::kernels

@@ -64,4 +64,17 @@ struct GradPartials {
   int64_t nonfinite = 0;
 };
 
+// The backends add each segment's partials to sums kept in the device's own memory (so that
+// nothing returns to the host inside a step); these are the one definition of that addition.
+FARTHING_HD void add_partials(AdamWPartials& sums, const AdamWPartials& p) {
+  sums.elements += p.elements;
+  sums.weights_unchanged += p.weights_unchanged;
+  sums.update_sum_squares += p.update_sum_squares;
+  sums.weight_sum_squares += p.weight_sum_squares;
+}
+FARTHING_HD void add_partials(GradPartials& sums, const GradPartials& p) {
+  sums.sum_squares += p.sum_squares;
+  sums.nonfinite += p.nonfinite;
+}
+
 }  // namespace farthing::kernels

@@ -124,7 +124,8 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   }
   if (options.fp4.recipe != nullptr) fp4_ = std::make_unique<Fp4Linears>(spec_, batch, seq, options.fp4, ops_);
   inputs_ = Buffer(ops_.device(), size_t(input_elems(c, batch, seq)) * 4, MemoryCategory::kActivations);
-  tokens_ = static_cast<int32_t*>(inputs_.data());
+  own_loss_sum_ = static_cast<double*>(inputs_.data());
+  tokens_ = reinterpret_cast<int32_t*>(own_loss_sum_ + 1);
   targets_ = tokens_ + batch * seq;
   if (c.family == ModelFamily::kLlama) {
     std::vector<float> cos, sin;
@@ -138,7 +139,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
 
 int64_t Transformer::input_elems(const ModelConfig& c, int64_t batch, int64_t seq) {
   const int64_t rope = c.family == ModelFamily::kLlama ? 2 * seq * (c.head_dim() / 2) : 0;
-  return 2 * batch * seq + rope;
+  return 2 + 2 * batch * seq + rope;  // 2: the loss sum, a double
 }
 
 void Transformer::upload_ids(int32_t* to, const int32_t* from) {
@@ -521,8 +522,8 @@ void Transformer::final_norm() {
                spec_.final_norm_b);
 }
 
-Transformer::LossSum Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* logits_out,
-                                               float loss_grad_scale) {
+int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, double* loss_sum,
+                                  float loss_grad_scale) {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, C = c.dim, V = c.vocab_size;
   const int64_t R = std::min(options_.loss_chunk_rows, M);
@@ -538,20 +539,38 @@ Transformer::LossSum Transformer::loss_and_head(const int32_t* targets, bool wan
   // NOTE: mean over counted targets; with none counted the loss is 0 and so is its gradient.
   const float grad_scale =
       loss_grad_scale >= 0.0f ? loss_grad_scale : (counted > 0 ? float(1.0 / double(counted)) : 0.0f);
-  double total = 0.0;
   for (int64_t r0 = 0; r0 < M; r0 += R) {
     const int64_t rows = std::min(R, M - r0);
     // logits (rows, V) = nf Whead^T
     linear_forward(logits_, nf_ + r0 * C, spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, false);
     if (logits_out) ops_.copy(logits_out + r0 * V, logits_, rows * V);
     if (!targets) continue;
-    total += ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, grad_scale, want_grad);
+    ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, grad_scale, want_grad, loss_sum);
     if (want_grad) {
       linear_backward(dn_ + r0 * C, spec_.head_w, -1, logits_, nf_ + r0 * C, rows, C, V,
                       WeightOrientation::kOutIn);
     }
   }
-  return LossSum{total, counted};
+  return counted;
+}
+
+// own_loss_sum_ serves the callers that want the loss at once (evaluation, scoring, tests): the
+// read is a host wait. The trainer keeps its sums on the device and reads them once a step.
+void Transformer::zero_own_loss_sum() { backend_for(ops_.device()).fill_bytes(own_loss_sum_, 0, sizeof(double)); }
+
+double Transformer::read_own_loss_sum() {
+  double sum = 0.0;
+  backend_for(ops_.device())
+      .copy(Tensor(&sum, DType::kF64, Shape{1}), Tensor(own_loss_sum_, DType::kF64, Shape{1}, ops_.device()));
+  return sum;
+}
+
+Transformer::LossSum Transformer::loss_and_head_read(const int32_t* targets, bool want_grad) {
+  zero_own_loss_sum();
+  LossSum loss;
+  loss.counted = loss_and_head(targets, want_grad, nullptr, own_loss_sum_);
+  loss.sum = read_own_loss_sum();
+  return loss;
 }
 
 namespace {
@@ -572,24 +591,33 @@ struct ObservingFp8 {
 float Transformer::forward_backward(const int32_t* tokens, const int32_t* targets) {
   const ObservingFp8 observing(fp8_.get());
   forward_trunk(tokens, /*backward_follows=*/true);
-  const float loss = mean_of(loss_and_head(targets, true, nullptr));
+  const float loss = mean_of(loss_and_head_read(targets, true));
   backward_from_head();
   return loss;
 }
 
-Transformer::LossSum Transformer::forward_backward_sum(const int32_t* tokens, const int32_t* targets,
-                                                       float loss_grad_scale) {
+int64_t Transformer::forward_backward_sum(const int32_t* tokens, const int32_t* targets, float loss_grad_scale,
+                                          double* loss_sum) {
   FARTHING_CHECK(loss_grad_scale >= 0.0f, "loss_grad_scale must be >= 0, got ", loss_grad_scale);
   const ObservingFp8 observing(fp8_.get());
   forward_trunk(tokens, /*backward_follows=*/true);
-  const LossSum loss = loss_and_head(targets, true, nullptr, loss_grad_scale);
+  const int64_t counted = loss_and_head(targets, true, nullptr, loss_sum, loss_grad_scale);
   backward_from_head();
+  return counted;
+}
+
+Transformer::LossSum Transformer::forward_backward_sum(const int32_t* tokens, const int32_t* targets,
+                                                       float loss_grad_scale) {
+  zero_own_loss_sum();
+  LossSum loss;
+  loss.counted = forward_backward_sum(tokens, targets, loss_grad_scale, own_loss_sum_);
+  loss.sum = read_own_loss_sum();
   return loss;
 }
 
 Transformer::LossSum Transformer::forward_loss_sum(const int32_t* tokens, const int32_t* targets) {
   forward_trunk(tokens);
-  const LossSum loss = loss_and_head(targets, false, nullptr);
+  const LossSum loss = loss_and_head_read(targets, false);
   release_all_units();
   return loss;
 }
@@ -685,7 +713,7 @@ float Transformer::forward_loss(const int32_t* tokens, const int32_t* targets) {
 
 void Transformer::forward_logits(const int32_t* tokens, float* logits) {
   forward_trunk(tokens);
-  loss_and_head(nullptr, false, logits);
+  loss_and_head(nullptr, false, logits, nullptr);
   release_all_units();
 }
 

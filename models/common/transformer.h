@@ -164,6 +164,11 @@ class Transformer : private BlockHooks {
     double sum = 0.0;
     int64_t counted = 0;
   };
+  // Adds the micro-batch's loss sum to *loss_sum, a double in the ops' memory (so the host need
+  // not wait for it: the trainer reads its step's sums once); returns the counted targets.
+  int64_t forward_backward_sum(const int32_t* tokens, const int32_t* targets, float loss_grad_scale,
+                               double* loss_sum);
+  // The same, the loss sum read back (a host wait).
   LossSum forward_backward_sum(const int32_t* tokens, const int32_t* targets, float loss_grad_scale);
   LossSum forward_loss_sum(const int32_t* tokens, const int32_t* targets);
   // Full logits (batch, seq, vocab) for small shapes (tests, scoring).
@@ -235,10 +240,18 @@ class Transformer : private BlockHooks {
   const void* gemm_operand(const float* x, int64_t count, int slot);
   // Sum of the token losses over the counted targets; with want_grad, each counted row's
   // logit gradient is scaled by loss_grad_scale (< 0: 1 / counted, the local mean).
-  LossSum loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, float loss_grad_scale = -1.0f);
+  // The loss sum is added to *loss_sum (the ops' memory; unused without targets); returns the
+  // counted targets. loss_and_head_read: the local mean's gradient, the sum into own_loss_sum_
+  // and read back.
+  int64_t loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, double* loss_sum,
+                        float loss_grad_scale = -1.0f);
+  LossSum loss_and_head_read(const int32_t* targets, bool want_grad);
+  void zero_own_loss_sum();
+  double read_own_loss_sum();
   void backward_from_head();
   BlockActs acts_for(int64_t layer);
-  // The elements of inputs_: tokens and targets (M each), then cos and sin when the model rotates.
+  // The 4-byte elements of inputs_: the loss sum (a double), tokens and targets (M each), then cos
+  // and sin when the model rotates.
   static int64_t input_elems(const ModelConfig& c, int64_t batch, int64_t seq);
   // Copies M host ids into the device array `to` (tokens_ or targets_).
   void upload_ids(int32_t* to, const int32_t* from);
@@ -248,9 +261,11 @@ class Transformer : private BlockHooks {
   ModelOptions options_;
   NnOps& ops_;
   Buffer params_, grads_, working_, acts_, scratch_, bf16_scratch_;
-  // In the ops' memory (inputs_): the micro-batch's tokens and targets, copied there from the
-  // caller's host arrays once checked, and the RoPE tables (seq, head_dim / 2).
+  // In the ops' memory (inputs_): a loss sum for the reading forms, the micro-batch's tokens and
+  // targets, copied there from the caller's host arrays once checked, and the RoPE tables
+  // (seq, head_dim / 2).
   Buffer inputs_;
+  double* own_loss_sum_ = nullptr;
   int32_t *tokens_ = nullptr, *targets_ = nullptr;
   float *rope_cos_ = nullptr, *rope_sin_ = nullptr;
   // Carved from acts_: residual stream (L+1) x (BT, C); per-layer (or one) BlockActs; final norm.

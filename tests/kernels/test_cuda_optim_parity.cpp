@@ -129,6 +129,15 @@ struct DeviceMaps {
                                                cpu_map4(nm::MapSign::kUnsigned).end())};
 };
 
+#if !defined(FARTHING_OPTIM_PARITY_SELF_CHECK)
+// The kernels' block partials: one buffer for every call, as CudaBackend keeps one.
+void* device_scratch() {
+  static void* scratch = device_alloc(kn::optim_scratch_bytes());
+  return scratch;
+}
+#endif
+
+// The step's partials as the device adds them to zeroed sums in its memory.
 kn::AdamWPartials device_step(const DeviceSegment& seg, const DeviceMaps& maps) {
 #if defined(FARTHING_OPTIM_PARITY_SELF_CHECK)
   static_cast<void>(maps);  // the segment already points at the CPU maps
@@ -139,15 +148,25 @@ kn::AdamWPartials device_step(const DeviceSegment& seg, const DeviceMaps& maps) 
   s.unsigned_map = maps.unsigned_map.as<float>();
   s.signed_map4 = maps.signed_map4.as<float>();
   s.unsigned_map4 = maps.unsigned_map4.as<float>();
-  return kn::adamw_step_cuda(s, nullptr);
+  DeviceArray sums(std::vector<kn::AdamWPartials>(1));
+  kn::adamw_step_cuda(s, sums.as<kn::AdamWPartials>(), device_scratch(), nullptr);
+  return sums.download<kn::AdamWPartials>()[0];
 #endif
 }
 
-kn::GradPartials device_grad_partials(const void* grad, kn::GradFormat format, size_t n) {
+// The gradients' partials added `times` times to zeroed sums in device memory (twice: the second
+// call must add to what the first left, not overwrite it).
+kn::GradPartials device_grad_partials(const void* grad, kn::GradFormat format, size_t n, int times) {
 #if defined(FARTHING_OPTIM_PARITY_SELF_CHECK)
-  return kn::grad_partials_cpu(grad, format, n);
+  kn::GradPartials sums;
+  for (int i = 0; i < times; ++i) kn::add_partials(sums, kn::grad_partials_cpu(grad, format, n));
+  return sums;
 #else
-  return kn::grad_partials_cuda(grad, format, n, nullptr);
+  DeviceArray sums(std::vector<kn::GradPartials>(1));
+  for (int i = 0; i < times; ++i) {
+    kn::grad_partials_cuda(grad, format, n, sums.as<kn::GradPartials>(), device_scratch(), nullptr);
+  }
+  return sums.download<kn::GradPartials>()[0];
 #endif
 }
 
@@ -447,15 +466,16 @@ TEST(CudaOptimParity, GradPartialsMatchCpu) {
         }
         const kn::GradPartials want = kn::grad_partials_cpu(grad.data(), format, n);
         DeviceArray d_grad(grad);
-        const kn::GradPartials got = device_grad_partials(d_grad.as<void>(), format, n);
-        EXPECT_EQ(got.nonfinite, want.nonfinite);
+        const kn::GradPartials got = device_grad_partials(d_grad.as<void>(), format, n, 2);
+        EXPECT_EQ(got.nonfinite, 2 * want.nonfinite);
         if (with_nonfinite) {
           EXPECT_GT(want.nonfinite, 0);
           EXPECT_FALSE(std::isfinite(got.sum_squares));
         } else {
           // NOTE: the same exact double squares summed in another order, not bitwise: the CPU's
           // longest chain of additions is ~4,000 (chunks of one thread), so < 1e-12 relative.
-          EXPECT_NEAR(got.sum_squares, want.sum_squares, 1e-12 * want.sum_squares);
+          // Twice the sum: doubling is exact.
+          EXPECT_NEAR(got.sum_squares, 2 * want.sum_squares, 2e-12 * want.sum_squares);
         }
       }
     }

@@ -176,11 +176,11 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.bias_backward(k.inout(dbias, c * 4), k.in(dout, ((n - 1) * stride + c) * 4), n, c, stride);
   }
-  double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                            bool want_grad) override {
+  void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                          bool want_grad, double* loss_sum) override {
     Call k(*this);
-    return ops_.cross_entropy_rows(k.inout(logits, rows * vocab * 4), k.in(targets, rows * 4), rows, vocab,
-                                   grad_scale, want_grad);
+    ops_.cross_entropy_rows(k.inout(logits, rows * vocab * 4), k.in(targets, rows * 4), rows, vocab, grad_scale,
+                            want_grad, k.inout(loss_sum, sizeof(double)));
   }
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override {
     Call k(*this);

@@ -127,10 +127,10 @@ class RecordingOps final : public NnOps {
     ++calls["bias_backward"];
     cpu_.bias_backward(dbias, dout, n, c, stride);
   }
-  double cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                            bool want_grad) override {
+  void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                          bool want_grad, double* loss_sum) override {
     ++calls["cross_entropy_rows"];
-    return cpu_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad);
+    cpu_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad, loss_sum);
   }
   void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override {
     ++calls["widen"];

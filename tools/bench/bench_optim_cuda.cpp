@@ -158,6 +158,8 @@ int run_optim_bench_cuda(const BenchOptions& options) {
   };
   double copy_seconds = time_copy();
 
+  // Where the step adds its diagnostics, and its block partials' scratch, as CudaBackend keeps them.
+  DeviceBuffer sums(sizeof(kn::AdamWPartials)), scratch(kn::optim_scratch_bytes());
   std::vector<Row> rows;
   for (const Config& c : configs) {
     fill_device(weights.as<uint16_t>(), n, bench_weight_bf16);
@@ -191,7 +193,7 @@ int run_optim_bench_cuda(const BenchOptions& options) {
     const double s = cuda_time_best([&] {
       seg.step = ++step;
       seg.scalars = nm::make_adamw_scalars(1e-5, 0.9, 0.999, 1e-8, 0.01, step, 1.0);
-      kn::adamw_step_cuda(seg, nullptr);
+      kn::adamw_step_cuda(seg, sums.as<kn::AdamWPartials>(), scratch.as<void>(), nullptr);
     }, options.min_seconds);
     rows.push_back({c.name, bytes_moved_per_param(c), s});
   }

@@ -248,7 +248,8 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
                    "AdamW needs at least one shard per rank: use fewer ranks");
     const optim::AdamWStateBytes state = optim::AdamW::planned_bytes(setup.config, shards, offload);
     const dist::ParamStoreBytes held = dist::ParamStore::planned_bytes(zero, store_options);
-    const int64_t total = (state.on_host ? 0 : state.master + state.state()) + held.total();  // on the device
+    const int64_t total =
+        (state.on_host ? 0 : state.master + state.state()) + state.step_sums + held.total();  // on the device
     if (rank >= 0 ? r != rank : total <= best_total) continue;
     best_total = total;
     e.peak_rank = r;
@@ -280,16 +281,18 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   Held persistent;
   persistent.add(C::kMaster, e.held_bytes(C::kMaster)).add(C::kOptimizerState, e.held_bytes(C::kOptimizerState));
   persistent.add(C::kWeights, e.trainer_weights + e.master_copy).add(C::kGrads, e.grad_sum);
-  persistent.add(C::kCommBuffers, e.comm_staging).add(C::kActivations, m.activation_total());
+  // The model's activations and the trainer's micro-batch loss sums (a double each, on the device).
+  const int64_t activations = m.activation_total() + t.grad_accum * int64_t(sizeof(double));
+  persistent.add(C::kCommBuffers, e.comm_staging).add(C::kActivations, activations);
   const int64_t persistent_bytes = persistent.total();
   const dist::ZeroLayout zero(units, world_size, e.peak_rank);
   std::vector<UnitCost> cost;
   for (size_t u = 0; u < units.size(); ++u) cost.push_back(unit_cost(zero, store_options, spec, model_options, u));
   // The trainer's own all-reduces (MpiCommunicator's temporaries): AdamW's partial sums through
-  // its reduce hook, in each fused unit's step or in the optimizer step; the micro-batch loss sums.
+  // its reduce hook, in inspect_grads or finish_step; the micro-batch loss sums.
   const int64_t hook_comm =
       std::max(dist::mpi_all_reduce_temp_bytes(optim::AdamW::kInspectReducedValues, world_size, 8),
-               dist::mpi_all_reduce_temp_bytes(optim::AdamW::kStepReducedValues, world_size, 8));
+               dist::mpi_all_reduce_temp_bytes(optim::AdamW::kFinishReducedValues, world_size, 8));
   const int64_t loss_comm = dist::mpi_all_reduce_temp_bytes(world_size * t.grad_accum, world_size, 8);
   const int64_t bucket = world_size > 1 ? store_options.reduce_bucket_bytes : 0;  // as the store applies it
   const StepPeaks peaks = step_peaks(persistent, models::Transformer::unit_schedule(spec), cost, layout.units(),
@@ -312,7 +315,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
     largest_span = std::max(largest_span, dist::ZeroLayout(units, 1, 0).aligned_end(u) - units[u].begin);
   }
   e.initial_weights = largest_span * 4;
-  e.load_peak_bytes = persistent_bytes - m.activation_total() + e.initial_weights;
+  e.load_peak_bytes = persistent_bytes - activations + e.initial_weights;
   e.built_bytes = persistent_bytes;
   e.load_peak_moment = e.from_file ? "while loading model.path, one unit's fp32 values at a time"
                                    : "while setting up the first weights, one unit's fp32 values at a time";
@@ -337,7 +340,7 @@ int64_t MemoryEstimate::held_bytes(MemoryCategory c) const {
     case MemoryCategory::kWeights: return trainer_weights + master_copy;
     case MemoryCategory::kGrads: return grad_sum;
     case MemoryCategory::kMaster: return optimizer.on_host ? 0 : optimizer.master;
-    case MemoryCategory::kOptimizerState: return optimizer.on_host ? 0 : optimizer.state();
+    case MemoryCategory::kOptimizerState: return (optimizer.on_host ? 0 : optimizer.state()) + optimizer.step_sums;
     default: return 0;
   }
 }

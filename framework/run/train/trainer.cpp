@@ -190,6 +190,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   }
   options.ops = &backend.nn();
   model_ = std::make_unique<models::Transformer>(std::move(spec), t.micro_batch, config_.data.seq_len, options);
+  micro_batch_loss_sums_ = Buffer(device_, size_t(t.grad_accum) * sizeof(double), MemoryCategory::kActivations);
 
   // From here on every rank issues the same collectives: a wait past the limit means a peer died or hung.
   comm_.set_collective_timeout(config_.distributed.collective_timeout_s);
@@ -267,25 +268,15 @@ double Trainer::scaler_options_and_schedule() {
 }
 
 // The optimizer step fused into backward: this unit's owned shard (if any) steps now. The recipe
-// rules out clipping, accumulation and loss scaling, which would need every gradient first.
-void Trainer::step_unit(int unit, int shard, const Tensor& grads) {
-  std::vector<size_t> ids;
-  std::vector<Tensor> g, w;
-  if (shard >= 0) {
-    ids.push_back(size_t(shard));
-    g.push_back(grads);
-    w.push_back(store_->weights(size_t(shard)));
-  }
-  const optim::GradReport report = optimizer_->inspect_shard_grads(ids, g);
-  FARTHING_CHECK(report.nonfinite == 0, "step ", progress_.step + 1, ": unit ", unit, " has ", report.nonfinite,
-                 " inf/NaN gradient values; with the optimizer step fused into backward the earlier units have "
-                 "already stepped, so the step cannot be skipped. Lower the learning rate, or set "
-                 "train.optimizer_in_backward: false");
-  fused_grad_norm_sq_ += report.grad_norm * report.grad_norm;
-  const optim::StepDiagnostics d =
-      optimizer_->step_shards(ids, w, g, report, optim::lr_multiplier(schedule_, progress_.step + 1));
-  fused_elements_ += double(d.elements);
-  fused_unchanged_ += double(d.weights_unchanged);
+// rules out clipping, accumulation and loss scaling, which would need every gradient first, so
+// nothing here waits for the device: the norm and the non-finite count are summed beside the
+// step and read at its end (train_step), where non-finite gradients fail the run.
+void Trainer::step_unit(int /*unit*/, int shard, const Tensor& grads) {
+  if (shard < 0) return;
+  const size_t ids[] = {size_t(shard)};
+  const Tensor g[] = {grads}, w[] = {store_->weights(size_t(shard))};
+  optimizer_->add_grad_sums(ids, g);
+  optimizer_->step_shards(ids, w, g, optim::GradReport{}, optim::lr_multiplier(schedule_, progress_.step + 1));
 }
 
 Trainer::~Trainer() = default;
@@ -349,19 +340,22 @@ Trainer::StepOutcome Trainer::train_step() {
   // that order on every rank. The store keeps (or, fused, steps) each unit's gradients as
   // backward finishes it.
   std::vector<double> loss_sums(size_t(W * A), 0.0);
-  fused_grad_norm_sq_ = fused_elements_ = fused_unchanged_ = 0.0;
+  Backend& backend = backend_for(device_);
+  backend.fill_bytes(micro_batch_loss_sums_.data(), 0, micro_batch_loss_sums_.bytes());
+  auto* device_loss_sums = static_cast<double*>(micro_batch_loss_sums_.data());
   model_->set_fp4_step(uint32_t(progress_.step));  // keys this step's Hadamard signs and SR bits
   for (int64_t a = 0; a < A; ++a) {
     store_->begin_micro_batch(a);
     if (timeline) timeline->passes.push_back({.begin = StepTimeline::now(), .first_call = timeline->calls.size()});
-    const models::Transformer::LossSum ls =
-        model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale);
+    model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale,
+                                 device_loss_sums + a);
     if (timeline) {
       timeline->passes.back().end = StepTimeline::now();
       timeline->passes.back().end_call = timeline->calls.size();
     }
-    loss_sums[size_t(r * A + a)] = ls.sum;
   }
+  backend.copy(Tensor(loss_sums.data() + r * A, DType::kF64, Shape{A}),  // this rank's, in place
+               micro_batch_loss_sums_.view(DType::kF64, Shape{A}));
   comm_.all_reduce(Tensor(loss_sums.data(), DType::kF64, Shape{W * A}), ReduceOp::kSum);
   if (fp8_history_) {
     model_->collect_fp8_amaxes();  // the step's amaxes, gathered in the device's memory
@@ -375,10 +369,14 @@ Trainer::StepOutcome Trainer::train_step() {
 
   if (t.optimizer_in_backward) {  // every unit stepped as backward finished it (step_unit)
     mark(&StepTimeline::optimizer_begin);
-    optimizer_->finish_step();
+    const optim::StepDiagnostics d = optimizer_->finish_step();
     mark(&StepTimeline::optimizer_end);
-    out.grad_norm = std::sqrt(fused_grad_norm_sq_);
-    out.unchanged_fraction = fused_elements_ > 0.0 ? fused_unchanged_ / fused_elements_ : 0.0;
+    FARTHING_CHECK(d.nonfinite_grads == 0, "step ", progress_.step + 1, ": ", d.nonfinite_grads,
+                   " gradient values are inf or NaN (loss ", out.loss, "); with the optimizer step fused into "
+                   "backward every unit has already stepped on them, so the step cannot be skipped. Lower the "
+                   "learning rate, or set train.optimizer_in_backward: false");
+    out.grad_norm = d.grad_norm;
+    out.unchanged_fraction = d.unchanged_fraction;
     store_->publish_weights();
   } else {
     mark(&StepTimeline::optimizer_begin);

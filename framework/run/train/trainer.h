@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/data/dataset.h"
 #include "framework/data/sampler.h"
@@ -160,8 +161,8 @@ class Trainer {
   std::unique_ptr<optim::AdamW> optimizer_;
   optim::LrSchedule schedule_;
   std::unique_ptr<optim::LossScaler> scaler_;
-  double fused_grad_norm_sq_ = 0.0;          // optimizer-in-backward: sum of the units' squared norms
-  double fused_elements_ = 0.0, fused_unchanged_ = 0.0;  // optimizer-in-backward: the units' sums
+  // On device_: each micro-batch's loss sum, read once per step (the device keeps them meanwhile).
+  Buffer micro_batch_loss_sums_;
   bool grad_histogram_ = false;  // set_grad_histogram
   std::string recipe_yaml_, model_config_json_;
   std::string build_note_;  // what setting up held, for the first progress note
