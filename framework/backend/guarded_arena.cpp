@@ -122,6 +122,11 @@ bool GuardedArena::holds(const void* p) const {
   return offset <= it->first + it->second;
 }
 
+size_t GuardedArena::high_water_bytes() const {
+  std::lock_guard lock(mutex_);
+  return high_water_;
+}
+
 size_t GuardedArena::used_bytes() const {
   std::lock_guard lock(mutex_);
   size_t total = 0;

@@ -30,6 +30,8 @@ class GuardedArena {
   // True when p points into a live block (anywhere inside it, or one past its end).
   bool holds(const void* p) const;
   size_t used_bytes() const;
+  // How far into the reservation blocks have ever reached: grows only when no freed gap fits.
+  size_t high_water_bytes() const;
 
   // While one exists (on any thread), the arena's used pages are open to the host.
   class Access {

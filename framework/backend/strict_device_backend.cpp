@@ -16,7 +16,9 @@ StrictDeviceBackend::StrictDeviceBackend() : arena_(kReserveBytes), nn_(arena_) 
 
 void* StrictDeviceBackend::allocate_bytes(size_t bytes) {
   ++allocations_;
+  const size_t reached = arena_.high_water_bytes();
   void* data = arena_.allocate(bytes);
+  if (arena_.high_water_bytes() > reached) ++pool_growths_;
   FARTHING_CHECK(data != nullptr, "strict device: allocation of ", bytes, " bytes failed (the ",
                  kReserveBytes >> 30, " GiB reservation is used up)");
   return data;

@@ -9,8 +9,10 @@
 // The results are the CPU backend's, bit for bit: the ops are CpuBackend's and CpuNnOps', run
 // inside an access scope. Select it with train.device: strict (tests only).
 // It also counts what would stall a GPU's host: each copy into host memory (a readback, which
-// waits for the device), each synchronize(), and each allocation, so that a test can hold a
-// training step to its budget of host waits (tests/run/train/test_step_host_waits.cpp).
+// waits for the device), each synchronize(), and each allocation, telling apart those that
+// memory freed earlier could not serve (the arena grew: on CUDA the stream-ordered pool would
+// have to ask the driver), so that a test can hold a training step to its budget
+// (tests/run/train/test_step_host_waits.cpp).
 // Relies on: cpu_backend.h, guarded_arena.h. Tested by: tests/backend/test_strict_device.cpp,
 // tests/run/train/test_train_strict_device.sh.
 #pragma once
@@ -51,10 +53,11 @@ class StrictDeviceBackend final : public Backend {
     int64_t readbacks = 0;         // copies into host memory
     int64_t synchronizations = 0;  // synchronize() calls
     int64_t allocations = 0;       // allocate_bytes() calls
+    int64_t pool_growths = 0;      // of those, the ones no freed memory could serve
     int64_t waits() const { return readbacks + synchronizations; }
   };
   HostWaitCounts host_wait_counts() const {
-    return HostWaitCounts{readbacks_.load(), synchronizations_.load(), allocations_.load()};
+    return HostWaitCounts{readbacks_.load(), synchronizations_.load(), allocations_.load(), pool_growths_.load()};
   }
 
  private:
@@ -63,7 +66,7 @@ class StrictDeviceBackend final : public Backend {
   void check_device_pointer(const void* p, const char* op, const char* what) const;
 
   GuardedArena arena_;
-  std::atomic<int64_t> readbacks_{0}, synchronizations_{0}, allocations_{0};
+  std::atomic<int64_t> readbacks_{0}, synchronizations_{0}, allocations_{0}, pool_growths_{0};
   CpuBackend cpu_;
   StrictNnOps nn_;
 };
