@@ -9,7 +9,8 @@
 // against shared-memory maps. Stochastic-rounding words are generated once per Philox group
 // into shared memory, as kernels/cpu's fill_random_bits does per chunk.
 // Diagnostics: per-thread sums, a fixed-order reduction per CUDA block into a scratch array
-// of per-block partials, summed on the host in block order.
+// of per-block partials, which add_block_partials_kernel (one block, a fixed order) sums and adds
+// to the caller's sums in device memory: nothing comes back to the host.
 #include "kernels/cuda/optim_cuda.h"
 
 #include <algorithm>
