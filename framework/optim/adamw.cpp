@@ -366,7 +366,7 @@ void AdamW::step_shards(std::span<const size_t> shard_ids, std::span<const Tenso
     auto* sums = static_cast<StepSums*>(sums_.data());
     for (size_t i = 0; i < shard_ids.size(); ++i) {
       step_segments(backend_, shards_[shard_ids[i]], static_cast<uint16_t*>(weights[i].data()), grads[i], t, report,
-                    lr_multiplier, &sums->step);
+                    lr_multiplier, &sums->step, clipped_on_device_ ? &*clipped_on_device_ : nullptr);
     }
   } else {
     // Up to K shards' copies out are in flight ahead of the host step; each shard's weights go
@@ -387,8 +387,22 @@ void AdamW::step_shards(std::span<const size_t> shard_ids, std::span<const Tenso
   }
 }
 
+void AdamW::step_clipped_on_device(std::span<const Tensor> weights, std::span<const Tensor> grads,
+                                   const GradOptions& options, double lr_multiplier) {
+  FARTHING_CHECK(can_clip_on_device(), "step_clipped_on_device: the gradient sums need a reduction over ranks or "
+                 "the state is offloaded; use inspect_grads and step");
+  check_shard_tensors(weights, "step: weights", true);
+  check_shard_tensors(grads, "step: grads", false);
+  make_grad_report(0.0, 0, options);  // checks the options, as inspect_grads does
+  const std::vector<size_t> ids = all_shard_ids();
+  add_grad_sums(ids, grads);
+  clipped_on_device_ = options;
+  step_shards(ids, weights, grads, GradReport{}, lr_multiplier);
+}
+
 void AdamW::step_segments(Backend& backend, ShardState& shard, uint16_t* weights, const Tensor& grads, int64_t t,
-                          const GradReport& report, double lr_multiplier, kernels::AdamWPartials* sums) const {
+                          const GradReport& report, double lr_multiplier, kernels::AdamWPartials* sums,
+                          const GradOptions* clip_on_device) const {
   for (const Segment& seg : shard.segments) {
     const ParamGroup& group = config_.groups[size_t(config_.ranges[seg.range].group)];
     const AdamWHyper& h = group.hyper;
@@ -411,6 +425,11 @@ void AdamW::step_segments(Backend& backend, ShardState& shard, uint16_t* weights
                                                 report.grad_scale);
     args.seed = config_.seed;
     args.step = uint32_t(t);
+    if (clip_on_device != nullptr) {
+      args.clip_sums = &static_cast<const StepSums*>(sums_.data())->grads;
+      args.max_grad_norm = clip_on_device->max_grad_norm;
+      args.loss_scale = clip_on_device->loss_scale;
+    }
     backend.adamw_step(args, sums);
   }
 }
@@ -422,13 +441,12 @@ StepDiagnostics AdamW::finish_step() {
                                           double(sums.step.elements),    double(sums.step.weights_unchanged),
                                           sums.step.update_sum_squares, sums.step.weight_sum_squares};
   if (reduce_) reduce_(std::span<double>(partial, kFinishReducedValues));
-  ++step_;
   StepDiagnostics d;
-  d.step = step_;
   d.lr = config_.groups[0].hyper.lr * step_lr_multiplier_;
-  if (grad_sums_added_) {  // fused: the norm was summed beside the step
-    const GradReport added = make_grad_report(partial[0], int64_t(partial[1]), GradOptions{});
+  if (grad_sums_added_) {  // fused, or clipped on the device: the norm was summed beside the step
+    const GradReport added = make_grad_report(partial[0], int64_t(partial[1]), clipped_on_device_.value_or(GradOptions{}));
     d.grad_norm = added.grad_norm;
+    d.clip_factor = added.clip_factor;
     d.nonfinite_grads = added.nonfinite;
   } else {
     d.grad_norm = step_report_.grad_norm;
@@ -439,6 +457,10 @@ StepDiagnostics AdamW::finish_step() {
   d.weights_unchanged = int64_t(partial[3]);
   d.unchanged_fraction = partial[2] > 0.0 ? partial[3] / partial[2] : 0.0;
   d.update_rms_ratio = partial[5] > 0.0 ? std::sqrt(partial[4] / partial[5]) : 0.0;
+  // A step the kernels skipped (non-finite gradients, clipped on the device) leaves the counter.
+  if (!(clipped_on_device_ && d.nonfinite_grads > 0)) ++step_;
+  d.step = step_;
+  clipped_on_device_.reset();
   grad_sums_added_ = step_pending_ = false;
   step_report_ = GradReport{};
   step_lr_multiplier_ = 1.0;

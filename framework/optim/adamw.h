@@ -8,9 +8,10 @@
 //   if (r.nonfinite > 0) { skip or fail: the caller's policy }
 //   StepDiagnostics d = opt.step(weights, grads, r, lr_multiplier(schedule, opt.steps_taken() + 1));
 // The kernels add their partial sums (gradient norms, the step's diagnostics) to sums kept in the
-// device's memory, so a GPU's host waits for none of them inside a step: inspect_grads reads the
-// norm back once (clipping and the non-finite check need it before the step), and finish_step
-// reads the step's sums once at its end.
+// device's memory, so a GPU's host waits for none of them inside a step: finish_step reads the
+// step's sums once at its end. inspect_grads reads the norm back before the step (clipping and
+// the non-finite check need it there when it is reduced over ranks); step_clipped_on_device
+// leaves both decisions to the kernels instead.
 // Each (range ∩ shard) is a segment with its group's hyper-parameters and state format,
 // stepped by the backend's fused kernel (Backend::adamw_step) in one pass. The state lives on
 // the backend's device, as do the weights and gradients passed in; the host only computes the
@@ -29,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -117,6 +119,15 @@ class AdamW {
   // Queues the step of these shards; their partials add to the step's sums on the device.
   void step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights, std::span<const Tensor> grads,
                    const GradReport& report, double lr_multiplier = 1.0);
+  // Clipping and the non-finite skip with no host wait before the step, where the gradient sums
+  // need no reduction over ranks and the state is on the weights' device (no reduce hook, not
+  // offloaded): queues add_grad_sums and the step of every shard, the kernels deriving the clip
+  // factor from those sums on the device (the host's rule, numerics/grad_clip_rule.h, so the same
+  // bits as inspect_grads + step). With non-finite gradients the kernels change nothing, and
+  // finish_step reports the count and leaves the step counter where it was.
+  bool can_clip_on_device() const { return !reduce_ && !offloaded(); }
+  void step_clipped_on_device(std::span<const Tensor> weights, std::span<const Tensor> grads,
+                              const GradOptions& options, double lr_multiplier = 1.0);
   // Once per training step, after every step_shards: reads the step's sums (the one host wait),
   // reduces them over ranks through the hook (every rank calls it, possibly with no shard of its
   // own) and advances the step counter (bias corrections, stochastic-rounding keys). With
@@ -195,8 +206,10 @@ class AdamW {
   void init_remainder16(ShardState& shard, const Tensor& values, const Tensor& weights);
   // Steps every segment of `shard` through `backend` over weights and gradients it can address,
   // adding each segment's partials to *sums (that backend's memory) in segment order.
+  // clip_on_device: the kernels scale by the clip rule over the step's gradient sums instead.
   void step_segments(Backend& backend, ShardState& shard, uint16_t* weights, const Tensor& grads, int64_t t,
-                     const GradReport& report, double lr_multiplier, kernels::AdamWPartials* sums) const;
+                     const GradReport& report, double lr_multiplier, kernels::AdamWPartials* sums,
+                     const GradOptions* clip_on_device = nullptr) const;
   // The step's sums as the host reads them, zeroed where they are kept.
   struct StepSums {
     kernels::GradPartials grads;
@@ -222,6 +235,7 @@ class AdamW {
   GradReport step_report_;
   double step_lr_multiplier_ = 1.0;
   bool grad_sums_added_ = false, step_pending_ = false;
+  std::optional<GradOptions> clipped_on_device_;  // this step's, when step_clipped_on_device
 };
 
 }  // namespace farthing::optim

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "framework/core/error.h"
+#include "kernels/numerics/grad_clip_rule.h"
 
 namespace farthing::optim {
 
@@ -14,14 +15,13 @@ GradReport make_grad_report(double global_sum_squares, int64_t global_nonfinite,
                  options.loss_scale, ") must be finite and > 0");
   FARTHING_CHECK(options.max_grad_norm >= 0.0, "max_grad_norm (", options.max_grad_norm,
                  ") must be >= 0 (0 turns clipping off)");
+  const numerics::GradClip clip =
+      numerics::grad_clip_of(global_sum_squares, options.max_grad_norm, options.loss_scale);
   GradReport r;
   r.nonfinite = global_nonfinite;
-  r.grad_norm = std::sqrt(global_sum_squares) / options.loss_scale;
-  if (options.max_grad_norm > 0.0 && std::isfinite(r.grad_norm)) {
-    // NOTE: torch.nn.utils.clip_grad_norm_'s rule, eps included, so clipped runs compare.
-    r.clip_factor = std::min(1.0, options.max_grad_norm / (r.grad_norm + 1e-6));
-  }
-  r.grad_scale = r.clip_factor / options.loss_scale;
+  r.grad_norm = clip.grad_norm;
+  r.clip_factor = clip.clip_factor;
+  r.grad_scale = clip.grad_scale;
   return r;
 }
 

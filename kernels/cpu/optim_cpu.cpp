@@ -115,7 +115,9 @@ bool adamw_step_cpu_has_avx2() {
 #endif
 }
 
-AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& seg, CpuKernelPath path) {
+AdamWPartials adamw_step_cpu(const AdamWSegmentCpu& given, CpuKernelPath path) {
+  AdamWSegmentCpu seg = given;
+  if (!scalars_for_step(given, seg.scalars)) return AdamWPartials{};  // non-finite gradients: nothing changes
   const uint64_t lead = seg.global_offset % uint64_t(kChunk);
   const int64_t chunks = int64_t((seg.n + lead + kChunk - 1) / kChunk);
   const bool has_master = seg.master_mode == MasterMode::kF32;

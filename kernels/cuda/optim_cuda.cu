@@ -153,6 +153,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ StepBlockPartial warp_partials[kWarps];
 
   const AdamWSegmentCuda& seg = args.seg;
+  nm::AdamWScalars scalars;
+  if (!scalars_for_step(seg, scalars)) return;  // non-finite gradients (clip_sums): nothing changes
   const unsigned t = threadIdx.x;
   const unsigned lane = t % 32, warp = t / 32;
   if (seg.m.format == MomentFormat::kBlock8) map_m[t] = seg.signed_map[t];
@@ -189,7 +191,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     float p = p_old;
     if (active) {
-      nm::adamw_update_element(seg.scalars, g, p, m, v);
+      nm::adamw_update_element(scalars, g, p, m, v);
       // NOTE: the same fp32 squares as the CPU; summed in double here (see optim_cuda.h).
       const float du = p - p_old;
       update_ss += double(du * du);
@@ -334,10 +336,13 @@ __device__ void add_to_sums(const GradBlockPartial& p, int64_t /*elements*/, Gra
 
 // One block: the grid's block partials summed in a fixed order (each thread a strided run in
 // block order, a shuffle tree per warp, then the warps in order) and added to *sums, where the
-// step's sums stay, on the device, until the host reads them once per step.
+// step's sums stay, on the device, until the host reads them once per step. Nothing is added when
+// `skipped_if` (a step's clip_sums) counts non-finite gradients: the step kernel did nothing.
 template <class BlockPartial, class Sums>
 __global__ void __launch_bounds__(kThreads)
-    add_block_partials_kernel(const BlockPartial* __restrict__ partials, unsigned blocks, int64_t elements, Sums* sums) {
+    add_block_partials_kernel(const BlockPartial* __restrict__ partials, unsigned blocks, int64_t elements, Sums* sums,
+                              const GradPartials* skipped_if) {
+  if (skipped_if != nullptr && skipped_if->nonfinite > 0) return;
   __shared__ BlockPartial warp_sums[kWarps];
   BlockPartial acc{};
   for (unsigned b = threadIdx.x; b < blocks; b += kThreads) acc = acc + partials[b];
@@ -380,7 +385,7 @@ void adamw_step_cuda(const AdamWSegmentCuda& seg, AdamWPartials* sums, void* scr
   StepBlockPartial* partials = static_cast<StepBlockPartial*>(scratch);
   adamw_step_kernel<<<blocks, kThreads, 0, stream>>>(args, partials);
   FARTHING_CUDA_CHECK(cudaGetLastError());
-  add_block_partials_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, int64_t(seg.n), sums);
+  add_block_partials_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, int64_t(seg.n), sums, seg.clip_sums);
   FARTHING_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -393,7 +398,8 @@ void grad_partials_cuda(const void* grad, GradFormat format, size_t n, GradParti
   GradBlockPartial* partials = static_cast<GradBlockPartial*>(scratch);
   grad_partials_kernel<<<blocks, kThreads, 0, stream>>>(grad, format, n, partials);
   FARTHING_CUDA_CHECK(cudaGetLastError());
-  add_block_partials_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, int64_t(n), sums);
+  add_block_partials_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, int64_t(n), sums,
+                                                        static_cast<const GradPartials*>(nullptr));
   FARTHING_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -2,13 +2,14 @@
 // argument every backend's optimizer kernel takes (kernels/cpu/optim_cpu.h, kernels/cuda/
 // optim_cuda.h, Backend::adamw_step), written once so that the formats and fields cannot drift.
 // A backend adds only its own quantization tables (host lookup tables, or device copies).
-// Relies on: adamw_update.h. Tested by: tests/optim/* and tests/kernels/test_cuda_optim_parity.cpp.
+// Relies on: adamw_update.h, grad_clip_rule.h. Tested by: tests/optim/* and tests/kernels/test_cuda_optim_parity.cpp.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/numerics/adamw_update.h"
+#include "kernels/numerics/grad_clip_rule.h"
 
 namespace farthing::kernels {
 
@@ -31,6 +32,13 @@ struct MomentRef {
   float* absmax = nullptr;  // kBlock8 / kBlock4: one per 256- / 128-element block of the segment
 };
 
+// Sum of squares and count of non-finite values of a gradient array (the clipping and
+// non-finite-check pass that runs before the step).
+struct GradPartials {
+  double sum_squares = 0.0;
+  int64_t nonfinite = 0;
+};
+
 // Every pointer addresses the memory of the backend that runs the step. For kBlock8 and kBlock4
 // moments global_offset is a multiple of 256.
 struct AdamWSegment {
@@ -47,7 +55,25 @@ struct AdamWSegment {
   numerics::AdamWScalars scalars{};
   uint64_t seed = 0;  // stochastic rounding key: (seed, step, purpose, global index)
   uint32_t step = 0;
+  // Optional, for clipping decided on the device (AdamW::step_clipped_on_device): the whole
+  // step's gradient sums, in this backend's memory. When set, scalars.grad_scale gives way to the
+  // clip rule over them (numerics/grad_clip_rule.h: the host's bits), and a non-finite count makes
+  // the step change nothing and add no partials: no host has to read the norm first.
+  const GradPartials* clip_sums = nullptr;
+  double max_grad_norm = 0.0;  // 0: no clipping
+  double loss_scale = 1.0;     // the gradients carry it
 };
+
+// The scalars a kernel steps `seg` with: seg.scalars, or with clip_sums their clipped gradient
+// scale; false when clip_sums count non-finite gradients (the kernel then changes nothing).
+FARTHING_HD bool scalars_for_step(const AdamWSegment& seg, numerics::AdamWScalars& scalars) {
+  scalars = seg.scalars;
+  if (seg.clip_sums == nullptr) return true;
+  const GradPartials sums = *seg.clip_sums;
+  if (sums.nonfinite > 0) return false;
+  scalars.grad_scale = float(numerics::grad_clip_of(sums.sum_squares, seg.max_grad_norm, seg.loss_scale).grad_scale);
+  return true;
+}
 
 // Per-segment sums for the step diagnostics (summed over segments and ranks by the caller).
 struct AdamWPartials {
@@ -55,13 +81,6 @@ struct AdamWPartials {
   int64_t weights_unchanged = 0;    // bf16 weight bits identical before and after
   double update_sum_squares = 0.0;  // sum (p_new - p_old)^2, in fp32 values before the cast
   double weight_sum_squares = 0.0;  // sum p_old^2
-};
-
-// Sum of squares and count of non-finite values of a gradient array (the clipping and
-// non-finite-check pass that runs before the step).
-struct GradPartials {
-  double sum_squares = 0.0;
-  int64_t nonfinite = 0;
 };
 
 // The backends add each segment's partials to sums kept in the device's own memory (so that

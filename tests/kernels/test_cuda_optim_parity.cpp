@@ -5,11 +5,13 @@
 // (37 whole 256-blocks and a 201-element tail: a short 8-bit block, a short second 4-bit block
 // and an odd 4-bit byte) at a nonzero global offset (a multiple of 256 for blocked moments,
 // 256*5 + 3 otherwise, so chunk 0 is short and Philox groups straddle chunks) is stepped
-// three times on both backends from the same random state, each side carrying its own state
+// four times on both backends from the same random state, each side carrying its own state
 // forward. After every step weights, masters, remainders, moment values or codes and absmax
 // must agree bitwise, and the unchanged-weight count exactly (NUMERICS.md §8). One block has
 // zero gradients and zero moments (the all-zero 8-/4-bit block path); the second step uses
-// beta1 = 0.4 so both forms of m's lerp run. Also grad_partials_cuda against grad_partials_cpu.
+// beta1 = 0.4 so both forms of m's lerp run; the third takes its gradient scale from clip sums
+// in memory, and the fourth's sums count a non-finite value (nothing may change). Also
+// grad_partials_cuda against grad_partials_cpu.
 // Exits 77 (skipped) without a GPU. With FARTHING_SIM_SIZES (the gpu-sim entry, for a GPU
 // simulator) the segment is 4 whole blocks and the same 201-element tail, and grad_partials'
 // largest size 12289: every path above still runs, at a simulator's speed.
@@ -55,7 +57,11 @@ namespace nm = numerics;
 
 // 37 (4 under FARTHING_SIM_SIZES) whole 256-blocks, then the tail; block 2 is the all-zero one.
 size_t segment_elems() { return test::sim_sizes() ? 256 * 4 + 201 : 256 * 37 + 201; }
-constexpr int kSteps = 3;
+// Steps 1-2 scale the gradient by scalars.grad_scale; step 3 by the clip rule over gradient sums
+// in each side's memory (AdamWSegment::clip_sums, as AdamW::step_clipped_on_device); on step 4
+// those sums count a non-finite value, so neither side may change a byte.
+constexpr int kSteps = 4;
+constexpr int kClipSumsStep = 3, kSkippedStep = 4;
 constexpr uint64_t kSeed = 0x0123456789ABCDEFull;
 
 const kn::QuantMapCpu& cpu_map(nm::MapSign sign) {
@@ -368,6 +374,12 @@ void run_combo(const Combo& c, const DeviceMaps& maps) {
     // NOTE: beta1 = 0.4 on step 2 makes 1 - beta1 >= 0.5, the other form of m's lerp.
     const double beta1 = step == 2 ? 0.4 : 0.9;
     const nm::AdamWScalars scalars = nm::make_adamw_scalars(1e-4, beta1, 0.999, 1e-8, 0.01, step, 0.5);
+    // Norm 4 / 2 = 2 against a max of 0.5: a clip factor of about 1/4, and the scale 1/8, not 0.5.
+    kn::GradPartials clip_sums;
+    clip_sums.sum_squares = 16.0;
+    clip_sums.nonfinite = step == kSkippedStep ? 1 : 0;
+    DeviceArray d_clip_sums(std::vector<kn::GradPartials>{clip_sums});
+    const HostState before = cpu;
 
     kn::AdamWSegmentCpu a;
     a.n = n;
@@ -388,6 +400,11 @@ void run_combo(const Combo& c, const DeviceMaps& maps) {
     a.unsigned_map = &cpu_map(nm::MapSign::kUnsigned);
     a.signed_map4 = cpu_map4(nm::MapSign::kSigned).data();
     a.unsigned_map4 = cpu_map4(nm::MapSign::kUnsigned).data();
+    if (step >= kClipSumsStep) {
+      a.clip_sums = &clip_sums;
+      a.max_grad_norm = 0.5;
+      a.loss_scale = 2.0;
+    }
     const kn::AdamWPartials want = kn::adamw_step_cpu(a);
 
     DeviceSegment d;
@@ -408,6 +425,11 @@ void run_combo(const Combo& c, const DeviceMaps& maps) {
     d.scalars = scalars;
     d.seed = kSeed;
     d.step = uint32_t(step);
+    if (step >= kClipSumsStep) {
+      d.clip_sums = d_clip_sums.as<kn::GradPartials>();
+      d.max_grad_norm = 0.5;
+      d.loss_scale = 2.0;
+    }
     const kn::AdamWPartials got = device_step(d, maps);
 
     expect_same_bits(as_bytes(cpu.weight), as_bytes(d_weight.download<uint16_t>()), 2, "weight");
@@ -427,7 +449,16 @@ void run_combo(const Combo& c, const DeviceMaps& maps) {
     // bitwise (optim_cuda.h).
     EXPECT_NEAR(got.update_sum_squares, want.update_sum_squares, 2e-5 * want.update_sum_squares);
     EXPECT_NEAR(got.weight_sum_squares, want.weight_sum_squares, 2e-5 * want.weight_sum_squares);
-    EXPECT_GT(want.update_sum_squares, 0.0);
+    if (step == kSkippedStep) {  // both sides compared above; the CPU's must be the state before
+      EXPECT_EQ(want.elements, 0);
+      EXPECT_EQ(got.update_sum_squares, 0.0);
+      expect_same_bits(as_bytes(before.weight), as_bytes(cpu.weight), 2, "skipped: weight");
+      expect_same_bits(as_bytes(before.master), as_bytes(cpu.master), 4, "skipped: master");
+      expect_same_bits(before.m, cpu.m, eb, "skipped: m");
+      expect_same_bits(before.v, cpu.v, eb, "skipped: v");
+    } else {
+      EXPECT_GT(want.update_sum_squares, 0.0);
+    }
   }
 }
 

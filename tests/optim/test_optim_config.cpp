@@ -1,6 +1,7 @@
 // test_optim_config.cpp — bad configurations fail with clear messages; LR schedules; global
 // norm clipping folded into the step; loss-scale unscaling; non-finite gradient counting and
-// the step's refusal; default parameter groups; state load rejects a mismatched optimizer.
+// the step's refusal; clipping and the skip decided on the device, bitwise the host's; default
+// parameter groups; state load rejects a mismatched optimizer.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -211,6 +212,62 @@ TEST(GradClip, NonFiniteGradientsAreCountedAndTheStepRefuses) {
   ASSERT_EQ(before.size(), after.size());
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(before[i].bytes, after[i].bytes) << before[i].name;
   EXPECT_EQ(opt.steps_taken(), 0);
+}
+
+// Clipping and the skip decided by the kernels from the gradient sums in the device's memory
+// (step_clipped_on_device, no host wait before the step) against inspect_grads + step on the host:
+// the same state, bit for bit, and the same diagnostics, over three steps with the clip active and a
+// loss scale; then non-finite gradients, which the kernels skip without changing a byte.
+TEST(GradClip, ClippedOnTheDeviceIsTheHostsStepBitForBit) {
+  const int64_t n = 8192;
+  ShardBuffers a(n, DType::kF32), b(n, DType::kF32);
+  optim::AdamW on_host(simple_config(optim::StateFormat::kBlock8), {{0, uint64_t(n)}});
+  optim::AdamW on_device(simple_config(optim::StateFormat::kBlock8), {{0, uint64_t(n)}});
+  ASSERT_TRUE(on_device.can_clip_on_device());
+  const std::vector<float> init = normal_values(8, size_t(n), 0.02);
+  for (ShardBuffers* s : {&a, &b}) set_weights_rn(*s, init.data());
+  on_host.init_master(0, a.w());
+  on_device.init_master(0, b.w());
+  std::vector<Tensor> wa{a.w()}, ga{a.g()}, wb{b.w()}, gb{b.g()};
+  optim::GradOptions options;
+  options.loss_scale = 256.0;
+  for (int step = 1; step <= 3; ++step) {
+    fill_grads(a, 256.0 * step);
+    fill_grads(b, 256.0 * step);
+    options.max_grad_norm = 0.1 / step;  // the unscaled norm is about 0.9 * step: clipped every step
+    const optim::GradReport report = on_host.inspect_grads(ga, options);
+    ASSERT_LT(report.clip_factor, 1.0);
+    const optim::StepDiagnostics host = on_host.step(wa, ga, report, 1.0);
+    on_device.step_clipped_on_device(wb, gb, options, 1.0);
+    const optim::StepDiagnostics device = on_device.finish_step();
+    EXPECT_EQ(device.step, host.step);
+    EXPECT_EQ(device.grad_norm, host.grad_norm) << "step " << step;
+    EXPECT_EQ(device.clip_factor, host.clip_factor) << "step " << step;
+    EXPECT_EQ(device.nonfinite_grads, 0);
+    EXPECT_EQ(device.weights_unchanged, host.weights_unchanged) << "step " << step;
+    EXPECT_EQ(device.update_rms_ratio, host.update_rms_ratio) << "step " << step;
+    EXPECT_EQ(0, std::memcmp(a.w_bits(), b.w_bits(), size_t(n) * 2)) << "step " << step;
+    const std::vector<optim::SavedStateEntry> sh = optim::save_optimizer_state(on_host);
+    const std::vector<optim::SavedStateEntry> sd = optim::save_optimizer_state(on_device);
+    ASSERT_EQ(sh.size(), sd.size());
+    for (size_t i = 0; i < sh.size(); ++i) EXPECT_EQ(sh[i].bytes, sd[i].bytes) << sh[i].name << ", step " << step;
+  }
+
+  b.g_f32()[17] = std::numeric_limits<float>::quiet_NaN();
+  b.g_f32()[5000] = std::numeric_limits<float>::infinity();
+  const std::vector<optim::SavedStateEntry> before = optim::save_optimizer_state(on_device);
+  const std::vector<uint16_t> weights_before(b.w_bits(), b.w_bits() + n);
+  on_device.step_clipped_on_device(wb, gb, options, 1.0);
+  const optim::StepDiagnostics skipped = on_device.finish_step();
+  EXPECT_EQ(skipped.nonfinite_grads, 2);
+  EXPECT_EQ(skipped.elements, 0) << "a skipped step adds no partials";
+  EXPECT_EQ(on_device.steps_taken(), 3) << "a skipped step leaves the step counter";
+  EXPECT_EQ(0, std::memcmp(weights_before.data(), b.w_bits(), size_t(n) * 2));
+  const std::vector<optim::SavedStateEntry> after = optim::save_optimizer_state(on_device);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(before[i].bytes, after[i].bytes) << before[i].name;
+
+  on_device.set_reduce_hook([](std::span<double>) {});  // sums to reduce over ranks: the host decides
+  EXPECT_FALSE(on_device.can_clip_on_device());
 }
 
 TEST(OptimConfig, StepChecksItsArguments) {

@@ -166,9 +166,11 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
     optimizer_->set_offload_observer(
         [timeline = output_.timeline](const optim::OffloadSpan& span) { timeline->offload_spans.push_back(span); });
   }
-  optimizer_->set_reduce_hook([this](std::span<double> values) {
-    comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
-  });
+  if (comm_.world_size() > 1) {  // one rank's sums are already global (and may then stay on the device)
+    optimizer_->set_reduce_hook([this](std::span<double> values) {
+      comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
+    });
+  }
   store_ = std::make_unique<dist::ParamStore>(*zero_, data_comm, backend,
                                               store_options_of(config_, optimizer_->config().master_mode));
   store_->set_master_source([this](size_t shard) { return optimizer_->master(shard); });
@@ -388,11 +390,22 @@ Trainer::StepOutcome Trainer::train_step() {
     optim::GradOptions grad_options;
     grad_options.max_grad_norm = t.max_grad_norm;
     grad_options.loss_scale = loss_scale;
-    const optim::GradReport report = optimizer_->inspect_grads(grad_views, grad_options);
-    out.grad_norm = report.grad_norm;
+    const double lr_multiplier = optim::lr_multiplier(schedule_, progress_.step + 1);
     if (grad_histogram_) out.grad_histogram = gradient_histogram(grad_views, loss_scale, backend_for(device_), comm_);
-    if (report.nonfinite > 0) {
-      FARTHING_CHECK(t.nonfinite != recipe::Nonfinite::kFail, "step ", progress_.step + 1, ": ", report.nonfinite,
+    optim::StepDiagnostics d;
+    if (optimizer_->can_clip_on_device()) {
+      // The norm, the clip factor and the skip stay on the device: no host wait before the step.
+      optimizer_->step_clipped_on_device(weight_views, grad_views, grad_options, lr_multiplier);
+      d = optimizer_->finish_step();
+    } else {  // the norm is reduced over ranks (or the step runs on the host) first
+      const optim::GradReport report = optimizer_->inspect_grads(grad_views, grad_options);
+      if (report.nonfinite == 0) d = optimizer_->step(weight_views, grad_views, report, lr_multiplier);
+      d.grad_norm = report.grad_norm;
+      d.nonfinite_grads = report.nonfinite;
+    }
+    out.grad_norm = d.grad_norm;
+    if (d.nonfinite_grads > 0) {
+      FARTHING_CHECK(t.nonfinite != recipe::Nonfinite::kFail, "step ", progress_.step + 1, ": ", d.nonfinite_grads,
                      " gradient values are inf or NaN (loss ", out.loss, "); train.nonfinite is 'fail'. Lower the "
                      "learning rate, or use precision bf16, or train.nonfinite: skip");
       out.skipped = true;
@@ -402,9 +415,7 @@ Trainer::StepOutcome Trainer::train_step() {
       if (fp8_history_) fp8_history_->discard_step();  // its amaxes may be inf or NaN
       mark(&StepTimeline::optimizer_end);
     } else {
-      out.unchanged_fraction =
-          optimizer_->step(weight_views, grad_views, report, optim::lr_multiplier(schedule_, progress_.step + 1))
-              .unchanged_fraction;
+      out.unchanged_fraction = d.unchanged_fraction;
       scaler_->update(false);
       mark(&StepTimeline::optimizer_end);
       store_->publish_weights();

@@ -3,14 +3,16 @@
 // into host memory, synchronize() calls, allocate_bytes() calls).
 // Issue 36 item 3: inside a step nothing comes back to the host but the step's results, read at
 // its end: the micro-batches' loss sums (one copy) and the optimizer's sums (finish_step, one
-// copy); without the fused step, also the gradients' norm before the step (inspect_grads: clipping
-// and the skip decision need it). After the first step has sized everything, every allocation
+// copy). With the optimizer after backward, the norm, the clip factor and the non-finite skip stay
+// on the device too (AdamW::step_clipped_on_device; at world size 1, where no reduction over ranks
+// needs them on the host first). After the first step has sized everything, every allocation
 // is served by memory freed earlier: the units' buffers and gradient accumulators come and go
 // each step (ParamStore), which on CUDA the stream-ordered pool serves without the driver and
 // without a wait (CudaBackend::allocate_bytes). Seen to fail: a copy of the step's sums back to the
 // host after each segment's step in AdamW::step_segments (as every unit's step did before) counts
-// 24 waits per step against 2 (fused); a 16 MiB buffer the trainer kept each step, 3 allocations
-// no freed memory could serve.
+// 24 waits per step against 2 (fused); reading the norm before the step (inspect_grads, as the
+// trainer did before step_clipped_on_device) 3 against 2; a 16 MiB buffer the trainer kept each
+// step, 3 allocations no freed memory could serve.
 // Relies on: framework/run/train/trainer.h, backend/strict_device_backend.h,
 // tests/run/train/trainer_test_support.h.
 #include <gtest/gtest.h>
@@ -66,9 +68,8 @@ TEST(StepHostWaits, OnlyTheStepsResultsComeBackAndFreedMemoryServesEveryAllocati
   const Case cases[] = {
       // The loss sums and finish_step's sums, both at the step's end.
       {"fused", true, 1, 2},
-      // And the gradients' norm before the step (clipping, the skip decision).
-      {"after_backward", false, 1, 3},
-      {"accum2", false, 2, 3},  // two micro-batches: their loss sums still come back in one copy
+      {"after_backward", false, 1, 2},  // with clipping (max_grad_norm 1)
+      {"accum2", false, 2, 2},  // two micro-batches: their loss sums still come back in one copy
   };
   for (const Case& c : cases) {
     const StrictDeviceBackend::HostWaitCounts n = per_step_counts(c);
