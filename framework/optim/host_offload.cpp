@@ -18,24 +18,29 @@ uint64_t largest_shard(const std::vector<ShardSpec>& shards) {
   return n;
 }
 
-// A slot: the gradients (room for fp32), then the bf16 weights, each 64-byte aligned.
-size_t weights_offset_of(uint64_t numel) { return (size_t(numel) * 4 + kAlignBytes - 1) / kAlignBytes * kAlignBytes; }
-size_t slot_bytes_of(uint64_t numel) { return weights_offset_of(numel) + size_t(numel) * 2; }
+// A slot: the gradients (in the dtype the steps hand over), then the bf16 weights, each 64-byte aligned.
+size_t weights_offset_of(uint64_t numel, DType grad_dtype) {
+  return (size_t(numel) * dtype_size_bytes(grad_dtype) + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+}
+size_t slot_bytes_of(uint64_t numel, DType grad_dtype) { return weights_offset_of(numel, grad_dtype) + size_t(numel) * 2; }
 
 }  // namespace
 
 int64_t HostStepRing::planned_bytes(const OffloadOptions& options, const std::vector<ShardSpec>& shards) {
   if (options.where != Offload::kHost) return 0;
-  return options.ring_units * int64_t(slot_bytes_of(largest_shard(shards)));
+  return options.ring_units * int64_t(slot_bytes_of(largest_shard(shards), options.grad_dtype));
 }
 
 HostStepRing::HostStepRing(Backend& device, const OffloadOptions& options, const std::vector<ShardSpec>& shards)
     : transfer_(make_host_transfer(device)) {
   FARTHING_CHECK(options.ring_units >= 1, "optimizer offload: the ring needs at least one unit's buffers, got ",
                  options.ring_units);
+  FARTHING_CHECK(options.grad_dtype == DType::kF32 || options.grad_dtype == DType::kBF16,
+                 "optimizer offload: gradients are handed over as f32 or bf16, not ", dtype_name(options.grad_dtype));
   const uint64_t numel = largest_shard(shards);
-  slot_bytes_ = slot_bytes_of(numel);
-  weights_offset_ = weights_offset_of(numel);
+  grad_dtype_ = options.grad_dtype;
+  slot_bytes_ = slot_bytes_of(numel, grad_dtype_);
+  weights_offset_ = weights_offset_of(numel, grad_dtype_);
   slots_.resize(size_t(options.ring_units));
   for (Slot& slot : slots_) slot.memory = transfer_->allocate_host(slot_bytes_, MemoryCategory::kCommBuffers);
 }
@@ -51,7 +56,8 @@ double HostStepRing::now() {
 size_t HostStepRing::copy_out(size_t shard, const Tensor& grads, const Tensor& weights) {
   FARTHING_CHECK(grads.nbytes() <= weights_offset_ && weights.nbytes() <= slot_bytes_ - weights_offset_,
                  "optimizer offload: shard ", shard, "'s gradients ", grads.describe(), " or weights ",
-                 weights.describe(), " do not fit the ring's slots, sized for the largest shard");
+                 weights.describe(), " do not fit the ring's slots, sized for the largest shard's ", dtype_name(grad_dtype_),
+                 " gradients (OffloadOptions::grad_dtype: the parameter store's kept dtype)");
   const size_t s = next_;
   next_ = (next_ + 1) % slots_.size();
   Slot& slot = slots_[s];

@@ -6,7 +6,8 @@
 // and the new weights are copied back in. The copies are HostTransfer's (backend/host_transfer.h):
 // on CUDA asynchronous on a copy stream, so while the host steps one shard the next shards'
 // copies run, and the weights' copy back is ordered before the device's next use of them. A slot
-// holds the largest shard's gradients as fp32 (kept gradients are fp32 or bf16) and its weights.
+// holds the largest shard's gradients in the dtype the parameter store hands them over in (its
+// kept dtype, OffloadOptions::grad_dtype: bf16 or fp32) and its bf16 weights.
 // Each copy and each host step can be reported to an observer (the step timeline).
 // Relies on: backend/host_transfer.h, optim_config.h. Tested by: tests/run/train/test_train_offload.sh,
 // tests/run/train/test_offload_timeline.cpp.
@@ -26,6 +27,9 @@ namespace farthing::optim {
 struct OffloadOptions {
   Offload where = Offload::kNone;
   int64_t ring_units = 2;  // K: shards whose copies may be in flight at once
+  // The gradients' dtype each step hands over (the parameter store's kept dtype): the slots hold
+  // the largest shard's gradients in it. f32 has room for either.
+  DType grad_dtype = DType::kF32;
 };
 
 // One piece of an offloaded step, on the host's clock: a copy out (from its issue until the host
@@ -40,7 +44,7 @@ using OffloadObserver = std::function<void(const OffloadSpan&)>;
 
 class HostStepRing {
  public:
-  // Bytes of host memory the ring holds: K slots of the largest shard's fp32 gradients and bf16 weights.
+  // Bytes of host memory the ring holds: K slots of the largest shard's gradients (grad_dtype) and bf16 weights.
   static int64_t planned_bytes(const OffloadOptions& options, const std::vector<ShardSpec>& shards);
 
   HostStepRing(Backend& device, const OffloadOptions& options, const std::vector<ShardSpec>& shards);
@@ -77,6 +81,7 @@ class HostStepRing {
   void record(OffloadStage stage, size_t shard, double begin, double end) const;
 
   std::unique_ptr<HostTransfer> transfer_;
+  DType grad_dtype_ = DType::kF32;
   size_t slot_bytes_ = 0, weights_offset_ = 0;
   std::vector<Slot> slots_;
   size_t next_ = 0;

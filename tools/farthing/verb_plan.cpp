@@ -282,19 +282,21 @@ constexpr MemoryCategory kWorkspace[] = {MemoryCategory::kActivations, MemoryCat
 void print_host_memory(const farthing::recipe::RunConfig& r, const train::MemoryEstimate& e) {
   const double params = double(e.param_count);
   const bool same_memory = r.train.device == recipe::TrainDevice::kCpu;
-  std::printf("\nhost memory (optimizer.offload host)%s\n",
+  std::printf("\nhost memory (optimizer.offload host: the master and moments, and their sec. 6 cost)%s\n",
               same_memory ? ": train.device is cpu, so this is the same memory as the figures above" : "");
-  std::printf("%-16s %8.2f %8s %12s  %s\n", "master", double(e.optimizer.master) / params, "",
+  std::printf("%-16s %8.2f %8.2f %12s  %s\n", "master", double(e.optimizer.master) / params, e.nominal_host.master,
               train::format_bytes(e.optimizer.master).c_str(),
               r.optimizer.master == optim::MasterMode::kNone
                   ? "none (bf16 weights are the only copy)"
                   : (std::string(recipe::enum_name(r.optimizer.master)) + " of this rank's ZeRO shards").c_str());
-  std::printf("%-16s %8.2f %8s %12s  %s\n", "optimizer state", double(e.optimizer.state()) / params, "",
-              train::format_bytes(e.optimizer.state()).c_str(),
+  std::printf("%-16s %8.2f %8.2f %12s  %s\n", "optimizer state", double(e.optimizer.state()) / params,
+              e.nominal_host.moments, train::format_bytes(e.optimizer.state()).c_str(),
               ("m, v: " + std::string(recipe::enum_name(r.optimizer.state)) + ", stepped by the CPU kernels").c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "transfer ring", "-", "", train::format_bytes(e.optimizer.host_ring).c_str(),
               (std::to_string(r.optimizer.offload_ring_units) +
-               (r.optimizer.offload_ring_units == 1 ? " slot" : " slots") + ", each the largest shard's fp32 gradients and bf16 weights (pinned on CUDA)").c_str());
+               (r.optimizer.offload_ring_units == 1 ? " slot" : " slots") + ", each the largest shard's " +
+               std::string(dtype_name(e.offload.grad_dtype)) + " gradients (as the store hands them over) and bf16 "
+               "weights (pinned on CUDA)").c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "host total", "", "", train::format_bytes(e.host_bytes()).c_str(),
               "held for the run, this rank (the process's own RSS, the dataset and the page cache come on top)");
 }
@@ -404,6 +406,10 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
                                        {"held_bytes", e.held_bytes(cat)},
                                        {"held_bytes_per_param", double(e.held_bytes(cat)) / double(e.param_count)},
                                        {"nominal_bytes_per_param", nominal_of(cat, e)}};
+  }
+  if (e.optimizer.on_host) {  // the §6 cost of what lives in host memory instead
+    categories[category_label(MemoryCategory::kMaster)]["nominal_host_bytes_per_param"] = e.nominal_host.master;
+    categories[category_label(MemoryCategory::kOptimizerState)]["nominal_host_bytes_per_param"] = e.nominal_host.moments;
   }
   for (MemoryCategory cat : kWorkspace) categories[category_label(cat)] = {{"bytes", e.bytes(cat)}};
   if (e.initial_weights > 0) categories[category_label(MemoryCategory::kOther)] = {{"bytes", e.initial_weights}};

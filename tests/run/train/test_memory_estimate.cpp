@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -162,12 +163,28 @@ TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
   EXPECT_EQ(e.held_bytes(MemoryCategory::kMaster), 0);
   EXPECT_EQ(e.held_bytes(MemoryCategory::kOptimizerState), e.optimizer.step_sums);  // the step's sums stay on the device
   EXPECT_GT(e.host_bytes(), e.optimizer.master + e.optimizer.state());  // and the ring
+  // ARCHITECTURE.md §6's per-parameter cost: the device's rows hold no master or moments; the
+  // host's are what the device would hold without offload.
+  recipe::RunConfig resident = c;
+  resident.optimizer.offload = optim::Offload::kNone;
+  const MemoryEstimate r = estimate_memory(resident, models::preset_config("stories260k"), world().world_size(),
+                                           world().rank());
+  EXPECT_EQ(e.nominal.master, 0.0);
+  EXPECT_EQ(e.nominal.moments, 0.0);
+  EXPECT_GT(r.nominal.master, 0.0);
+  EXPECT_GT(r.nominal.moments, 0.0);
+  EXPECT_EQ(e.nominal_host.master, r.nominal.master);
+  EXPECT_EQ(e.nominal_host.moments, r.nominal.moments);
+  EXPECT_EQ(e.nominal.weights, r.nominal.weights);
+  EXPECT_EQ(e.nominal.grads, r.nominal.grads);
   const Measured m = train_and_measure(c, Device::strict());
   // Over several ranks the strict device's collectives are staged through the host
   // (StagedCommunicator): the MPI temporaries the plan puts among the device's comm buffers are
   // the host's there, so the total and that category are compared at world size 1 only.
   const bool one_rank = world().world_size() == 1;
-  if (one_rank) EXPECT_EQ(e.step_peak_bytes, m.peak);
+  if (one_rank) {
+    EXPECT_EQ(e.step_peak_bytes, m.peak);
+  }
   for (int k = 0; k < kNumMemoryCategories; ++k) {
     if (!one_rank && MemoryCategory(k) == MemoryCategory::kCommBuffers) continue;
     EXPECT_EQ(e.bytes(MemoryCategory(k)), m.category_peaks[size_t(k)]) << memory_category_name(MemoryCategory(k));
@@ -181,7 +198,16 @@ TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
   EXPECT_EQ(held(MemoryCategory::kMaster), e.optimizer.master);
   EXPECT_EQ(held(MemoryCategory::kOptimizerState), e.optimizer.state());
   // Over several ranks the staged collectives hold host buffers of their own beside the ring.
-  if (world().world_size() == 1) EXPECT_EQ(held(MemoryCategory::kCommBuffers), e.optimizer.host_ring);
+  if (world().world_size() == 1) {
+    EXPECT_EQ(held(MemoryCategory::kCommBuffers), e.optimizer.host_ring);
+  }
+  // Each of the 3 slots holds the largest shard's gradients as the store hands them over (bf16:
+  // one backward at one rank; fp32 sums over several), then its bf16 weights, each 64-byte aligned.
+  int64_t largest = 0;
+  for (const optim::ShardSpec& s : trainer.zero_layout().owned_shards()) largest = std::max(largest, int64_t(s.numel));
+  const int64_t grad_bytes = world().world_size() == 1 ? 2 : 4;
+  const auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  EXPECT_EQ(e.optimizer.host_ring, 3 * (aligned(largest * grad_bytes) + largest * 2));
 }
 
 TEST(MemoryEstimate, Fp32ComputeF32StateGradAccum) {
