@@ -87,6 +87,12 @@ AdamWStateBytes AdamW::planned_bytes(const OptimizerConfig& config, const std::v
   AdamWStateBytes b;
   b.on_host = offload.where == Offload::kHost;
   b.host_ring = HostStepRing::planned_bytes(offload, shards);
+  if (b.on_host && config.master_mode != MasterMode::kNone) {  // init_master's staging, below
+    uint64_t largest = 0;
+    for (const ShardSpec& spec : shards) largest = std::max(largest, spec.numel);
+    const int64_t weights = config.master_mode == MasterMode::kRemainder16 ? 2 : 0;
+    b.host_init_staging = int64_t(largest) * (4 + weights);
+  }
   b.step_sums = int64_t(sizeof(StepSums));
   for (const ShardSpec& spec : shards) {
     const ShardLayout layout = lay_out_shard(config, spec);
@@ -150,7 +156,8 @@ void AdamW::set_offload_observer(OffloadObserver observer) {
 void AdamW::init_master(size_t s, const Tensor& values, const Tensor* weights) {
   if (!offloaded()) return init_master_in_state_memory(s, values, weights);
   // Offloaded: the values and weights come to the host, the master is set there, and the
-  // weights it wrote go back (start-up only: one shard at a time).
+  // weights it wrote go back (start-up only: one shard at a time; planned_bytes' host_init_staging
+  // for f32 values, and the weights remainder16 needs).
   FARTHING_CHECK(values.device() == backend_.device() && values.is_contiguous(), "init_master: values must be a "
                  "contiguous ", backend_.device().name(), " tensor, got ", values.describe());
   Buffer host_values(Device::cpu(), values.nbytes(), MemoryCategory::kOther);

@@ -62,6 +62,9 @@ struct AdamWStateBytes {
   // optimizer.offload: host: master and moments are in host memory, with the ring of transfer
   // buffers (HostStepRing::planned_bytes, kCommBuffers on the host); else 0.
   int64_t host_ring = 0;
+  // Offloaded: init_master's host copy of one shard's f32 values, and with remainder16 of its bf16
+  // weights too, for the largest shard (kOther on the host, only while the first weights are set).
+  int64_t host_init_staging = 0;
   bool on_host = false;
   // The step's partial sums, on the weights' device (kOptimizerState) whether or not offloaded.
   int64_t step_sums = 0;

@@ -299,6 +299,10 @@ void print_host_memory(const farthing::recipe::RunConfig& r, const train::Memory
                "weights (pinned on CUDA)").c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "host total", "", "", train::format_bytes(e.host_bytes()).c_str(),
               "held for the run, this rank (the process's own RSS, the dataset and the page cache come on top)");
+  std::printf("%-16s %8s %8s %12s  %s\n", "  while building", "", "", train::format_bytes(e.host_load_peak_bytes).c_str(),
+              ("the above, and one unit's fp32 first values or init_master's copy of one shard (" +
+               train::format_bytes(e.optimizer.host_init_staging) + "), the larger (both on train.device cpu)")
+                  .c_str());
 }
 
 void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const PlannedModel& pm,
@@ -458,7 +462,9 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
            {{"master", e.optimizer.on_host ? e.optimizer.master : 0},
             {"optimizer_state", e.optimizer.on_host ? e.optimizer.state() : 0},
             {"transfer_ring", e.optimizer.host_ring},
-            {"total", e.host_bytes()}}}};
+            {"total", e.host_bytes()},
+            {"init_staging", e.optimizer.host_init_staging},
+            {"load_peak", e.host_load_peak_bytes}}}};
 }
 
 // Step time at ZeRO stages 1-3 on the plan's world size (scaling_model.h), both schedules.

@@ -322,6 +322,12 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.load_peak_moment = e.from_file ? "while loading model.path, one unit's fp32 values at a time"
                                    : "while setting up the first weights, one unit's fp32 values at a time";
   e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);
+  if (e.optimizer.on_host) {
+    const int64_t staging = e.optimizer.host_init_staging;
+    const bool values_stay_on_host = !on_cuda && t.device != recipe::TrainDevice::kStrict;  // the trainer's device is the CPU
+    e.host_load_peak_bytes =
+        e.host_bytes() + (values_stay_on_host ? e.initial_weights + staging : std::max(e.initial_weights, staging));
+  }
 
   e.nominal = optim::bytes_per_param(config.optimizer.state, config.optimizer.master,
                                      DType::kBF16, DType::kBF16);

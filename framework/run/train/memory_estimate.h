@@ -101,6 +101,11 @@ struct MemoryEstimate {
   // optimizer.offload host: what the optimizer holds in host memory for the run (master, moments,
   // the ring of transfer buffers: optimizer.host_ring); 0 otherwise.
   int64_t host_bytes() const;
+  // optimizer.offload host: the host's peak while the trainer is built: host_bytes() and, beside
+  // it, one unit's fp32 first values (made on the host before they go to the device) or
+  // init_master's staging of one shard (optimizer.host_init_staging), whichever is larger (on
+  // train.device cpu, where the values stay, both). 0 otherwise.
+  int64_t host_load_peak_bytes = 0;
   int64_t model_state_bytes() const;
   double bytes_per_param(MemoryCategory c) const { return double(bytes(c)) / double(param_count); }
 };

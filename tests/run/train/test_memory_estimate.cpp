@@ -150,14 +150,19 @@ TEST(MemoryEstimate, Bf16Compute8BitStateF32Master) {
 
 // optimizer.offload host on the strict device: the device's figures (its own tracker) exclude
 // the master and moments, and the host's tracker holds exactly what the plan's host figures say.
-TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
-  TempDir dir("offload");
-  recipe::RunConfig c = base_config(dir.path);
+recipe::RunConfig offloaded_on_strict_device(const fs::path& dir) {
+  recipe::RunConfig c = base_config(dir);
   c.train.device = recipe::TrainDevice::kStrict;
   c.train.precision = recipe::Precision::kBf16;
+  c.optimizer.offload = optim::Offload::kHost;
+  return c;
+}
+
+TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
+  TempDir dir("offload");
+  recipe::RunConfig c = offloaded_on_strict_device(dir.path);
   c.optimizer.state = optim::StateFormat::kBlock8;
   c.optimizer.master = optim::MasterMode::kF32;
-  c.optimizer.offload = optim::Offload::kHost;
   c.optimizer.offload_ring_units = 3;
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size(), world().rank());
   EXPECT_EQ(e.held_bytes(MemoryCategory::kMaster), 0);
@@ -191,9 +196,13 @@ TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
   }
   // The host: what a built trainer holds there beyond what was held before it.
   MemoryTracker& host = memory_tracker(Device::cpu());
+  host.reset_peaks();
   const MemorySnapshot before = host.snapshot();
   Trainer trainer(c, world(), TrainerOutput{.progress = false});
   const MemorySnapshot after = host.snapshot();
+  if (world().world_size() == 1) {  // (over several ranks the staged collectives' host buffers come on top)
+    EXPECT_EQ(after.total_peak_bytes - before.total_current_bytes, e.host_load_peak_bytes) << "the host while building";
+  }
   const auto held = [&](MemoryCategory k) { return after.current_bytes[size_t(k)] - before.current_bytes[size_t(k)]; };
   EXPECT_EQ(held(MemoryCategory::kMaster), e.optimizer.master);
   EXPECT_EQ(held(MemoryCategory::kOptimizerState), e.optimizer.state());
@@ -208,6 +217,29 @@ TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
   const int64_t grad_bytes = world().world_size() == 1 ? 2 : 4;
   const auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   EXPECT_EQ(e.optimizer.host_ring, 3 * (aligned(largest * grad_bytes) + largest * 2));
+}
+
+// With remainder16 init_master stages a shard's f32 values and its bf16 weights on the host (6
+// B/element), more than one unit's fp32 first values: the host's peak while the trainer is built.
+TEST(MemoryEstimate, OffloadedRemainder16StagesOneShardOnTheHostWhileBuilding) {
+  TempDir dir("offload_r16");
+  recipe::RunConfig c = offloaded_on_strict_device(dir.path);
+  c.optimizer.master = optim::MasterMode::kRemainder16;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
+  const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size(), world().rank());
+  if (world().world_size() == 1) {
+    EXPECT_GT(e.optimizer.host_init_staging, e.initial_weights);
+  }
+  MemoryTracker& host = memory_tracker(Device::cpu());
+  host.reset_peaks();
+  const MemorySnapshot before = host.snapshot();
+  { Trainer trainer(c, world(), TrainerOutput{.progress = false}); }
+  const int64_t peak = host.snapshot().total_peak_bytes - before.total_current_bytes;
+  if (world().world_size() == 1) {
+    EXPECT_EQ(peak, e.host_load_peak_bytes);
+  } else {  // the staged collectives' host buffers come on top
+    EXPECT_GE(peak, e.host_load_peak_bytes);
+  }
 }
 
 TEST(MemoryEstimate, Fp32ComputeF32StateGradAccum) {
