@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/backend/backend.h"
 #include "framework/run/train/step_timeline.h"
 #include "framework/run/train/trainer.h"
 #include "tests/run/train/trainer_test_support.h"
@@ -38,9 +39,10 @@ namespace {
 using optim::OffloadSpan;
 using optim::OffloadStage;
 
-recipe::RunConfig offload_config(const std::filesystem::path& dir, bool fused, optim::Offload offload) {
+recipe::RunConfig offload_config(const std::filesystem::path& dir, bool fused, optim::Offload offload,
+                                 recipe::TrainDevice device) {
   recipe::RunConfig c = testing::tiny_token_run(dir, 2);
-  c.train.device = recipe::TrainDevice::kStrict;
+  c.train.device = device;
   c.train.precision = recipe::Precision::kBf16;
   c.train.optimizer_in_backward = fused;
   if (fused) {
@@ -57,9 +59,10 @@ struct OneStep {
   testing::TempDir dir;
   StepTimeline timeline;
   Trainer trainer;
-  OneStep(const char* name, bool fused, optim::Offload offload)
+  OneStep(const char* name, bool fused, optim::Offload offload,
+          recipe::TrainDevice device = recipe::TrainDevice::kStrict)
       : dir(name),
-        trainer(offload_config(dir.path, fused, offload), testing::world(),
+        trainer(offload_config(dir.path, fused, offload, device), testing::world(),
                 TrainerOutput{.progress = false, .timeline = &timeline}) {
     trainer.train_step();
   }
@@ -87,8 +90,10 @@ struct ShardSpans {
 };
 
 // Each shard's spans, checked: one of each stage, in the order the pipeline allows, each on the
-// thread that must do it.
-std::map<size_t, ShardSpans> shard_spans(const std::vector<OffloadSpan>& spans, size_t shards) {
+// thread that must do it; the copies timed on the device's clock where it has one (CUDA).
+enum class DeviceClock : bool { kNone, kCuda };
+std::map<size_t, ShardSpans> shard_spans(const std::vector<OffloadSpan>& spans, size_t shards,
+                                         DeviceClock clock = DeviceClock::kNone) {
   std::map<size_t, ShardSpans> by_shard;
   for (const OffloadSpan& span : spans) {
     ShardSpans& s = by_shard[span.shard];
@@ -99,7 +104,13 @@ std::map<size_t, ShardSpans> shard_spans(const std::vector<OffloadSpan>& spans, 
     EXPECT_EQ(*slot, nullptr) << "shard " << span.shard << " has two " << stage_name(span.stage) << " spans";
     *slot = &span;
     EXPECT_LE(span.begin, span.end) << stage_name(span.stage) << " of shard " << span.shard;
-    EXPECT_EQ(span.device_seconds, -1.0) << "the strict device keeps no clock of its own";
+    const bool copy = span.stage == OffloadStage::kCopyOut || span.stage == OffloadStage::kCopyIn;
+    if (clock == DeviceClock::kCuda && copy) {
+      EXPECT_GT(span.device_seconds, 0.0) << stage_name(span.stage) << " of shard " << span.shard << " was not timed";
+    } else {
+      EXPECT_EQ(span.device_seconds, -1.0) << stage_name(span.stage) << " of shard " << span.shard
+                                           << ": no device clock times it";
+    }
     if (span.stage == OffloadStage::kHostStep) {
       EXPECT_NE(span.thread, std::this_thread::get_id())
           << "shard " << span.shard << "'s host step ran on the thread that drives the device";
@@ -193,6 +204,21 @@ TEST(OffloadTimeline, FusedHostStepsOverlapTheNextUnitsBackward) {
   for (const auto& [at, line] : lines) std::printf("  %8.3f %s\n", 1e3 * (at - t0), line.c_str());
   std::printf("finish_step at %.3f ms; %d of %zu host steps began before the next unit's grads_ready ended\n",
               1e3 * (timeline.optimizer_begin - t0), overlapped, handed_over.size() - 1);
+}
+
+// On a GPU every copy carries its time on the copy stream (CUDA events): printed beside the
+// host's view of it. Skipped without one.
+TEST(OffloadTimeline, CudaCopiesCarryTheirDeviceTime) {
+  if (visible_cuda_devices() == 0) GTEST_SKIP() << "no CUDA device";
+  OneStep run("offload_timeline_cuda", true, optim::Offload::kHost, recipe::TrainDevice::kCuda);
+  const std::vector<OffloadSpan>& spans = run.timeline.offload_spans;
+  shard_spans(spans, run.trainer.zero_layout().owned_shards().size(), DeviceClock::kCuda);
+  std::printf("one fused CUDA step, optimizer.offload host: each copy as the host saw it and on the copy stream\n");
+  for (const OffloadSpan& span : spans) {
+    if (span.device_seconds < 0.0) continue;
+    std::printf("  %-8s shard %zu: host %s, device %s\n", stage_name(span.stage), span.shard,
+                ms(span.end - span.begin).c_str(), ms(span.device_seconds).c_str());
+  }
 }
 
 TEST(OffloadTimeline, DeviceResidentRecordsNone) {
