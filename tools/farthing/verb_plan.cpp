@@ -229,8 +229,8 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
     case MemoryCategory::kOptimizerState: {
       const std::string state(recipe::enum_name(r.optimizer.state));
       if (e.optimizer.on_host) {
-        return "none on the device: m, v (" + state + ") in host memory, " + train::format_bytes(e.optimizer.state()) +
-               " (optimizer.offload host)";
+        return "only the step's sums on the device: m, v (" + state + ") in host memory, " +
+               train::format_bytes(e.optimizer.state()) + " (optimizer.offload host)";
       }
       if (!optim::is_quantized(r.optimizer.state)) return "m, v: " + state;
       // Small tensors, embeddings (embedding_f32_state) and off-block ranges keep f32 moments.
