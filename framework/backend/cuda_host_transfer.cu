@@ -5,7 +5,10 @@
 // copy reads what every op queued so far wrote; order_device_after_copies makes the compute
 // stream wait for the last copy's event, so the ops queued after it read the new values (until
 // then the copies back run beside the compute stream's work). Every copy records an event on
-// the copy stream (its ticket); wait(ticket) synchronises on it.
+// the copy stream (its ticket); wait(ticket) synchronises on it. A timer is a pair of timing
+// events recorded on the copy stream around a group of copies (the others are created with
+// cudaEventDisableTiming, which is cheaper): cudaEventElapsedTime gives the device's own time of
+// the group, read once its stop event has completed.
 // Relies on: cuda_backend.h (the compute stream), kernels/cuda/cuda_check.h. Not run on a GPU yet;
 // compiled for sm_90 by the CUDA build.
 #include <cuda_runtime_api.h>
@@ -33,6 +36,8 @@ class CudaHostTransfer final : public HostTransfer {
     cudaStreamSynchronize(copy_);
     for (auto& [ticket, event] : in_flight_) cudaEventDestroy(event);
     for (cudaEvent_t event : free_events_) cudaEventDestroy(event);
+    release_timers();
+    for (cudaEvent_t event : free_timing_events_) cudaEventDestroy(event);
     cudaStreamDestroy(copy_);
   }
   CudaHostTransfer(const CudaHostTransfer&) = delete;
@@ -78,6 +83,37 @@ class CudaHostTransfer final : public HostTransfer {
     FARTHING_CUDA_CHECK(cudaStreamWaitEvent(compute_, in_flight_.back().second, 0));
   }
 
+  Timer start_timer() override {
+    timers_.push_back({take_timing_event(), nullptr});
+    FARTHING_CUDA_CHECK(cudaEventRecord(timers_.back().start, copy_));
+    return Timer(timers_.size() - 1);
+  }
+
+  void stop_timer(Timer timer) override {
+    TimerEvents& t = timer_at(timer);
+    FARTHING_CHECK(t.stop == nullptr, "host transfer: timer ", timer, " was stopped already");
+    t.stop = take_timing_event();
+    FARTHING_CUDA_CHECK(cudaEventRecord(t.stop, copy_));
+  }
+
+  double timer_seconds(Timer timer) override {
+    const TimerEvents& t = timer_at(timer);
+    FARTHING_CHECK(t.stop != nullptr, "host transfer: timer ", timer, " is read before it was stopped");
+    FARTHING_CUDA_CHECK(cudaEventSynchronize(t.stop));
+    float ms = 0.0f;
+    FARTHING_CUDA_CHECK(cudaEventElapsedTime(&ms, t.start, t.stop));
+    return double(ms) * 1e-3;
+  }
+
+  void release_timers() override {
+    for (const TimerEvents& t : timers_) {
+      for (cudaEvent_t e : {t.start, t.stop}) {
+        if (e != nullptr) free_timing_events_.push_back(e);  // reusable: recording again resets it
+      }
+    }
+    timers_.clear();
+  }
+
   void wait(Ticket ticket) override {
     FARTHING_CHECK(ticket <= issued_, "host transfer: waiting for copy ", ticket, " but only ", issued_, " were issued");
     while (!in_flight_.empty() && in_flight_.front().first <= ticket) {
@@ -89,15 +125,26 @@ class CudaHostTransfer final : public HostTransfer {
   }
 
  private:
-  cudaEvent_t take_event() {
-    if (!free_events_.empty()) {
-      cudaEvent_t e = free_events_.back();
-      free_events_.pop_back();
+  // A free event of `pool`, or a new one made with `flags`.
+  static cudaEvent_t take_from(std::vector<cudaEvent_t>& pool, unsigned flags) {
+    if (!pool.empty()) {
+      cudaEvent_t e = pool.back();
+      pool.pop_back();
       return e;
     }
     cudaEvent_t e = nullptr;
-    FARTHING_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    FARTHING_CUDA_CHECK(cudaEventCreateWithFlags(&e, flags));
     return e;
+  }
+  cudaEvent_t take_event() { return take_from(free_events_, cudaEventDisableTiming); }
+  cudaEvent_t take_timing_event() { return take_from(free_timing_events_, cudaEventDefault); }
+  struct TimerEvents {
+    cudaEvent_t start = nullptr, stop = nullptr;
+  };
+  TimerEvents& timer_at(Timer timer) {
+    FARTHING_CHECK(timer >= 0 && size_t(timer) < timers_.size(), "host transfer: timer ", timer, " does not exist (",
+                   timers_.size(), " started since the last release)");
+    return timers_[size_t(timer)];
   }
   Ticket record_copy() {
     FARTHING_CUDA_CHECK(cudaGetLastError());
@@ -112,6 +159,8 @@ class CudaHostTransfer final : public HostTransfer {
   cudaStream_t copy_ = nullptr;
   std::deque<std::pair<Ticket, cudaEvent_t>> in_flight_;  // copies issued and not yet waited for, oldest first
   std::vector<cudaEvent_t> free_events_;
+  std::vector<TimerEvents> timers_;  // started since the last release_timers(), by Timer
+  std::vector<cudaEvent_t> free_timing_events_;
   Ticket issued_ = 0;
 };
 

@@ -39,6 +39,11 @@ class SyncHostTransfer final : public HostTransfer {
     FARTHING_CHECK(ticket <= issued_, "host transfer: waiting for copy ", ticket, " but only ", issued_,
                    " were issued");
   }
+  // The copies are the host's own time: no device clock.
+  Timer start_timer() override { return -1; }
+  void stop_timer(Timer) override {}
+  double timer_seconds(Timer) override { return -1.0; }
+  void release_timers() override {}
 
  private:
   Backend& backend_;

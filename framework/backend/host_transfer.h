@@ -41,6 +41,17 @@ class HostTransfer {
   virtual void order_device_after_copies() = 0;
   // Blocks the host until the copy `ticket` (and every one issued before it) is done.
   virtual void wait(Ticket ticket) = 0;
+
+  // The device's own clock over a group of copies, for a timeline: start_timer() before issuing
+  // them, stop_timer() after; timer_seconds() waits for the group and says how long it took on
+  // the device's copy queue (CUDA: timing events recorded on the copy stream, read by
+  // cudaEventElapsedTime), or -1 where the device keeps no clock of its own (the CPU and the
+  // strict device, whose copies are the host's own time). release_timers() ends every timer.
+  using Timer = int64_t;
+  virtual Timer start_timer() = 0;
+  virtual void stop_timer(Timer timer) = 0;
+  virtual double timer_seconds(Timer timer) = 0;
+  virtual void release_timers() = 0;
 };
 
 // The transfer for `backend`'s device: CUDA's copy stream, or synchronous Backend::copy.

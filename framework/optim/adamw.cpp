@@ -87,6 +87,12 @@ AdamWStateBytes AdamW::planned_bytes(const OptimizerConfig& config, const std::v
   AdamWStateBytes b;
   b.on_host = offload.where == Offload::kHost;
   b.host_ring = HostStepRing::planned_bytes(offload, shards);
+  if (b.on_host && config.master_mode != MasterMode::kNone) {  // init_master's staging, below
+    uint64_t largest = 0;
+    for (const ShardSpec& spec : shards) largest = std::max(largest, spec.numel);
+    const int64_t weights = config.master_mode == MasterMode::kRemainder16 ? 2 : 0;
+    b.host_init_staging = int64_t(largest) * (4 + weights);
+  }
   b.step_sums = int64_t(sizeof(StepSums));
   for (const ShardSpec& spec : shards) {
     const ShardLayout layout = lay_out_shard(config, spec);
@@ -150,7 +156,8 @@ void AdamW::set_offload_observer(OffloadObserver observer) {
 void AdamW::init_master(size_t s, const Tensor& values, const Tensor* weights) {
   if (!offloaded()) return init_master_in_state_memory(s, values, weights);
   // Offloaded: the values and weights come to the host, the master is set there, and the
-  // weights it wrote go back (start-up only: one shard at a time).
+  // weights it wrote go back (start-up only: one shard at a time; planned_bytes' host_init_staging
+  // for f32 values, and the weights remainder16 needs).
   FARTHING_CHECK(values.device() == backend_.device() && values.is_contiguous(), "init_master: values must be a "
                  "contiguous ", backend_.device().name(), " tensor, got ", values.describe());
   Buffer host_values(Device::cpu(), values.nbytes(), MemoryCategory::kOther);
@@ -369,20 +376,17 @@ void AdamW::step_shards(std::span<const size_t> shard_ids, std::span<const Tenso
                     lr_multiplier, &sums->step, clipped_on_device_ ? &*clipped_on_device_ : nullptr);
     }
   } else {
-    // Up to K shards' copies out are in flight ahead of the host step; each shard's weights go
-    // back as soon as it is stepped. The partials are added in shard order, as on the device.
-    const size_t n = shard_ids.size(), ahead = std::min(n, ring_->ring_units());
-    std::vector<size_t> slot(n);
-    for (size_t i = 0; i < ahead; ++i) slot[i] = ring_->copy_out(shard_ids[i], grads[i], weights[i]);
-    for (size_t i = 0; i < n; ++i) {
-      const Tensor host_grads = ring_->host_grads(slot[i]);
-      const Tensor host_weights = ring_->host_weights(slot[i]);
-      const double begin = HostStepRing::now();
-      step_segments(state_backend_, shards_[shard_ids[i]], static_cast<uint16_t*>(host_weights.data()), host_grads, t,
-                    report, lr_multiplier, &host_step_sums_);
-      ring_->record_host_step(slot[i], begin, HostStepRing::now());
-      ring_->copy_in(slot[i], weights[i]);
-      if (i + ahead < n) slot[i + ahead] = ring_->copy_out(shard_ids[i + ahead], grads[i + ahead], weights[i + ahead]);
+    // Each shard's host step runs on the ring's worker while this thread goes on (to the next
+    // units' backward, when fused). The worker runs them one at a time in hand-over order, and
+    // host_step_sums_ is the worker's alone until finish_step has waited for it: the partials are
+    // added in the order the device's kernels would add them.
+    for (size_t i = 0; i < shard_ids.size(); ++i) {
+      ShardState& shard = shards_[shard_ids[i]];
+      ring_->step(shard_ids[i], grads[i], weights[i],
+                  [this, &shard, t, report, lr_multiplier](const Tensor& host_grads, const Tensor& host_weights) {
+                    step_segments(state_backend_, shard, static_cast<uint16_t*>(host_weights.data()), host_grads, t,
+                                  report, lr_multiplier, &host_step_sums_);
+                  });
     }
   }
 }
@@ -435,7 +439,7 @@ void AdamW::step_segments(Backend& backend, ShardState& shard, uint16_t* weights
 }
 
 StepDiagnostics AdamW::finish_step() {
-  if (ring_) ring_->order_device_after_copies();
+  if (ring_) ring_->finish_step();  // every host step done, its weights' copy back issued
   const StepSums sums = take_step_sums();
   double partial[kFinishReducedValues] = {sums.grads.sum_squares,       double(sums.grads.nonfinite),
                                           double(sums.step.elements),    double(sums.step.weights_unchanged),

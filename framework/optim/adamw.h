@@ -19,9 +19,10 @@
 // multiples of 256, any thread count and any backend.
 // With OffloadOptions::where kHost (optimizer.offload: host) the master and moments live in host
 // memory instead, and a step copies each shard's gradients and weights to the host, steps them
-// with the CPU kernels and copies the weights back (host_offload.h): the same bits as the step on
-// the device, since both kernels are the one scalar definition (numerics/adamw_update.h). The
-// weights and gradients passed in stay on the backend's device; the gradient inspection runs there.
+// with the CPU kernels on a worker thread of its own (step_shards returns before they run) and
+// copies the weights back (host_offload.h): the same bits as the step on the device, since both
+// kernels are the one scalar definition (numerics/adamw_update.h). The weights and gradients
+// passed in stay on the backend's device; the gradient inspection runs there.
 // Relies on: optim_config.h, grad_clip.h, step_diagnostics.h, backend/backend.h, core/memory.h.
 // Tested by: tests/optim/*, tests/backend/test_strict_device.cpp (on the strict test device),
 // tests/run/train/test_train_offload.sh and test_offload_timeline.cpp (offloaded, on the strict device).
@@ -64,6 +65,9 @@ struct AdamWStateBytes {
   // optimizer.offload: host: master and moments are in host memory, with the ring of transfer
   // buffers (HostStepRing::planned_bytes, kCommBuffers on the host); else 0.
   int64_t host_ring = 0;
+  // Offloaded: init_master's host copy of one shard's f32 values, and with remainder16 of its bf16
+  // weights too, for the largest shard (kOther on the host, only while the first weights are set).
+  int64_t host_init_staging = 0;
   bool on_host = false;
   // The step's partial sums, on the weights' device (kOptimizerState) whether or not offloaded.
   int64_t step_sums = 0;
@@ -133,8 +137,9 @@ class AdamW {
   // own) and advances the step counter (bias corrections, stochastic-rounding keys). With
   // add_grad_sums the diagnostics carry their norm and non-finite count: the fused step has
   // already run on those gradients, so what a non-finite count means is the caller's to say.
-  // Offloaded: the device's next ops (the next forward, publish_weights) wait for the weights'
-  // copies back; until then they run beside backward's remaining units.
+  // Offloaded: first waits for every host step handed over (rethrowing a host step's error) and
+  // issues the copies back still due; the device's next ops (the next forward, publish_weights)
+  // wait for those copies, which until then run beside the device's remaining work.
   StepDiagnostics finish_step();
 
   // Inspection (tests, tools): shard s's fp32 master (nullptr unless master mode f32), its
@@ -222,13 +227,12 @@ class AdamW {
   OptimizerConfig config_;
   Backend& backend_;        // the weights' and gradients' device
   Backend& state_backend_;  // the master's and moments': backend_, or the host's when offloaded
-  std::unique_ptr<HostStepRing> ring_;  // offloaded only
   std::vector<ShardSpec> specs_;
   std::vector<ShardState> shards_;
   int64_t step_ = 0;
   ReduceHook reduce_;
   // A StepSums on backend_'s device, where the kernels add to it; offloaded steps add theirs to
-  // host_step_sums_ (their kernels run on the host).
+  // host_step_sums_ (their kernels run on the host, on the ring's worker thread).
   Buffer sums_;
   kernels::AdamWPartials host_step_sums_;
   // What this step's step_shards calls were given, for finish_step's diagnostics.
@@ -236,6 +240,9 @@ class AdamW {
   double step_lr_multiplier_ = 1.0;
   bool grad_sums_added_ = false, step_pending_ = false;
   std::optional<GradOptions> clipped_on_device_;  // this step's, when step_clipped_on_device
+  // Offloaded only. Last: destroyed first, so its worker's host steps, which use the shards'
+  // state and host_step_sums_, are over before those go.
+  std::unique_ptr<HostStepRing> ring_;
 };
 
 }  // namespace farthing::optim

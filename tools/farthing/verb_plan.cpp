@@ -229,8 +229,8 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
     case MemoryCategory::kOptimizerState: {
       const std::string state(recipe::enum_name(r.optimizer.state));
       if (e.optimizer.on_host) {
-        return "none on the device: m, v (" + state + ") in host memory, " + train::format_bytes(e.optimizer.state()) +
-               " (optimizer.offload host)";
+        return "only the step's sums on the device: m, v (" + state + ") in host memory, " +
+               train::format_bytes(e.optimizer.state()) + " (optimizer.offload host)";
       }
       if (!optim::is_quantized(r.optimizer.state)) return "m, v: " + state;
       // Small tensors, embeddings (embedding_f32_state) and off-block ranges keep f32 moments.
@@ -282,21 +282,27 @@ constexpr MemoryCategory kWorkspace[] = {MemoryCategory::kActivations, MemoryCat
 void print_host_memory(const farthing::recipe::RunConfig& r, const train::MemoryEstimate& e) {
   const double params = double(e.param_count);
   const bool same_memory = r.train.device == recipe::TrainDevice::kCpu;
-  std::printf("\nhost memory (optimizer.offload host)%s\n",
+  std::printf("\nhost memory (optimizer.offload host: the master and moments, and their sec. 6 cost)%s\n",
               same_memory ? ": train.device is cpu, so this is the same memory as the figures above" : "");
-  std::printf("%-16s %8.2f %8s %12s  %s\n", "master", double(e.optimizer.master) / params, "",
+  std::printf("%-16s %8.2f %8.2f %12s  %s\n", "master", double(e.optimizer.master) / params, e.nominal_host.master,
               train::format_bytes(e.optimizer.master).c_str(),
               r.optimizer.master == optim::MasterMode::kNone
                   ? "none (bf16 weights are the only copy)"
                   : (std::string(recipe::enum_name(r.optimizer.master)) + " of this rank's ZeRO shards").c_str());
-  std::printf("%-16s %8.2f %8s %12s  %s\n", "optimizer state", double(e.optimizer.state()) / params, "",
-              train::format_bytes(e.optimizer.state()).c_str(),
+  std::printf("%-16s %8.2f %8.2f %12s  %s\n", "optimizer state", double(e.optimizer.state()) / params,
+              e.nominal_host.moments, train::format_bytes(e.optimizer.state()).c_str(),
               ("m, v: " + std::string(recipe::enum_name(r.optimizer.state)) + ", stepped by the CPU kernels").c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "transfer ring", "-", "", train::format_bytes(e.optimizer.host_ring).c_str(),
               (std::to_string(r.optimizer.offload_ring_units) +
-               (r.optimizer.offload_ring_units == 1 ? " slot" : " slots") + ", each the largest shard's fp32 gradients and bf16 weights (pinned on CUDA)").c_str());
+               (r.optimizer.offload_ring_units == 1 ? " slot" : " slots") + ", each the largest shard's " +
+               std::string(dtype_name(e.offload.grad_dtype)) + " gradients (as the store hands them over) and bf16 "
+               "weights (pinned on CUDA)").c_str());
   std::printf("%-16s %8s %8s %12s  %s\n", "host total", "", "", train::format_bytes(e.host_bytes()).c_str(),
               "held for the run, this rank (the process's own RSS, the dataset and the page cache come on top)");
+  std::printf("%-16s %8s %8s %12s  %s\n", "  while building", "", "", train::format_bytes(e.host_load_peak_bytes).c_str(),
+              ("the above, and one unit's fp32 first values or init_master's copy of one shard (" +
+               train::format_bytes(e.optimizer.host_init_staging) + "), the larger (both on train.device cpu)")
+                  .c_str());
 }
 
 void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const PlannedModel& pm,
@@ -405,6 +411,10 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
                                        {"held_bytes_per_param", double(e.held_bytes(cat)) / double(e.param_count)},
                                        {"nominal_bytes_per_param", nominal_of(cat, e)}};
   }
+  if (e.optimizer.on_host) {  // the §6 cost of what lives in host memory instead
+    categories[category_label(MemoryCategory::kMaster)]["nominal_host_bytes_per_param"] = e.nominal_host.master;
+    categories[category_label(MemoryCategory::kOptimizerState)]["nominal_host_bytes_per_param"] = e.nominal_host.moments;
+  }
   for (MemoryCategory cat : kWorkspace) categories[category_label(cat)] = {{"bytes", e.bytes(cat)}};
   if (e.initial_weights > 0) categories[category_label(MemoryCategory::kOther)] = {{"bytes", e.initial_weights}};
   const farthing::models::ModelConfig& c = e.model;
@@ -452,7 +462,9 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
            {{"master", e.optimizer.on_host ? e.optimizer.master : 0},
             {"optimizer_state", e.optimizer.on_host ? e.optimizer.state() : 0},
             {"transfer_ring", e.optimizer.host_ring},
-            {"total", e.host_bytes()}}}};
+            {"total", e.host_bytes()},
+            {"init_staging", e.optimizer.host_init_staging},
+            {"load_peak", e.host_load_peak_bytes}}}};
 }
 
 // Step time at ZeRO stages 1-3 on the plan's world size (scaling_model.h), both schedules.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <utility>
 
 #include "framework/backend/backend.h"
 #include "framework/core/error.h"
@@ -235,7 +236,8 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   // The owners report what they hold for the run: AdamW (master, moments) and the parameter
   // store (bf16 weights, kept gradients, staging, the master's whole copy), for each rank.
   const dist::ParamStoreOptions store_options = store_options_of(config, setup.config.master_mode);  // the trainer's
-  const optim::OffloadOptions offload{config.optimizer.offload, config.optimizer.offload_ring_units};
+  const optim::OffloadOptions offload = offload_options_of(config, store_options, world_size);
+  e.offload = offload;
   dist::ParamStoreBytes store;
   // The rank that owns the most holds the most (master, moments, and at stages 2-3 the kept
   // gradients and at 3 the weights are owned shards).
@@ -320,6 +322,12 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.load_peak_moment = e.from_file ? "while loading model.path, one unit's fp32 values at a time"
                                    : "while setting up the first weights, one unit's fp32 values at a time";
   e.peak_bytes = std::max(e.step_peak_bytes, e.load_peak_bytes);
+  if (e.optimizer.on_host) {
+    const int64_t staging = e.optimizer.host_init_staging;
+    const bool values_stay_on_host = !on_cuda && t.device != recipe::TrainDevice::kStrict;  // the trainer's device is the CPU
+    e.host_load_peak_bytes =
+        e.host_bytes() + (values_stay_on_host ? e.initial_weights + staging : std::max(e.initial_weights, staging));
+  }
 
   e.nominal = optim::bytes_per_param(config.optimizer.state, config.optimizer.master,
                                      DType::kBF16, DType::kBF16);
@@ -332,6 +340,10 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   if (e.zero_stage >= 2) e.nominal.grads /= double(world_size);
   if (e.zero_stage == 3) e.nominal.weights /= double(world_size);
   if (e.optimizer_in_backward) e.nominal.grads = 0.0;
+  if (e.optimizer.on_host) {  // the master and moments are the host's, not the device's
+    e.nominal_host.master = std::exchange(e.nominal.master, 0.0);
+    e.nominal_host.moments = std::exchange(e.nominal.moments, 0.0);
+  }
   return e;
 }
 

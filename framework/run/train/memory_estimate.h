@@ -62,6 +62,7 @@ struct MemoryEstimate {
   bool grad_sums = false;  // kept gradients are sums (grad_accum > 1 or several ranks): fp32 whatever grad_dtype says
   int64_t master_copy = 0;      // precision fp32 + f32 master over several ranks at stages 1-2: the gathered master (kWeights)
   optim::AdamWStateBytes optimizer;  // peak_rank's shards (AdamW::planned_bytes); on_host: offloaded
+  optim::OffloadOptions offload;     // as the trainer builds the optimizer (the ring's slots hold offload.grad_dtype)
   int64_t comm_staging = 0;     // ZeroCollectives' staging buffer, held for the run (kCommBuffers)
   int64_t comm_transient = 0;   // the largest collective's buffers and MPI temporaries, at their peak (kCommBuffers)
   // At each category's peak: the units' fp32 parameters and 16-bit GEMM copies in use (the
@@ -85,10 +86,12 @@ struct MemoryEstimate {
   int64_t built_bytes = 0;  // held once the trainer is built, before the first step (activations included)
   int64_t peak_bytes = 0;  // the larger of the two: what a rank must have
 
-  // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings on one rank (the master
-  // and moments divided over the ranks, the gradients too at ZeRO stage 2, the weights as well at
-  // stage 3; no gradients with optimizer_in_backward).
+  // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings on one rank's device (the
+  // master and moments divided over the ranks, the gradients too at ZeRO stage 2, the weights as
+  // well at stage 3; no gradients with optimizer_in_backward; no master or moments with
+  // optimizer.offload host, whose §6 cost is nominal_host's).
   optim::BytesPerParam nominal;
+  optim::BytesPerParam nominal_host;  // optimizer.offload host: §6's master and moments, in host memory
 
   int64_t bytes(MemoryCategory c) const { return step_bytes[size_t(c)]; }
   // Model state on the training device: what the run holds from start to end per category
@@ -98,6 +101,11 @@ struct MemoryEstimate {
   // optimizer.offload host: what the optimizer holds in host memory for the run (master, moments,
   // the ring of transfer buffers: optimizer.host_ring); 0 otherwise.
   int64_t host_bytes() const;
+  // optimizer.offload host: the host's peak while the trainer is built: host_bytes() and, beside
+  // it, one unit's fp32 first values (made on the host before they go to the device) or
+  // init_master's staging of one shard (optimizer.host_init_staging), whichever is larger (on
+  // train.device cpu, where the values stay, both). 0 otherwise.
+  int64_t host_load_peak_bytes = 0;
   int64_t model_state_bytes() const;
   double bytes_per_param(MemoryCategory c) const { return double(bytes(c)) / double(param_count); }
 };

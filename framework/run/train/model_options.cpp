@@ -96,4 +96,11 @@ dist::ParamStoreOptions store_options_of(const recipe::RunConfig& config, optim:
   return o;
 }
 
+optim::OffloadOptions offload_options_of(const recipe::RunConfig& config, const dist::ParamStoreOptions& store,
+                                         int world_size) {
+  return optim::OffloadOptions{.where = config.optimizer.offload,
+                               .ring_units = config.optimizer.offload_ring_units,
+                               .grad_dtype = dist::kept_gradient_dtype(store, world_size)};
+}
+
 }  // namespace farthing::train

@@ -7,6 +7,7 @@
 
 #include "framework/backend/fp8_policy.h"
 #include "framework/dist/param_store.h"
+#include "framework/optim/host_offload.h"
 #include "framework/optim/optim_config.h"
 #include "framework/run/recipe/run_config.h"
 #include "models/common/transformer.h"
@@ -36,5 +37,10 @@ DType one_backward_grad_dtype_of(const recipe::TrainSection& train);
 // The parameter store's options for this recipe, with the optimizer's master mode (the compute
 // reads an fp32 master under precision fp32).
 dist::ParamStoreOptions store_options_of(const recipe::RunConfig& config, optim::MasterMode master);
+
+// optimizer.offload and its ring, the slots sized for the gradients the store hands the optimizer
+// (its kept dtype over `world_size` ranks).
+optim::OffloadOptions offload_options_of(const recipe::RunConfig& config, const dist::ParamStoreOptions& store,
+                                         int world_size);
 
 }  // namespace farthing::train

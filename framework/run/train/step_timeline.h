@@ -9,7 +9,8 @@
 // NOTE: host clocks. On the CPU the work is done when a call returns, so a gap between calls is
 // compute. On a GPU the host runs ahead of the stream, and the same split needs CUDA events
 // (not done: nothing here has run on a GPU). An offloaded copy out's span ends when the host has
-// waited for it, so on a GPU it does cover the copy itself; a copy in's span is its issue only.
+// waited for it, so on a GPU it does cover the copy itself; a copy in's span is its issue only,
+// but on CUDA every offloaded copy also carries its time on the device (OffloadSpan::device_seconds, CUDA events).
 // Relies on: framework/dist/{unit_storage,timed_communicator}.h, models/common/transformer.h (UnitSchedule).
 // Tested by: tests/run/train/test_scaling_model.cpp (a scripted storage; a real Trainer's steps).
 #pragma once
@@ -46,8 +47,8 @@ struct StepTimeline {
   std::vector<PassSpan> passes;
   std::vector<dist::TimeSpan> comm_spans;  // inside the store's communicator (ZeRO's collectives)
   double optimizer_begin = 0.0, optimizer_end = 0.0;  // inspect + step (unfused), or finish_step (fused)
-  // optimizer.offload: host: each shard's copy out, host step and copy in, in the order they
-  // happened (inside the fused units' grads_ready calls, or the optimizer step).
+  // optimizer.offload: host: each shard's copy out, host step (on the worker thread), the wait
+  // for it and its copy in, as the ring recorded them (reported at the optimizer's finish_step).
   std::vector<optim::OffloadSpan> offload_spans;
 
   void clear() { *this = StepTimeline{}; }

@@ -160,7 +160,8 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
     data_comm_ptr = timed_comm_.get();
   }
   Communicator& data_comm = *data_comm_ptr;
-  const optim::OffloadOptions offload{config_.optimizer.offload, config_.optimizer.offload_ring_units};
+  const optim::OffloadOptions offload =
+      offload_options_of(config_, store_options_of(config_, setup.config.master_mode), comm_.world_size());
   optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards(), &backend, offload);
   if (output_.timeline != nullptr) {
     optimizer_->set_offload_observer(

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -149,39 +150,96 @@ TEST(MemoryEstimate, Bf16Compute8BitStateF32Master) {
 
 // optimizer.offload host on the strict device: the device's figures (its own tracker) exclude
 // the master and moments, and the host's tracker holds exactly what the plan's host figures say.
-TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
-  TempDir dir("offload");
-  recipe::RunConfig c = base_config(dir.path);
+recipe::RunConfig offloaded_on_strict_device(const fs::path& dir) {
+  recipe::RunConfig c = base_config(dir);
   c.train.device = recipe::TrainDevice::kStrict;
   c.train.precision = recipe::Precision::kBf16;
+  c.optimizer.offload = optim::Offload::kHost;
+  return c;
+}
+
+TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
+  TempDir dir("offload");
+  recipe::RunConfig c = offloaded_on_strict_device(dir.path);
   c.optimizer.state = optim::StateFormat::kBlock8;
   c.optimizer.master = optim::MasterMode::kF32;
-  c.optimizer.offload = optim::Offload::kHost;
   c.optimizer.offload_ring_units = 3;
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size(), world().rank());
   EXPECT_EQ(e.held_bytes(MemoryCategory::kMaster), 0);
   EXPECT_EQ(e.held_bytes(MemoryCategory::kOptimizerState), e.optimizer.step_sums);  // the step's sums stay on the device
   EXPECT_GT(e.host_bytes(), e.optimizer.master + e.optimizer.state());  // and the ring
+  // ARCHITECTURE.md §6's per-parameter cost: the device's rows hold no master or moments; the
+  // host's are what the device would hold without offload.
+  recipe::RunConfig resident = c;
+  resident.optimizer.offload = optim::Offload::kNone;
+  const MemoryEstimate r = estimate_memory(resident, models::preset_config("stories260k"), world().world_size(),
+                                           world().rank());
+  EXPECT_EQ(e.nominal.master, 0.0);
+  EXPECT_EQ(e.nominal.moments, 0.0);
+  EXPECT_GT(r.nominal.master, 0.0);
+  EXPECT_GT(r.nominal.moments, 0.0);
+  EXPECT_EQ(e.nominal_host.master, r.nominal.master);
+  EXPECT_EQ(e.nominal_host.moments, r.nominal.moments);
+  EXPECT_EQ(e.nominal.weights, r.nominal.weights);
+  EXPECT_EQ(e.nominal.grads, r.nominal.grads);
   const Measured m = train_and_measure(c, Device::strict());
   // Over several ranks the strict device's collectives are staged through the host
   // (StagedCommunicator): the MPI temporaries the plan puts among the device's comm buffers are
   // the host's there, so the total and that category are compared at world size 1 only.
   const bool one_rank = world().world_size() == 1;
-  if (one_rank) EXPECT_EQ(e.step_peak_bytes, m.peak);
+  if (one_rank) {
+    EXPECT_EQ(e.step_peak_bytes, m.peak);
+  }
   for (int k = 0; k < kNumMemoryCategories; ++k) {
     if (!one_rank && MemoryCategory(k) == MemoryCategory::kCommBuffers) continue;
     EXPECT_EQ(e.bytes(MemoryCategory(k)), m.category_peaks[size_t(k)]) << memory_category_name(MemoryCategory(k));
   }
   // The host: what a built trainer holds there beyond what was held before it.
   MemoryTracker& host = memory_tracker(Device::cpu());
+  host.reset_peaks();
   const MemorySnapshot before = host.snapshot();
   Trainer trainer(c, world(), TrainerOutput{.progress = false});
   const MemorySnapshot after = host.snapshot();
+  if (world().world_size() == 1) {  // (over several ranks the staged collectives' host buffers come on top)
+    EXPECT_EQ(after.total_peak_bytes - before.total_current_bytes, e.host_load_peak_bytes) << "the host while building";
+  }
   const auto held = [&](MemoryCategory k) { return after.current_bytes[size_t(k)] - before.current_bytes[size_t(k)]; };
   EXPECT_EQ(held(MemoryCategory::kMaster), e.optimizer.master);
   EXPECT_EQ(held(MemoryCategory::kOptimizerState), e.optimizer.state());
   // Over several ranks the staged collectives hold host buffers of their own beside the ring.
-  if (world().world_size() == 1) EXPECT_EQ(held(MemoryCategory::kCommBuffers), e.optimizer.host_ring);
+  if (world().world_size() == 1) {
+    EXPECT_EQ(held(MemoryCategory::kCommBuffers), e.optimizer.host_ring);
+  }
+  // Each of the 3 slots holds the largest shard's gradients as the store hands them over (bf16:
+  // one backward at one rank; fp32 sums over several), then its bf16 weights, each 64-byte aligned.
+  int64_t largest = 0;
+  for (const optim::ShardSpec& s : trainer.zero_layout().owned_shards()) largest = std::max(largest, int64_t(s.numel));
+  const int64_t grad_bytes = world().world_size() == 1 ? 2 : 4;
+  const auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  EXPECT_EQ(e.optimizer.host_ring, 3 * (aligned(largest * grad_bytes) + largest * 2));
+}
+
+// With remainder16 init_master stages a shard's f32 values and its bf16 weights on the host (6
+// B/element), more than one unit's fp32 first values: the host's peak while the trainer is built.
+TEST(MemoryEstimate, OffloadedRemainder16StagesOneShardOnTheHostWhileBuilding) {
+  TempDir dir("offload_r16");
+  recipe::RunConfig c = offloaded_on_strict_device(dir.path);
+  c.optimizer.master = optim::MasterMode::kRemainder16;
+  c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
+  const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size(), world().rank());
+  if (world().world_size() == 1) {
+    EXPECT_GT(e.optimizer.host_init_staging, e.initial_weights);
+  }
+  MemoryTracker& host = memory_tracker(Device::cpu());
+  host.reset_peaks();
+  const MemorySnapshot before = host.snapshot();
+  { Trainer trainer(c, world(), TrainerOutput{.progress = false}); }
+  const int64_t peak = host.snapshot().total_peak_bytes - before.total_current_bytes;
+  if (world().world_size() == 1) {
+    EXPECT_EQ(peak, e.host_load_peak_bytes);
+  } else {  // the staged collectives' host buffers come on top
+    EXPECT_GE(peak, e.host_load_peak_bytes);
+  }
 }
 
 TEST(MemoryEstimate, Fp32ComputeF32StateGradAccum) {
