@@ -287,7 +287,15 @@ kernels::MomentRef AdamW::moment_ref(const ShardState& shard, const Segment& seg
 
 GradReport AdamW::inspect_grads(std::span<const Tensor> grads, const GradOptions& options) {
   check_shard_tensors(grads, "inspect_grads: grads", false);
-  return inspect_shard_grads(all_shard_ids(), grads, options);
+  check_grad_options(options);
+  FARTHING_CHECK(!step_pending_ && !grad_sums_added_, "inspect_grads: called between step_shards or add_grad_sums "
+                 "and finish_step; inspect the gradients before the step");
+  add_grad_sums(all_shard_ids(), grads);
+  grad_sums_added_ = false;  // read here, not in finish_step
+  const StepSums sums = take_step_sums();
+  double partial[kInspectReducedValues] = {sums.grads.sum_squares, double(sums.grads.nonfinite)};
+  if (reduce_) reduce_(std::span<double>(partial, kInspectReducedValues));
+  return make_grad_report(partial[0], int64_t(partial[1]), options);
 }
 
 std::vector<size_t> AdamW::all_shard_ids() const {
@@ -310,18 +318,6 @@ void AdamW::add_grad_sums(std::span<const size_t> shard_ids, std::span<const Ten
     }
   }
   grad_sums_added_ = true;
-}
-
-GradReport AdamW::inspect_shard_grads(std::span<const size_t> shard_ids, std::span<const Tensor> grads,
-                                      const GradOptions& options) {
-  FARTHING_CHECK(!step_pending_ && !grad_sums_added_, "inspect_shard_grads: called between step_shards or "
-                 "add_grad_sums and finish_step; inspect the gradients before the step");
-  add_grad_sums(shard_ids, grads);
-  grad_sums_added_ = false;  // read here, not in finish_step
-  const StepSums sums = take_step_sums();
-  double partial[kInspectReducedValues] = {sums.grads.sum_squares, double(sums.grads.nonfinite)};
-  if (reduce_) reduce_(std::span<double>(partial, kInspectReducedValues));
-  return make_grad_report(partial[0], int64_t(partial[1]), options);
 }
 
 AdamW::StepSums AdamW::take_step_sums() {
@@ -397,7 +393,7 @@ void AdamW::step_clipped_on_device(std::span<const Tensor> weights, std::span<co
                  "the state is offloaded; use inspect_grads and step");
   check_shard_tensors(weights, "step: weights", true);
   check_shard_tensors(grads, "step: grads", false);
-  make_grad_report(0.0, 0, options);  // checks the options, as inspect_grads does
+  check_grad_options(options);
   const std::vector<size_t> ids = all_shard_ids();
   add_grad_sums(ids, grads);
   clipped_on_device_ = options;

@@ -115,10 +115,7 @@ class AdamW {
 
   // The optimizer step fused into backward steps each unit's shard as soon as its gradients are
   // complete: add_grad_sums (the norm and non-finite count, kept on the device), then
-  // step_shards with report {} (no clipping, no loss scale). inspect_shard_grads is
-  // inspect_grads for some shards.
-  GradReport inspect_shard_grads(std::span<const size_t> shard_ids, std::span<const Tensor> grads,
-                                 const GradOptions& options = {});
+  // step_shards with report {} (no clipping, no loss scale).
   void add_grad_sums(std::span<const size_t> shard_ids, std::span<const Tensor> grads);
   // Queues the step of these shards; their partials add to the step's sums on the device.
   void step_shards(std::span<const size_t> shard_ids, std::span<const Tensor> weights, std::span<const Tensor> grads,

@@ -10,11 +10,15 @@
 
 namespace farthing::optim {
 
-GradReport make_grad_report(double global_sum_squares, int64_t global_nonfinite, const GradOptions& options) {
+void check_grad_options(const GradOptions& options) {
   FARTHING_CHECK(std::isfinite(options.loss_scale) && options.loss_scale > 0.0, "loss_scale (",
                  options.loss_scale, ") must be finite and > 0");
   FARTHING_CHECK(options.max_grad_norm >= 0.0, "max_grad_norm (", options.max_grad_norm,
                  ") must be >= 0 (0 turns clipping off)");
+}
+
+GradReport make_grad_report(double global_sum_squares, int64_t global_nonfinite, const GradOptions& options) {
+  check_grad_options(options);
   const numerics::GradClip clip =
       numerics::grad_clip_of(global_sum_squares, options.max_grad_norm, options.loss_scale);
   GradReport r;

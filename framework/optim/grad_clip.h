@@ -46,6 +46,9 @@ struct GradHistogram {
 void add_grad_magnitudes(GradHistogram& h, const float* g, int64_t n);
 void add_grad_magnitudes_bf16(GradHistogram& h, const uint16_t* g, int64_t n);
 
+// Throws, naming the option, unless loss_scale is finite and > 0 and max_grad_norm >= 0.
+void check_grad_options(const GradOptions& options);
+
 // From the global sum of squares (of the scaled gradients) and non-finite count.
 GradReport make_grad_report(double global_sum_squares, int64_t global_nonfinite, const GradOptions& options);
 

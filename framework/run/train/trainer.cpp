@@ -160,8 +160,8 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
     data_comm_ptr = timed_comm_.get();
   }
   Communicator& data_comm = *data_comm_ptr;
-  const optim::OffloadOptions offload =
-      offload_options_of(config_, store_options_of(config_, setup.config.master_mode), comm_.world_size());
+  const dist::ParamStoreOptions store_options = store_options_of(config_, setup.config.master_mode);
+  const optim::OffloadOptions offload = offload_options_of(config_, store_options, comm_.world_size());
   optimizer_ = std::make_unique<optim::AdamW>(std::move(setup.config), zero_->owned_shards(), &backend, offload);
   if (output_.timeline != nullptr) {
     optimizer_->set_offload_observer(
@@ -172,8 +172,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
       comm_.all_reduce(Tensor(values.data(), DType::kF64, Shape{int64_t(values.size())}), ReduceOp::kSum);
     });
   }
-  store_ = std::make_unique<dist::ParamStore>(*zero_, data_comm, backend,
-                                              store_options_of(config_, optimizer_->config().master_mode));
+  store_ = std::make_unique<dist::ParamStore>(*zero_, data_comm, backend, store_options);
   store_->set_master_source([this](size_t shard) { return optimizer_->master(shard); });
   store_->set_unit_grads_hook([this](int unit, int shard, const Tensor& grads) { step_unit(unit, shard, grads); });
   set_up_first_weights(spec);  // before the model allocates its activations: loading peaks lower
