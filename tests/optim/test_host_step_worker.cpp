@@ -54,14 +54,21 @@ TEST(HostStepWorker, SubmitReturnsWhileTheTaskRuns) {
   EXPECT_TRUE(ran.load());
 }
 
+// The failing task throws only once the task after it is queued: otherwise that submit() could
+// already see the error (as it should) and the test would depend on the thread schedule.
 TEST(HostStepWorker, ATaskErrorReachesTheCallerAndDropsTheRest) {
   std::atomic<int> after{0};
   {
+    std::promise<void> later_queued;
+    std::shared_future<void> released = later_queued.get_future().share();
     HostStepWorker worker;
     worker.wait(worker.submit([] {}));  // before the error: fine
-    const HostStepWorker::Ticket failing =
-        worker.submit([] { FARTHING_FAIL("shard 3's host step ran out of luck"); });
+    const HostStepWorker::Ticket failing = worker.submit([released] {
+      released.wait();
+      FARTHING_FAIL("shard 3's host step ran out of luck");
+    });
     const HostStepWorker::Ticket later = worker.submit([&] { ++after; });
+    later_queued.set_value();
     try {
       worker.wait(later);
       ADD_FAILURE() << "wait() returned after a task threw";
@@ -86,10 +93,16 @@ TEST(HostStepWorker, DestructionRunsWhatWasHandedOverAndJoins) {
     }
   }
   EXPECT_EQ(ran.load(), 5);
-  {  // after an error: no hang, no terminate
+  {  // after an error: no hang, no terminate (the error waits until the task after it is queued)
+    std::promise<void> later_queued;
+    std::shared_future<void> released = later_queued.get_future().share();
     HostStepWorker worker;
-    worker.submit([] { throw std::runtime_error("boom"); });
+    worker.submit([released] {
+      released.wait();
+      throw std::runtime_error("boom");
+    });
     worker.submit([&] { ++ran; });
+    later_queued.set_value();
   }
   EXPECT_EQ(ran.load(), 5);
 }
