@@ -2,11 +2,40 @@
 #include "tools/farthing/plan_roofline.h"
 
 #include <cstdio>
+#include <string>
+#include <vector>
+
+#include "framework/core/error.h"
+#include "tools/farthing/plan_roofline_measure.h"
 
 namespace farthing::cli {
 
+namespace {
+
+// The recipe's device as the trainer resolves it (train.device; auto: a GPU where one is visible).
+Device measuring_device(const recipe::RunConfig& config) {
+  const recipe::TrainDevice d = config.train.device;
+  if (d == recipe::TrainDevice::kStrict) return Device::strict();
+  if (d == recipe::TrainDevice::kCpu || (d == recipe::TrainDevice::kAuto && visible_cuda_devices() == 0)) return Device::cpu();
+  FARTHING_CHECK(visible_cuda_devices() > 0, "farthing plan --measure-ops: train.device is '",
+                 recipe::enum_name(d), "' but this farthing sees no CUDA device; set train.device: cpu to measure here");
+  return Device::cuda(0);
+}
+
+RooflineMeasureOptions measure_options_of(const recipe::RunConfig& config) {
+  RooflineMeasureOptions o;
+  switch (config.train.precision) {
+    case recipe::Precision::kFp32: o.gemm = o.attention = GemmDtype::kF32; break;
+    case recipe::Precision::kFp16: o.gemm = GemmDtype::kF16; o.attention = GemmDtype::kF32; break;
+    default: o.gemm = o.attention = GemmDtype::kBF16; break;  // bf16, and under FP8 / FP4 layers
+  }
+  return o;
+}
+
+}  // namespace
+
 void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& model,
-                    const train::MemoryEstimate& estimate, const train::RooflineDevice& device) {
+                    const train::MemoryEstimate& estimate, const train::RooflineDevice& device, bool measure_ops) {
   train::RooflineInputs in;
   in.model = model;
   in.micro_batch = config.train.micro_batch;
@@ -25,27 +54,60 @@ void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& 
               "FLOPs / peak and bytes / bandwidth: a lower bound (no launch gaps, no host waits).\n\n",
               model.name.c_str(), (long long)step.inputs.micro_batch, (long long)step.inputs.seq, (long long)step.inputs.grad_accum,
               step.inputs.recompute ? ", blocks recomputed in backward" : "", step.inputs.fp8 ? ", FP8 linear layers" : "");
-  std::printf("%-30s %7s %10s %10s %10s %10s %10s %-7s\n", "op", "calls", "TFLOP", "GB built", "GB design",
-              "ms built", "ms design", "bound");
+  std::vector<double> measured;
+  std::string where;
+  if (measure_ops) {
+    const Device here = measuring_device(config);
+    where = here.name();
+    std::fprintf(stderr, "farthing plan: measuring every op of the step on %s ...\n", where.c_str());
+    measured = measure_roofline_rows(step, backend_for(here), measure_options_of(config));
+    std::printf("'ms measured': the row's calls run here, on %s, each op alone, shape by shape (best of timed\n"
+                "batches); '-' where not run here (FP8 quantization and GEMMs, the optimizer: bench gemm, numerics, optim).\n\n",
+                where.c_str());
+  }
+  std::printf("%-30s %7s %10s %10s %10s %10s %10s %-7s", "op", "calls", "TFLOP", "GB built", "GB design", "ms built",
+              "ms design", "bound");
+  if (measure_ops) std::printf(" %11s %9s", "ms measured", "x built");
+  std::printf("\n");
   const double built_s = train::roofline_step_seconds(step, device, false);
   const double design_s = train::roofline_step_seconds(step, device, true);
-  for (const train::RooflineRow& r : step.rows) {
+  // The step with each measured row at its measured time, the others at their 'built' roofline time.
+  double measured_step_s = 0.0, measured_rows_s = 0.0;
+  for (size_t i = 0; i < step.rows.size(); ++i) {
+    const train::RooflineRow& r = step.rows[i];
     const double compute = r.flops / (r.fp8 ? device.fp8_flops : device.bf16_flops);
-    const double design = train::roofline_seconds(r, device, true);
-    std::printf("%-30s %7lld %10.2f %10.2f %10.2f %10.2f %10.2f %-7s\n", r.op.c_str(), (long long)r.calls, r.flops / 1e12,
-                r.bytes_built / 1e9, r.bytes_design / 1e9, train::roofline_seconds(r, device, false) * 1e3,
-                design * 1e3, design > 0 && compute >= design ? "compute" : "memory");
+    const double design = train::roofline_seconds(r, device, true), built = train::roofline_seconds(r, device, false);
+    std::printf("%-30s %7lld %10.2f %10.2f %10.2f %10.2f %10.2f %-7s", r.op.c_str(), (long long)r.calls, r.flops / 1e12,
+                r.bytes_built / 1e9, r.bytes_design / 1e9, built * 1e3, design * 1e3,
+                design > 0 && compute >= design ? "compute" : "memory");
+    if (measure_ops && measured[i] >= 0.0) {
+      std::printf(" %11.2f %9.2f", measured[i] * 1e3, built > 0.0 ? measured[i] / built : 0.0);
+      measured_step_s += measured[i];
+      measured_rows_s += measured[i];
+    } else if (measure_ops) {
+      std::printf(" %11s %9s", "-", "");
+      measured_step_s += built;
+    }
+    std::printf("\n");
   }
-  std::printf("%-30s %7s %10.2f %10s %10s %10.1f %10.1f\n", "step", "", [&] {
+  std::printf("%-30s %7s %10.2f %10s %10s %10.1f %10.1f", "step", "", [&] {
     double f = 0;
     for (const train::RooflineRow& r : step.rows) f += r.flops;
     return f / 1e12;
   }(), "", "", built_s * 1e3, design_s * 1e3);
+  if (measure_ops) std::printf(" %-7s %11.1f", "", measured_rows_s * 1e3);
+  std::printf("\n");
   const double tokens = double(step.inputs.micro_batch * step.inputs.seq * step.inputs.grad_accum);
   std::printf("\nMFU the design can reach: %.1f%% (%.0f tokens/s); as built: %.1f%% (%.0f tokens/s). MFU counts the model's\n"
               "FLOPs (6 per parameter per token + attention, no recomputation: %.1f TFLOP per step) over the bf16 peak.\n",
               100.0 * step.model_flops / (design_s * device.bf16_flops), tokens / design_s,
               100.0 * step.model_flops / (built_s * device.bf16_flops), tokens / built_s, step.model_flops / 1e12);
+  if (measure_ops) {
+    std::printf("With every op at its measured time on %s (the rows not run at their 'built' roofline time), back to\n"
+                "back with no gaps: %.1f ms per step, %.1f%% MFU against %s's bf16 peak (%.0f tokens/s).\n",
+                where.c_str(), measured_step_s * 1e3, 100.0 * step.model_flops / (measured_step_s * device.bf16_flops),
+                device.name, tokens / measured_step_s);
+  }
 }
 
 }  // namespace farthing::cli

@@ -1,5 +1,6 @@
 // plan_roofline.h — `farthing plan RECIPE --roofline DEVICE`: the recipe's optimizer step on
-// paper at a GPU's datasheet rates (framework/run/train/roofline.h), printed as a table.
+// paper at a GPU's datasheet rates (framework/run/train/roofline.h), printed as a table; with
+// --measure-ops, each row's time measured on this machine's device beside it (plan_roofline_measure.h).
 // Relies on: framework/run/train/{roofline,memory_estimate}.h. Tested by: tests/run/train/test_roofline.cpp
 // (the arithmetic); the table by running it.
 #pragma once
@@ -12,6 +13,6 @@
 namespace farthing::cli {
 
 void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& model,
-                    const train::MemoryEstimate& estimate, const train::RooflineDevice& device);
+                    const train::MemoryEstimate& estimate, const train::RooflineDevice& device, bool measure_ops);
 
 }  // namespace farthing::cli

@@ -73,7 +73,10 @@ constexpr const char* kPlanUsage =
     "\n"
     "  --roofline DEVICE   also the step on paper at DEVICE's datasheet rates (h100, h200, rtx4090):\n"
     "                      every op's FLOPs and bytes, its time at the roofline, and the MFU the design\n"
-    "                      can reach, with fp32 activations (as built) and bf16 (issue 36); a table only\n";
+    "                      can reach, with fp32 activations (as built) and bf16 (issue 36); a table only\n"
+    "  --measure-ops       with --roofline: also run each row's calls on this machine's device (the\n"
+    "                      recipe's train.device; auto: a GPU where one is visible), shape by shape,\n"
+    "                      and print the measured time beside the roofline's\n";
 
 struct PlanArgs {
   std::string recipe;
@@ -85,6 +88,7 @@ struct PlanArgs {
   std::string profile;       // step time: measured compute
   double compute_tflops = 0.0, memory_gbs = 3350.0;
   std::string roofline;  // a device name: the step on paper (plan_roofline.h)
+  bool measure_ops = false;  // and each op's time here (plan_roofline_measure.h)
   bool json = false;
   bool help = false;
 };
@@ -101,6 +105,7 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
     else if (a == "--set") p.overrides.push_back(value());
     else if (a == "--json") p.json = true;
     else if (a == "--preset") p.preset = value();
+    else if (a == "--measure-ops") p.measure_ops = true;
     else if (a == "--roofline") {
       p.roofline = value();
       FARTHING_CHECK(farthing::train::roofline_device(p.roofline) != nullptr, "farthing plan: --roofline '", p.roofline,
@@ -141,6 +146,7 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
   }
   FARTHING_CHECK(p.help || !p.recipe.empty(), "farthing plan: no RECIPE given (see --help)");
   FARTHING_CHECK(p.roofline.empty() || !p.json, "farthing plan: --roofline prints a table; it has no --json form yet");
+  FARTHING_CHECK(!p.measure_ops || !p.roofline.empty(), "farthing plan: --measure-ops needs --roofline DEVICE");
   const bool step_time = !p.profile.empty() || p.compute_tflops > 0.0;
   FARTHING_CHECK(p.interconnect.empty() || step_time, "farthing plan: --interconnect needs the compute: --profile FILE "
                  "(farthing bench dist --out) or --compute-tflops R");
@@ -620,7 +626,8 @@ int run_plan(const std::vector<std::string>& args) {
     print_table(a, config, model, estimate);
     if (step_time) print_step_time(a, config, *step_time);
     if (!a.roofline.empty()) {
-      farthing::cli::print_roofline(config, model.config, estimate, *farthing::train::roofline_device(a.roofline));
+      farthing::cli::print_roofline(config, model.config, estimate, *farthing::train::roofline_device(a.roofline),
+                                    a.measure_ops);
     }
   }
   if (!budget) return 0;

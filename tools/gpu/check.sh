@@ -196,6 +196,10 @@ done
 # report to set beside the measured step: each op's time at the roofline and the MFU it allows.
 run_step roofline-8b 20 "$PKG/bin/farthing" plan "$root/recipes/llama3_1/8b_full_single_device.yaml" \
   --preset llama3.1-8b --roofline h200
+# And each of its rows run on this GPU, op by op at the step's shapes (tools/farthing/plan_roofline_measure.h):
+# the measured time beside each roofline row, and the MFU the ops allow with no gaps between them.
+run_step roofline-8b-measured 90 "$PKG/bin/farthing" plan "$root/recipes/llama3_1/8b_full_single_device.yaml" \
+  --preset llama3.1-8b --set train.device=cuda --roofline h200 --measure-ops
 # The elementwise and optimizer kernels' rates last among the GPU steps: the trainer's runs above
 # say more per second of GPU time.
 run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda

@@ -18,22 +18,31 @@ constexpr double kFp32 = 4.0, kBf16 = 2.0;
 class RowSet {
  public:
   explicit RowSet(std::vector<RooflineRow>& rows) : rows_(rows) {}
-  // calls of an op whose every call does `flops` and moves `built` / `design` bytes.
-  void add(const std::string& op, int64_t calls, double flops, double built, double design, bool fp8 = false) {
+  // calls of `shape` (its count set here), each doing `flops` and moving `built` / `design` bytes.
+  void add(const std::string& op, int64_t calls, RooflineCall shape, double flops, double built, double design,
+           bool fp8 = false) {
+    if (calls == 0) return;
     auto it = std::find_if(rows_.begin(), rows_.end(), [&](const RooflineRow& r) { return r.op == op; });
     if (it == rows_.end()) {
-      rows_.push_back({op, 0, 0.0, 0.0, 0.0, fp8});
+      rows_.push_back({op, 0, 0.0, 0.0, 0.0, fp8, {}});
       it = rows_.end() - 1;
     }
     it->calls += calls;
     it->flops += double(calls) * flops;
     it->bytes_built += double(calls) * built;
     it->bytes_design += double(calls) * design;
+    shape.count = calls;
+    auto same = std::find_if(it->shapes.begin(), it->shapes.end(), [&](const RooflineCall& c) { return c.same_shape(shape); });
+    if (same == it->shapes.end()) {
+      it->shapes.push_back(shape);
+    } else {
+      same->count += calls;
+    }
   }
   // An elementwise or row-wise op moving `elems` activation elements (each read or written once):
   // 4 bytes each as built, 2 in the design.
-  void activations(const std::string& op, int64_t calls, double elems, double flops = 0.0) {
-    add(op, calls, flops, kFp32 * elems, kBf16 * elems);
+  void activations(const std::string& op, int64_t calls, const RooflineCall& shape, double elems, double flops = 0.0) {
+    add(op, calls, shape, flops, kFp32 * elems, kBf16 * elems);
   }
 
  private:
@@ -72,71 +81,94 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   const int64_t micro = in.grad_accum, L = c.n_layers * micro;
   const int64_t block_forwards = L * (in.recompute ? 2 : 1);
   const std::string norm = gpt2 ? "layernorm" : "rmsnorm";
+  using Op = RooflineOp;
+  const int64_t tokens = in.micro_batch * in.seq;
+  // A call's shape: op, then m, n, k as RooflineOp says for it.
+  const auto call = [](Op op, int64_t m, int64_t n_ = 0, int64_t k = 0, bool ta = false, bool tb = false) {
+    return RooflineCall{op, 0, m, n_, k, ta, tb};
+  };
+  const RooflineCall row_norm = call(Op::kNormForward, tokens, c.dim), row_norm_bwd = call(Op::kNormBackward, tokens, c.dim);
 
   // A linear layer y (n, out) = x (n, in) W^T, forward `fwd_calls` times and backward L times.
   // As built: x (and dy) narrowed to bf16 first (read 4, write 2 bytes each), the output fp32,
   // dW accumulated in fp32 (read + write). Design: bf16 in and out, no narrowing.
-  const auto linear = [&](const std::string& name, int64_t fwd_calls, int64_t bwd_calls, double out, double inp,
-                          bool fp8, bool bias) {
+  // The GEMMs' shapes are linear_forward / linear_backward's with W stored (out, in).
+  const auto linear = [&](const std::string& name, int64_t fwd_calls, int64_t bwd_calls, int64_t out_dim,
+                          int64_t in_dim, bool fp8, bool bias) {
+    const double out = double(out_dim), inp = double(in_dim);
     const double flops = 2.0 * n * out * inp, weight = kBf16 * out * inp, dweight = 2.0 * kFp32 * out * inp;
-    rows.add(name + " fwd", fwd_calls, flops, kBf16 * n * inp + weight + kFp32 * n * out,
-             kBf16 * n * inp + weight + kBf16 * n * out, fp8);
-    rows.add(name + " dgrad", bwd_calls, flops, kBf16 * n * out + weight + kFp32 * n * inp,
-             kBf16 * n * out + weight + kBf16 * n * inp, fp8);
-    rows.add(name + " wgrad", bwd_calls, flops, kBf16 * n * (out + inp) + dweight, kBf16 * n * (out + inp) + dweight,
-             fp8);
-    rows.add("narrow GEMM operands to bf16", fwd_calls, 0.0, (kFp32 + kBf16) * n * inp, 0.0);
-    rows.add("narrow GEMM operands to bf16", bwd_calls, 0.0, (kFp32 + kBf16) * n * (out + inp), 0.0);
+    rows.add(name + " fwd", fwd_calls, call(Op::kGemm, tokens, out_dim, in_dim, false, true), flops,
+             kBf16 * n * inp + weight + kFp32 * n * out, kBf16 * n * inp + weight + kBf16 * n * out, fp8);
+    rows.add(name + " dgrad", bwd_calls, call(Op::kGemm, tokens, in_dim, out_dim, false, false), flops,
+             kBf16 * n * out + weight + kFp32 * n * inp, kBf16 * n * out + weight + kBf16 * n * inp, fp8);
+    rows.add(name + " wgrad", bwd_calls, call(Op::kGemm, out_dim, in_dim, tokens, true, false), flops,
+             kBf16 * n * (out + inp) + dweight, kBf16 * n * (out + inp) + dweight, fp8);
+    // Forward narrows x; backward narrows dy and x, one call each.
+    const std::string narrow = "narrow GEMM operands to bf16";
+    rows.add(narrow, fwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
+    rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * out_dim), 0.0, (kFp32 + kBf16) * n * out, 0.0);
+    rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
     if (fp8) {  // the operands quantized to FP8 (1 byte) first: x and W forward, dy and x backward
-      rows.add("fp8 quantize operands", fwd_calls, 0.0, (kFp32 + 1) * n * inp + (kBf16 + 1) * out * inp,
+      const RooflineCall quantize = call(Op::kFp8Quantize, tokens, out_dim, in_dim);
+      rows.add("fp8 quantize operands", fwd_calls, quantize, 0.0, (kFp32 + 1) * n * inp + (kBf16 + 1) * out * inp,
                (kBf16 + 1) * n * inp + (kBf16 + 1) * out * inp);
-      rows.add("fp8 quantize operands", bwd_calls, 0.0, (kFp32 + 1) * n * (out + inp), (kBf16 + 1) * n * (out + inp));
+      rows.add("fp8 quantize operands", bwd_calls, quantize, 0.0, (kFp32 + 1) * n * (out + inp),
+               (kBf16 + 1) * n * (out + inp));
     }
     if (bias) {
-      rows.activations("bias add", fwd_calls, 2.0 * n * out);
-      rows.add("bias backward", bwd_calls, 0.0, kFp32 * n * out + kFp32 * out, kBf16 * n * out + kFp32 * out);
+      rows.activations("bias add", fwd_calls, call(Op::kBiasAdd, tokens, out_dim), 2.0 * n * out);
+      rows.add("bias backward", bwd_calls, call(Op::kBiasBackward, tokens, out_dim), 0.0, kFp32 * n * out + kFp32 * out,
+               kBf16 * n * out + kFp32 * out);
     }
   };
 
   // The blocks.
-  rows.activations(norm + " forward", block_forwards, 2.0 * n * C, 4.0 * n * C);
-  linear("matmul qkv", block_forwards, L, Sq, C, in.fp8, gpt2 || c.qkv_bias);
-  if (!gpt2) rows.activations("rope", block_forwards + L, 2.0 * n * (heads + kv_heads) * d);
+  rows.activations(norm + " forward", block_forwards, row_norm, 2.0 * n * C, 4.0 * n * C);
+  linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias);
+  if (!gpt2) {
+    rows.activations("rope", block_forwards + L, call(Op::kRope, tokens, c.n_heads + c.n_kv_heads, c.head_dim()),
+                     2.0 * n * (heads + kv_heads) * d);
+  }
   // Causal attention: q k^T and p v over T(T+1)/2 pairs per head; the backward recomputes the
   // scores (flash-attention style): 2.5x the forward's FLOPs. Reads q, k, v, writes the output and
   // the softmax statistics (fp32 in both designs).
   const double attn_flops = 4.0 * double(in.micro_batch) * heads * d * T * (T + 1) / 2;
   const double lse = kFp32 * double(in.micro_batch) * heads * T;
-  rows.add("attention forward", block_forwards, attn_flops, kFp32 * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
-  rows.add("attention backward", L, 2.5 * attn_flops, kFp32 * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
-  linear("matmul o", block_forwards, L, C, C, in.fp8, gpt2);
-  rows.activations("residual add", 2 * block_forwards, 3.0 * n * C);
-  rows.activations(norm + " forward", block_forwards, 2.0 * n * C, 4.0 * n * C);
-  linear("matmul up (gate_up)", block_forwards, L, F, C, in.fp8, gpt2);
+  rows.add("attention forward", block_forwards, call(Op::kAttentionForward, tokens), attn_flops,
+           kFp32 * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
+  rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
+           kFp32 * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
+  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2);
+  const RooflineCall residual = call(Op::kResidualAdd, tokens * c.dim);
+  rows.activations("residual add", 2 * block_forwards, residual, 3.0 * n * C);
+  rows.activations(norm + " forward", block_forwards, row_norm, 2.0 * n * C, 4.0 * n * C);
+  const int64_t hidden = c.hidden_dim, up_width = gpt2 ? hidden : 2 * hidden;
+  linear("matmul up (gate_up)", block_forwards, L, up_width, c.dim, in.fp8, gpt2);
   if (gpt2) {
-    rows.activations("gelu forward", block_forwards, 2.0 * n * H);
-    rows.activations("gelu backward", L, 3.0 * n * H);
+    rows.activations("gelu forward", block_forwards, call(Op::kGeluForward, tokens * hidden), 2.0 * n * H);
+    rows.activations("gelu backward", L, call(Op::kGeluBackward, tokens * hidden), 3.0 * n * H);
   } else {
-    rows.activations("swiglu forward", block_forwards, n * (F + H));
-    rows.activations("swiglu backward", L, n * (2 * F + H));
+    rows.activations("swiglu forward", block_forwards, call(Op::kSwigluForward, tokens, hidden), n * (F + H));
+    rows.activations("swiglu backward", L, call(Op::kSwigluBackward, tokens, hidden), n * (2 * F + H));
   }
-  linear("matmul down", block_forwards, L, C, H, in.fp8, gpt2);
+  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2);
   // Backward of the two norms (read dy and x, write dx, accumulate into the residual's gradient)
   // and the residual adds of the gradient stream.
-  rows.activations(norm + " backward", 2 * L, 4.0 * n * C, 8.0 * n * C);
-  rows.activations("residual add", 2 * L, 3.0 * n * C);
+  rows.activations(norm + " backward", 2 * L, row_norm_bwd, 4.0 * n * C, 8.0 * n * C);
+  rows.activations("residual add", 2 * L, residual, 3.0 * n * C);
 
   // Outside the blocks: embedding, the final norm, the head (bf16 whatever train.precision says),
   // and the loss over the logits (read, then written back as gradients, in chunks).
-  rows.activations("embedding forward", micro, 2.0 * n * C);
-  rows.activations("embedding backward", micro, 3.0 * n * C);
-  rows.activations(norm + " forward", micro, 2.0 * n * C, 4.0 * n * C);
-  rows.activations(norm + " backward", micro, 4.0 * n * C, 8.0 * n * C);
-  linear("matmul lm head", micro, micro, V, C, false, false);
-  rows.add("cross-entropy (+grad)", micro, 0.0, kFp32 * 2.0 * n * V, kBf16 * 2.0 * n * V);
+  rows.activations("embedding forward", micro, call(Op::kEmbeddingForward, tokens, c.dim, c.vocab_size), 2.0 * n * C);
+  rows.activations("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 3.0 * n * C);
+  rows.activations(norm + " forward", micro, row_norm, 2.0 * n * C, 4.0 * n * C);
+  rows.activations(norm + " backward", micro, row_norm_bwd, 4.0 * n * C, 8.0 * n * C);
+  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false);
+  rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0, kFp32 * 2.0 * n * V,
+           kBf16 * 2.0 * n * V);
 
   // The optimizer step, once per optimizer step.
-  rows.add("optimizer step", 1, 0.0, in.optimizer_bytes, in.optimizer_bytes);
+  rows.add("optimizer step", 1, call(Op::kOptimizerStep, 0), 0.0, in.optimizer_bytes, in.optimizer_bytes);
   return step;
 }
 

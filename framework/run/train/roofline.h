@@ -4,7 +4,9 @@
 // design can reach. Two byte counts per op: as built (fp32 activations, each GEMM operand
 // narrowed to bf16 first, fp32 GEMM outputs; transformer.cpp) and the design of issue 36 (bf16
 // activations, no narrowing). A lower bound on time: no launch latency, no host waits, every
-// kernel at the roofline. `farthing plan RECIPE --roofline DEVICE` prints it.
+// kernel at the roofline. `farthing plan RECIPE --roofline DEVICE` prints it; with --measure-ops
+// it also runs every row's calls, shape by shape, on this machine's device and prints the
+// measured time beside the roofline's (tools/farthing/plan_roofline_measure.h).
 // Relies on: models/common/model_config.h. Tested by: tests/run/train/test_roofline.cpp.
 #pragma once
 
@@ -26,6 +28,40 @@ struct RooflineDevice {
 const RooflineDevice* roofline_device(const std::string& name);
 inline constexpr const char* kRooflineDeviceNames = "h100, h200, rtx4090";
 
+// Which NnOps call a row's calls are, and their shape, so that they can be run and timed.
+enum class RooflineOp {
+  kGemm,               // C (m, n) = op(A) op(B) over k; trans_a / trans_b as the model calls it
+  kNormForward,        // m rows of n channels (rmsnorm, or layernorm for GPT-2)
+  kNormBackward,       //   likewise
+  kRope,               // m rows, n heads of k = head_dim
+  kAttentionForward,   // RooflineInputs' batch, seq and the model's heads
+  kAttentionBackward,  //   likewise
+  kResidualAdd,        // m elements: dst += src
+  kSwigluForward,      // m rows, n = hidden
+  kSwigluBackward,     //   likewise
+  kGeluForward,        // m elements
+  kGeluBackward,       //   likewise
+  kEmbeddingForward,   // m rows of n channels from a table of k rows
+  kEmbeddingBackward,  //   likewise
+  kCrossEntropy,       // m rows of n logits, with the gradient
+  kNarrow,             // m elements fp32 -> bf16
+  kBiasAdd,            // m rows of n
+  kBiasBackward,       //   likewise
+  kFp8Quantize,        // not run by --measure-ops (bench numerics measures the quantizers)
+  kOptimizerStep,      // not run by --measure-ops (bench optim measures AdamW)
+};
+
+// `count` calls of one shape.
+struct RooflineCall {
+  RooflineOp op = RooflineOp::kGemm;
+  int64_t count = 0;
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  bool same_shape(const RooflineCall& o) const {
+    return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b;
+  }
+};
+
 struct RooflineRow {
   std::string op;
   int64_t calls = 0;          // in one optimizer step
@@ -33,6 +69,7 @@ struct RooflineRow {
   double bytes_built = 0.0;   // as built: fp32 activations
   double bytes_design = 0.0;  // bf16 activations
   bool fp8 = false;           // a GEMM at the FP8 rate
+  std::vector<RooflineCall> shapes;  // the calls by shape: their counts add up to `calls`
 };
 
 struct RooflineInputs {

@@ -1,7 +1,8 @@
 // test_roofline.cpp — the step on paper (framework/run/train/roofline.h): its GEMMs and attention
 // add up to the FLOPs MFU divides by, recomputation adds exactly one more forward of the blocks,
 // the design never moves more bytes than the code as built, each op takes the larger of its
-// compute and memory time, and the optimizer's bytes follow the plan's categories.
+// compute and memory time, the optimizer's bytes follow the plan's categories, and each row's
+// calls by shape (what --measure-ops runs) add up to the row.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -84,15 +85,68 @@ TEST(Roofline, TheDesignNeverMovesMoreBytesThanAsBuilt) {
 
 TEST(Roofline, EachOpTakesTheLargerOfComputeAndMemoryTime) {
   const RooflineDevice& h200 = *roofline_device("h200");
-  const RooflineRow compute_bound{"gemm", 1, 989.4e12, 4.8e9, 4.8e9, false};  // 1 s of FLOPs, 1 ms of bytes
+  const RooflineRow compute_bound{"gemm", 1, 989.4e12, 4.8e9, 4.8e9, false, {}};  // 1 s of FLOPs, 1 ms of bytes
   EXPECT_DOUBLE_EQ(roofline_seconds(compute_bound, h200, true), 1.0);
-  const RooflineRow fp8{"gemm", 1, 1978.9e12, 4.8e9, 4.8e9, true};
+  const RooflineRow fp8{"gemm", 1, 1978.9e12, 4.8e9, 4.8e9, true, {}};
   EXPECT_DOUBLE_EQ(roofline_seconds(fp8, h200, true), 1.0);
-  const RooflineRow memory_bound{"add", 1, 1e9, 9.6e12, 4.8e12, false};
+  const RooflineRow memory_bound{"add", 1, 1e9, 9.6e12, 4.8e12, false, {}};
   EXPECT_DOUBLE_EQ(roofline_seconds(memory_bound, h200, false), 2.0);
   EXPECT_DOUBLE_EQ(roofline_seconds(memory_bound, h200, true), 1.0);
   EXPECT_EQ(roofline_device("a100"), nullptr);
   EXPECT_LT(roofline_device("h100")->bytes_per_s, h200.bytes_per_s);
+}
+
+// The shapes --measure-ops runs are the row's calls: their counts add up to the row's, a GEMM's
+// 2 m n k per call to its FLOPs, a narrowing's elements to its bytes (6 per element), and a row
+// never mixes ops.
+TEST(Roofline, EachRowsShapesAddUpToTheRow) {
+  for (const char* preset : {"llama3.1-8b", "qwen2.5-7b", "gpt2-124m"}) {
+    for (bool recompute : {false, true}) {
+      const RooflineStep step = roofline_step(inputs(preset, recompute, true));
+      for (const RooflineRow& r : step.rows) {
+        ASSERT_FALSE(r.shapes.empty()) << preset << " " << r.op;
+        int64_t calls = 0;
+        double gemm_flops = 0.0, narrowed = 0.0;
+        for (const RooflineCall& c : r.shapes) {
+          EXPECT_EQ(c.op, r.shapes.front().op) << preset << " " << r.op;
+          EXPECT_GT(c.count, 0) << preset << " " << r.op;
+          calls += c.count;
+          gemm_flops += double(c.count) * 2.0 * double(c.m) * double(c.n) * double(c.k);
+          narrowed += double(c.count) * double(c.m);
+        }
+        EXPECT_EQ(calls, r.calls) << preset << " " << r.op;
+        if (is_gemm(r)) {
+          EXPECT_EQ(r.shapes.front().op, RooflineOp::kGemm) << r.op;
+          EXPECT_NEAR(gemm_flops, r.flops, 1e-12 * r.flops) << preset << " " << r.op;
+        }
+        if (r.op == "narrow GEMM operands to bf16") {
+          EXPECT_NEAR(6.0 * narrowed, r.bytes_built, 1e-12 * r.bytes_built) << preset;
+        }
+      }
+    }
+  }
+  // The forward projection is x (tokens, in) times W (out, in) transposed; its weight gradient
+  // dy^T x over the tokens.
+  const RooflineStep step = roofline_step(inputs("llama3.1-8b"));
+  const models::ModelConfig c = models::preset_config("llama3.1-8b");
+  for (const RooflineRow& r : step.rows) {
+    if (r.op == "matmul qkv fwd") {
+      ASSERT_EQ(r.shapes.size(), 1u);
+      const RooflineCall& g = r.shapes.front();
+      EXPECT_EQ(g.m, 2 * 512);
+      EXPECT_EQ(g.n, c.qkv_dim());
+      EXPECT_EQ(g.k, c.dim);
+      EXPECT_TRUE(!g.trans_a && g.trans_b);
+    }
+    if (r.op == "matmul down wgrad") {
+      ASSERT_EQ(r.shapes.size(), 1u);
+      const RooflineCall& g = r.shapes.front();
+      EXPECT_EQ(g.m, c.dim);
+      EXPECT_EQ(g.n, c.hidden_dim);
+      EXPECT_EQ(g.k, 2 * 512);
+      EXPECT_TRUE(g.trans_a && !g.trans_b);
+    }
+  }
 }
 
 TEST(Roofline, OptimizerBytesFollowThePlansCategories) {

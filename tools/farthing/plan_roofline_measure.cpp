@@ -1,0 +1,182 @@
+// plan_roofline_measure.cpp — see plan_roofline_measure.h.
+#include "tools/farthing/plan_roofline_measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <limits>
+
+#include "framework/backend/buffer.h"
+#include "framework/backend/nn_ops.h"
+
+namespace farthing::cli {
+
+namespace {
+
+using train::RooflineCall;
+using train::RooflineOp;
+
+// Zeroed device buffers for one shape's call, freed together once it is timed.
+class Scratch {
+ public:
+  explicit Scratch(Backend& backend) : backend_(backend) {}
+  void* bytes(int64_t n) {
+    buffers_.emplace_back(backend_.device(), size_t(std::max<int64_t>(n, 1)), MemoryCategory::kOther);
+    backend_.fill_bytes(buffers_.back().data(), 0, size_t(std::max<int64_t>(n, 1)));
+    return buffers_.back().data();
+  }
+  float* floats(int64_t n) { return static_cast<float*>(bytes(4 * n)); }
+  // Token ids 0, 1, ... (mod vocab): a realistic spread for the embedding's backward.
+  int32_t* tokens(int64_t n, int64_t vocab) {
+    std::vector<int32_t> host(size_t(std::max<int64_t>(n, 1)));
+    for (size_t i = 0; i < host.size(); ++i) host[i] = int32_t(int64_t(i * 7919) % std::max<int64_t>(vocab, 1));
+    auto* p = static_cast<int32_t*>(bytes(4 * n));
+    backend_.nn().copy(reinterpret_cast<float*>(p), reinterpret_cast<const float*>(host.data()), n);
+    return p;
+  }
+
+ private:
+  Backend& backend_;
+  std::vector<Buffer> buffers_;
+};
+
+// Best seconds per call of `queue` over batches of calls, each batch followed by a device
+// synchronisation; batches double until one takes 2 ms, so the synchronisation is a small part.
+double seconds_per_call(Backend& backend, const std::function<void()>& queue, double min_seconds) {
+  using Clock = std::chrono::steady_clock;
+  queue();  // untimed: plans, lazy loading, first touch
+  backend.synchronize();
+  double best = std::numeric_limits<double>::infinity(), spent = 0.0;
+  int64_t batch = 1;
+  for (int runs = 0; (runs < 3 || spent < min_seconds) && runs < 200; ++runs) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < batch; ++i) queue();
+    backend.synchronize();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::min(best, s / double(batch));
+    spent += s;
+    if (s < 2e-3 && batch < (int64_t(1) << 16)) batch *= 2;
+  }
+  return best;
+}
+
+int64_t gemm_elem_bytes(GemmDtype dtype) { return dtype == GemmDtype::kF32 ? 4 : 2; }
+
+// The seconds per call of one shape, or negative where it is not run here.
+double time_call(const RooflineCall& call, const train::RooflineInputs& in, Backend& backend,
+                 const RooflineMeasureOptions& options) {
+  NnOps& nn = backend.nn();
+  Scratch s(backend);
+  const models::ModelConfig& c = in.model;
+  const auto timed = [&](const std::function<void()>& queue) { return seconds_per_call(backend, queue, options.min_seconds); };
+  switch (call.op) {
+    case RooflineOp::kGemm: {
+      const int64_t width = gemm_elem_bytes(options.gemm);
+      const void* a = s.bytes(call.m * call.k * width);
+      const void* b = s.bytes(call.n * call.k * width);
+      float* out = s.floats(call.m * call.n);
+      GemmShape shape{call.m, call.n, call.k};
+      shape.trans_a = call.trans_a ? Trans::kT : Trans::kN;
+      shape.trans_b = call.trans_b ? Trans::kT : Trans::kN;
+      const bool accumulate = call.trans_a;  // weight gradients add up; the other GEMMs overwrite
+      return timed([&] { nn.matmul(options.gemm, shape, a, b, out, accumulate); });
+    }
+    case RooflineOp::kNormForward:
+    case RooflineOp::kNormBackward: {
+      float *x = s.floats(call.m * call.n), *y = s.floats(call.m * call.n), *dy = s.floats(call.m * call.n);
+      float *w = s.floats(call.n), *b = s.floats(call.n), *mean = s.floats(call.m), *rstd = s.floats(call.m);
+      float *dw = s.floats(call.n), *db = s.floats(call.n);
+      const bool layernorm = c.family == models::ModelFamily::kGpt2;
+      if (call.op == RooflineOp::kNormForward) {
+        return timed([&] {
+          if (layernorm) nn.layernorm_forward(y, mean, rstd, x, w, b, call.m, call.n, c.norm_eps);
+          else nn.rmsnorm_forward(y, rstd, x, w, call.m, call.n, c.norm_eps);
+        });
+      }
+      return timed([&] {
+        if (layernorm) nn.layernorm_backward(y, dw, db, dy, x, w, mean, rstd, call.m, call.n);
+        else nn.rmsnorm_backward(y, dw, dy, x, w, rstd, call.m, call.n);
+      });
+    }
+    case RooflineOp::kRope: {
+      const int64_t stride = c.qkv_dim();  // the heads rotated sit at the start of each qkv row
+      float* x = s.floats(call.m * stride);
+      const float *cos = s.floats(in.seq * call.k / 2), *sin = s.floats(in.seq * call.k / 2);
+      return timed([&] { nn.rope_apply(x, call.m, in.seq, call.n, call.k, stride, cos, sin, false); });
+    }
+    case RooflineOp::kAttentionForward:
+    case RooflineOp::kAttentionBackward: {
+      const AttentionShape a{in.micro_batch, in.seq, c.n_heads, c.n_kv_heads, c.head_dim(), options.attention};
+      const int64_t rows = in.micro_batch * in.seq, out_n = rows * c.n_heads * c.head_dim();
+      float *qkv = s.floats(rows * a.qkv_stride()), *out = s.floats(out_n), *lse = s.floats(in.micro_batch * c.n_heads * in.seq);
+      if (call.op == RooflineOp::kAttentionForward) return timed([&] { nn.attention_forward(a, out, lse, qkv); });
+      float *dqkv = s.floats(rows * a.qkv_stride()), *dout = s.floats(out_n), *scratch = s.floats(2 * out_n);
+      return timed([&] { nn.attention_backward(a, dqkv, scratch, dout, out, lse, qkv); });
+    }
+    case RooflineOp::kResidualAdd: {
+      float *dst = s.floats(call.m), *src = s.floats(call.m);
+      return timed([&] { nn.accumulate(dst, src, call.m); });
+    }
+    case RooflineOp::kSwigluForward:
+    case RooflineOp::kSwigluBackward: {
+      float *gu = s.floats(call.m * 2 * call.n), *act = s.floats(call.m * call.n), *dgu = s.floats(call.m * 2 * call.n);
+      if (call.op == RooflineOp::kSwigluForward) return timed([&] { nn.swiglu_forward(act, gu, call.m, call.n); });
+      return timed([&] { nn.swiglu_backward(dgu, act, gu, call.m, call.n); });
+    }
+    case RooflineOp::kGeluForward:
+    case RooflineOp::kGeluBackward: {
+      float *x = s.floats(call.m), *y = s.floats(call.m), *dy = s.floats(call.m);
+      if (call.op == RooflineOp::kGeluForward) return timed([&] { nn.gelu_forward(y, x, call.m); });
+      return timed([&] { nn.gelu_backward(y, dy, x, call.m); });
+    }
+    case RooflineOp::kEmbeddingForward:
+    case RooflineOp::kEmbeddingBackward: {
+      const int32_t* tok = s.tokens(call.m, call.k);
+      float *table = s.floats(call.k * call.n), *rows = s.floats(call.m * call.n);
+      if (call.op == RooflineOp::kEmbeddingForward) {
+        return timed([&] { nn.embedding_forward(rows, tok, table, nullptr, call.m, in.seq, call.n); });
+      }
+      return timed([&] { nn.embedding_backward(table, nullptr, rows, tok, call.m, in.seq, call.n); });
+    }
+    case RooflineOp::kCrossEntropy: {
+      float* logits = s.floats(call.m * call.n);
+      const int32_t* targets = s.tokens(call.m, call.n);
+      auto* loss_sum = static_cast<double*>(s.bytes(sizeof(double)));
+      return timed([&] { nn.cross_entropy_rows(logits, targets, call.m, call.n, 1.0f, true, loss_sum); });
+    }
+    case RooflineOp::kNarrow: {
+      const float* src = s.floats(call.m);
+      auto* dst = static_cast<uint16_t*>(s.bytes(2 * call.m));
+      return timed([&] { nn.narrow(GemmDtype::kBF16, dst, src, call.m); });
+    }
+    case RooflineOp::kBiasAdd:
+    case RooflineOp::kBiasBackward: {
+      float *y = s.floats(call.m * call.n), *bias = s.floats(call.n);
+      if (call.op == RooflineOp::kBiasAdd) return timed([&] { nn.bias_add(y, bias, call.m, call.n, call.n); });
+      return timed([&] { nn.bias_backward(bias, y, call.m, call.n, call.n); });
+    }
+    case RooflineOp::kFp8Quantize:
+    case RooflineOp::kOptimizerStep:
+      return -1.0;
+  }
+  return -1.0;
+}
+
+}  // namespace
+
+std::vector<double> measure_roofline_rows(const train::RooflineStep& step, Backend& backend,
+                                          const RooflineMeasureOptions& options) {
+  std::vector<double> seconds;
+  for (const train::RooflineRow& row : step.rows) {
+    double total = row.fp8 ? -1.0 : 0.0;  // FP8 GEMMs: bench gemm's
+    for (const RooflineCall& call : row.shapes) {
+      if (total < 0.0) break;
+      const double per_call = time_call(call, step.inputs, backend, options);
+      total = per_call < 0.0 ? -1.0 : total + double(call.count) * per_call;
+    }
+    seconds.push_back(total);
+  }
+  return seconds;
+}
+
+}  // namespace farthing::cli
