@@ -277,6 +277,30 @@ TEST(MemoryEstimate, Fp8BlockScaling) {
   expect_within_10_percent(c, models::preset_config("stories260k"), "fp8 block scaling, 8bit state, f32 master");
 }
 
+// FP4 linear layers (docs/fp4.md): the two operand slots, the cast's fp32 workspace, the
+// Hadamard transform's signs and the emulated GEMM's workspace, beside bf16 compute's buffers.
+// NVFP4 with its defaults (2-D weight blocks, RHT on the weight gradients, the last block in
+// bf16), then MXFP4 (bf16 forward, FP4 backward).
+TEST(MemoryEstimate, Nvfp4Recipe) {
+  TempDir dir("nvfp4");
+  recipe::RunConfig c = base_config(dir.path);
+  c.train.precision = recipe::Precision::kNvfp4;
+  c.optimizer.state = optim::StateFormat::kF32;
+  c.optimizer.master = optim::MasterMode::kF32;
+  expect_within_10_percent(c, models::preset_config("stories260k"), "nvfp4, f32 state, f32 master");
+}
+
+TEST(MemoryEstimate, Mxfp4RecipeZeroStage2GradAccum) {
+  TempDir dir("mxfp4");
+  recipe::RunConfig c = base_config(dir.path);
+  c.train.precision = recipe::Precision::kMxfp4;
+  c.optimizer.state = optim::StateFormat::kBlock8;
+  c.optimizer.master = optim::MasterMode::kF32;
+  c.distributed.zero_stage = 2;
+  c.train.grad_accum = 2;
+  expect_within_10_percent(c, models::preset_config("stories260k"), "mxfp4, 8bit state, f32 master, zero2, accum 2");
+}
+
 // train.device: cuda sizes the FP8 GEMM workspace as cuBLASLt needs it (kernels/numerics/
 // fp8_workspace.h), not as the CPU emulation does; nothing else in the plan moves. (No GPU here:
 // the CUDA allocation itself is checked by the GPU check script, not by this test.)
