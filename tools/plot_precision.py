@@ -7,7 +7,7 @@ after it wrote the JSON; it can be rerun by hand:
     python3 tools/plot_precision.py DIR/precision.json [--out-dir DIR]   (default: the JSON's folder)
 
 Writes precision_loss.png, precision_unchanged.png and precision_underflow.png and prints their
-paths. Exit 2 for bad input (no such file, not the suite's JSON), 3 when matplotlib is not installed.
+paths; from the precision_fp4.json of `bench precision --fp4`, precision_fp4_loss.png only. Exit 2 for bad input (no such file, not the suite's JSON), 3 when matplotlib is not installed.
 Needs: matplotlib (pip install matplotlib, or Debian's python3-matplotlib for /usr/bin/python3).
 Tested by: tests/run/train/test_bench_precision.sh.
 """
@@ -32,7 +32,8 @@ def read_report(path):
         fail(f"{path} is not JSON ({e.msg} at line {e.lineno})")
     if not isinstance(doc, dict) or doc.get("suite") != "precision":
         fail(f"{path} is not a `farthing bench precision` report (no \"suite\": \"precision\")")
-    for key in ("sticking", "trajectories", "underflow"):
+    # `--fp4` writes only the trajectories (precision_fp4.json).
+    for key in ("trajectories",) if doc.get("fp4_comparison") else ("sticking", "trajectories", "underflow"):
         if key not in doc:
             fail(f"{path} has no \"{key}\" section")
     return doc
@@ -46,7 +47,8 @@ def plot_loss(plt, doc, out):
             continue
         steps = [s for s, _ in run["eval"]]
         losses = [v for _, v in run["eval"]]
-        style = "k-" if run["name"].startswith("reference") else "-"
+        reference = run["name"].startswith("reference") or run["name"] == t.get("reference")
+        style = "k-" if reference else "-"
         ax.plot(steps, losses, style, marker="o", markersize=3, linewidth=1.2, label=run["name"])
     ax.set_xlabel("step")
     ax.set_ylabel("held-out loss (nats/token)")
@@ -123,8 +125,10 @@ def main():
              "`python3 -m pip install matplotlib` (or Debian's python3-matplotlib for /usr/bin/python3)", 3)
     out_dir = a.out_dir or os.path.dirname(os.path.abspath(a.json))
     written = []
-    for name, draw in (("precision_loss.png", plot_loss), ("precision_unchanged.png", plot_unchanged),
-                       ("precision_underflow.png", plot_underflow)):
+    figures = ((("precision_fp4_loss.png", plot_loss),) if doc.get("fp4_comparison") else
+               (("precision_loss.png", plot_loss), ("precision_unchanged.png", plot_unchanged),
+                ("precision_underflow.png", plot_underflow)))
+    for name, draw in figures:
         path = os.path.join(out_dir, name)
         try:
             draw(plt, doc, path)

@@ -22,6 +22,9 @@ struct BenchOptions {
   bool torch_amp = false;      // train suite: run the bf16-autocast peer even where bf16 is emulated
   std::string device = "cpu";  // "cpu" or "cuda" (numerics, optim, train, ops and gemm suites; device 0)
   bool quick = false;          // precision suite: stories260K and short runs instead of SmolLM2-135M
+  bool fp4 = false;            // precision suite: only the FP4 comparison (bf16, fp8 block, nvfp4 and its ablations, mxfp4)
+  long long steps = 0;         // precision suite: steps per trajectory (0: the study's)
+  long long seed = 0;          // precision suite: train.seed of every run (0: 1234)
   std::string out;             // precision suite: where the report, JSON and plots go ("": its default);
                                // dist suite: a JSON file of this world size's links and compute
   std::string profile;         // dist suite: another run's --out file, whose compute predicts this one

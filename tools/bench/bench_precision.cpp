@@ -78,6 +78,23 @@ struct Study {
   int64_t steps = 0, eval_every = 0, eval_batches = 0;
   double lr = 0;
   std::vector<int64_t> histogram_steps;
+  int64_t seed = 1234;  // train.seed of every run
+};
+
+// The FP4 comparison (docs/fp4.md): bf16 compute first (what the others are measured against),
+// FP8 block scaling, each FP4 paper's recipe and the ablations NVIDIA's paper makes. The full
+// study's trajectories include these rows; `--fp4` runs only them.
+constexpr const char* kBf16Compute = "bf16 compute (f32 moments + master)";
+const Setting kFp4Comparison[] = {
+    {kBf16Compute, "bf16", "f32", "f32", "nearest"},
+    {"fp8 block scaling (f32 moments + master)", "fp8", "f32", "f32", "nearest"},
+    {"nvfp4, the paper's recipe (f32 moments + master)", "nvfp4", "f32", "f32", "nearest"},
+    {"nvfp4 without SR", "nvfp4", "f32", "f32", "nearest", "auto", [](recipe::RunConfig& c) { c.nvfp4.sr = Fp4Sr::kNone; }},
+    {"nvfp4 without RHT", "nvfp4", "f32", "f32", "nearest", "auto",
+     [](recipe::RunConfig& c) { c.nvfp4.rht = Fp4Rht::kNone; }},
+    {"nvfp4 without bf16 blocks", "nvfp4", "f32", "f32", "nearest", "auto",
+     [](recipe::RunConfig& c) { c.nvfp4.bf16_last_fraction = 0.0; }},
+    {"mxfp4, the paper's recipe (f32 moments + master)", "mxfp4", "f32", "f32", "nearest"},
 };
 
 struct RunRecord {
@@ -166,6 +183,8 @@ Study make_study(const BenchOptions& options, const fs::path& out_dir) {
   }
   if (options.seq > 0) s.seq = options.seq;
   if (options.batch > 0) s.batch = options.batch;
+  if (options.steps > 0) s.steps = options.steps;
+  if (options.seed > 0) s.seed = options.seed;
   return s;
 }
 
@@ -198,7 +217,7 @@ RunRecord run_setting(const Study& st, const Setting& setting, double lr, int64_
   rc.train.grad_dtype = recipe::enum_of<recipe::GradDtype>(setting.grad_dtype);
   rc.train.eval_batches = st.eval_batches;
   rc.train.nonfinite = recipe::Nonfinite::kSkip;
-  rc.train.seed = 1234;
+  rc.train.seed = uint64_t(st.seed);
   rc.checkpoint.run_dir = run_dir.string();
   rc.train.device = recipe::TrainDevice::kCpu;
   if (setting.adjust != nullptr) setting.adjust(rc);
@@ -268,6 +287,71 @@ fs::path plot_script() {
   return {};
 }
 
+// `--fp4`: only kFp4Comparison's runs, each against bf16 compute: precision_fp4.{md,json} and
+// precision_fp4_loss.png.
+int run_fp4_comparison(const BenchOptions& options, const Study& st, const fs::path& out_dir, Clock::time_point t0) {
+  const fs::path scratch = out_dir / ("scratch_" + std::to_string(getpid()));
+  std::fprintf(stderr, "bench precision --fp4: %s on %s, %lld x %lld tokens per step, %lld steps, seed %lld, %d threads\n",
+               st.model_name.c_str(), st.data_name.c_str(), (long long)st.batch, (long long)st.seq, (long long)st.steps,
+               (long long)st.seed, omp_get_max_threads());
+  std::vector<RunRecord> runs;
+  for (const Setting& s : kFp4Comparison) {
+    runs.push_back(run_setting(st, s, st.lr, st.steps, st.eval_every, {}, scratch / ("run" + std::to_string(runs.size()))));
+    FARTHING_CHECK(runs.back().refused.empty(), "bench precision --fp4: the trainer refused '", s.name, "': ",
+                   runs.back().refused);
+    std::fprintf(stderr, "  %-52s eval %.4f -> %.4f (%.1f s)\n", s.name, runs.back().eval.front().second,
+                 runs.back().eval.back().second, runs.back().seconds);
+  }
+  fs::remove_all(scratch);
+  const double bf16_final = runs.front().eval.back().second;
+  const double wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  nlohmann::json doc = {{"suite", "precision"}, {"fp4_comparison", true}, {"quick", options.quick},
+                        {"model", st.model_name}, {"data", st.data_name}, {"seq_len", st.seq}, {"micro_batch", st.batch},
+                        {"seed", st.seed}, {"threads", omp_get_max_threads()}, {"wall_seconds", wall_s}};
+  doc["trajectories"] = {{"steps", st.steps}, {"eval_every", st.eval_every}, {"eval_batches", st.eval_batches},
+                         {"lr", st.lr}, {"schedule", "constant"}, {"reference", kBf16Compute}};
+  std::string md = "# farthing bench precision --fp4" + std::string(options.quick ? " --quick" : "") + "\n\n";
+  md += "Model: " + st.model_name + ". Data: " + st.data_name + ". " + std::to_string(st.batch) + " x " +
+        std::to_string(st.seq) + " tokens per step, " + std::to_string(st.steps) + " steps at constant lr " +
+        fmt("%.0e", st.lr) + ", seed " + std::to_string(st.seed) + ", f32 AdamW moments and master, held-out loss (" +
+        std::to_string(st.eval_batches) + " batches) every " + std::to_string(st.eval_every) + " steps, " +
+        std::to_string(omp_get_max_threads()) + " threads, wall time " + fmt("%.0f", wall_s) + " s.\n\n";
+  md += "| setting | eval before | eval after | vs bf16 compute | skipped steps | seconds |\n|---|---|---|---|---|---|\n";
+  for (const RunRecord& r : runs) {
+    nlohmann::json eval = nlohmann::json::array();
+    for (const auto& [step, loss] : r.eval) eval.push_back({step, loss});
+    const double relative = r.eval.back().second / bf16_final - 1.0;
+    doc["trajectories"]["runs"].push_back({{"name", r.setting.name}, {"precision", r.setting.precision}, {"eval", eval},
+                                           {"train_loss", r.loss}, {"final_eval_loss", r.eval.back().second},
+                                           {"relative_to_bf16", relative}, {"skipped_steps", r.skipped},
+                                           {"seconds", r.seconds}});
+    md += "| " + std::string(r.setting.name) + " | " + fmt("%.4f", r.eval.front().second) + " | " +
+          fmt("%.4f", r.eval.back().second) + " | " + fmt("%+.3f%%", 100 * relative) + " | " +
+          std::to_string(r.skipped) + " | " + fmt("%.0f", r.seconds) + " |\n";
+  }
+  const fs::path json_path = out_dir / "precision_fp4.json";
+  std::ofstream(json_path) << doc.dump(1) << "\n";
+  const fs::path script = plot_script();
+  std::string figures_note;
+  if (script.empty()) {
+    figures_note = "figure not drawn: tools/plot_precision.py not found (set FARTHING_PLOT_PRECISION_SCRIPT)";
+  } else {
+    const std::string command =
+        "python3 '" + script.string() + "' '" + json_path.string() + "' --out-dir '" + out_dir.string() + "' >&2";
+    const int rc = std::system(command.c_str());
+    if (rc != 0) figures_note = "figure not drawn: " + script.string() + " failed (it needs matplotlib)";
+  }
+  md += figures_note.empty() ? "\n![held-out loss](precision_fp4_loss.png)\n" : "\n" + figures_note + "\n";
+  std::ofstream(out_dir / "precision_fp4.md") << md;
+  if (options.json) {
+    std::printf("%s\n", doc.dump(2).c_str());
+  } else {
+    std::printf("%s\nwrote %s, %s\n", md.c_str(), (out_dir / "precision_fp4.md").c_str(), json_path.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_precision_bench(const BenchOptions& options) {
@@ -279,6 +363,7 @@ int run_precision_bench(const BenchOptions& options) {
                                                : fs::path(options.out);
   fs::create_directories(out_dir);
   const Study st = make_study(options, out_dir);
+  if (options.fp4) return run_fp4_comparison(options, st, out_dir, t0);
   const fs::path scratch = out_dir / ("scratch_" + std::to_string(getpid()));
   int run_number = 0;
   auto next_run_dir = [&] { return scratch / ("run" + std::to_string(run_number++)); };
@@ -312,7 +397,7 @@ int run_precision_bench(const BenchOptions& options) {
     }
   }
 
-  const Setting trajectory_settings[] = {
+  std::vector<Setting> trajectory_settings = {
       // NOTE: the reference keeps its gradients in fp32 (issue 38 item 7); its bf16-gradient twin
       // beside it is what the reference was before train.grad_dtype existed.
       {"reference: f32 moments + f32 master", c.c_str(), "f32", "f32", "nearest", "fp32"},
@@ -322,21 +407,11 @@ int run_precision_bench(const BenchOptions& options) {
       {"8-bit, no master, SR", c.c_str(), "8bit", "none", "stochastic"},
       {"8-bit, no master, RN", c.c_str(), "8bit", "none", "nearest"},
       {"4-bit, no master, SR", c.c_str(), "4bit", "none", "stochastic"},
-      // Claim 5 compares these two: FP8 linear layers (block scaling) against their bf16 compute.
-      {"bf16 compute (f32 moments + master)", "bf16", "f32", "f32", "nearest"},
-      {"fp8 block scaling (f32 moments + master)", "fp8", "f32", "f32", "nearest"},
-      // FP4 linear layers (docs/fp4.md): each paper's recipe, and the ablations NVIDIA's paper makes.
-      {"nvfp4, the paper's recipe (f32 moments + master)", "nvfp4", "f32", "f32", "nearest"},
-      {"nvfp4 without SR", "nvfp4", "f32", "f32", "nearest", "auto",
-       [](recipe::RunConfig& c) { c.nvfp4.sr = Fp4Sr::kNone; }},
-      {"nvfp4 without RHT", "nvfp4", "f32", "f32", "nearest", "auto",
-       [](recipe::RunConfig& c) { c.nvfp4.rht = Fp4Rht::kNone; }},
-      {"nvfp4 without bf16 blocks", "nvfp4", "f32", "f32", "nearest", "auto",
-       [](recipe::RunConfig& c) { c.nvfp4.bf16_last_fraction = 0.0; }},
-      {"mxfp4, the paper's recipe (f32 moments + master)", "mxfp4", "f32", "f32", "nearest"},
-      // Last: the report reads the fp16 run as trajectories.back().
-      {"fp16 + dynamic loss scaling (f32 moments + master)", "fp16", "f32", "f32", "nearest"},
   };
+  // Claim 5 compares FP8 linear layers (block scaling) against their bf16 compute; then FP4's rows.
+  trajectory_settings.insert(trajectory_settings.end(), std::begin(kFp4Comparison), std::end(kFp4Comparison));
+  // Last: the report reads the fp16 run as trajectories.back().
+  trajectory_settings.push_back({"fp16 + dynamic loss scaling (f32 moments + master)", "fp16", "f32", "f32", "nearest"});
   std::vector<RunRecord> trajectories;
   for (size_t i = 0; i < std::size(trajectory_settings); ++i) {
     const Setting& s = trajectory_settings[i];
@@ -364,7 +439,7 @@ int run_precision_bench(const BenchOptions& options) {
   // The JSON document: everything the report and the plots are made from.
   nlohmann::json doc = {{"suite", "precision"}, {"quick", options.quick}, {"model", st.model_name},
                         {"data", st.data_name}, {"seq_len", st.seq}, {"micro_batch", st.batch},
-                        {"compute", st.compute}, {"seed", 1234}, {"threads", omp_get_max_threads()}};
+                        {"compute", st.compute}, {"seed", st.seed}, {"threads", omp_get_max_threads()}};
   for (const RunRecord& r : sticking) {
     nlohmann::json run = {{"name", r.setting.name}, {"lr", r.lr}, {"precision", r.setting.precision},
                           {"state", r.setting.state}, {"master", r.setting.master}, {"rounding", r.setting.rounding},
@@ -434,7 +509,7 @@ int run_precision_bench(const BenchOptions& options) {
   std::string md;
   md += "# farthing bench precision" + std::string(options.quick ? " --quick" : "") + "\n\n";
   md += "Model: " + st.model_name + ". Data: " + st.data_name + ". " + std::to_string(st.batch) + " x " +
-        std::to_string(st.seq) + " tokens per step, seed 1234, compute " + st.compute +
+        std::to_string(st.seq) + " tokens per step, seed " + std::to_string(st.seed) + ", compute " + st.compute +
         " (fp16 rows: fp16), constant lr, AdamW betas (0.9, 0.999), weight decay 0.01, clip 1.0, " +
         std::to_string(omp_get_max_threads()) + " threads, wall time " + fmt("%.0f", wall_s) + " s. " +
         (st.compute == "fp32" ? "At fp32 compute, rows with an fp32 master compute from the master; the others "
@@ -482,7 +557,7 @@ int run_precision_bench(const BenchOptions& options) {
     }
     return nullptr;
   };
-  const RunRecord* bf16 = named("bf16 compute (f32 moments + master)");
+  const RunRecord* bf16 = named(kBf16Compute);
   const RunRecord* fp8 = named("fp8 block scaling (f32 moments + master)");
   if (bf16 != nullptr && fp8 != nullptr) {
     md += "\nFP8 linear layers (block scaling) against bf16 compute, final held-out loss: " +

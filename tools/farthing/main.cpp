@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "                 [--preset NAME] [--seq T] [--batch B] [--torch-amp]   (train, gemm suites)\n"
     "                 [--device cpu|cuda]   (numerics, optim, train, ops: cuda measures the GPU; gemm: cuda only)\n"
     "                 [--quick] [--out DIR]   (precision suite: stories260K in ~2 min; where its report goes)\n"
+    "                 [--fp4] [--steps N] [--seed S]   (precision suite: only the FP4 comparison; run length; seed)\n"
     "                 [--out FILE] [--profile FILE]   (dist suite: write this world size's measurements;\n"
     "                 predict from another run's, e.g. np 1's) [--reduce-bucket-mib M]   (dist: reductions in flight)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
@@ -89,6 +90,14 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--batch") options.batch = std::stoll(value());
     else if (a == "--torch-amp") options.torch_amp = true;
     else if (a == "--quick") options.quick = true;
+    else if (a == "--fp4") options.fp4 = true;
+    else if (a == "--steps" || a == "--seed") {
+      const std::string v = value();
+      char* end = nullptr;
+      const long long x = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || x < 1) return usage_error(a + " must be a whole number >= 1, got '" + v + "'");
+      (a == "--steps" ? options.steps : options.seed) = x;
+    }
     else if (a == "--out") options.out = value();
     else if (a == "--profile") options.profile = value();
     else if (a == "--reduce-bucket-mib") {

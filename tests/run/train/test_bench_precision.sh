@@ -126,3 +126,51 @@ for e in errors:
 sys.exit(1 if errors else 0)
 PY
 echo "ok: report, JSON and figures hold every section; SR sticks less than RN at lr 1e-6"
+
+# --fp4: only the FP4 comparison. With the study's steps and seed its runs are the full study's
+# rows bit for bit (the same trainer, data and seed); --steps and --seed reach every run.
+for args in "" "--steps 20 --seed 7"; do
+  dir="$WORK/fp4${args:+_short}"
+  # shellcheck disable=SC2086  # $args is two options or none
+  FARTHING_SHARED_DIR="$SHARED" FARTHING_PLOT_PRECISION_SCRIPT="$SRC/tools/plot_precision.py" \
+    "$FARTHING" bench precision --quick --fp4 $args --out "$dir" > "$WORK/fp4_stdout.txt" 2> "$WORK/fp4_stderr.txt" \
+    || fail "bench precision --quick --fp4 $args failed: $(tail -5 "$WORK/fp4_stderr.txt")"
+  for f in precision_fp4.md precision_fp4.json; do [ -s "$dir/$f" ] || fail "$dir/$f missing or empty"; done
+done
+python3 - "$OUT/precision.json" "$WORK/fp4/precision_fp4.json" "$WORK/fp4_short/precision_fp4.json" \
+  "$WORK/fp4/precision_fp4.md" <<'PY' || fail "bench precision --fp4 is wrong (above)"
+import json, sys
+full, fp4, short = (json.load(open(p)) for p in sys.argv[1:4])
+md = open(sys.argv[4]).read()
+names = ["bf16 compute (f32 moments + master)", "fp8 block scaling (f32 moments + master)",
+         "nvfp4, the paper's recipe (f32 moments + master)", "nvfp4 without SR", "nvfp4 without RHT",
+         "nvfp4 without bf16 blocks", "mxfp4, the paper's recipe (f32 moments + master)"]
+errors = []
+for doc, steps, seed in ((fp4, 200, 1234), (short, 20, 7)):
+    t = doc["trajectories"]
+    got = [r["name"] for r in t["runs"]]
+    if got != names:
+        errors.append(f"--fp4 rows {got}")
+    if t["steps"] != steps or doc["seed"] != seed:
+        errors.append(f"--fp4: steps {t['steps']} seed {doc['seed']}, expected {steps} and {seed}")
+    if t["runs"] and t["runs"][0]["relative_to_bf16"] != 0.0:
+        errors.append("--fp4: bf16 compute is not 0% from itself")
+    for r in t["runs"]:
+        if r["eval"][-1][0] != steps:
+            errors.append(f"--fp4 '{r['name']}': last eval at step {r['eval'][-1][0]}, expected {steps}")
+full_runs = {r["name"]: r for r in full["trajectories"]["runs"]}
+for r in fp4["trajectories"]["runs"]:
+    if r["eval"] != full_runs[r["name"]]["eval"]:
+        errors.append(f"--fp4 '{r['name']}': held-out losses differ from the full study's: {r['eval'][-1]} vs "
+                      f"{full_runs[r['name']]['eval'][-1]}")
+    if f"| {r['name']} |" not in md:
+        errors.append(f"precision_fp4.md lacks the row '{r['name']}'")
+for r in short["trajectories"]["runs"]:
+    at20 = dict((s, v) for s, v in full_runs[r["name"]]["eval"])[20]
+    if r["eval"][-1][1] == at20:
+        errors.append(f"--seed 7 '{r['name']}': step 20's held-out loss is seed 1234's ({at20})")
+for e in errors:
+    print("FAIL:", e, file=sys.stderr)
+sys.exit(1 if errors else 0)
+PY
+echo "ok: --fp4 runs the full study's seven FP4 rows bit for bit; --steps and --seed reach every run"
