@@ -55,11 +55,14 @@ const char* describe_side(const Fp8Operand& x, bool k_is_cols, Side& side) {
   side.k_tiles = nm::fp8_ceil_tiles(k);
   const bool along_k = (k_is_cols && x.tiling == Fp8Tiling::kRow1x128) || (!k_is_cols && x.tiling == Fp8Tiling::kCol128x1);
   if (along_k) {
+    // NOTE: each k tile's column of scales starts 16 bytes apart: the outer dimension padded to a
+    // multiple of 4 floats, as TransformerEngine's "GEMM-ready" 1-D block scales are for the same
+    // cuBLASLt mode. m = 1 was declined on the H200 with the column unpadded.
     side.mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
     side.outer_tiles = outer;
     side.dst_o = 1;  // outer fastest
-    side.dst_k = outer;
-    side.dst_floats = outer * side.k_tiles;
+    side.dst_k = round_up(outer, 4);
+    side.dst_floats = side.dst_k * side.k_tiles;
   } else if (x.tiling == Fp8Tiling::kBlock128) {
     side.mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
     side.outer_tiles = nm::fp8_ceil_tiles(outer);

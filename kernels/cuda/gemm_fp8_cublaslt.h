@@ -9,8 +9,10 @@
 // and the layouts PyTorch's _scaled_mm checks against it:
 //   kTensor   → CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, the s_inv pointer as is;
 //   1 x 128 tiles along k (kRow1x128 of a K-major operand, kCol128x1 of one stored (k, outer))
-//             → VEC128_32F: ceil(k/128) x outer floats, outer fastest (a kCol128x1 array is
-//               already that; a kRow1x128 array is transposed into the workspace);
+//             → VEC128_32F: ceil(k/128) columns of outer floats, outer fastest, each column
+//               padded to a multiple of 4 floats (a kCol128x1 array is already that when outer
+//               is a multiple of 4; otherwise, and for a kRow1x128 array, the scales are copied
+//               into the workspace in that layout);
 //   kBlock128 → BLK128x128_32F: ceil(outer/128) rows of ceil(k/128) floats, k fastest, each row
 //               padded to a multiple of 4 floats (copied into the workspace unless it already is).
 // sm_90 pairs: SCALAR x SCALAR, VEC128 x VEC128, VEC128 x BLK128x128 (either way round); never
