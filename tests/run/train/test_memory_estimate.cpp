@@ -59,6 +59,13 @@ recipe::RunConfig base_config(const fs::path& dir) {
   return c;
 }
 
+// The numerics most cases vary: compute precision, AdamW's moments and its master.
+void set_numerics(recipe::RunConfig& c, recipe::Precision precision, optim::StateFormat state, optim::MasterMode master) {
+  c.train.precision = precision;
+  c.optimizer.state = state;
+  c.optimizer.master = master;
+}
+
 struct Measured {
   int64_t peak = 0;
   std::array<int64_t, kNumMemoryCategories> category_peaks{};
@@ -141,9 +148,7 @@ void write_random_safetensors(const models::ModelConfig& config, const std::file
 TEST(MemoryEstimate, Bf16Compute8BitStateF32Master) {
   TempDir dir("bf16_8bit");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = recipe::Precision::kBf16;
-  c.optimizer.state = optim::StateFormat::kBlock8;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kBf16, optim::StateFormat::kBlock8, optim::MasterMode::kF32);
   c.optimizer.embedding_f32_state = false;  // let the 8-bit segments include the big embedding
   expect_within_10_percent(c, models::preset_config("stories260k"), "bf16, 8bit state, f32 master");
 }
@@ -245,9 +250,7 @@ TEST(MemoryEstimate, OffloadedRemainder16StagesOneShardOnTheHostWhileBuilding) {
 TEST(MemoryEstimate, Fp32ComputeF32StateGradAccum) {
   TempDir dir("fp32_accum");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = recipe::Precision::kFp32;
-  c.optimizer.state = optim::StateFormat::kF32;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kFp32, optim::StateFormat::kF32, optim::MasterMode::kF32);
   c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   c.train.grad_accum = 2;
   expect_within_10_percent(c, models::preset_config("stories260k"), "fp32, f32 state, grad_accum 2");
@@ -256,9 +259,7 @@ TEST(MemoryEstimate, Fp32ComputeF32StateGradAccum) {
 TEST(MemoryEstimate, Bf16PerBlockCheckpointingNoMasterAccum) {
   TempDir dir("bf16_ckpt");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = recipe::Precision::kBf16;
-  c.optimizer.state = optim::StateFormat::kBlock8;
-  c.optimizer.master = optim::MasterMode::kNone;
+  set_numerics(c, recipe::Precision::kBf16, optim::StateFormat::kBlock8, optim::MasterMode::kNone);
   c.optimizer.weight_rounding = optim::WeightRounding::kStochastic;
   c.model.activation_checkpointing = models::Checkpointing::kPerBlock;
   c.train.grad_accum = 3;
@@ -271,9 +272,7 @@ TEST(MemoryEstimate, Bf16PerBlockCheckpointingNoMasterAccum) {
 TEST(MemoryEstimate, Fp8BlockScaling) {
   TempDir dir("fp8_block");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = recipe::Precision::kFp8;
-  c.optimizer.state = optim::StateFormat::kBlock8;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kFp8, optim::StateFormat::kBlock8, optim::MasterMode::kF32);
   expect_within_10_percent(c, models::preset_config("stories260k"), "fp8 block scaling, 8bit state, f32 master");
 }
 
@@ -284,18 +283,14 @@ TEST(MemoryEstimate, Fp8BlockScaling) {
 TEST(MemoryEstimate, Nvfp4Recipe) {
   TempDir dir("nvfp4");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = recipe::Precision::kNvfp4;
-  c.optimizer.state = optim::StateFormat::kF32;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kNvfp4, optim::StateFormat::kF32, optim::MasterMode::kF32);
   expect_within_10_percent(c, models::preset_config("stories260k"), "nvfp4, f32 state, f32 master");
 }
 
 TEST(MemoryEstimate, Mxfp4RecipeZeroStage2GradAccum) {
   TempDir dir("mxfp4");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = recipe::Precision::kMxfp4;
-  c.optimizer.state = optim::StateFormat::kBlock8;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kMxfp4, optim::StateFormat::kBlock8, optim::MasterMode::kF32);
   c.distributed.zero_stage = 2;
   c.train.grad_accum = 2;
   expect_within_10_percent(c, models::preset_config("stories260k"), "mxfp4, 8bit state, f32 master, zero2, accum 2");
@@ -359,9 +354,7 @@ TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
   recipe::RunConfig c = base_config(dir.path);
   c.model.preset = "";
   c.model.path = (dir.path / "model").string();
-  c.train.precision = recipe::Precision::kBf16;
-  c.optimizer.state = optim::StateFormat::kBf16;
-  c.optimizer.master = optim::MasterMode::kRemainder16;
+  set_numerics(c, recipe::Precision::kBf16, optim::StateFormat::kBf16, optim::MasterMode::kRemainder16);
   c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   const MemoryEstimate e = estimate_memory(c, gpt2, 1);
   EXPECT_GT(e.load_peak_bytes, 0);
@@ -374,9 +367,7 @@ TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
 TEST(MemoryEstimate, Fp32ComputeKeepsOneBackwardsGradientInFp32) {
   TempDir dir("fp32_one_backward");
   recipe::RunConfig c = base_config(dir.path);
-  c.train.precision = recipe::Precision::kFp32;
-  c.optimizer.state = optim::StateFormat::kF32;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kFp32, optim::StateFormat::kF32, optim::MasterMode::kF32);
   c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   ASSERT_EQ(c.train.grad_dtype, recipe::GradDtype::kAuto);
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size());
@@ -396,9 +387,7 @@ TEST(MemoryEstimate, ZeroStage3Bf16GradAccum) {
   TempDir dir("zero3_bf16");
   recipe::RunConfig c = base_config(dir.path);
   c.distributed.zero_stage = 3;
-  c.train.precision = recipe::Precision::kBf16;
-  c.optimizer.state = optim::StateFormat::kBlock8;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kBf16, optim::StateFormat::kBlock8, optim::MasterMode::kF32);
   c.train.grad_accum = 2;
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), 1);
   EXPECT_EQ(e.model_buffers.params + e.model_buffers.grads + e.model_buffers.working, 0);
@@ -434,9 +423,7 @@ TEST(MemoryEstimate, ZeroStage2Fp32ComputeFromMaster) {
   TempDir dir("zero2_master");
   recipe::RunConfig c = base_config(dir.path);
   c.distributed.zero_stage = 2;
-  c.train.precision = recipe::Precision::kFp32;
-  c.optimizer.state = optim::StateFormat::kBlock8;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kFp32, optim::StateFormat::kBlock8, optim::MasterMode::kF32);
   c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   const MemoryEstimate e = estimate_memory(c, models::preset_config("stories260k"), world().world_size(), world().rank());
   EXPECT_EQ(e.master_copy > 0, world().world_size() > 1);
@@ -479,9 +466,7 @@ TEST(MemoryEstimate, ReductionsInFlightFusedStage1) {
   c.train.optimizer_in_backward = true;
   c.train.max_grad_norm = 0.0;
   c.train.nonfinite = recipe::Nonfinite::kFail;
-  c.train.precision = recipe::Precision::kBf16;
-  c.optimizer.state = optim::StateFormat::kBlock8;
-  c.optimizer.master = optim::MasterMode::kNone;
+  set_numerics(c, recipe::Precision::kBf16, optim::StateFormat::kBlock8, optim::MasterMode::kNone);
   c.optimizer.weight_rounding = optim::WeightRounding::kStochastic;
   expect_within_10_percent(c, models::preset_config("stories260k"), "zero1 fused, 1.5 MiB of reductions in flight");
 }
@@ -491,9 +476,7 @@ TEST(MemoryEstimate, ReductionsInFlightStage3) {
   recipe::RunConfig c = base_config(dir.path);
   c.distributed.zero_stage = 3;
   c.distributed.reduce_bucket_mib = 1.0;
-  c.train.precision = recipe::Precision::kFp32;
-  c.optimizer.state = optim::StateFormat::kBlock8;
-  c.optimizer.master = optim::MasterMode::kF32;
+  set_numerics(c, recipe::Precision::kFp32, optim::StateFormat::kBlock8, optim::MasterMode::kF32);
   c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   expect_within_10_percent(c, models::preset_config("stories260k"), "zero3, fp32 from the master, 1 MiB in flight");
 }
@@ -513,9 +496,7 @@ TEST(MemoryEstimate, ZeroStage3UntiedLlamaFromSafetensors) {
   c.model.preset = "";
   c.model.path = (dir.path / "model").string();
   c.distributed.zero_stage = 3;
-  c.train.precision = recipe::Precision::kFp32;
-  c.optimizer.state = optim::StateFormat::kBf16;
-  c.optimizer.master = optim::MasterMode::kRemainder16;
+  set_numerics(c, recipe::Precision::kFp32, optim::StateFormat::kBf16, optim::MasterMode::kRemainder16);
   c.optimizer.weight_rounding = optim::WeightRounding::kNearest;
   expect_within_10_percent(c, llama, "zero3 untied llama from safetensors, fp32 compute, remainder16 master");
 }
