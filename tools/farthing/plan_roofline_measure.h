@@ -7,7 +7,7 @@
 // shapes: no launch gaps, host waits or cache effects of the real step between them (bench train
 // measures the whole step). Not run: FP8 quantization and FP8 GEMMs (bench numerics and bench
 // gemm measure those), and the optimizer step (bench optim).
-// Relies on: framework/backend (Backend, NnOps, Buffer). Tested by: tests/run/train/test_plan_roofline_measure.sh.
+// Relies on: framework/backend (Backend, NnOps, Buffer). Tested by: tests/cli/test_plan_roofline_measure.sh.
 #pragma once
 
 #include <vector>
