@@ -63,9 +63,10 @@ void CpuNnOps::attention_decode(const AttentionShape& s, float* out, const float
   k::attention_decode_cpu(s, out, qkv, rows, first_position, k_cache, v_cache);
 }
 
-void CpuNnOps::rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+void CpuNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
                                float eps) {
-  k::rmsnorm_forward_cpu(out, rstd, x, w, n, c, eps);
+  if (out.is_bf16()) return k::rmsnorm_forward_cpu(out.bf16(), rstd, x, w, n, c, eps);
+  k::rmsnorm_forward_cpu(out.f32(), rstd, x, w, n, c, eps);
 }
 
 void CpuNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
@@ -73,9 +74,10 @@ void CpuNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const f
   k::rmsnorm_backward_cpu(dx, dw, dout, x, w, rstd, n, c);
 }
 
-void CpuNnOps::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+void CpuNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
                                  const float* b, int64_t n, int64_t c, float eps) {
-  k::layernorm_forward_cpu(out, mean, rstd, x, w, b, n, c, eps);
+  if (out.is_bf16()) return k::layernorm_forward_cpu(out.bf16(), mean, rstd, x, w, b, n, c, eps);
+  k::layernorm_forward_cpu(out.f32(), mean, rstd, x, w, b, n, c, eps);
 }
 
 void CpuNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
@@ -88,15 +90,19 @@ void CpuNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, in
   k::rope_apply_cpu(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
 }
 
-void CpuNnOps::swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) {
-  k::swiglu_forward_cpu(act, gu, n, h);
+void CpuNnOps::swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) {
+  if (act.is_bf16()) return k::swiglu_forward_cpu(act.bf16(), gu, n, h);
+  k::swiglu_forward_cpu(act.f32(), gu, n, h);
 }
 
 void CpuNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
   k::swiglu_backward_cpu(dgu, dact, gu, n, h);
 }
 
-void CpuNnOps::gelu_forward(float* out, const float* x, int64_t count) { k::gelu_forward_cpu(out, x, count); }
+void CpuNnOps::gelu_forward(ActRef out, const float* x, int64_t count) {
+  if (out.is_bf16()) return k::gelu_forward_cpu(out.bf16(), x, count);
+  k::gelu_forward_cpu(out.f32(), x, count);
+}
 
 void CpuNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
   k::gelu_backward_cpu(dx, dout, x, count);

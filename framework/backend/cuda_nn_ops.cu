@@ -197,9 +197,10 @@ void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const floa
   k::attention_decode_cuda(s, out, qkv, rows, first_position, k_cache, v_cache, scores, STREAM);
 }
 
-void CudaNnOps::rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+void CudaNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
                                 float eps) {
-  k::rmsnorm_forward_cuda(out, rstd, x, w, n, c, eps, STREAM);
+  if (out.is_bf16()) return k::rmsnorm_forward_cuda(out.bf16(), rstd, x, w, n, c, eps, STREAM);
+  k::rmsnorm_forward_cuda(out.f32(), rstd, x, w, n, c, eps, STREAM);
 }
 
 void CudaNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
@@ -208,9 +209,10 @@ void CudaNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const 
   k::rmsnorm_backward_cuda(dx, dw, dout, x, w, rstd, n, c, scratch, STREAM);
 }
 
-void CudaNnOps::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+void CudaNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
                                   const float* b, int64_t n, int64_t c, float eps) {
-  k::layernorm_forward_cuda(out, mean, rstd, x, w, b, n, c, eps, STREAM);
+  if (out.is_bf16()) return k::layernorm_forward_cuda(out.bf16(), mean, rstd, x, w, b, n, c, eps, STREAM);
+  k::layernorm_forward_cuda(out.f32(), mean, rstd, x, w, b, n, c, eps, STREAM);
 }
 
 void CudaNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
@@ -224,15 +226,19 @@ void CudaNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, i
   k::rope_apply_cuda(x, rows, seq, heads, head_dim, stride, cos, sin, inverse, STREAM);
 }
 
-void CudaNnOps::swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) {
-  k::swiglu_forward_cuda(act, gu, n, h, STREAM);
+void CudaNnOps::swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) {
+  if (act.is_bf16()) return k::swiglu_forward_cuda(act.bf16(), gu, n, h, STREAM);
+  k::swiglu_forward_cuda(act.f32(), gu, n, h, STREAM);
 }
 
 void CudaNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
   k::swiglu_backward_cuda(dgu, dact, gu, n, h, STREAM);
 }
 
-void CudaNnOps::gelu_forward(float* out, const float* x, int64_t count) { k::gelu_forward_cuda(out, x, count, STREAM); }
+void CudaNnOps::gelu_forward(ActRef out, const float* x, int64_t count) {
+  if (out.is_bf16()) return k::gelu_forward_cuda(out.bf16(), x, count, STREAM);
+  k::gelu_forward_cuda(out.f32(), x, count, STREAM);
+}
 
 void CudaNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
   k::gelu_backward_cuda(dx, dout, x, count, STREAM);

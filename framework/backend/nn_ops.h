@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "framework/backend/act_ref.h"
 #include "framework/core/tensor.h"
 #include "kernels/numerics/fp4_operand.h"
 #include "kernels/numerics/fp8_operand.h"
@@ -82,14 +83,16 @@ class NnOps {
   virtual void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
                                 int64_t first_position, const float* k_cache, const float* v_cache) = 0;
 
+  // The forward ops whose output only GEMMs read (the norms, SwiGLU, GELU) write it as fp32 or
+  // as bf16 (ActRef: each value rounded once to nearest even, the bits narrow(kBF16) would give).
   // out = x * rsqrt(mean(x^2) + eps) * w                 x, out (N, C); rstd (N)
-  virtual void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+  virtual void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
                                float eps) = 0;
   // dx += ..., dw += ...
   virtual void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
                                 const float* rstd, int64_t n, int64_t c) = 0;
   // out = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm)
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+  virtual void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
                                  const float* b, int64_t n, int64_t c, float eps) = 0;
   // dx += ..., dw += ..., db += ...
   virtual void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
@@ -101,10 +104,10 @@ class NnOps {
                           const float* cos, const float* sin, bool inverse) = 0;
 
   // act = silu(gate) * up, gu rows [gate (H) | up (H)]; backward overwrites dgu.
-  virtual void swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) = 0;
+  virtual void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) = 0;
   virtual void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) = 0;
   // out = gelu_tanh(x); backward overwrites dx.
-  virtual void gelu_forward(float* out, const float* x, int64_t count) = 0;
+  virtual void gelu_forward(ActRef out, const float* x, int64_t count) = 0;
   virtual void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) = 0;
 
   // out[r] = wte[tok[r]] (+ wpe[r % seq]); backward: dwte[tok[r]] += dout[r], dwpe likewise

@@ -48,9 +48,9 @@ void StrictNnOps::attention_decode(const AttentionShape& s, float* out, const fl
   STRICT_OP(attention_decode, attention_decode(s, out, qkv, rows, first_position, k_cache, v_cache), {"out", out},
             {"qkv", qkv}, {"k_cache", k_cache}, {"v_cache", v_cache});
 }
-void StrictNnOps::rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+void StrictNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
                                   float eps) {
-  STRICT_OP(rmsnorm_forward, rmsnorm_forward(out, rstd, x, w, n, c, eps), {"out", out}, {"rstd", rstd}, {"x", x},
+  STRICT_OP(rmsnorm_forward, rmsnorm_forward(out, rstd, x, w, n, c, eps), {"out", out.data}, {"rstd", rstd}, {"x", x},
             {"w", w});
 }
 void StrictNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
@@ -58,9 +58,9 @@ void StrictNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, cons
   STRICT_OP(rmsnorm_backward, rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c), {"dx", dx}, {"dw", dw},
             {"dout", dout}, {"x", x}, {"w", w}, {"rstd", rstd});
 }
-void StrictNnOps::layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w,
+void StrictNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
                                     const float* b, int64_t n, int64_t c, float eps) {
-  STRICT_OP(layernorm_forward, layernorm_forward(out, mean, rstd, x, w, b, n, c, eps), {"out", out}, {"mean", mean},
+  STRICT_OP(layernorm_forward, layernorm_forward(out, mean, rstd, x, w, b, n, c, eps), {"out", out.data}, {"mean", mean},
             {"rstd", rstd}, {"x", x}, {"w", w}, {"b", b});
 }
 void StrictNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
@@ -73,14 +73,14 @@ void StrictNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads,
   STRICT_OP(rope_apply, rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse), {"x", x},
             {"cos", cos}, {"sin", sin});
 }
-void StrictNnOps::swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) {
-  STRICT_OP(swiglu_forward, swiglu_forward(act, gu, n, h), {"act", act}, {"gu", gu});
+void StrictNnOps::swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) {
+  STRICT_OP(swiglu_forward, swiglu_forward(act, gu, n, h), {"act", act.data}, {"gu", gu});
 }
 void StrictNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
   STRICT_OP(swiglu_backward, swiglu_backward(dgu, dact, gu, n, h), {"dgu", dgu}, {"dact", dact}, {"gu", gu});
 }
-void StrictNnOps::gelu_forward(float* out, const float* x, int64_t count) {
-  STRICT_OP(gelu_forward, gelu_forward(out, x, count), {"out", out}, {"x", x});
+void StrictNnOps::gelu_forward(ActRef out, const float* x, int64_t count) {
+  STRICT_OP(gelu_forward, gelu_forward(out, x, count), {"out", out.data}, {"x", x});
 }
 void StrictNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
   STRICT_OP(gelu_backward, gelu_backward(dx, dout, x, count), {"dx", dx}, {"dout", dout}, {"x", x});

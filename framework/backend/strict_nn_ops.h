@@ -24,19 +24,19 @@ class StrictNnOps final : public NnOps {
                           const float* lse, const float* qkv) override;
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
                         const float* k_cache, const float* v_cache) override;
-  void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+  void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
                        float eps) override;
   void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
                         int64_t n, int64_t c) override;
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+  void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                          int64_t n, int64_t c, float eps) override;
   void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override;
   void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
-  void swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) override;
+  void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) override;
   void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override;
-  void gelu_forward(float* out, const float* x, int64_t count) override;
+  void gelu_forward(ActRef out, const float* x, int64_t count) override;
   void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override;
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override;

@@ -41,20 +41,73 @@ inline float sum_squares(const float* x, int64_t c) {
   return acc;
 }
 
-}  // namespace
+// How a forward op stores an output value: fp32 as is, bf16 rounded to nearest even once.
+inline void store(float* p, float v) { *p = v; }
+inline void store(uint16_t* p, float v) { *p = nm::f32_to_bf16_rne(v); }
 
-void rmsnorm_forward_cpu(float* out, float* rstd, const float* x, const float* w, int64_t n,
-                         int64_t c, float eps) {
+template <class Out>
+void rmsnorm_forward_rows(Out* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
     const float* xr = x + r * c;
-    float* o = out + r * c;
+    Out* o = out + r * c;
     // NOTE: as Hugging Face: rsqrt(mean(x^2) + eps) in fp32, then (x * r) * w.
     const float s = nm::norm_rstd_f32(sum_squares(xr, c), float(c), eps);
     rstd[r] = s;
 #pragma omp simd
-    for (int64_t i = 0; i < c; ++i) o[i] = nm::rmsnorm_out_f32(xr[i], s, w[i]);
+    for (int64_t i = 0; i < c; ++i) store(o + i, nm::rmsnorm_out_f32(xr[i], s, w[i]));
   }
+}
+
+template <class Out>
+void layernorm_forward_rows(Out* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                            int64_t n, int64_t c, float eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * c;
+    Out* o = out + r * c;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < c; ++i) sum += xr[i];
+    const float m = sum / float(c);
+    float var = 0.0f;
+#pragma omp simd reduction(+ : var)
+    for (int64_t i = 0; i < c; ++i) var += nm::layernorm_dev2_f32(xr[i], m);
+    const float s = nm::norm_rstd_f32(var, float(c), eps);
+    mean[r] = m;
+    rstd[r] = s;
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i) store(o + i, nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]));
+  }
+}
+
+template <class Out>
+void swiglu_forward_rows(Out* act, const float* gu, int64_t n, int64_t h) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* g = gu + r * 2 * h;
+    const float* u = g + h;
+    Out* a = act + r * h;
+#pragma omp simd
+    for (int64_t i = 0; i < h; ++i) store(a + i, nm::swiglu_f32(g[i], u[i]));
+  }
+}
+
+// The scalar maths (tanh form as v * sigmoid(2u), and its derivative) is numerics/activations.h.
+template <class Out>
+void gelu_forward_elements(Out* out, const float* x, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) store(out + i, nm::gelu_tanh_f32(x[i]));
+}
+
+}  // namespace
+
+void rmsnorm_forward_cpu(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps) {
+  rmsnorm_forward_rows(out, rstd, x, w, n, c, eps);
+}
+void rmsnorm_forward_cpu(uint16_t* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                         float eps) {
+  rmsnorm_forward_rows(out, rstd, x, w, n, c, eps);
 }
 
 void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* x,
@@ -83,25 +136,13 @@ void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* 
   });
 }
 
-void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x, const float* w,
-                           const float* b, int64_t n, int64_t c, float eps) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * c;
-    float* o = out + r * c;
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < c; ++i) sum += xr[i];
-    const float m = sum / float(c);
-    float var = 0.0f;
-#pragma omp simd reduction(+ : var)
-    for (int64_t i = 0; i < c; ++i) var += nm::layernorm_dev2_f32(xr[i], m);
-    const float s = nm::norm_rstd_f32(var, float(c), eps);
-    mean[r] = m;
-    rstd[r] = s;
-#pragma omp simd
-    for (int64_t i = 0; i < c; ++i) o[i] = nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]);
-  }
+void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                           int64_t n, int64_t c, float eps) {
+  layernorm_forward_rows(out, mean, rstd, x, w, b, n, c, eps);
+}
+void layernorm_forward_cpu(uint16_t* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                           int64_t n, int64_t c, float eps) {
+  layernorm_forward_rows(out, mean, rstd, x, w, b, n, c, eps);
 }
 
 void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x,
@@ -160,16 +201,8 @@ void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t 
   }
 }
 
-void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    const float* g = gu + r * 2 * h;
-    const float* u = g + h;
-    float* a = act + r * h;
-#pragma omp simd
-    for (int64_t i = 0; i < h; ++i) a[i] = nm::swiglu_f32(g[i], u[i]);
-  }
-}
+void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) { swiglu_forward_rows(act, gu, n, h); }
+void swiglu_forward_cpu(uint16_t* act, const float* gu, int64_t n, int64_t h) { swiglu_forward_rows(act, gu, n, h); }
 
 void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
 #pragma omp parallel for schedule(static)
@@ -184,11 +217,8 @@ void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t
   }
 }
 
-// The scalar maths (tanh form as v * sigmoid(2u), and its derivative) is numerics/activations.h.
-void gelu_forward_cpu(float* out, const float* x, int64_t count) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) out[i] = nm::gelu_tanh_f32(x[i]);
-}
+void gelu_forward_cpu(float* out, const float* x, int64_t count) { gelu_forward_elements(out, x, count); }
+void gelu_forward_cpu(uint16_t* out, const float* x, int64_t count) { gelu_forward_elements(out, x, count); }
 
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count) {
 #pragma omp parallel for simd schedule(static)

@@ -15,8 +15,14 @@
 
 namespace farthing::kernels {
 
+// The forward ops that write an activation only GEMMs read (the norms, SwiGLU, GELU) have a
+// second form whose `out` is bf16: each fp32 value rounded once to nearest even, the bits that
+// narrowing the fp32 out would give (framework/backend/act_ref.h says why).
+
 // out = x * rsqrt(mean(x^2) + eps) * w                     x, out (N, C); rstd (N)
 void rmsnorm_forward_cpu(float* out, float* rstd, const float* x, const float* w, int64_t n,
+                         int64_t c, float eps);
+void rmsnorm_forward_cpu(uint16_t* out, float* rstd, const float* x, const float* w, int64_t n,
                          int64_t c, float eps);
 // dx += ..., dw += ...
 void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* x,
@@ -24,6 +30,8 @@ void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* 
 
 // out = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm)
 void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x, const float* w,
+                           const float* b, int64_t n, int64_t c, float eps);
+void layernorm_forward_cpu(uint16_t* out, float* mean, float* rstd, const float* x, const float* w,
                            const float* b, int64_t n, int64_t c, float eps);
 // dx += ..., dw += ..., db += ...
 void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x,
@@ -39,11 +47,13 @@ void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t 
 
 // act = silu(gate) * up where gu rows are [gate (H) | up (H)]           gu (N, 2H), act (N, H)
 void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h);
+void swiglu_forward_cpu(uint16_t* act, const float* gu, int64_t n, int64_t h);
 // dgu = d/dgu (overwrites)
 void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h);
 
 // out = gelu_tanh(x) (GPT-2's "gelu_new")                               (count)
 void gelu_forward_cpu(float* out, const float* x, int64_t count);
+void gelu_forward_cpu(uint16_t* out, const float* x, int64_t count);
 // dx = dout * gelu'(x) (overwrites)
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count);
 

@@ -1,8 +1,9 @@
 // act_storage.cuh — how a kernel reads and writes an activation element of its storage type:
 // fp32 as is; bf16 (uint16_t bits) widened exactly on load and rounded to nearest-even once on
-// store. Kernels are templated on the storage type, so the bf16 activations of issue 16 need no
-// second copy of any kernel; only fp32 is instantiated behind NnOps today.
-// Relies on: numerics/bf16.h. Used by: activation_cuda.cu, rope_cuda.cu, embedding_cuda.cu.
+// store. Kernels are templated on the storage type, so bf16 activations need no second copy of
+// any kernel. Behind NnOps the bf16 form is instantiated for the outputs that only GEMMs read
+// (the norms, SwiGLU, GELU: framework/backend/act_ref.h).
+// Relies on: numerics/bf16.h. Used by: activation_cuda.cu, norm_cuda.cu, rope_cuda.cu, embedding_cuda.cu.
 #pragma once
 
 #include <cstdint>

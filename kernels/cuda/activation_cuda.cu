@@ -15,8 +15,8 @@ using cuda_nn::store_f32;
 
 namespace {
 
-template <class T>
-__global__ void __launch_bounds__(kThreads) gelu_forward_kernel(T* out, const T* x, int64_t count) {
+template <class Out, class In>
+__global__ void __launch_bounds__(kThreads) gelu_forward_kernel(Out* out, const In* x, int64_t count) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     store_f32(out + i, nm::gelu_tanh_f32(load_f32(x + i)));
   }
@@ -29,12 +29,12 @@ __global__ void __launch_bounds__(kThreads) gelu_backward_kernel(T* dx, const T*
   }
 }
 
-template <class T>
-__global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(T* act, const T* gu, int64_t n, int64_t h) {
+template <class Out, class In>
+__global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(Out* act, const In* gu, int64_t n, int64_t h) {
   const int64_t count = n * h;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / h, i = e - r * h;
-    const T* g = gu + r * 2 * h;
+    const In* g = gu + r * 2 * h;
     store_f32(act + e, nm::swiglu_f32(load_f32(g + i), load_f32(g + h + i)));
   }
 }
@@ -53,12 +53,27 @@ swiglu_backward_kernel(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h)
   }
 }
 
-}  // namespace
-
-void gelu_forward_cuda(float* out, const float* x, int64_t count, cudaStream_t stream) {
+template <class Out>
+void gelu_forward_launch(Out* out, const float* x, int64_t count, cudaStream_t stream) {
   if (count <= 0) return;
   gelu_forward_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(out, x, count);
   cuda_nn::check_launch();
+}
+
+template <class Out>
+void swiglu_forward_launch(Out* act, const float* gu, int64_t n, int64_t h, cudaStream_t stream) {
+  if (n * h <= 0) return;
+  swiglu_forward_kernel<<<cuda_nn::blocks_for(n * h), kThreads, 0, stream>>>(act, gu, n, h);
+  cuda_nn::check_launch();
+}
+
+}  // namespace
+
+void gelu_forward_cuda(float* out, const float* x, int64_t count, cudaStream_t stream) {
+  gelu_forward_launch(out, x, count, stream);
+}
+void gelu_forward_cuda(uint16_t* out, const float* x, int64_t count, cudaStream_t stream) {
+  gelu_forward_launch(out, x, count, stream);
 }
 
 void gelu_backward_cuda(float* dx, const float* dout, const float* x, int64_t count, cudaStream_t stream) {
@@ -68,9 +83,10 @@ void gelu_backward_cuda(float* dx, const float* dout, const float* x, int64_t co
 }
 
 void swiglu_forward_cuda(float* act, const float* gu, int64_t n, int64_t h, cudaStream_t stream) {
-  if (n * h <= 0) return;
-  swiglu_forward_kernel<<<cuda_nn::blocks_for(n * h), kThreads, 0, stream>>>(act, gu, n, h);
-  cuda_nn::check_launch();
+  swiglu_forward_launch(act, gu, n, h, stream);
+}
+void swiglu_forward_cuda(uint16_t* act, const float* gu, int64_t n, int64_t h, cudaStream_t stream) {
+  swiglu_forward_launch(act, gu, n, h, stream);
 }
 
 void swiglu_backward_cuda(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h, cudaStream_t stream) {

@@ -2,8 +2,8 @@
 //
 // The functions of kernels/cpu/nn_cpu.h on device pointers, queued on `stream`. Each element is
 // the scalar definition in numerics/activations.h and nothing else, so results are bitwise the
-// CPU's. Templated on the activation storage (fp32 today; bf16 storage widens to fp32, runs the
-// same maths and rounds once on store when activations move to bf16).
+// CPU's. The forwards write fp32 or bf16 (rounded once on store, as nn_cpu.h's bf16 forms);
+// the kernels are templated on the storage (act_storage.cuh).
 // Relies on: numerics/activations.h, act_storage.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
 #pragma once
 
@@ -14,8 +14,10 @@
 namespace farthing::kernels {
 
 void gelu_forward_cuda(float* out, const float* x, int64_t count, cudaStream_t stream);
+void gelu_forward_cuda(uint16_t* out, const float* x, int64_t count, cudaStream_t stream);
 void gelu_backward_cuda(float* dx, const float* dout, const float* x, int64_t count, cudaStream_t stream);
 void swiglu_forward_cuda(float* act, const float* gu, int64_t n, int64_t h, cudaStream_t stream);
+void swiglu_forward_cuda(uint16_t* act, const float* gu, int64_t n, int64_t h, cudaStream_t stream);
 void swiglu_backward_cuda(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h, cudaStream_t stream);
 
 }  // namespace farthing::kernels

@@ -2,6 +2,7 @@
 // t, t + kThreads, ... in order, then the block tree adds the per-thread sums.
 #include "kernels/cuda/norm_cuda.h"
 
+#include "kernels/cuda/act_storage.cuh"
 #include "kernels/cuda/nn_cuda_common.cuh"
 #include "kernels/numerics/norm_steps.h"
 
@@ -12,8 +13,9 @@ using cuda_nn::kThreads;
 
 namespace {
 
+template <class Out>
 __global__ void __launch_bounds__(kThreads)
-rmsnorm_forward_kernel(float* out, float* rstd, const float* x, const float* w, int64_t c, float eps) {
+rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, const float* w, int64_t c, float eps) {
   __shared__ float shared[kThreads];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * c;
@@ -21,8 +23,8 @@ rmsnorm_forward_kernel(float* out, float* rstd, const float* x, const float* w, 
   for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += xr[i] * xr[i];
   const float s = nm::norm_rstd_f32(cuda_nn::block_sum(acc, shared), float(c), eps);
   if (threadIdx.x == 0) rstd[r] = s;
-  float* o = out + r * c;
-  for (int64_t i = threadIdx.x; i < c; i += kThreads) o[i] = nm::rmsnorm_out_f32(xr[i], s, w[i]);
+  Out* o = out + r * c;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) cuda_nn::store_f32(o + i, nm::rmsnorm_out_f32(xr[i], s, w[i]));
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -40,8 +42,9 @@ rmsnorm_backward_dx_kernel(float* dx, const float* dout, const float* x, const f
   for (int64_t i = threadIdx.x; i < c; i += kThreads) d[i] += nm::rmsnorm_dx_f32(w[i], g[i], xr[i], s, k);
 }
 
+template <class Out>
 __global__ void __launch_bounds__(kThreads)
-layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+layernorm_forward_kernel(Out* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                          int64_t c, float eps) {
   __shared__ float shared[kThreads];
   const int64_t r = blockIdx.x;
@@ -56,8 +59,10 @@ layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* x, c
     mean[r] = m;
     rstd[r] = s;
   }
-  float* o = out + r * c;
-  for (int64_t i = threadIdx.x; i < c; i += kThreads) o[i] = nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]);
+  Out* o = out + r * c;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) {
+    cuda_nn::store_f32(o + i, nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]));
+  }
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -106,15 +111,33 @@ struct RowTerm {  // dout[r][i], rows `stride` apart
   __device__ float operator()(int64_t r, int64_t i) const { return dout[r * stride + i]; }
 };
 
+template <class Out>
+void rmsnorm_forward_launch(Out* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
+                            cudaStream_t stream) {
+  if (n <= 0) return;
+  rmsnorm_forward_kernel<<<unsigned(n), kThreads, 0, stream>>>(out, rstd, x, w, c, eps);
+  cuda_nn::check_launch();
+}
+
+template <class Out>
+void layernorm_forward_launch(Out* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                              int64_t n, int64_t c, float eps, cudaStream_t stream) {
+  if (n <= 0) return;
+  layernorm_forward_kernel<<<unsigned(n), kThreads, 0, stream>>>(out, mean, rstd, x, w, b, c, eps);
+  cuda_nn::check_launch();
+}
+
 }  // namespace
 
 int64_t norm_backward_scratch_floats(int64_t n, int64_t c) { return cuda_nn::column_sum_scratch_floats(n, c); }
 
 void rmsnorm_forward_cuda(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
                           cudaStream_t stream) {
-  if (n <= 0) return;
-  rmsnorm_forward_kernel<<<unsigned(n), kThreads, 0, stream>>>(out, rstd, x, w, c, eps);
-  cuda_nn::check_launch();
+  rmsnorm_forward_launch(out, rstd, x, w, n, c, eps, stream);
+}
+void rmsnorm_forward_cuda(uint16_t* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
+                          cudaStream_t stream) {
+  rmsnorm_forward_launch(out, rstd, x, w, n, c, eps, stream);
 }
 
 void rmsnorm_backward_cuda(float* dx, float* dw, const float* dout, const float* x, const float* w,
@@ -127,9 +150,11 @@ void rmsnorm_backward_cuda(float* dx, float* dw, const float* dout, const float*
 
 void layernorm_forward_cuda(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                             int64_t n, int64_t c, float eps, cudaStream_t stream) {
-  if (n <= 0) return;
-  layernorm_forward_kernel<<<unsigned(n), kThreads, 0, stream>>>(out, mean, rstd, x, w, b, c, eps);
-  cuda_nn::check_launch();
+  layernorm_forward_launch(out, mean, rstd, x, w, b, n, c, eps, stream);
+}
+void layernorm_forward_cuda(uint16_t* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                            int64_t n, int64_t c, float eps, cudaStream_t stream) {
+  layernorm_forward_launch(out, mean, rstd, x, w, b, n, c, eps, stream);
 }
 
 void layernorm_backward_cuda(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,

@@ -5,7 +5,7 @@
 // (nn_cuda_common.cuh), no atomics. The scalar steps are numerics/norm_steps.h, shared with the
 // CPU, so outputs differ from the CPU's only through the order of the row sums.
 // scratch: norm_backward_scratch_floats(n, c) floats of device memory (may be null when 0).
-// Relies on: numerics/norm_steps.h, nn_cuda_common.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
+// Relies on: numerics/norm_steps.h, nn_cuda_common.cuh, act_storage.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,11 +16,16 @@ namespace farthing::kernels {
 
 int64_t norm_backward_scratch_floats(int64_t n, int64_t c);
 
+// The forwards write `out` as fp32 or bf16 (rounded once on store, as nn_cpu.h's bf16 forms).
 void rmsnorm_forward_cuda(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
+                          cudaStream_t stream);
+void rmsnorm_forward_cuda(uint16_t* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
                           cudaStream_t stream);
 void rmsnorm_backward_cuda(float* dx, float* dw, const float* dout, const float* x, const float* w,
                            const float* rstd, int64_t n, int64_t c, float* scratch, cudaStream_t stream);
 void layernorm_forward_cuda(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                            int64_t n, int64_t c, float eps, cudaStream_t stream);
+void layernorm_forward_cuda(uint16_t* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                             int64_t n, int64_t c, float eps, cudaStream_t stream);
 void layernorm_backward_cuda(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                              const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,

@@ -4,7 +4,7 @@
 
 namespace farthing::models {
 
-void block_norm_forward(const TransformerSpec& spec, NnOps& ops, BlockHooks& hooks, float* out, float* mean,
+void block_norm_forward(const TransformerSpec& spec, NnOps& ops, BlockHooks& hooks, ActRef out, float* mean,
                         float* rstd, const float* x, int64_t w, int64_t b, int64_t rows) {
   const ModelConfig& c = spec.config;
   if (c.family == ModelFamily::kGpt2) {

@@ -21,9 +21,14 @@ namespace farthing::models {
 // One block's activations, (rows, width) each: what backward reads in training, or the decoder's
 // scratch for one chunk of rows. n1 and n2 (and their statistics) may share storage when nothing
 // reads n1 after the MLP, as in the decoder. lse is attention's log-sum-exp per (sequence, head,
-// position), kept for backward; the decoder has none.
+// position), kept for backward; the decoder has none. n1, n2 and act are read only by GEMMs, so
+// under bf16 compute they may be stored as bf16 (framework/backend/act_ref.h).
 struct BlockActs {
-  float *n1, *n1_mean, *n1_rstd, *qkv, *att, *lse, *mid, *n2, *n2_mean, *n2_rstd, *fc, *act;
+  ActRef n1;
+  float *n1_mean, *n1_rstd, *qkv, *att, *lse, *mid;
+  ActRef n2;
+  float *n2_mean, *n2_rstd, *fc;
+  ActRef act;
 };
 
 // The rows a block runs: row r sits at the position whose RoPE table row is r % period
@@ -43,7 +48,7 @@ class BlockHooks {
   virtual const float* vector(int64_t offset) = 0;
   // y(rows, n) (+)= x(rows, k) W^T (+ bias; bias < 0: none), W at global offset w stored per
   // orient.
-  virtual void linear(float* y, const float* x, int64_t w, int64_t bias, int64_t rows, int64_t k, int64_t n,
+  virtual void linear(float* y, ActRef x, int64_t w, int64_t bias, int64_t rows, int64_t k, int64_t n,
                       WeightOrientation orient, bool accumulate) = 0;
   // a.att (rows, dim) from a.qkv (rows, qkv_dim; rotary embedding applied): training attends
   // causally within each sequence of the micro-batch and keeps a.lse; the decoder caches the
@@ -56,7 +61,7 @@ class BlockHooks {
 
 // out = norm(x) over rows rows: RMSNorm (Llama; mean unused) or LayerNorm (GPT-2), with the
 // weight (and bias) at global offsets w (b).
-void block_norm_forward(const TransformerSpec& spec, NnOps& ops, BlockHooks& hooks, float* out, float* mean,
+void block_norm_forward(const TransformerSpec& spec, NnOps& ops, BlockHooks& hooks, ActRef out, float* mean,
                         float* rstd, const float* x, int64_t w, int64_t b, int64_t rows);
 
 // y = block `layer`(x), keeping its activations in a. y may be x (the decoder updates its

@@ -48,12 +48,14 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   float* n = nullptr;
   float* mean = nullptr;
   float* rstd = nullptr;
-  float** slots[] = {&x_, &n, &mean, &rstd, &acts_.qkv, &acts_.att, &acts_.mid, &acts_.fc, &acts_.act, &logits_};
+  float* act = nullptr;
+  float** slots[] = {&x_, &n, &mean, &rstd, &acts_.qkv, &acts_.att, &acts_.mid, &acts_.fc, &act, &logits_};
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = cursor;
     cursor += round16(sizes[i]);
   }
-  acts_.n1 = acts_.n2 = n;
+  acts_.n1 = acts_.n2 = n;  // fp32: the decoder's GEMMs are fp32
+  acts_.act = act;
   acts_.n1_mean = acts_.n2_mean = mean;
   acts_.n1_rstd = acts_.n2_rstd = rstd;
   if (c.family == ModelFamily::kLlama) rope_tables(c, max_seq_, rope_cos_, rope_sin_);
@@ -128,11 +130,11 @@ void KvCacheDecoder::attention(int64_t layer, const BlockActs& a, int64_t rows) 
   ops_.attention_decode(shape, a.att, a.qkv, rows, position_, key_cache(layer, 0), value_cache(layer, 0));
 }
 
-void KvCacheDecoder::linear(float* y, const float* x, int64_t w, int64_t bias, int64_t rows,
+void KvCacheDecoder::linear(float* y, ActRef x, int64_t w, int64_t bias, int64_t rows,
                             int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
   GemmShape s{rows, n, kdim};
   s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
-  ops_.matmul(GemmDtype::kF32, s, x, params_ + w, y, accumulate);
+  ops_.matmul(GemmDtype::kF32, s, x.f32(), params_ + w, y, accumulate);
   if (bias >= 0) ops_.bias_add(y, params_ + bias, rows, n, n);
 }
 

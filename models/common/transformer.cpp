@@ -6,6 +6,7 @@
 #include "models/common/rope.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -50,7 +51,18 @@ struct Transformer::Carver {
     used += round16(n);
     return p;
   }
+  // n activations of `dtype` (kF32 or kBF16; bf16 takes half the floats).
+  ActRef take_act(int64_t n, GemmDtype dtype) {
+    if (dtype != GemmDtype::kBF16) return ActRef(take(n));
+    return ActRef::bf16(reinterpret_cast<uint16_t*>(take((n + 1) / 2)));
+  }
 };
+
+GemmDtype gemm_input_act_dtype(const ModelOptions& options) {
+  const bool bf16 = options.compute == ComputeMode::kBF16 && options.bf16_gemm_inputs &&
+                    options.fp8.recipe == nullptr && options.fp4.recipe == nullptr;
+  return bf16 ? GemmDtype::kBF16 : GemmDtype::kF32;
+}
 
 Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, ModelOptions options)
     : spec_(std::move(spec)),
@@ -113,10 +125,11 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   att_scratch_ = carved.att_scratch;
   logits_ = carved.logits;
   bf16_slot_elems_ = narrow_slot_elems(c, batch, seq, options);
-  if (bf16_slot_elems_ > 0) {
-    bf16_scratch_ = Buffer(ops_.device(), size_t(2 * bf16_slot_elems_) * 2, MemoryCategory::kActivations);
+  if (bf16_slot_elems_[0] > 0) {
+    bf16_scratch_ = Buffer(ops_.device(), size_t(bf16_slot_elems_[0] + bf16_slot_elems_[1]) * 2,
+                           MemoryCategory::kActivations);
     bf16_slots_[0] = static_cast<uint16_t*>(bf16_scratch_.data());
-    bf16_slots_[1] = bf16_slots_[0] + bf16_slot_elems_;
+    bf16_slots_[1] = bf16_slots_[0] + bf16_slot_elems_[0];
   }
 
   if (options.fp8.recipe != nullptr) {
@@ -148,11 +161,17 @@ void Transformer::upload_ids(int32_t* to, const int32_t* from) {
   backend_for(device).copy(Tensor(to, DType::kI32, Shape{M}, device), Tensor(const_cast<int32_t*>(from), DType::kI32, Shape{M}));
 }
 
-int64_t Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options) {
-  if (options.compute == ComputeMode::kF32) return 0;
-  const int64_t M = batch * seq, H = c.hidden_dim, F = c.family == ModelFamily::kLlama ? 2 * H : H;
+// Slot 0: what linear_forward narrows (x: attention's output, and the other inputs where they
+// are fp32) and linear_backward's dy (up to the widest projection, or a chunk of logits). Slot 1:
+// linear_backward's x, attention's output alone when the other GEMM inputs are stored as bf16.
+std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
+                                                      const ModelOptions& options) {
+  if (options.compute == ComputeMode::kF32) return {0, 0};
+  const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
-  return round16(std::max(M * std::max({c.dim, H, F, c.qkv_dim()}), R * c.vocab_size));
+  const bool bf16_inputs = gemm_input_act_dtype(options) == GemmDtype::kBF16;
+  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)),
+          round16(M * (bf16_inputs ? C : std::max(C, H)))};
 }
 
 // The activations (residual stream, each stored block's activations, the final norm) and the
@@ -163,24 +182,25 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const int64_t sets = options.checkpointing == Checkpointing::kPerBlock ? 1 : c.n_layers;
+  const GemmDtype gemm_input = gemm_input_act_dtype(options);
   out.resid = acts.take((c.n_layers + 1) * M * C);
   for (int64_t s = 0; s < sets; ++s) {
     BlockActs a;
-    a.n1 = acts.take(M * C);
+    a.n1 = acts.take_act(M * C, gemm_input);
     a.n1_mean = acts.take(M);
     a.n1_rstd = acts.take(M);
     a.qkv = acts.take(M * Sq);
     a.att = acts.take(M * C);
     a.lse = acts.take(batch * c.n_heads * seq);
     a.mid = acts.take(M * C);
-    a.n2 = acts.take(M * C);
+    a.n2 = acts.take_act(M * C, gemm_input);
     a.n2_mean = acts.take(M);
     a.n2_rstd = acts.take(M);
     a.fc = acts.take(M * F);
-    a.act = acts.take(M * H);
+    a.act = acts.take_act(M * H, gemm_input);
     out.layer_acts.push_back(a);
   }
-  out.nf = acts.take(M * C);
+  out.nf = acts.take_act(M * C, gemm_input);
   out.nf_mean = acts.take(M);
   out.nf_rstd = acts.take(M);
 
@@ -207,7 +227,8 @@ TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, in
   carve(spec.config, batch, seq, options, acts, scratch, sized);
   b.activations = acts.used * 4;
   b.scratch = scratch.used * 4;
-  b.narrow_scratch = 2 * narrow_slot_elems(spec.config, batch, seq, options) * 2;
+  const std::array<int64_t, 2> slots = narrow_slot_elems(spec.config, batch, seq, options);
+  b.narrow_scratch = (slots[0] + slots[1]) * 2;
   b.inputs = input_elems(spec.config, batch, seq) * 4;
   if (options.fp8.recipe != nullptr) {
     const numerics::Fp8GemmEngine engine =
@@ -379,21 +400,26 @@ const void* Transformer::weight_ptr(int64_t offset) const {
          (offset - layout().units()[size_t(u)].begin_elems);
 }
 
+const void* Transformer::gemm_operand(ActRef x, int64_t count, int slot) {
+  if (options_.compute != ComputeMode::kF32 && x.dtype == gemm_dtype_of(options_.compute)) return x.data;
+  return gemm_operand(static_cast<const float*>(x.f32()), count, slot);
+}
+
 const void* Transformer::gemm_operand(const float* x, int64_t count, int slot) {
   if (options_.compute == ComputeMode::kF32) return x;
-  FARTHING_CHECK(count <= bf16_slot_elems_, "16-bit GEMM operand of ", count,
-                 " elements exceeds the scratch slot of ", bf16_slot_elems_);
+  FARTHING_CHECK(count <= bf16_slot_elems_[size_t(slot)], "16-bit GEMM operand of ", count,
+                 " elements exceeds scratch slot ", slot, " of ", bf16_slot_elems_[size_t(slot)]);
   ops_.narrow(gemm_dtype_of(options_.compute), bf16_slots_[slot], x, count);
   return bf16_slots_[slot];
 }
 
-void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bias, int64_t m,
+void Transformer::linear_forward(float* y, ActRef x, int64_t w, int64_t bias, int64_t m,
                                  int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
   const GemmDtype dt = gemm_dtype_of(options_.compute);
   if (fp8_ && fp8_->covers(w)) {
-    fp8_->forward(y, x, w, m, orient, accumulate);
+    fp8_->forward(y, x.f32(), w, m, orient, accumulate);
   } else if (fp4_ && fp4_->forward_covers(w)) {
-    fp4_->forward(y, x, static_cast<const uint16_t*>(weight_ptr(w)), w, m, orient, accumulate);
+    fp4_->forward(y, x.f32(), static_cast<const uint16_t*>(weight_ptr(w)), w, m, orient, accumulate);
   } else {
     GemmShape s{m, n, kdim};
     s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
@@ -402,16 +428,15 @@ void Transformer::linear_forward(float* y, const float* x, int64_t w, int64_t bi
   if (bias >= 0) ops_.bias_add(y, P(bias), m, n, n);
 }
 
-void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy,
-                                  const float* x, int64_t m, int64_t kdim, int64_t n,
+void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, ActRef x, int64_t m, int64_t kdim, int64_t n,
                                   WeightOrientation orient) {
   if (fp8_ && fp8_->covers(w)) {
-    fp8_->backward(dx, G(w), w, dy, x, m, orient);
+    fp8_->backward(dx, G(w), w, dy, x.f32(), m, orient);
     if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
     return;
   }
   if (fp4_ && fp4_->backward_covers(w)) {
-    fp4_->backward(dx, G(w), static_cast<const uint16_t*>(weight_ptr(w)), w, dy, x, m, orient);
+    fp4_->backward(dx, G(w), static_cast<const uint16_t*>(weight_ptr(w)), w, dy, x.f32(), m, orient);
     if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
     return;
   }
@@ -434,7 +459,7 @@ void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const floa
   if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
 }
 
-void Transformer::norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w,
+void Transformer::norm_forward(ActRef out, float* mean, float* rstd, const float* x, int64_t w,
                                int64_t b) {
   block_norm_forward(spec_, ops_, *this, out, mean, rstd, x, w, b, batch_ * seq_);
 }
@@ -542,12 +567,12 @@ int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float
   for (int64_t r0 = 0; r0 < M; r0 += R) {
     const int64_t rows = std::min(R, M - r0);
     // logits (rows, V) = nf Whead^T
-    linear_forward(logits_, nf_ + r0 * C, spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, false);
+    linear_forward(logits_, nf_.offset(r0 * C), spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, false);
     if (logits_out) ops_.copy(logits_out + r0 * V, logits_, rows * V);
     if (!targets) continue;
     ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, grad_scale, want_grad, loss_sum);
     if (want_grad) {
-      linear_backward(dn_ + r0 * C, spec_.head_w, -1, logits_, nf_ + r0 * C, rows, C, V,
+      linear_backward(dn_ + r0 * C, spec_.head_w, -1, logits_, nf_.offset(r0 * C), rows, C, V,
                       WeightOrientation::kOutIn);
     }
   }

@@ -6,7 +6,8 @@
 // generation) the model owns whole fp32 buffers. Compute modes: kF32 (reference) and kBF16
 // (GEMM operands bf16 with fp32 accumulation: over a storage the weights are its bf16 weights
 // read in place, else a bf16 working copy refreshed per step; activations rounded to nearest
-// even; norms, softmax, attention and the loss stay fp32). The loss is a fused, chunked
+// even, those only GEMMs read stored so (bf16_gemm_inputs); norms, softmax, attention and the loss
+// stay fp32). The loss is a fused, chunked
 // cross-entropy: logits exist only for loss_chunk_rows rows at a time, and each chunk's
 // gradient flows into the head and the final norm before the next chunk is computed.
 // Activation checkpointing per block keeps only the block inputs and recomputes the rest
@@ -20,6 +21,7 @@
 // tests/run/train/test_memory_estimate.cpp (the sizes and the schedule, against real training steps).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -58,7 +60,16 @@ struct ModelOptions {
   Fp8Options fp8;
   // FP4 linear layers (fp4_linears.h) on top of kBF16 compute; off without a recipe.
   Fp4Options fp4;
+  // Under kBF16 compute without FP8 or FP4 layers, store the activations that only GEMMs read
+  // (each norm's output, the MLP's activation) as bf16 (framework/backend/act_ref.h): the same
+  // bits at half the bytes, with no narrowing pass before their GEMMs. false keeps them fp32 and
+  // narrows before each GEMM, as before (tests compare the two). FP8 and FP4 layers quantize
+  // from fp32 activations, so they keep fp32.
+  bool bf16_gemm_inputs = true;
 };
+
+// The element type of the activations that only GEMMs read, under these options: kBF16 or kF32.
+GemmDtype gemm_input_act_dtype(const ModelOptions& options);
 
 // The elements of a unit's 1-D tensors (norm weights, biases): what a model under bf16 compute
 // widens to fp32 when it acquires the unit (everything else is read as bf16).
@@ -193,13 +204,15 @@ class Transformer : private BlockHooks {
   struct Carved {  // where carve() put each array
     float* resid = nullptr;
     std::vector<BlockActs> layer_acts;
-    float *nf = nullptr, *nf_mean = nullptr, *nf_rstd = nullptr;
+    ActRef nf;
+    float *nf_mean = nullptr, *nf_rstd = nullptr;
     float *dres = nullptr, *dn = nullptr, *dqkv = nullptr, *datt = nullptr, *dfc = nullptr, *dact = nullptr,
           *att_scratch = nullptr, *logits = nullptr;
   };
   static void carve(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options, Carver& acts,
                     Carver& scratch, Carved& out);
-  static int64_t narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options);
+  static std::array<int64_t, 2> narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
+                                                  const ModelOptions& options);
   void refresh_working_weights();
   const void* weight_ptr(int64_t offset) const;
   // Parameter / gradient element at a global offset, from the full buffers or the unit's.
@@ -217,7 +230,7 @@ class Transformer : private BlockHooks {
   // BlockHooks: the block's 1-D tensors, its projections (FP8, 16-bit or fp32 operands) and
   // attention within each sequence of the micro-batch.
   const float* vector(int64_t offset) override { return P(offset); }
-  void linear(float* y, const float* x, int64_t w, int64_t bias, int64_t m, int64_t k, int64_t n,
+  void linear(float* y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k, int64_t n,
               WeightOrientation orient, bool accumulate) override {
     linear_forward(y, x, w, bias, m, k, n, orient, accumulate);
   }
@@ -228,15 +241,18 @@ class Transformer : private BlockHooks {
   // Embed, blocks, final norm (no grad); backward_follows: prefetch the last block for it.
   void forward_trunk(const int32_t* tokens, bool backward_follows = false);
   void prefetch_unit(int unit);
-  void norm_forward(float* out, float* mean, float* rstd, const float* x, int64_t w, int64_t b);
+  void norm_forward(ActRef out, float* mean, float* rstd, const float* x, int64_t w, int64_t b);
   void norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
                      const float* mean, const float* rstd);
   // y(M,N) (+)= x(M,K) W^T (+ bias)
-  void linear_forward(float* y, const float* x, int64_t w, int64_t bias, int64_t m, int64_t k,
+  void linear_forward(float* y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k,
                       int64_t n, WeightOrientation orient, bool accumulate);
   // dx(M,K) = dy W (overwrite); dW += dy^T x; dbias += sum dy
-  void linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, const float* x,
+  void linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, ActRef x,
                        int64_t m, int64_t k, int64_t n, WeightOrientation orient);
+  // x as the compute's GEMM operand: in place when stored so (fp32 compute, or bf16 storage),
+  // else narrowed into scratch slot `slot`.
+  const void* gemm_operand(ActRef x, int64_t count, int slot);
   const void* gemm_operand(const float* x, int64_t count, int slot);
   // Sum of the token losses over the counted targets; with want_grad, each counted row's
   // logit gradient is scaled by loss_grad_scale (< 0: 1 / counted, the local mean).
@@ -271,14 +287,15 @@ class Transformer : private BlockHooks {
   // Carved from acts_: residual stream (L+1) x (BT, C); per-layer (or one) BlockActs; final norm.
   float* resid_ = nullptr;
   std::vector<BlockActs> layer_acts_;
-  float *nf_ = nullptr, *nf_mean_ = nullptr, *nf_rstd_ = nullptr;
+  ActRef nf_;
+  float *nf_mean_ = nullptr, *nf_rstd_ = nullptr;
   // Carved from scratch_.
   float *dres_ = nullptr, *dn_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr, *dfc_ = nullptr,
         *dact_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
   uint16_t* bf16_slots_[2] = {nullptr, nullptr};
   std::unique_ptr<Fp8Linears> fp8_;  // FP8 projections, or null
   std::unique_ptr<Fp4Linears> fp4_;  // FP4 projections, or null
-  int64_t bf16_slot_elems_ = 0;
+  std::array<int64_t, 2> bf16_slot_elems_{};
   // UnitStorage mode: per unit, its acquired parameters, 16-bit GEMM copy and gradients; under
   // bf16 compute instead its bf16 weights (the storage's) and its 1-D tensors widened to fp32.
   std::vector<const float*> unit_params_;

@@ -103,10 +103,10 @@ class StagedOps final : public NnOps {
                           k.in(qkv, ((rows - 1) * s.qkv_stride() + s.q_heads * s.head_dim) * 4), rows, first,
                           k.in(k_cache, kv), k.in(v_cache, kv));
   }
-  void rmsnorm_forward(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+  void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
                        float eps) override {
     Call k(*this);
-    ops_.rmsnorm_forward(k.inout(out, n * c * 4), k.inout(rstd, n * 4), k.in(x, n * c * 4), k.in(w, c * 4), n, c, eps);
+    ops_.rmsnorm_forward(staged(k, out, n * c), k.inout(rstd, n * 4), k.in(x, n * c * 4), k.in(w, c * 4), n, c, eps);
   }
   void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
                         int64_t n, int64_t c) override {
@@ -114,10 +114,10 @@ class StagedOps final : public NnOps {
     ops_.rmsnorm_backward(k.inout(dx, n * c * 4), k.inout(dw, c * 4), k.in(dout, n * c * 4), k.in(x, n * c * 4),
                           k.in(w, c * 4), k.in(rstd, n * 4), n, c);
   }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+  void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                          int64_t n, int64_t c, float eps) override {
     Call k(*this);
-    ops_.layernorm_forward(k.inout(out, n * c * 4), k.inout(mean, n * 4), k.inout(rstd, n * 4), k.in(x, n * c * 4),
+    ops_.layernorm_forward(staged(k, out, n * c), k.inout(mean, n * 4), k.inout(rstd, n * 4), k.in(x, n * c * 4),
                            k.in(w, c * 4), k.in(b, c * 4), n, c, eps);
   }
   void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
@@ -133,17 +133,17 @@ class StagedOps final : public NnOps {
     ops_.rope_apply(k.inout(x, ((rows - 1) * stride + heads * head_dim) * 4), rows, seq, heads, head_dim, stride,
                     k.in(cos, table), k.in(sin, table), inverse);
   }
-  void swiglu_forward(float* act, const float* gu, int64_t n, int64_t h) override {
+  void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) override {
     Call k(*this);
-    ops_.swiglu_forward(k.inout(act, n * h * 4), k.in(gu, n * 2 * h * 4), n, h);
+    ops_.swiglu_forward(staged(k, act, n * h), k.in(gu, n * 2 * h * 4), n, h);
   }
   void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override {
     Call k(*this);
     ops_.swiglu_backward(k.inout(dgu, n * 2 * h * 4), k.in(dact, n * h * 4), k.in(gu, n * 2 * h * 4), n, h);
   }
-  void gelu_forward(float* out, const float* x, int64_t count) override {
+  void gelu_forward(ActRef out, const float* x, int64_t count) override {
     Call k(*this);
-    ops_.gelu_forward(k.inout(out, count * 4), k.in(x, count * 4), count);
+    ops_.gelu_forward(staged(k, out, count), k.in(x, count * 4), count);
   }
   void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override {
     Call k(*this);
@@ -262,6 +262,11 @@ class StagedOps final : public NnOps {
     StagedOps& s_;
     std::vector<Staged> staged_;
   };
+  // An activation the op writes, `elems` elements of its own type (bf16 GEMM inputs: act_ref.h).
+  static ActRef staged(Call& k, ActRef a, int64_t elems) {
+    if (a.is_bf16()) return ActRef::bf16(k.inout(a.bf16(), elems * 2));
+    return ActRef(k.inout(a.f32(), elems * 4));
+  }
 
   Backend& backend_;
   NnOps& ops_;

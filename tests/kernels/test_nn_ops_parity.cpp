@@ -46,7 +46,7 @@ namespace {
 
 // ---- comparison classes --------------------------------------------------------------------
 
-enum class Tol { kBitwise, kF32Reduction, kAttention, kBf16Attention, kGemm, kFp8Gemm };
+enum class Tol { kBitwise, kF32Reduction, kBf16Store, kAttention, kBf16Attention, kGemm, kFp8Gemm };
 
 // max |candidate - reference| <= rel * max |reference| over each output array (the error is
 // measured against the output's scale, since reductions with cancellation make per-element
@@ -70,6 +70,9 @@ enum class Tol { kBitwise, kF32Reduction, kAttention, kBf16Attention, kGemm, kFp
 // the softmax and two dot products (~6 x 2^-9 = 1.2% of the scale at worst when they line up);
 // a wrong mask, scale or head mapping moves outputs by tens of percent. The CUDA rows print the
 // measured error beside the allowed one.
+// bf16 stores of fp32 reductions (1/128; the norms' bf16 outputs, framework/backend/act_ref.h):
+// the fp32 values differ as fp32 reductions do, and where two straddle a rounding boundary their
+// bf16 values are one bf16 ulp apart, at most 2^-7 of the element and so of the scale.
 struct Tolerance {
   Tol tol;
   const char* name;
@@ -78,6 +81,7 @@ struct Tolerance {
 constexpr Tolerance kTolerances[] = {
     {Tol::kBitwise, "bitwise", 0.0},
     {Tol::kF32Reduction, "fp32 reduction", 1e-5},
+    {Tol::kBf16Store, "bf16 store of an fp32 reduction", 1.0 / 128},
     {Tol::kAttention, "fp32 attention", 1e-4},
     {Tol::kBf16Attention, "bf16 attention", 3e-2},
     {Tol::kGemm, "fp32-accumulated GEMM", 1e-4},
@@ -209,6 +213,32 @@ std::vector<uint16_t> to_f16(const std::vector<float>& v) {
   return out;
 }
 
+std::vector<float> widened_bf16(const std::vector<uint16_t>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = numerics::bf16_to_f32(v[i]);
+  return out;
+}
+
+// The bf16 form of a forward op (ActRef bf16) must store exactly the bits that narrowing its
+// fp32 form's output gives on the same backend: what lets a model keep these activations in bf16
+// without changing a bit (act_ref.h). Checked here on each backend; the row then compares the
+// bf16 outputs across backends (`op` runs the op once into the given ActRef).
+Outputs bf16_store_outputs(Arena& a, int64_t count, const std::function<void(ActRef)>& op) {
+  float* out32 = a.put(std::vector<float>(size_t(count)));
+  uint16_t* out16 = a.put(std::vector<uint16_t>(size_t(count)));
+  op(ActRef(out32));
+  const std::vector<uint16_t> narrowed = to_bf16(a.get(out32, size_t(count)));
+  op(ActRef::bf16(out16));
+  const std::vector<uint16_t> stored = a.get_u16(out16, size_t(count));
+  int64_t differ = 0;
+  for (size_t i = 0; i < stored.size(); ++i) differ += stored[i] != narrowed[i];
+  EXPECT_EQ(differ, 0) << "the bf16 output differs from the narrowed fp32 output in " << differ << " of " << count
+                       << " elements on " << a.nn().device().name();
+  Outputs o;
+  o.add("out_bf16", widened_bf16(stored));
+  return o;
+}
+
 // ---- the table -------------------------------------------------------------------------------
 
 struct Case {
@@ -233,6 +263,12 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     o.add("out", a.get(out, size_t(n * c)));
     o.add("rstd", a.get(rstd, size_t(n)));
     return o;
+  });
+  add("rmsnorm_forward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    float* rstd = a.put(std::vector<float>(size_t(n)));
+    return bf16_store_outputs(a, n * c, [&](ActRef out) { a.nn().rmsnorm_forward(out, rstd, x, w, n, c, 1e-5f); });
   });
   add("rmsnorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     const auto xs = rng.floats(n * c, -2.0f, 2.0f);
@@ -267,6 +303,15 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     o.add("mean", a.get(mean, size_t(n)));
     o.add("rstd", a.get(rstd, size_t(n)));
     return o;
+  });
+  add("layernorm_forward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    const float* b = a.put(rng.floats(c));
+    float* mean = a.put(std::vector<float>(size_t(n)));
+    float* rstd = a.put(std::vector<float>(size_t(n)));
+    return bf16_store_outputs(
+        a, n * c, [&](ActRef out) { a.nn().layernorm_forward(out, mean, rstd, x, w, b, n, c, 1e-5f); });
   });
   add("layernorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
@@ -317,6 +362,10 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
     o.add("act", a.get(act, size_t(n * h)));
     return o;
   });
+  add("swiglu_forward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    return bf16_store_outputs(a, n * h, [&](ActRef act) { a.nn().swiglu_forward(act, gu, n, h); });
+  });
   add("swiglu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
     const float* dact = a.put(rng.floats(n * h));
@@ -334,6 +383,11 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
     Outputs o;
     o.add("out", a.get(out, size_t(count)));
     return o;
+  });
+  add("gelu_forward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    const float* x = a.put(rng.floats(count, -8.0f, 8.0f));
+    return bf16_store_outputs(a, count, [&](ActRef out) { a.nn().gelu_forward(out, x, count); });
   });
   add("gelu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t count = n * h + 3;

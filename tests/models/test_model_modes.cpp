@@ -1,8 +1,9 @@
 // test_model_modes.cpp — the switches that must not change results (activation
-// checkpointing: bitwise; loss chunk size: within fp32 rounding), bf16 compute against fp32
+// checkpointing and bf16 storage of GEMM inputs: bitwise; loss chunk size: within fp32 rounding), bf16 compute against fp32
 // within stated tolerances, and loss masking.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -114,6 +115,54 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
     EXPECT_LE(rel, 0.05) << e.name;
   }
   std::printf("  bf16 vs fp32: loss %.6f vs %.6f, worst gradient relative RMS error %.4f\n", lb, lf, worst);
+}
+
+// Under bf16 compute the activations that only GEMMs read (n1, n2, act, the final norm) are
+// stored as bf16 (ModelOptions::bf16_gemm_inputs, framework/backend/act_ref.h). Their GEMMs read
+// the same bits the fp32 arrays narrowed to, so loss and gradients must not change by a bit.
+TEST_P(Modes, Bf16GemmInputsGiveTheNarrowedRunsBits) {
+  const ModelConfig c = micro(GetParam());
+  const Batch batch = make_batch(2, 40, c.vocab_size, 17);
+  for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
+    ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
+    narrowed.bf16_gemm_inputs = false;
+    ModelOptions stored = testing::model_options(ComputeMode::kBF16, ck, 16);
+    ASSERT_EQ(gemm_input_act_dtype(narrowed), GemmDtype::kF32);
+    ASSERT_EQ(gemm_input_act_dtype(stored), GemmDtype::kBF16);
+    float l0 = 0, l1 = 0;
+    const auto g0 = run(c, narrowed, batch, 2, 40, &l0);
+    const auto g1 = run(c, stored, batch, 2, 40, &l1);
+    EXPECT_EQ(std::memcmp(&l0, &l1, 4), 0) << "loss " << l1 << " with bf16 GEMM inputs, " << l0 << " narrowed";
+    ASSERT_EQ(g0.size(), g1.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < g0.size(); ++i) differ += std::memcmp(&g0[i], &g1[i], 4) != 0;
+    EXPECT_EQ(differ, 0u) << "of " << g0.size() << " gradients (checkpointing " << int(ck) << ")";
+  }
+}
+
+// n1, n2 and act per stored block set, and the final norm, take half the bytes (each array
+// rounded up to 16 floats, as the model carves), and the second 16-bit narrowing slot (backward's
+// x operands) holds attention's output alone (M x C) instead of up to the MLP's (M x H).
+TEST_P(Modes, Bf16GemmInputsHalveTheirBytes) {
+  const ModelConfig c = micro(GetParam());
+  const int64_t b = 2, t = 40, M = b * t;
+  auto activation_bytes = [&](bool bf16_inputs, Checkpointing ck) {
+    ModelOptions o = testing::model_options(ComputeMode::kBF16, ck, 16);
+    o.bf16_gemm_inputs = bf16_inputs;
+    const int64_t before = memory_tracker(Device::cpu()).snapshot().current_bytes[size_t(MemoryCategory::kActivations)];
+    Transformer m(make_spec(c), b, t, o);
+    return memory_tracker(Device::cpu()).snapshot().current_bytes[size_t(MemoryCategory::kActivations)] - before;
+  };
+  auto r16 = [](int64_t n) { return (n + 15) / 16 * 16; };
+  auto saved_floats = [&](int64_t elems) { return r16(elems) - r16((elems + 1) / 2); };
+  const int64_t saved_slot_bytes = 2 * (r16(M * std::max(c.dim, c.hidden_dim)) - r16(M * c.dim));
+  for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
+    const int64_t sets = ck == Checkpointing::kNone ? c.n_layers : 1;
+    const int64_t expected =
+        4 * (sets * (2 * saved_floats(M * c.dim) + saved_floats(M * c.hidden_dim)) + saved_floats(M * c.dim)) +
+        saved_slot_bytes;
+    EXPECT_EQ(activation_bytes(false, ck) - activation_bytes(true, ck), expected) << "checkpointing " << int(ck);
+  }
 }
 
 TEST_P(Modes, AllTargetsIgnoredGivesZeroLossAndGradient) {

@@ -1,0 +1,51 @@
+// act_ref.h — an activation array whose elements are fp32 or bf16.
+//
+// Under bf16 compute the activations that only GEMMs read (each norm's output, the MLP's
+// activation) are stored as bf16 (issue 36, item 2). The op that writes one rounds each value to
+// nearest even once, the very bits NnOps::narrow(kBF16) gives its fp32 value, so a bf16 GEMM
+// reads it in place and the results are bit for bit those of an fp32 array narrowed before each
+// GEMM, on every backend, at half the bytes and without the narrowing pass.
+// Implicit from float* (fp32), so callers that keep fp32 activations read as before.
+// Relies on: kernels/numerics/op_shapes.h (GemmDtype). Tested by: tests/kernels/test_nn_ops_parity.cpp
+// (the bf16 rows), tests/models/test_model_modes.cpp (bf16 storage gives the narrowed run's bits).
+#pragma once
+
+#include <cstdint>
+
+#include "framework/core/error.h"
+#include "kernels/numerics/op_shapes.h"
+
+namespace farthing {
+
+struct ActRef {
+  void* data = nullptr;
+  kernels::GemmDtype dtype = kernels::GemmDtype::kF32;  // kF32 or kBF16
+
+  ActRef() = default;
+  ActRef(float* p) : data(p) {}  // NOLINT(google-explicit-constructor): fp32 is the plain case
+  static ActRef bf16(uint16_t* p) {
+    ActRef a;
+    a.data = p;
+    a.dtype = kernels::GemmDtype::kBF16;
+    return a;
+  }
+
+  bool is_bf16() const { return dtype == kernels::GemmDtype::kBF16; }
+  int64_t element_bytes() const { return is_bf16() ? 2 : 4; }
+  float* f32() const {
+    FARTHING_CHECK(!is_bf16(), "an fp32 activation was expected, but this one is stored as bf16");
+    return static_cast<float*>(data);
+  }
+  uint16_t* bf16() const {
+    FARTHING_CHECK(is_bf16(), "a bf16 activation was expected, but this one is stored as fp32");
+    return static_cast<uint16_t*>(data);
+  }
+  // The array from element `elems` on (rows further down a row-major matrix).
+  ActRef offset(int64_t elems) const {
+    ActRef a = *this;
+    if (data != nullptr) a.data = static_cast<char*>(data) + elems * element_bytes();
+    return a;
+  }
+};
+
+}  // namespace farthing
