@@ -49,11 +49,12 @@ void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& 
   std::printf("\nRoofline of one optimizer step on an %s at its datasheet rates (bf16 %.1f TFLOP/s, fp8 %.1f, "
               "memory %.0f GB/s):\n",
               device.name, device.bf16_flops / 1e12, device.fp8_flops / 1e12, device.bytes_per_s / 1e9);
-  std::printf("%s, micro-batch %lld x seq %lld, grad_accum %lld%s%s. 'built': fp32 activations, GEMM operands\n"
-              "narrowed to bf16 (as the code is today); 'design': bf16 activations (issue 36). Each op at the larger of\n"
-              "FLOPs / peak and bytes / bandwidth: a lower bound (no launch gaps, no host waits).\n\n",
+  std::printf("%s, micro-batch %lld x seq %lld, grad_accum %lld%s%s. 'built': the code as it is today:\n"
+              "fp32 activations%s, the other GEMM operands narrowed to bf16 first; 'design': bf16 activations (issue 36).\n"
+              "Each op at the larger of FLOPs / peak and bytes / bandwidth: a lower bound (no launch gaps, no host waits).\n\n",
               model.name.c_str(), (long long)step.inputs.micro_batch, (long long)step.inputs.seq, (long long)step.inputs.grad_accum,
-              step.inputs.recompute ? ", blocks recomputed in backward" : "", step.inputs.fp8 ? ", FP8 linear layers" : "");
+              step.inputs.recompute ? ", blocks recomputed in backward" : "", step.inputs.fp8 ? ", FP8 linear layers" : "",
+              step.inputs.fp8 ? "" : " but bf16 GEMM inputs (norm and MLP outputs)");
   std::vector<double> measured;
   std::string where;
   if (measure_ops) {

@@ -69,6 +69,9 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
   Scratch s(backend);
   const models::ModelConfig& c = in.model;
   const auto timed = [&](const std::function<void()>& queue) { return seconds_per_call(backend, queue, options.min_seconds); };
+  // The forwards that write a GEMM input write bf16 as the model stores it (roofline.cpp's as built).
+  const bool bf16_inputs = options.gemm == GemmDtype::kBF16 && !in.fp8;
+  const auto gemm_input = [&](float* p) { return bf16_inputs ? ActRef::bf16(reinterpret_cast<uint16_t*>(p)) : ActRef(p); };
   switch (call.op) {
     case RooflineOp::kGemm: {
       const int64_t width = gemm_elem_bytes(options.gemm);
@@ -89,8 +92,8 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       const bool layernorm = c.family == models::ModelFamily::kGpt2;
       if (call.op == RooflineOp::kNormForward) {
         return timed([&] {
-          if (layernorm) nn.layernorm_forward(y, mean, rstd, x, w, b, call.m, call.n, c.norm_eps);
-          else nn.rmsnorm_forward(y, rstd, x, w, call.m, call.n, c.norm_eps);
+          if (layernorm) nn.layernorm_forward(gemm_input(y), mean, rstd, x, w, b, call.m, call.n, c.norm_eps);
+          else nn.rmsnorm_forward(gemm_input(y), rstd, x, w, call.m, call.n, c.norm_eps);
         });
       }
       return timed([&] {
@@ -120,13 +123,13 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
     case RooflineOp::kSwigluForward:
     case RooflineOp::kSwigluBackward: {
       float *gu = s.floats(call.m * 2 * call.n), *act = s.floats(call.m * call.n), *dgu = s.floats(call.m * 2 * call.n);
-      if (call.op == RooflineOp::kSwigluForward) return timed([&] { nn.swiglu_forward(act, gu, call.m, call.n); });
+      if (call.op == RooflineOp::kSwigluForward) return timed([&] { nn.swiglu_forward(gemm_input(act), gu, call.m, call.n); });
       return timed([&] { nn.swiglu_backward(dgu, act, gu, call.m, call.n); });
     }
     case RooflineOp::kGeluForward:
     case RooflineOp::kGeluBackward: {
       float *x = s.floats(call.m), *y = s.floats(call.m), *dy = s.floats(call.m);
-      if (call.op == RooflineOp::kGeluForward) return timed([&] { nn.gelu_forward(y, x, call.m); });
+      if (call.op == RooflineOp::kGeluForward) return timed([&] { nn.gelu_forward(gemm_input(y), x, call.m); });
       return timed([&] { nn.gelu_backward(y, dy, x, call.m); });
     }
     case RooflineOp::kEmbeddingForward:
