@@ -6,21 +6,12 @@
 #include <vector>
 
 #include "framework/core/error.h"
+#include "framework/run/train/train_device.h"
 #include "tools/farthing/plan_roofline_measure.h"
 
 namespace farthing::cli {
 
 namespace {
-
-// The recipe's device as the trainer resolves it (train.device; auto: a GPU where one is visible).
-Device measuring_device(const recipe::RunConfig& config) {
-  const recipe::TrainDevice d = config.train.device;
-  if (d == recipe::TrainDevice::kStrict) return Device::strict();
-  if (d == recipe::TrainDevice::kCpu || (d == recipe::TrainDevice::kAuto && visible_cuda_devices() == 0)) return Device::cpu();
-  FARTHING_CHECK(visible_cuda_devices() > 0, "farthing plan --measure-ops: train.device is '",
-                 recipe::enum_name(d), "' but this farthing sees no CUDA device; set train.device: cpu to measure here");
-  return Device::cuda(0);
-}
 
 RooflineMeasureOptions measure_options_of(const recipe::RunConfig& config) {
   RooflineMeasureOptions o;
@@ -58,7 +49,8 @@ void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& 
   std::vector<double> measured;
   std::string where;
   if (measure_ops) {
-    const Device here = measuring_device(config);
+    // The recipe's device as the trainer resolves it (train.device; auto: a GPU where one is visible).
+    const Device here = train::resolve_train_device(config.train.device);
     where = here.name();
     std::fprintf(stderr, "farthing plan: measuring every op of the step on %s ...\n", where.c_str());
     measured = measure_roofline_rows(step, backend_for(here), measure_options_of(config));

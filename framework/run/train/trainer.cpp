@@ -19,6 +19,7 @@
 #include "framework/run/train/optimizer_setup.h"
 #include "framework/run/train/run_dir_lock.h"
 #include "framework/run/train/stop_signals.h"
+#include "framework/run/train/train_device.h"
 #include "models/common/presets.h"
 #include "models/common/weights_from_file.h"
 
@@ -55,17 +56,6 @@ data::SplitData open_data(const recipe::RunConfig& config, const ModelSource& so
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// train.device: where the run's buffers live; a CUDA rank takes its node-local GPU.
-Device train_device(recipe::TrainDevice choice, const Communicator& comm) {
-  if (choice == recipe::TrainDevice::kStrict) return Device::strict();
-  if (choice == recipe::TrainDevice::kCpu || (choice == recipe::TrainDevice::kAuto && !cuda_available())) {
-    return Device::cpu();
-  }
-  FARTHING_CHECK(cuda_available(), "train.device is '", recipe::enum_name(choice), "' but this farthing sees no CUDA device (built "
-                 "without CUDA, no driver, or no GPU: check nvidia-smi and CUDA_VISIBLE_DEVICES); set train.device: cpu");
-  return Device::cuda(comm.local_rank() % visible_cuda_devices());  // ranks beyond the GPUs share them
 }
 
 // Writes text to path atomically (temporary name, then rename), naming the path on failure.
@@ -138,7 +128,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
                          "smaller than half a bf16 spacing is lost, so many weights stick at fine-tuning learning "
                          "rates (farthing bench precision measures it); 'stochastic' keeps them on average\n");
   }
-  device_ = train_device(t.device, comm_);
+  device_ = resolve_train_device(t.device, comm_.local_rank());  // a CUDA rank takes its node-local GPU
   device_peak_flops_ = backend_for(device_).dense_bf16_peak_flops();  // once: a device query, not per step
   check_fp4_device(config_, device_, backend_for(device_).cuda_compute_capability());
   const bool bf16_compute = t.precision != recipe::Precision::kFp32 && t.precision != recipe::Precision::kFp16;
