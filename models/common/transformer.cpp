@@ -428,8 +428,8 @@ void Transformer::linear_forward(float* y, ActRef x, int64_t w, int64_t bias, in
   if (bias >= 0) ops_.bias_add(y, P(bias), m, n, n);
 }
 
-void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, ActRef x, int64_t m, int64_t kdim, int64_t n,
-                                  WeightOrientation orient) {
+void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, ActRef x, int64_t m,
+                                  int64_t kdim, int64_t n, WeightOrientation orient) {
   if (fp8_ && fp8_->covers(w)) {
     fp8_->backward(dx, G(w), w, dy, x.f32(), m, orient);
     if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);

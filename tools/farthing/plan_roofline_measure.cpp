@@ -70,7 +70,7 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
   const models::ModelConfig& c = in.model;
   const auto timed = [&](const std::function<void()>& queue) { return seconds_per_call(backend, queue, options.min_seconds); };
   // The forwards that write a GEMM input write bf16 as the model stores it (roofline.cpp's as built).
-  const bool bf16_inputs = options.gemm == GemmDtype::kBF16 && !in.fp8;
+  const bool bf16_inputs = options.gemm == GemmDtype::kBF16 && in.gemm_inputs_bf16();
   const auto gemm_input = [&](float* p) { return bf16_inputs ? ActRef::bf16(reinterpret_cast<uint16_t*>(p)) : ActRef(p); };
   switch (call.op) {
     case RooflineOp::kGemm: {

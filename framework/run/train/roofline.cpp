@@ -89,9 +89,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   };
   const RooflineCall row_norm = call(Op::kNormForward, tokens, c.dim), row_norm_bwd = call(Op::kNormBackward, tokens, c.dim);
 
-  // As built, the activations only GEMMs read (each norm's output, SwiGLU's or GELU's) are stored
-  // as bf16 unless the blocks run FP8, which quantizes from fp32 (models::gemm_input_act_dtype).
-  const bool gemm_inputs_bf16 = !in.fp8;
+  const bool gemm_inputs_bf16 = in.gemm_inputs_bf16();
   const double gemm_input_bytes = gemm_inputs_bf16 ? kBf16 : kFp32;
 
   // A linear layer y (n, out) = x (n, in) W^T, forward `fwd_calls` times and backward L times.

@@ -77,6 +77,9 @@ struct RooflineInputs {
   int64_t micro_batch = 1, seq = 1, grad_accum = 1;
   bool recompute = false;  // activation_checkpointing per_block: each block's forward again in backward
   bool fp8 = false;        // the blocks' linear layers in FP8 (the head stays bf16)
+  // As built, the activations only GEMMs read (each norm's output, SwiGLU's or GELU's) are stored
+  // as bf16 unless the blocks run FP8, which quantizes from fp32 (models::gemm_input_act_dtype).
+  bool gemm_inputs_bf16() const { return !fp8; }
   // Bytes the optimizer step reads and writes in all (AdamW's state, master, weights, gradients).
   double optimizer_bytes = 0.0;
 };
