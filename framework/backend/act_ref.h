@@ -1,10 +1,11 @@
 // act_ref.h — an activation array whose elements are fp32 or bf16.
 //
-// Under bf16 compute the activations that only GEMMs read (each norm's output, the MLP's
-// activation) are stored as bf16 (issue 36, item 2). The op that writes one rounds each value to
-// nearest even once, the very bits NnOps::narrow(kBF16) gives its fp32 value, so a bf16 GEMM
-// reads it in place and the results are bit for bit those of an fp32 array narrowed before each
-// GEMM, on every backend, at half the bytes and without the narrowing pass.
+// Under bf16 compute the GEMMs' input activations (each norm's output, attention's output, the
+// MLP's activation) are stored as bf16 (issue 36, item 2). The op that writes one rounds each
+// value to nearest even once, the very bits NnOps::narrow(kBF16) gives its fp32 value, so a bf16
+// GEMM reads it in place and the results are bit for bit those of an fp32 array narrowed before
+// each GEMM, on every backend, at half the bytes and without the narrowing pass. (Attention's
+// backward also reads its output: it reads the rounded values, as cuDNN's does.)
 // Implicit from float* (fp32), so callers that keep fp32 activations read as before.
 // Relies on: kernels/numerics/op_shapes.h (GemmDtype). Tested by: tests/kernels/test_nn_ops_parity.cpp
 // (the bf16 rows), tests/models/test_model_modes.cpp (bf16 storage gives the narrowed run's bits).

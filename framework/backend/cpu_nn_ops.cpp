@@ -49,13 +49,15 @@ void CpuNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8
   k::fp8_matmul_cpu(shape, a, b, c, accumulate, workspace);
 }
 
-void CpuNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
-  k::attention_forward_cpu(s, out, lse, qkv);
+void CpuNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) {
+  if (out.is_bf16()) return k::attention_forward_cpu(s, out.bf16(), lse, qkv);
+  k::attention_forward_cpu(s, out.f32(), lse, qkv);
 }
 
 void CpuNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                  const float* out, const float* lse, const float* qkv) {
-  k::attention_backward_cpu(s, dqkv, scratch, dout, out, lse, qkv);
+                                  ActRef out, const float* lse, const float* qkv) {
+  if (out.is_bf16()) return k::attention_backward_cpu(s, dqkv, scratch, dout, out.bf16(), lse, qkv);
+  k::attention_backward_cpu(s, dqkv, scratch, dout, out.f32(), lse, qkv);
 }
 
 void CpuNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,

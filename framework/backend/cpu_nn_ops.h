@@ -19,8 +19,8 @@ class CpuNnOps final : public NnOps {
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
-  void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override;
-  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const float* out,
+  void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override;
+  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
                           const float* lse, const float* qkv) override;
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
                         const float* k_cache, const float* v_cache) override;

@@ -145,49 +145,59 @@ size_t carved_bytes(size_t cudnn_bytes, const std::array<int64_t, N>& counts) {
 
 }  // namespace
 
-void CudaNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
+void CudaNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) {
   check_attention_shape(s);
+  const int64_t qkv_n = s.batch * s.seq * s.qkv_stride(), out_n = s.batch * s.seq * s.q_heads * s.head_dim;
 #ifdef FARTHING_HAVE_CUDNN
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, false)) {
-    const int64_t qkv_n = s.batch * s.seq * s.qkv_stride(), out_n = s.batch * s.seq * s.q_heads * s.head_dim;
+    // cuDNN's O is bf16: written in place when out is stored as bf16, else widened from a copy.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, false);
-    const std::array<int64_t, 2> counts{qkv_n, out_n};
+    const std::array<int64_t, 2> counts{qkv_n, out.is_bf16() ? 0 : out_n};
     void* base = workspace(carved_bytes(cudnn_bytes, counts));
-    const auto [qkv16, out16] = carve_bf16(base, cudnn_bytes, counts);
+    const auto [qkv16, out_copy] = carve_bf16(base, cudnn_bytes, counts);
     narrow(GemmDtype::kBF16, qkv16, qkv, qkv_n);
-    cudnn->forward(s, out16, lse, qkv16, base, STREAM);
-    widen(GemmDtype::kBF16, out, out16, out_n);
+    cudnn->forward(s, out.is_bf16() ? out.bf16() : out_copy, lse, qkv16, base, STREAM);
+    if (!out.is_bf16()) widen(GemmDtype::kBF16, out.f32(), out_copy, out_n);
     return;
   }
 #else
   attention_engine_->cudnn_for(s, false);  // a bf16 call says once that it runs the slow path
 #endif
-  k::attention_forward_cuda(s, out, lse, qkv, STREAM);
+  if (!out.is_bf16()) return k::attention_forward_cuda(s, out.f32(), lse, qkv, STREAM);
+  // The fp32 kernel into fp32 staging, then rounded to nearest even: the bits the CPU stores.
+  float* staged = workspace_floats(out_n);
+  k::attention_forward_cuda(s, staged, lse, qkv, STREAM);
+  narrow(GemmDtype::kBF16, out.bf16(), staged, out_n);
 }
 
 void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                   const float* out, const float* lse, const float* qkv) {
+                                   ActRef out, const float* lse, const float* qkv) {
   check_attention_shape(s);
+  const int64_t qkv_n = s.batch * s.seq * s.qkv_stride(), out_n = s.batch * s.seq * s.q_heads * s.head_dim;
 #ifdef FARTHING_HAVE_CUDNN
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, true)) {
-    // out is the forward's bf16 output widened, so narrowing it again gives cuDNN its own O.
-    const int64_t qkv_n = s.batch * s.seq * s.qkv_stride(), out_n = s.batch * s.seq * s.q_heads * s.head_dim;
+    // An fp32 out is the forward's bf16 output widened, so narrowing it again gives cuDNN its own
+    // O; a bf16 out is that O, read in place.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, true);
-    const std::array<int64_t, 4> counts{qkv_n, out_n, out_n, qkv_n};
+    const std::array<int64_t, 4> counts{qkv_n, out.is_bf16() ? 0 : out_n, out_n, qkv_n};
     void* base = workspace(carved_bytes(cudnn_bytes, counts));
-    const auto [qkv16, out16, dout16, dqkv16] = carve_bf16(base, cudnn_bytes, counts);
+    const auto [qkv16, out_copy, dout16, dqkv16] = carve_bf16(base, cudnn_bytes, counts);
     narrow(GemmDtype::kBF16, qkv16, qkv, qkv_n);
-    narrow(GemmDtype::kBF16, out16, out, out_n);
+    if (!out.is_bf16()) narrow(GemmDtype::kBF16, out_copy, out.f32(), out_n);
     narrow(GemmDtype::kBF16, dout16, dout, out_n);
-    cudnn->backward(s, dqkv16, dout16, out16, lse, qkv16, base, STREAM);
+    cudnn->backward(s, dqkv16, dout16, out.is_bf16() ? out.bf16() : out_copy, lse, qkv16, base, STREAM);
     widen(GemmDtype::kBF16, dqkv, dqkv16, qkv_n);
     return;
   }
 #else
   attention_engine_->cudnn_for(s, true);  // a bf16 call says once that it runs the slow path
 #endif
-  float* extra = workspace_floats(k::attention_backward_extra_floats(s));
-  k::attention_backward_cuda(s, dqkv, scratch, dout, out, lse, qkv, extra, STREAM);
+  // The fp32 kernel: its scratch, then (for a bf16 out) O widened, which D = rowsum(dO . O) reads.
+  const int64_t extra_n = (k::attention_backward_extra_floats(s) + 63) / 64 * 64;  // O at a 256-byte boundary
+  float* extra = workspace_floats(extra_n + (out.is_bf16() ? out_n : 0));
+  const float* out32 = out.is_bf16() ? extra + extra_n : out.f32();
+  if (out.is_bf16()) widen(GemmDtype::kBF16, extra + extra_n, out.bf16(), out_n);
+  k::attention_backward_cuda(s, dqkv, scratch, dout, out32, lse, qkv, extra, STREAM);
 }
 
 void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,

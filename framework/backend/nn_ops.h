@@ -72,11 +72,14 @@ class NnOps {
   // Scratch that matmul_fp4 needs (device memory).
   static int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k);
 
-  // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride).
-  virtual void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) = 0;
-  // dqkv (B*T, stride) is overwritten; scratch holds 2 * B * Hq * T * D floats.
+  // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride). out is fp32,
+  // or bf16 (ActRef): each value computed in fp32, then rounded once to nearest even.
+  virtual void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) = 0;
+  // dqkv (B*T, stride) is overwritten; scratch holds 2 * B * Hq * T * D floats. out (read only) is
+  // the forward's output as it was stored: each row's D = rowsum(dO . O) reads those values, so a
+  // bf16 out gives the gradients of an fp32 out holding the same (widened) values, bit for bit.
   virtual void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                  const float* out, const float* lse, const float* qkv) = 0;
+                                  ActRef out, const float* lse, const float* qkv) = 0;
 
   // Decoding against a KV cache: `rows` query rows (qkv layout) at positions first_position..,
   // keys/values of positions 0 .. first_position + rows - 1 as rows of Hkv*D in the caches.

@@ -35,13 +35,13 @@ void StrictNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const 
             {"a.scale_inv", a.scale_inv}, {"b.codes", b.codes}, {"b.scale_inv", b.scale_inv}, {"c", c},
             {"workspace", workspace});
 }
-void StrictNnOps::attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) {
-  STRICT_OP(attention_forward, attention_forward(s, out, lse, qkv), {"out", out}, {"lse", lse}, {"qkv", qkv});
+void StrictNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) {
+  STRICT_OP(attention_forward, attention_forward(s, out, lse, qkv), {"out", out.data}, {"lse", lse}, {"qkv", qkv});
 }
 void StrictNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                     const float* out, const float* lse, const float* qkv) {
+                                     ActRef out, const float* lse, const float* qkv) {
   STRICT_OP(attention_backward, attention_backward(s, dqkv, scratch, dout, out, lse, qkv), {"dqkv", dqkv},
-            {"scratch", scratch}, {"dout", dout}, {"out", out}, {"lse", lse}, {"qkv", qkv});
+            {"scratch", scratch}, {"dout", dout}, {"out", out.data}, {"lse", lse}, {"qkv", qkv});
 }
 void StrictNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
                                    int64_t first_position, const float* k_cache, const float* v_cache) {

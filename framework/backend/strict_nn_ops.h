@@ -19,8 +19,8 @@ class StrictNnOps final : public NnOps {
                   void* workspace) override;
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
-  void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override;
-  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const float* out,
+  void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override;
+  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
                           const float* lse, const float* qkv) override;
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
                         const float* k_cache, const float* v_cache) override;

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/numerics/attention_steps.h"
+#include "kernels/numerics/bf16.h"
 #include "kernels/numerics/exp_f32.h"
 
 namespace farthing::kernels {
@@ -70,15 +72,17 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, Trans ta
   matmul_cpu(GemmDtype::kF32, GemmShape{m, n, k, lda, ldb, ldc, ta, tb}, a, b, c, accumulate);
 }
 
-}  // namespace
-
-void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, const float* qkv) {
+// out: fp32, or bf16 (each fp32 value rounded once to nearest even, from a per-thread fp32 tile).
+template <class Out>
+void attention_forward(const AttentionShape& s, Out* out, float* lse, const float* qkv) {
+  constexpr bool kBf16Out = std::is_same_v<Out, uint16_t>;
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, S = s.qkv_stride();
   const int64_t group = Hq / s.kv_heads, blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const float scale = numerics::attention_scale_f32(D);
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), row_max(kQueryBlock), row_sum(kQueryBlock);
+    std::vector<float> out_tile(kBf16Out ? static_cast<size_t>(kQueryBlock * D) : 0);
 #pragma omp for collapse(3) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
@@ -111,16 +115,31 @@ void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, cons
             lse[(b * Hq + h) * T + q0 + r] = row_max[size_t(r)] + std::log(row_sum[size_t(r)]);
           }
           // out (rows, D) = p v
-          gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, S, Trans::kN,
-               out + (b * T + q0) * Hq * D + h * D, Hq * D, false);
+          Out* o = out + (b * T + q0) * Hq * D + h * D;
+          if constexpr (kBf16Out) {
+            gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, S, Trans::kN, out_tile.data(), D, false);
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t d = 0; d < D; ++d) o[r * Hq * D + d] = numerics::f32_to_bf16_rne(out_tile[size_t(r * D + d)]);
+            }
+          } else {
+            gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, S, Trans::kN, o, Hq * D, false);
+          }
         }
       }
     }
   }
 }
 
-void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                            const float* out, const float* lse, const float* qkv) {
+// The fp32 values of one row of O's head (d elements): in place, or widened from bf16 into tmp.
+inline const float* out_row(const float* o, float* /*tmp*/, int64_t /*d*/) { return o; }
+inline const float* out_row(const uint16_t* o, float* tmp, int64_t d) {
+  for (int64_t i = 0; i < d; ++i) tmp[i] = numerics::bf16_to_f32(o[i]);
+  return tmp;
+}
+
+template <class Out>
+void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const Out* out,
+                        const float* lse, const float* qkv) {
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, Hkv = s.kv_heads, S = s.qkv_stride();
   const int64_t group = Hq / Hkv, blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const float scale = numerics::attention_scale_f32(D);
@@ -129,6 +148,7 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), dp(static_cast<size_t>(kQueryBlock * T));
+    std::vector<float> o_widened(static_cast<size_t>(D));
 #pragma omp for collapse(2) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
@@ -143,7 +163,7 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
           const int64_t q0 = blk * kQueryBlock, rows = std::min(kQueryBlock, T - q0), kend = q0 + rows;
           const float* q = base + q0 * S + h * D;
           const float* go = dout + (b * T + q0) * Hq * D + h * D;
-          const float* o = out + (b * T + q0) * Hq * D + h * D;
+          const Out* o = out + (b * T + q0) * Hq * D + h * D;
           // p = softmax(q k^T * scale) recomputed from the saved log-sum-exp; dp = dO v^T
           gemm(rows, kend, D, q, S, Trans::kN, k0, S, Trans::kT, p.data(), kend, false);
           gemm(rows, kend, D, go, Hq * D, Trans::kN, v0, S, Trans::kT, dp.data(), kend, false);
@@ -152,7 +172,7 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
             float* dr = dp.data() + r * kend;
             const int64_t valid = q0 + r + 1;
             const float l = lse[(b * Hq + h) * T + q0 + r];
-            const float di = dot(go + r * Hq * D, o + r * Hq * D, D);
+            const float di = dot(go + r * Hq * D, out_row(o + r * Hq * D, o_widened.data(), D), D);
 #pragma omp simd
             for (int64_t j = 0; j < valid; ++j) {
               pr[j] = numerics::attention_prob_from_lse_f32(pr[j], scale, l);
@@ -190,6 +210,23 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
       }
     }
   }
+}
+
+}  // namespace
+
+void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, const float* qkv) {
+  attention_forward(s, out, lse, qkv);
+}
+void attention_forward_cpu(const AttentionShape& s, uint16_t* out, float* lse, const float* qkv) {
+  attention_forward(s, out, lse, qkv);
+}
+void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                            const float* out, const float* lse, const float* qkv) {
+  attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+}
+void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                            const uint16_t* out, const float* lse, const float* qkv) {
+  attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
 }
 
 void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv, int64_t rows,

@@ -1,4 +1,5 @@
-// attention_cpu.h — causal multi-head attention with grouped-query heads on the host, fp32.
+// attention_cpu.h — causal multi-head attention with grouped-query heads on the host, fp32
+// (the output may be stored as bf16).
 //
 // Input is the packed projection qkv (B*T rows of [q: Hq*D | k: Hkv*D | v: Hkv*D]); query
 // head h reads kv head h / (Hq / Hkv). Forward keeps only the output and the per-row
@@ -15,13 +16,18 @@
 
 namespace farthing::kernels {
 
-// out (B*T, Hq*D), lse (B, Hq, T).
+// out (B*T, Hq*D), lse (B, Hq, T). A bf16 out holds each fp32 output rounded to nearest even.
 void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, const float* qkv);
+void attention_forward_cpu(const AttentionShape& s, uint16_t* out, float* lse, const float* qkv);
 
 // dqkv (B*T, stride) is overwritten. scratch holds 2 * B * Hq * T * D floats (per-query-head
 // dk/dv, summed over each group in head order so results never depend on thread count).
+// D = rowsum(dO . O) reads out as stored: a bf16 out gives the bits of an fp32 out holding its
+// widened values (as cuDNN, whose O is bf16).
 void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                             const float* out, const float* lse, const float* qkv);
+void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                            const uint16_t* out, const float* lse, const float* qkv);
 
 // Decoding against a KV cache: `rows` new query rows (rows of qkv, stride s.qkv_stride(),
 // queries first) at positions first_position, first_position + 1, ...; keys and values of

@@ -21,11 +21,14 @@ namespace farthing::models {
 // One block's activations, (rows, width) each: what backward reads in training, or the decoder's
 // scratch for one chunk of rows. n1 and n2 (and their statistics) may share storage when nothing
 // reads n1 after the MLP, as in the decoder. lse is attention's log-sum-exp per (sequence, head,
-// position), kept for backward; the decoder has none. n1, n2 and act are read only by GEMMs, so
-// under bf16 compute they may be stored as bf16 (framework/backend/act_ref.h).
+// position), kept for backward; the decoder has none. n1, n2 and act are read only by GEMMs, and
+// att only by GEMMs and attention's backward, so under bf16 compute they may be stored as bf16
+// (framework/backend/act_ref.h).
 struct BlockActs {
   ActRef n1;
-  float *n1_mean, *n1_rstd, *qkv, *att, *lse, *mid;
+  float *n1_mean, *n1_rstd, *qkv;
+  ActRef att;
+  float *lse, *mid;
   ActRef n2;
   float *n2_mean, *n2_rstd, *fc;
   ActRef act;

@@ -48,13 +48,15 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   float* n = nullptr;
   float* mean = nullptr;
   float* rstd = nullptr;
+  float* att = nullptr;
   float* act = nullptr;
-  float** slots[] = {&x_, &n, &mean, &rstd, &acts_.qkv, &acts_.att, &acts_.mid, &acts_.fc, &act, &logits_};
+  float** slots[] = {&x_, &n, &mean, &rstd, &acts_.qkv, &att, &acts_.mid, &acts_.fc, &act, &logits_};
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = cursor;
     cursor += round16(sizes[i]);
   }
   acts_.n1 = acts_.n2 = n;  // fp32: the decoder's GEMMs are fp32
+  acts_.att = att;
   acts_.act = act;
   acts_.n1_mean = acts_.n2_mean = mean;
   acts_.n1_rstd = acts_.n2_rstd = rstd;
@@ -127,7 +129,7 @@ void KvCacheDecoder::attention(int64_t layer, const BlockActs& a, int64_t rows) 
     ops_.copy(value_cache(layer, position_ + r), src + kv_row, kv_row);
   }
   const AttentionShape shape{1, max_seq_, c.n_heads, c.n_kv_heads, D};
-  ops_.attention_decode(shape, a.att, a.qkv, rows, position_, key_cache(layer, 0), value_cache(layer, 0));
+  ops_.attention_decode(shape, a.att.f32(), a.qkv, rows, position_, key_cache(layer, 0), value_cache(layer, 0));
 }
 
 void KvCacheDecoder::linear(float* y, ActRef x, int64_t w, int64_t bias, int64_t rows,

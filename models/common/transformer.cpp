@@ -161,9 +161,9 @@ void Transformer::upload_ids(int32_t* to, const int32_t* from) {
   backend_for(device).copy(Tensor(to, DType::kI32, Shape{M}, device), Tensor(const_cast<int32_t*>(from), DType::kI32, Shape{M}));
 }
 
-// Slot 0: what linear_forward narrows (x: attention's output, and the other inputs where they
-// are fp32) and linear_backward's dy (up to the widest projection, or a chunk of logits). Slot 1:
-// linear_backward's x, attention's output alone when the other GEMM inputs are stored as bf16.
+// Slot 0: what linear_forward narrows (x, where it is fp32) and linear_backward's dy (up to the
+// widest projection, or a chunk of logits). Slot 1: linear_backward's x, unused when every GEMM
+// input is stored as bf16 (the norms' outputs, attention's output, the MLP's activation).
 std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
                                                       const ModelOptions& options) {
   if (options.compute == ComputeMode::kF32) return {0, 0};
@@ -171,7 +171,7 @@ std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int6
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const bool bf16_inputs = gemm_input_act_dtype(options) == GemmDtype::kBF16;
   return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)),
-          round16(M * (bf16_inputs ? C : std::max(C, H)))};
+          bf16_inputs ? 0 : round16(M * std::max(C, H))};
 }
 
 // The activations (residual stream, each stored block's activations, the final norm) and the
@@ -190,7 +190,7 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
     a.n1_mean = acts.take(M);
     a.n1_rstd = acts.take(M);
     a.qkv = acts.take(M * Sq);
-    a.att = acts.take(M * C);
+    a.att = acts.take_act(M * C, gemm_input);
     a.lse = acts.take(batch * c.n_heads * seq);
     a.mid = acts.take(M * C);
     a.n2 = acts.take_act(M * C, gemm_input);

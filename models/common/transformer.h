@@ -6,8 +6,8 @@
 // generation) the model owns whole fp32 buffers. Compute modes: kF32 (reference) and kBF16
 // (GEMM operands bf16 with fp32 accumulation: over a storage the weights are its bf16 weights
 // read in place, else a bf16 working copy refreshed per step; activations rounded to nearest
-// even, those only GEMMs read stored so (bf16_gemm_inputs); norms, softmax, attention and the loss
-// stay fp32). The loss is a fused, chunked
+// even, the GEMMs' inputs stored so (bf16_gemm_inputs); norms, softmax, attention's maths and the
+// loss stay fp32). The loss is a fused, chunked
 // cross-entropy: logits exist only for loss_chunk_rows rows at a time, and each chunk's
 // gradient flows into the head and the final norm before the next chunk is computed.
 // Activation checkpointing per block keeps only the block inputs and recomputes the rest
@@ -60,15 +60,16 @@ struct ModelOptions {
   Fp8Options fp8;
   // FP4 linear layers (fp4_linears.h) on top of kBF16 compute; off without a recipe.
   Fp4Options fp4;
-  // Under kBF16 compute without FP8 or FP4 layers, store the activations that only GEMMs read
-  // (each norm's output, the MLP's activation) as bf16 (framework/backend/act_ref.h): the same
-  // bits at half the bytes, with no narrowing pass before their GEMMs. false keeps them fp32 and
-  // narrows before each GEMM, as before (tests compare the two). FP8 and FP4 layers quantize
-  // from fp32 activations, so they keep fp32.
+  // Under kBF16 compute without FP8 or FP4 layers, store the GEMMs' input activations (each
+  // norm's output, attention's output, the MLP's activation) as bf16 (framework/backend/act_ref.h):
+  // the bits the GEMMs read narrowed, at half the bytes and with no narrowing pass. Attention's
+  // backward then reads its output rounded, as cuDNN's does (NnOps::attention_backward). false
+  // keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4 layers
+  // quantize from fp32 activations, so they keep fp32.
   bool bf16_gemm_inputs = true;
 };
 
-// The element type of the activations that only GEMMs read, under these options: kBF16 or kF32.
+// The element type of the GEMMs' input activations under these options: kBF16 or kF32.
 GemmDtype gemm_input_act_dtype(const ModelOptions& options);
 
 // The elements of a unit's 1-D tensors (norm weights, biases): what a model under bf16 compute

@@ -80,19 +80,19 @@ class StagedOps final : public NnOps {
     ops_.matmul_fp8(s, staged(a), staged(b), k.inout(c, extent(s.m, s.n, ldc) * 4), accumulate,
                     k.inout(static_cast<uint8_t*>(workspace), work));
   }
-  void attention_forward(const AttentionShape& s, float* out, float* lse, const float* qkv) override {
+  void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override {
     Call k(*this);
     const int64_t rows = s.batch * s.seq;
-    ops_.attention_forward(s, k.inout(out, rows * s.q_heads * s.head_dim * 4),
+    ops_.attention_forward(s, staged(k, out, rows * s.q_heads * s.head_dim),
                            k.inout(lse, s.batch * s.q_heads * s.seq * 4), k.in(qkv, rows * s.qkv_stride() * 4));
   }
-  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const float* out,
+  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
                           const float* lse, const float* qkv) override {
     Call k(*this);
     const int64_t rows = s.batch * s.seq, o = rows * s.q_heads * s.head_dim * 4;
     ops_.attention_backward(s, k.inout(dqkv, rows * s.qkv_stride() * 4),
                             k.inout(scratch, 2 * s.batch * s.q_heads * s.seq * s.head_dim * 4), k.in(dout, o),
-                            k.in(out, o), k.in(lse, s.batch * s.q_heads * s.seq * 4),
+                            staged(k, out, o / 4), k.in(lse, s.batch * s.q_heads * s.seq * 4),
                             k.in(qkv, rows * s.qkv_stride() * 4));
   }
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first,

@@ -494,12 +494,47 @@ void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, i
     std::vector<float> out_host(size_t(rows * hq * d)), lse_host(size_t(batch * hq * seq));
     backend_for(Device::cpu()).nn().attention_forward(s, out_host.data(), lse_host.data(), qkv_host.data());
     const float* qkv = a.put(qkv_host);
-    const float* out = a.put(out_host);
+    float* out = a.put(out_host);  // read only
     const float* lse = a.put(lse_host);
     const float* dout = a.put(rng.floats(rows * hq * d));
     float* dqkv = a.put(rng.floats(rows * stride));  // overwritten
     float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
     a.nn().attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+    Outputs o;
+    o.add("dqkv", a.get(dqkv, size_t(rows * stride)));
+    return o;
+  });
+}
+
+// bf16 compute with attention's output stored as bf16, as the model stores its GEMM inputs
+// (act_ref.h). Forward: on each backend the stored output must be that backend's fp32 output
+// narrowed, bit for bit (cuDNN's O is bf16 already; the fp32 kernels round once); then the rows
+// compare across backends. Backward: O is given as bf16, and D = rowsum(dO . O) reads it.
+void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv,
+                                 int64_t d) {
+  const AttentionShape s{batch, seq, hq, hkv, d, GemmDtype::kBF16};
+  const int64_t rows = batch * seq, stride = s.qkv_stride(), out_n = rows * hq * d, lse_n = batch * hq * seq;
+  add("attention_forward_bf16out_" + label, Tol::kBf16Attention, [=](Arena& a, Rng& rng) {
+    const float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
+    float* lse = a.put(std::vector<float>(size_t(lse_n)));
+    Outputs o = bf16_store_outputs(a, out_n, [&](ActRef out) { a.nn().attention_forward(s, out, lse, qkv); });
+    o.add("lse", a.get(lse, size_t(lse_n)));
+    return o;
+  });
+  add("attention_backward_bf16out_" + label, Tol::kBf16Attention, [=](Arena& a, Rng& rng) {
+    // O (bf16) and lse from the CPU forward on the host, the same inputs for both sides.
+    const auto qkv_host = rng.floats(rows * stride, -1.5f, 1.5f);
+    std::vector<uint16_t> out_host(static_cast<size_t>(out_n));
+    std::vector<float> lse_host(static_cast<size_t>(lse_n));
+    backend_for(Device::cpu()).nn().attention_forward(s, ActRef::bf16(out_host.data()), lse_host.data(),
+                                                      qkv_host.data());
+    const float* qkv = a.put(qkv_host);
+    uint16_t* out = a.put(out_host);  // read only
+    const float* lse = a.put(lse_host);
+    const float* dout = a.put(rng.floats(out_n));
+    float* dqkv = a.put(rng.floats(rows * stride));  // overwritten
+    float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
+    a.nn().attention_backward(s, dqkv, scratch, dout, ActRef::bf16(out), lse, qkv);
     Outputs o;
     o.add("dqkv", a.get(dqkv, size_t(rows * stride)));
     return o;
@@ -783,6 +818,8 @@ void add_sim_cases() {
   add_attention_cases("t1", 3, 1, 9, 3, 64);
   add_attention_cases("gqa8_d16", 1, 50, 8, 1, 16);
   add_attention_cases("d96", 1, 33, 4, 2, 96);
+  add_attention_bf16out_cases("stories260k", 2, 33, 8, 4, 8);  // the fp32 kernels: no cuDNN in simulation
+  add_attention_bf16out_cases("t1", 3, 1, 9, 3, 64);
   add_decode_case("stories260k", 8, 4, 8, 1, 40);
   add_decode_case("first_token", 9, 3, 64, 1, 0);
   add_decode_case("sim_rows3", 6, 2, 32, 3, 17);
@@ -865,6 +902,12 @@ const std::vector<Case>& cases() {
   add_attention_cases("d80_mha", 1, 70, 4, 4, 80, GemmDtype::kBF16);
   add_attention_cases("t1", 3, 1, 9, 3, 64, GemmDtype::kBF16);
   add_attention_cases("gqa4_t300", 2, 300, 8, 2, 128, GemmDtype::kBF16);
+  // ... and with the output stored as bf16, as the model stores it under bf16 compute.
+  add_attention_bf16out_cases("smollm2_135m", 1, 67, 9, 3, 64);
+  add_attention_bf16out_cases("llama31_8b", 1, 65, 32, 8, 128);
+  add_attention_bf16out_cases("d80_mha", 1, 70, 4, 4, 80);
+  add_attention_bf16out_cases("t1", 3, 1, 9, 3, 64);
+  add_attention_bf16out_cases("gqa4_t300", 2, 300, 8, 2, 128);
   add_decode_case("stories260k", 8, 4, 8, 1, 40);
   add_decode_case("smollm2_135m", 9, 3, 64, 3, 100);
   add_decode_case("llama31_8b", 32, 8, 128, 2, 77);

@@ -1,6 +1,7 @@
 // test_model_modes.cpp — the switches that must not change results (activation
-// checkpointing and bf16 storage of GEMM inputs: bitwise; loss chunk size: within fp32 rounding), bf16 compute against fp32
-// within stated tolerances, and loss masking.
+// checkpointing: bitwise; bf16 storage of GEMM inputs: bitwise against fp32 activations narrowed
+// before each GEMM, attention's output rounded; loss chunk size: within fp32 rounding), bf16
+// compute against fp32 within stated tolerances, and loss masking.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "models/gpt2/gpt2.h"
 #include "models/llama/llama.h"
 #include "tests/models/model_test_options.h"
+#include "tests/models/recording_ops.h"
 #include "tests/support/test_support.h"
 
 namespace farthing::models {
@@ -117,32 +119,44 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
   std::printf("  bf16 vs fp32: loss %.6f vs %.6f, worst gradient relative RMS error %.4f\n", lb, lf, worst);
 }
 
-// Under bf16 compute the activations that only GEMMs read (n1, n2, act, the final norm) are
-// stored as bf16 (ModelOptions::bf16_gemm_inputs, framework/backend/act_ref.h). Their GEMMs read
-// the same bits the fp32 arrays narrowed to, so loss and gradients must not change by a bit.
+// Under bf16 compute the GEMMs' input activations (n1, attention's output, n2, act, the final
+// norm) are stored as bf16 (ModelOptions::bf16_gemm_inputs, framework/backend/act_ref.h). Their
+// GEMMs read the bits the fp32 arrays narrow to. Attention's backward reads its output as stored
+// (D = rowsum(dO . O)), so the fp32 run's attention output is rounded to bf16 after the forward
+// (RecordingOps::round_attention_output); then loss and gradients must not change by a bit.
+// Without that rounding the gradients must differ (attention's backward saw other values).
 TEST_P(Modes, Bf16GemmInputsGiveTheNarrowedRunsBits) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 17);
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
-    ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
-    narrowed.bf16_gemm_inputs = false;
-    ModelOptions stored = testing::model_options(ComputeMode::kBF16, ck, 16);
-    ASSERT_EQ(gemm_input_act_dtype(narrowed), GemmDtype::kF32);
-    ASSERT_EQ(gemm_input_act_dtype(stored), GemmDtype::kBF16);
-    float l0 = 0, l1 = 0;
-    const auto g0 = run(c, narrowed, batch, 2, 40, &l0);
-    const auto g1 = run(c, stored, batch, 2, 40, &l1);
-    EXPECT_EQ(std::memcmp(&l0, &l1, 4), 0) << "loss " << l1 << " with bf16 GEMM inputs, " << l0 << " narrowed";
-    ASSERT_EQ(g0.size(), g1.size());
-    size_t differ = 0;
-    for (size_t i = 0; i < g0.size(); ++i) differ += std::memcmp(&g0[i], &g1[i], 4) != 0;
-    EXPECT_EQ(differ, 0u) << "of " << g0.size() << " gradients (checkpointing " << int(ck) << ")";
+    for (bool rounded : {true, false}) {
+      testing::RecordingOps fp32_ops;
+      fp32_ops.round_attention_output = rounded;
+      ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
+      narrowed.bf16_gemm_inputs = false;
+      narrowed.ops = &fp32_ops;
+      ModelOptions stored = testing::model_options(ComputeMode::kBF16, ck, 16);
+      ASSERT_EQ(gemm_input_act_dtype(narrowed), GemmDtype::kF32);
+      ASSERT_EQ(gemm_input_act_dtype(stored), GemmDtype::kBF16);
+      float l0 = 0, l1 = 0;
+      const auto g0 = run(c, narrowed, batch, 2, 40, &l0);
+      const auto g1 = run(c, stored, batch, 2, 40, &l1);
+      EXPECT_EQ(std::memcmp(&l0, &l1, 4), 0) << "loss " << l1 << " with bf16 GEMM inputs, " << l0 << " narrowed";
+      ASSERT_EQ(g0.size(), g1.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < g0.size(); ++i) differ += std::memcmp(&g0[i], &g1[i], 4) != 0;
+      if (rounded) {
+        EXPECT_EQ(differ, 0u) << "of " << g0.size() << " gradients (checkpointing " << int(ck) << ")";
+      } else {
+        EXPECT_GT(differ, 0u) << "attention's backward read the unrounded output, yet no gradient changed";
+      }
+    }
   }
 }
 
-// n1, n2 and act per stored block set, and the final norm, take half the bytes (each array
-// rounded up to 16 floats, as the model carves), and the second 16-bit narrowing slot (backward's
-// x operands) holds attention's output alone (M x C) instead of up to the MLP's (M x H).
+// n1, attention's output, n2 and act per stored block set, and the final norm, take half the
+// bytes (each array rounded up to 16 floats, as the model carves), and the second 16-bit
+// narrowing slot (backward's x operands, up to the MLP's M x H) is not needed at all.
 TEST_P(Modes, Bf16GemmInputsHalveTheirBytes) {
   const ModelConfig c = micro(GetParam());
   const int64_t b = 2, t = 40, M = b * t;
@@ -155,11 +169,11 @@ TEST_P(Modes, Bf16GemmInputsHalveTheirBytes) {
   };
   auto r16 = [](int64_t n) { return (n + 15) / 16 * 16; };
   auto saved_floats = [&](int64_t elems) { return r16(elems) - r16((elems + 1) / 2); };
-  const int64_t saved_slot_bytes = 2 * (r16(M * std::max(c.dim, c.hidden_dim)) - r16(M * c.dim));
+  const int64_t saved_slot_bytes = 2 * r16(M * std::max(c.dim, c.hidden_dim));
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
     const int64_t sets = ck == Checkpointing::kNone ? c.n_layers : 1;
     const int64_t expected =
-        4 * (sets * (2 * saved_floats(M * c.dim) + saved_floats(M * c.hidden_dim)) + saved_floats(M * c.dim)) +
+        4 * (sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.hidden_dim)) + saved_floats(M * c.dim)) +
         saved_slot_bytes;
     EXPECT_EQ(activation_bytes(false, ck) - activation_bytes(true, ck), expected) << "checkpointing " << int(ck);
   }

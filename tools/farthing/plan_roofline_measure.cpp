@@ -112,9 +112,9 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       const AttentionShape a{in.micro_batch, in.seq, c.n_heads, c.n_kv_heads, c.head_dim(), options.attention};
       const int64_t rows = in.micro_batch * in.seq, out_n = rows * c.n_heads * c.head_dim();
       float *qkv = s.floats(rows * a.qkv_stride()), *out = s.floats(out_n), *lse = s.floats(in.micro_batch * c.n_heads * in.seq);
-      if (call.op == RooflineOp::kAttentionForward) return timed([&] { nn.attention_forward(a, out, lse, qkv); });
+      if (call.op == RooflineOp::kAttentionForward) return timed([&] { nn.attention_forward(a, gemm_input(out), lse, qkv); });
       float *dqkv = s.floats(rows * a.qkv_stride()), *dout = s.floats(out_n), *scratch = s.floats(2 * out_n);
-      return timed([&] { nn.attention_backward(a, dqkv, scratch, dout, out, lse, qkv); });
+      return timed([&] { nn.attention_backward(a, dqkv, scratch, dout, gemm_input(out), lse, qkv); });
     }
     case RooflineOp::kResidualAdd: {
       float *dst = s.floats(call.m), *src = s.floats(call.m);

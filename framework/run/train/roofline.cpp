@@ -138,15 +138,16 @@ RooflineStep roofline_step(const RooflineInputs& in) {
                      2.0 * n * (heads + kv_heads) * d);
   }
   // Causal attention: q k^T and p v over T(T+1)/2 pairs per head; the backward recomputes the
-  // scores (flash-attention style): 2.5x the forward's FLOPs. Reads q, k, v, writes the output and
-  // the softmax statistics (fp32 in both designs).
+  // scores (flash-attention style): 2.5x the forward's FLOPs. The forward reads q, k, v and writes
+  // the output (a GEMM input) and the softmax statistics (fp32 in both designs); the backward also
+  // reads the output and its gradient, and writes dq, dk, dv.
   const double attn_flops = 4.0 * double(in.micro_batch) * heads * d * T * (T + 1) / 2;
   const double lse = kFp32 * double(in.micro_batch) * heads * T;
   rows.add("attention forward", block_forwards, call(Op::kAttentionForward, tokens), attn_flops,
-           kFp32 * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
+           kFp32 * n * Sq + gemm_input_bytes * n * C + lse, kBf16 * n * (Sq + C) + lse);
   rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
-           kFp32 * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
-  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, false);  // attention's output: fp32
+           kFp32 * n * (2 * Sq + C) + gemm_input_bytes * n * C + lse, kBf16 * n * 2 * (Sq + C) + lse);
+  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, gemm_inputs_bf16);
   const RooflineCall residual = call(Op::kResidualAdd, tokens * c.dim);
   rows.activations("residual add", 2 * block_forwards, residual, 3.0 * n * C);
   norm_forward(block_forwards);

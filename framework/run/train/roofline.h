@@ -1,9 +1,9 @@
 // roofline.h — a training step on paper: every op of one optimizer step (forward, backward,
 // recomputation, the optimizer), its FLOPs and the bytes it must move, the time each takes at a
 // GPU's datasheet rates (the larger of FLOPs / peak and bytes / bandwidth), and so the MFU the
-// design can reach. Two byte counts per op: as built (fp32 activations but for the GEMM inputs
-// that are stored as bf16 without FP8, every other GEMM operand narrowed to bf16 first, fp32 GEMM
-// outputs; transformer.cpp) and the design of issue 36 (bf16 activations, no narrowing). A lower bound on time: no launch latency, no host waits, every
+// design can reach. Two byte counts per op: as built (fp32 activations but for the GEMM inputs,
+// stored as bf16 without FP8: the norms', attention's and the MLP activation's outputs; every
+// other GEMM operand narrowed to bf16 first, fp32 GEMM outputs; transformer.cpp) and the design of issue 36 (bf16 activations, no narrowing). A lower bound on time: no launch latency, no host waits, every
 // kernel at the roofline. `farthing plan RECIPE --roofline DEVICE` prints it; with --measure-ops
 // it also runs every row's calls, shape by shape, on this machine's device and prints the
 // measured time beside the roofline's (tools/farthing/plan_roofline_measure.h).

@@ -1,0 +1,159 @@
+// recording_ops.h — an NnOps for model tests: the CPU ops, each call counted by name, with two
+// switches that change what the model sees. Used by test_model_ops_routing.cpp (the calls a step
+// makes) and test_model_modes.cpp (bf16 activation storage against fp32 ones rounded).
+// Relies on: framework/backend/cpu_nn_ops.h, kernels/numerics/bf16.h. Tested by: tests/models/test_model_ops_routing.cpp,
+// tests/models/test_model_modes.cpp.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "framework/backend/cpu_nn_ops.h"
+#include "kernels/numerics/bf16.h"
+
+namespace farthing::models::testing {
+
+// Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw;
+// round_attention_output rounds an fp32 attention output to bf16 in place after the forward (the
+// values the model's bf16-stored output holds, so a run with fp32 activations can be compared
+// with one that stores them as bf16, bit for bit).
+class RecordingOps final : public NnOps {
+ public:
+  std::map<std::string, int> calls;
+  bool refuse_matmul = false;
+  bool round_attention_output = false;
+
+  Device device() const override { return cpu_.device(); }
+  void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+              bool accumulate) override {
+    ++calls["matmul"];
+    if (refuse_matmul) throw std::runtime_error("matmul refused by the test");
+    cpu_.matmul(dtype, shape, a, b, c, accumulate);
+  }
+  void fp8_quantize(const Fp8QuantizeArgs& args) override {
+    ++calls["fp8_quantize"];
+    cpu_.fp8_quantize(args);
+  }
+  int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override {
+    return cpu_.fp8_matmul_workspace_bytes(a_elems, b_elems, power_of_two);
+  }
+  void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
+                  void* workspace) override {
+    ++calls["matmul_fp8"];
+    if (refuse_matmul) throw std::runtime_error("matmul_fp8 refused by the test");
+    cpu_.matmul_fp8(shape, a, b, c, accumulate, workspace);
+  }
+  void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override {
+    ++calls["attention_forward"];
+    cpu_.attention_forward(s, out, lse, qkv);
+    if (round_attention_output && !out.is_bf16()) {
+      const int64_t n = s.batch * s.seq * s.q_heads * s.head_dim;
+      for (int64_t i = 0; i < n; ++i) out.f32()[i] = numerics::bf16_to_f32(numerics::f32_to_bf16_rne(out.f32()[i]));
+    }
+  }
+  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
+                          const float* lse, const float* qkv) override {
+    ++calls["attention_backward"];
+    cpu_.attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+  }
+  void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
+                        const float* k_cache, const float* v_cache) override {
+    ++calls["attention_decode"];
+    cpu_.attention_decode(s, out, qkv, rows, first_position, k_cache, v_cache);
+  }
+  void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+                       float eps) override {
+    ++calls["rmsnorm_forward"];
+    cpu_.rmsnorm_forward(out, rstd, x, w, n, c, eps);
+  }
+  void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+                        int64_t n, int64_t c) override {
+    ++calls["rmsnorm_backward"];
+    cpu_.rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
+  }
+  void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                         int64_t n, int64_t c, float eps) override {
+    ++calls["layernorm_forward"];
+    cpu_.layernorm_forward(out, mean, rstd, x, w, b, n, c, eps);
+  }
+  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                          const float* mean, const float* rstd, int64_t n, int64_t c) override {
+    ++calls["layernorm_backward"];
+    cpu_.layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c);
+  }
+  void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                  const float* cos, const float* sin, bool inverse) override {
+    ++calls[inverse ? "rope_inverse" : "rope"];
+    cpu_.rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+  }
+  void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) override {
+    ++calls["swiglu_forward"];
+    cpu_.swiglu_forward(act, gu, n, h);
+  }
+  void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override {
+    ++calls["swiglu_backward"];
+    cpu_.swiglu_backward(dgu, dact, gu, n, h);
+  }
+  void gelu_forward(ActRef out, const float* x, int64_t count) override {
+    ++calls["gelu_forward"];
+    cpu_.gelu_forward(out, x, count);
+  }
+  void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override {
+    ++calls["gelu_backward"];
+    cpu_.gelu_backward(dx, dout, x, count);
+  }
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                         int64_t seq, int64_t c) override {
+    ++calls["embedding_forward"];
+    cpu_.embedding_forward(out, tokens, wte, wpe, n, seq, c);
+  }
+  void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
+                              int64_t seq, int64_t c) override {
+    ++calls["embedding_forward_bf16"];
+    cpu_.embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c);
+  }
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                          int64_t seq, int64_t c) override {
+    ++calls["embedding_backward"];
+    cpu_.embedding_backward(dwte, dwpe, dout, tokens, n, seq, c);
+  }
+  void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override {
+    ++calls["bias_add"];
+    cpu_.bias_add(out, bias, n, c, stride);
+  }
+  void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) override {
+    ++calls["bias_backward"];
+    cpu_.bias_backward(dbias, dout, n, c, stride);
+  }
+  void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                          bool want_grad, double* loss_sum) override {
+    ++calls["cross_entropy_rows"];
+    cpu_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad, loss_sum);
+  }
+  void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override {
+    ++calls["widen"];
+    cpu_.widen(dtype, dst, src, count);
+  }
+  void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override {
+    ++calls["narrow"];
+    cpu_.narrow(dtype, dst, src, count);
+  }
+  void copy(float* dst, const float* src, int64_t count) override {
+    ++calls["copy"];
+    cpu_.copy(dst, src, count);
+  }
+  void zero(float* dst, int64_t count) override {
+    ++calls["zero"];
+    cpu_.zero(dst, count);
+  }
+  void accumulate(float* dst, const float* src, int64_t count) override {
+    ++calls["accumulate"];
+    cpu_.accumulate(dst, src, count);
+  }
+
+ private:
+  CpuNnOps cpu_;
+};
+
+}  // namespace farthing::models::testing
