@@ -7,8 +7,10 @@
 #include <array>
 
 #include "framework/backend/cuda_attention_engine.h"
+#include "framework/backend/cuda_ops_workspace.h"
 #include "framework/backend/fp8_op_checks.h"
 #include "framework/core/error.h"
+#include "framework/core/memory.h"
 #include "kernels/cuda/activation_cuda.h"
 #include "kernels/cuda/attention_cuda.h"
 #ifdef FARTHING_HAVE_CUDNN
@@ -68,18 +70,23 @@ CudaNnOps::~CudaNnOps() {
     static_cast<void>(cudaFreeAsync(workspace_, static_cast<cudaStream_t>(stream_)));
     static_cast<void>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
     static_cast<void>(cudaGetLastError());
+    memory_tracker(device()).on_free(MemoryCategory::kActivations, int64_t(workspace_bytes_));
   }
 }
 
 void* CudaNnOps::workspace(size_t bytes) {
   if (bytes <= workspace_bytes_) return workspace_;
   // Stream-ordered: work already queued keeps the old block until it is done with it.
-  if (workspace_ != nullptr) FARTHING_CUDA_CHECK(cudaFreeAsync(workspace_, STREAM));
+  if (workspace_ != nullptr) {
+    FARTHING_CUDA_CHECK(cudaFreeAsync(workspace_, STREAM));
+    memory_tracker(device()).on_free(MemoryCategory::kActivations, int64_t(workspace_bytes_));
+  }
   workspace_ = nullptr;
   workspace_bytes_ = 0;
-  const size_t grown = bytes < (size_t(1) << 20) ? (size_t(1) << 20) : bytes + bytes / 4;
+  const size_t grown = workspace_grown_bytes(bytes);
   FARTHING_CUDA_CHECK(cudaMallocAsync(&workspace_, grown, STREAM));
   workspace_bytes_ = grown;
+  memory_tracker(device()).on_allocate(MemoryCategory::kActivations, int64_t(grown));
   return workspace_;
 }
 
@@ -118,29 +125,17 @@ void check_attention_shape(const AttentionShape& s) {
 }
 
 #ifdef FARTHING_HAVE_CUDNN
-// Device bytes rounded up so the next carve starts aligned (cuDNN wants 16; cudaMalloc gives 256).
-size_t aligned_bytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// bf16 attention through cuDNN (cuda_attention_engine.h): its workspace, then bf16 copies of the
-// fp32 operands, all carved from the ops' workspace. `counts` are the copies' element counts.
-template <size_t N>
-std::array<uint16_t*, N> carve_bf16(void* base, size_t cudnn_bytes, const std::array<int64_t, N>& counts) {
-  auto* p = static_cast<char*>(base) + aligned_bytes(cudnn_bytes);
-  std::array<uint16_t*, N> parts{};
-  for (size_t i = 0; i < N; ++i) {
+// bf16 attention through cuDNN (cuda_attention_engine.h): its workspace, then the bf16 copies of
+// the fp32 operands (cuda_ops_workspace.h says which), carved from the ops' workspace.
+std::array<uint16_t*, 4> carve_bf16(void* base, size_t cudnn_bytes, const std::array<int64_t, 4>& counts) {
+  auto* p = static_cast<char*>(base) + workspace_aligned_bytes(cudnn_bytes);
+  std::array<uint16_t*, 4> parts{};
+  for (size_t i = 0; i < counts.size(); ++i) {
     parts[i] = reinterpret_cast<uint16_t*>(p);
-    p += aligned_bytes(size_t(counts[i]) * 2);
+    p += workspace_aligned_bytes(size_t(counts[i]) * 2);
   }
   return parts;
 }
-
-template <size_t N>
-size_t carved_bytes(size_t cudnn_bytes, const std::array<int64_t, N>& counts) {
-  size_t total = aligned_bytes(cudnn_bytes);
-  for (int64_t c : counts) total += aligned_bytes(size_t(c) * 2);
-  return total;
-}
-
 #endif
 
 }  // namespace
@@ -152,9 +147,9 @@ void CudaNnOps::attention_forward(const AttentionShape& s, ActRef out, float* ls
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, false)) {
     // cuDNN's O is bf16: written in place when out is stored as bf16, else widened from a copy.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, false);
-    const std::array<int64_t, 2> counts{qkv_n, out.is_bf16() ? 0 : out_n};
-    void* base = workspace(carved_bytes(cudnn_bytes, counts));
-    const auto [qkv16, out_copy] = carve_bf16(base, cudnn_bytes, counts);
+    void* base = workspace(cudnn_attention_workspace_bytes(s, false, out.is_bf16(), cudnn_bytes));
+    const auto copies = carve_bf16(base, cudnn_bytes, cudnn_attention_copy_elems(s, false, out.is_bf16()));
+    uint16_t *qkv16 = copies[0], *out_copy = copies[1];
     narrow(GemmDtype::kBF16, qkv16, qkv, qkv_n);
     cudnn->forward(s, out.is_bf16() ? out.bf16() : out_copy, lse, qkv16, base, STREAM);
     if (!out.is_bf16()) widen(GemmDtype::kBF16, out.f32(), out_copy, out_n);
@@ -179,9 +174,9 @@ void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* 
     // An fp32 out is the forward's bf16 output widened, so narrowing it again gives cuDNN its own
     // O; a bf16 out is that O, read in place.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, true);
-    const std::array<int64_t, 4> counts{qkv_n, out.is_bf16() ? 0 : out_n, out_n, qkv_n};
-    void* base = workspace(carved_bytes(cudnn_bytes, counts));
-    const auto [qkv16, out_copy, dout16, dqkv16] = carve_bf16(base, cudnn_bytes, counts);
+    void* base = workspace(cudnn_attention_workspace_bytes(s, true, out.is_bf16(), cudnn_bytes));
+    const auto [qkv16, out_copy, dout16, dqkv16] =
+        carve_bf16(base, cudnn_bytes, cudnn_attention_copy_elems(s, true, out.is_bf16()));
     narrow(GemmDtype::kBF16, qkv16, qkv, qkv_n);
     if (!out.is_bf16()) narrow(GemmDtype::kBF16, out_copy, out.f32(), out_n);
     narrow(GemmDtype::kBF16, dout16, dout, out_n);

@@ -6,7 +6,8 @@
 // returning). Scratch that
 // ops need (column-sum partials, attention's dO.O rows, decode scores, embedding links, row
 // losses) comes from one device workspace, grown stream-ordered (cudaMallocAsync) and reused
-// by every later op on the stream. Includable from plain C++ (the stream is opaque).
+// by every later op on the stream; the memory tracker counts it as activations (workspace_bytes).
+// Includable from plain C++ (the stream is opaque).
 // FP8: fp8_quantize through kernels/cuda/fp8_cuda.h (bitwise the CPU's), matmul_fp8 through
 // kernels/cuda/gemm_fp8_cublaslt.h (cuBLASLt FP8, or its exact dense fallback).
 // Relies on: kernels/cuda/*_cuda.h, matmul_cublaslt.h, gemm_fp8_cublaslt.h, backend/fp8_op_checks.h.
@@ -41,6 +42,7 @@ class CudaNnOps final : public NnOps {
   void fp8_quantize(const Fp8QuantizeArgs& args) override;
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
   int64_t fp8_fallback_shapes() const override;
+  int64_t workspace_bytes() const override { return int64_t(workspace_bytes_); }
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override;

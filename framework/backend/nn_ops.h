@@ -58,6 +58,10 @@ class NnOps {
   // (the CUDA backend, when cuBLASLt declines; each is also reported once on stderr). 0 where
   // FP8 GEMMs are always emulated (CPU, strict device): there is no faster path to miss.
   virtual int64_t fp8_fallback_shapes() const { return 0; }
+  // Bytes of device scratch the ops hold now (the CUDA set's workspace: cuDNN's, attention's bf16
+  // staging, the kernels' partials), charged to the device's memory tracker as activations. 0
+  // where ops take no scratch of their own beyond what they allocate and free inside a call.
+  virtual int64_t workspace_bytes() const { return 0; }
 
   // FP4 GEMMs (kernels/numerics/fp4_block.h; the policy: backend/fp4_policy.h). Quantize an
   // operand (fp4_operand.h says what is written), and C(m, n) (+)= A(m, k) · B(n, k)^T of two

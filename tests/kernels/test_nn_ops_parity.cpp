@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "framework/backend/backend.h"
+#include "framework/core/memory.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/fp8_scaling.h"
 #include "kernels/numerics/minifloat.h"
@@ -1042,6 +1043,34 @@ TEST_P(Cuda, MatchesCpuWithinItsClass) {
 
 INSTANTIATE_TEST_SUITE_P(NnOps, CpuThreads, testing::ValuesIn(case_indices()), case_name);
 INSTANTIATE_TEST_SUITE_P(NnOps, Cuda, testing::ValuesIn(case_indices()), case_name);
+
+// Not a parity row: the CUDA ops' workspace is device memory, so the device's memory tracker
+// must count it (NnOps::workspace_bytes, as activations). A decode whose scores need more floats
+// than the workspace holds makes it grow; the tracker's activations change by exactly the growth.
+TEST(CudaOpsWorkspace, IsChargedToTheDeviceTracker) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  Backend& gpu = backend_for(Device::cuda(0));
+  MemoryTracker& tracker = memory_tracker(gpu.device());
+  const auto activations = [&] { return tracker.snapshot().current_bytes[size_t(MemoryCategory::kActivations)]; };
+  Rng rng(91);
+  const int64_t hq = 16, hkv = 2, d = 8;
+  const AttentionShape s{1, 1, hq, hkv, d};
+  // Decode scores: hq floats per cached position (attention_decode_scratch_floats).
+  const int64_t positions = gpu.nn().workspace_bytes() / 4 / hq + 1000;
+  Arena a(gpu);
+  const float* qkv = a.put(rng.floats(s.qkv_stride()));
+  const float* kc = a.put(rng.floats(positions * hkv * d));
+  const float* vc = a.put(rng.floats(positions * hkv * d));
+  float* out = a.put(std::vector<float>(size_t(hq * d)));
+  const int64_t held_before = gpu.nn().workspace_bytes(), counted_before = activations();
+  a.nn().attention_decode(s, out, qkv, 1, positions - 1, kc, vc);
+  gpu.synchronize();
+  const int64_t held = gpu.nn().workspace_bytes();
+  EXPECT_GE(held, positions * hq * 4) << "the workspace did not grow to the decode's scores";
+  EXPECT_GT(held, held_before);
+  EXPECT_EQ(activations() - counted_before, held - held_before)
+      << "the tracker's activations did not follow the workspace from " << held_before << " to " << held << " bytes";
+}
 
 TEST(NnOpsParityTable, HasOneRowPerOpAndShape) {
   std::vector<std::string> names;

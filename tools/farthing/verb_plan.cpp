@@ -249,7 +249,10 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
     case MemoryCategory::kActivations:
       return "batch " + std::to_string(r.train.micro_batch) + " x seq " + std::to_string(r.data.seq_len) +
              (r.model.activation_checkpointing == models::Checkpointing::kPerBlock ? ", per-block checkpointing" : ", every block stored") +
-             ", logits " + std::to_string(r.model.loss_chunk_rows) + " rows";
+             ", logits " + std::to_string(r.model.loss_chunk_rows) + " rows" +
+             (e.ops_workspace > 0 ? ", CUDA ops' workspace at least " + train::format_bytes(e.ops_workspace) +
+                                        " (+ cuDNN's own, sized at run time)"
+                                  : std::string());
     case MemoryCategory::kCommBuffers:
       if (e.world_size == 1) return "none at world size 1";
       return (e.comm_staging > 0 ? "ZeRO staging " + train::format_bytes(e.comm_staging) + " + " : std::string()) +
@@ -452,6 +455,7 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
           {"categories", categories},
           {"model_state_bytes", e.model_state_bytes()},
           {"model_state_bytes_per_param", double(e.model_state_bytes()) / double(e.param_count)},
+          {"ops_workspace_bytes", e.ops_workspace},
           {"comm_staging_bytes", e.comm_staging},
           {"comm_transient_bytes", e.comm_transient},
           {"trainer_weights_bytes", e.trainer_weights},

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "framework/backend/backend.h"
+#include "framework/backend/cuda_ops_workspace.h"
 #include "framework/core/error.h"
 #include "framework/dist/param_store.h"
 #include "framework/dist/zero_layout.h"
@@ -283,8 +284,17 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   Held persistent;
   persistent.add(C::kMaster, e.held_bytes(C::kMaster)).add(C::kOptimizerState, e.held_bytes(C::kOptimizerState));
   persistent.add(C::kWeights, e.trainer_weights + e.master_copy).add(C::kGrads, e.grad_sum);
-  // The model's activations and the trainer's micro-batch loss sums (a double each, on the device).
-  const int64_t activations = m.activation_total() + t.grad_accum * int64_t(sizeof(double));
+  // bf16 attention on CUDA runs through cuDNN on bf16 copies carved from the ops' workspace; its
+  // backward takes the most of them (cuda_ops_workspace.h).
+  if (on_cuda && model_options.compute == models::ComputeMode::kBF16) {
+    const kernels::AttentionShape attention{t.micro_batch, config.data.seq_len, model.n_heads, model.n_kv_heads,
+                                            model.head_dim(), kernels::GemmDtype::kBF16};
+    const bool out_bf16 = models::gemm_input_act_dtype(model_options) == kernels::GemmDtype::kBF16;
+    e.ops_workspace = int64_t(cudnn_attention_workspace_bytes(attention, true, out_bf16, 0));
+  }
+  // The model's activations, the ops' workspace and the trainer's micro-batch loss sums (a double
+  // each, on the device).
+  const int64_t activations = m.activation_total() + e.ops_workspace + t.grad_accum * int64_t(sizeof(double));
   persistent.add(C::kCommBuffers, e.comm_staging).add(C::kActivations, activations);
   const int64_t persistent_bytes = persistent.total();
   const dist::ZeroLayout zero(units, world_size, e.peak_rank);

@@ -15,7 +15,8 @@
 // category and in total, is the largest of those combinations, named by the first moment that
 // reaches it. So the prediction is of what the memory tracker (framework/core/memory.h) counts,
 // and a real run's tracked peaks check it; the dataset, the tokenizer and the kernels' per-thread
-// scratch are not tracked, and not predicted.
+// scratch are not tracked, and not predicted. On CUDA the ops' workspace is tracked, and planned
+// only in part (ops_workspace).
 // Relies on: models/common (spec, layout, Transformer's sizes), framework/dist (ZeroLayout,
 // ParamStore's sizes), framework/run/train/optimizer_setup.h, framework/optim (AdamW's sizes, memory_plan.h).
 // Tested by: tests/run/train/test_memory_estimate.cpp (real Trainer runs at every stage, fused and
@@ -63,6 +64,11 @@ struct MemoryEstimate {
   int64_t master_copy = 0;      // precision fp32 + f32 master over several ranks at stages 1-2: the gathered master (kWeights)
   optim::AdamWStateBytes optimizer;  // peak_rank's shards (AdamW::planned_bytes); on_host: offloaded
   optim::OffloadOptions offload;     // as the trainer builds the optimizer (the ring's slots hold offload.grad_dtype)
+  // On CUDA under bf16 compute: the bf16 copies cuDNN attention's backward carves from the ops'
+  // workspace (framework/backend/cuda_ops_workspace.h), counted with the activations. A lower
+  // bound of that workspace: cuDNN's own bytes, known once its graph is built on the GPU, and the
+  // workspace's growth slack are not in it. 0 elsewhere (the CPU and the strict device take none).
+  int64_t ops_workspace = 0;
   int64_t comm_staging = 0;     // ZeroCollectives' staging buffer, held for the run (kCommBuffers)
   int64_t comm_transient = 0;   // the largest collective's buffers and MPI temporaries, at their peak (kCommBuffers)
   // At each category's peak: the units' fp32 parameters and 16-bit GEMM copies in use (the

@@ -317,8 +317,37 @@ TEST(MemoryEstimate, Fp8WorkspaceIsTheDevicesEngine) {
   EXPECT_EQ(cuda.model_buffers.fp8, lt);
   EXPECT_GE(lt, numerics::kFp8LtScratchBytes);  // cuBLASLt's own scratch is part of it
   EXPECT_GT(lt, emulated);
-  EXPECT_EQ(cuda.bytes(MemoryCategory::kActivations) - cpu.bytes(MemoryCategory::kActivations), lt - emulated);
+  EXPECT_EQ(cuda.bytes(MemoryCategory::kActivations) - cpu.bytes(MemoryCategory::kActivations),
+            lt - emulated + cuda.ops_workspace);  // the ops' workspace: the next case
   EXPECT_EQ(cuda.model_state_bytes(), cpu.model_state_bytes());
+}
+
+// train.device: cuda under bf16 compute counts, with the activations, the bf16 copies that cuDNN
+// attention's backward carves from the CUDA ops' workspace (framework/backend/cuda_ops_workspace.h):
+// qkv, dO and dqkv, and O too where the model keeps it fp32 (FP8 layers), each on a 256-byte
+// boundary. The CPU takes no such workspace, and fp32 compute runs no cuDNN.
+TEST(MemoryEstimate, CudaOpsWorkspaceCountsAttentionsBf16Copies) {
+  TempDir dir("ops_workspace");
+  recipe::RunConfig c = base_config(dir.path);
+  const models::ModelConfig model = models::preset_config("stories260k");  // dim 64, 8 heads (4 kv) of 8
+  const int64_t rows = c.train.micro_batch * c.data.seq_len, qkv = rows * (8 + 2 * 4) * 8, out = rows * 64;
+  const auto aligned = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
+  for (recipe::Precision precision : {recipe::Precision::kBf16, recipe::Precision::kFp8, recipe::Precision::kFp32}) {
+    c.train.precision = precision;
+    c.train.device = recipe::TrainDevice::kCpu;
+    const MemoryEstimate cpu = estimate_memory(c, model, world().world_size());
+    c.train.device = recipe::TrainDevice::kCuda;
+    const MemoryEstimate cuda = estimate_memory(c, model, world().world_size());
+    int64_t expected = 0;
+    if (precision == recipe::Precision::kBf16) expected = 2 * aligned(qkv * 2) + aligned(out * 2);  // O is bf16
+    if (precision == recipe::Precision::kFp8) expected = 2 * aligned(qkv * 2) + 2 * aligned(out * 2);
+    const std::string name(recipe::enum_name(precision));
+    EXPECT_EQ(cpu.ops_workspace, 0) << name;
+    EXPECT_EQ(cuda.ops_workspace, expected) << name;
+    if (precision != recipe::Precision::kFp8) {  // FP8's GEMM workspace also differs (the case above)
+      EXPECT_EQ(cuda.bytes(MemoryCategory::kActivations) - cpu.bytes(MemoryCategory::kActivations), expected) << name;
+    }
+  }
 }
 
 // FP8 per-tensor delayed scaling over ZeRO-3 with per-block recomputation and accumulation.

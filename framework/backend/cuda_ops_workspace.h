@@ -1,0 +1,37 @@
+// cuda_ops_workspace.h — what CudaNnOps carves from its device workspace, in plain C++ so that
+// `farthing plan` (framework/run/train/memory_estimate.cpp) counts the same bytes the ops take.
+//
+// bf16 attention through cuDNN works on bf16 copies of its fp32 operands, carved after cuDNN's
+// own workspace: forward qkv (and O, when the caller's output is fp32); backward qkv, O (when
+// fp32), dO and dqkv. Each part starts on a 256-byte boundary. cuDNN's own bytes are known only
+// once its graph is built on the GPU, so a plan counts the copies alone: a lower bound.
+// Relies on: kernels/numerics/op_shapes.h. Tested by: tests/run/train/test_memory_estimate.cpp
+// (the plan's count), tests/kernels/test_nn_ops_parity.cpp (the tracker follows the workspace).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/numerics/op_shapes.h"
+
+namespace farthing {
+
+// Bytes rounded up so the next part starts aligned (cuDNN wants 16; cudaMalloc gives 256).
+inline size_t workspace_aligned_bytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// The workspace CudaNnOps allocates for a request of `bytes` more than it holds: a quarter more,
+// so that slightly larger requests later do not reallocate, and at least 1 MiB.
+inline size_t workspace_grown_bytes(size_t bytes) {
+  return bytes < (size_t(1) << 20) ? (size_t(1) << 20) : bytes + bytes / 4;
+}
+
+// The bf16 copies' element counts, in carving order: qkv, O (0 when the output is stored as
+// bf16: cuDNN reads and writes it in place), then for the backward dO and dqkv (else 0).
+std::array<int64_t, 4> cudnn_attention_copy_elems(const kernels::AttentionShape& s, bool backward, bool out_bf16);
+
+// cuDNN's bytes (aligned), then the copies, each aligned: the workspace one call needs.
+size_t cudnn_attention_workspace_bytes(const kernels::AttentionShape& s, bool backward, bool out_bf16,
+                                       size_t cudnn_bytes);
+
+}  // namespace farthing
