@@ -1,5 +1,6 @@
 // bench_cuda.cpp — see bench_cuda.h.
 #include "tools/bench/bench_cuda.h"
+#include "tools/bench/bench_timing.h"
 
 #include <algorithm>
 #include <chrono>
@@ -52,22 +53,7 @@ std::string cuda_device_summary() {
 
 double cuda_time_best(const std::function<void()>& queue, double min_seconds) {
 #if FARTHING_WITH_CUDA
-  auto timed_batch = [&](int calls) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) queue();
-    FARTHING_CUDA_CHECK(cudaDeviceSynchronize());
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  timed_batch(1);  // warm up
-  const double one = timed_batch(1);
-  const int calls = int(std::clamp(std::ceil(2e-3 / std::max(one, 1e-7)), 1.0, 1000.0));
-  double best = one, total = one;
-  for (int batches = 0; total < min_seconds || batches < 3; ++batches) {
-    const double s = timed_batch(calls);
-    best = std::min(best, s / calls);
-    total += s;
-  }
-  return best;
+  return time_best(queue, [] { FARTHING_CUDA_CHECK(cudaDeviceSynchronize()); }, min_seconds);
 #else
   static_cast<void>(queue);
   static_cast<void>(min_seconds);

@@ -1,10 +1,9 @@
 // bench_cuda.h — what the `--device cuda` suites share: the skip when there is no GPU, a
 // description of the device for the report, and device timing.
 //
-// Device work is timed from the host around a synchronisation, in batches long enough (>= 2 ms)
-// that the launch and synchronisation overhead is a small fraction; each suite keeps the best
-// batch. Plain C++: no CUDA type appears here (the suites that need the runtime include it
-// themselves, under FARTHING_WITH_CUDA).
+// Device work is timed by bench_timing.h's loop around a device synchronisation. Plain C++: no
+// CUDA type appears here (the suites that need the runtime include it themselves, under
+// FARTHING_WITH_CUDA).
 // Relies on: framework/backend (cuda_device_count), the CUDA runtime in CUDA builds.
 // Tested by: running the suites; without a GPU they print "no CUDA device" and exit 77
 // (tools/gpu/check.sh's dry run, tests/gpu).
@@ -25,9 +24,8 @@ bool cuda_bench_unavailable(const char* suite);
 // "NVIDIA H200, 132 SMs, 139.8 GiB, sm_90; driver 13.0, runtime 13.0" for device 0.
 std::string cuda_device_summary();
 
-// Best seconds per call of `queue` (which queues device work and need not wait), over batches
-// of calls each followed by a device synchronisation, until min_seconds have been spent and at
-// least three batches ran. One untimed call first (lazy loading, first-touch).
+// Best seconds per call of `queue` (which queues device work and need not wait): bench_timing.h's
+// loop, each batch followed by cudaDeviceSynchronize (the suites' raw kernels run on any stream).
 double cuda_time_best(const std::function<void()>& queue, double min_seconds);
 
 }  // namespace farthing::bench

@@ -25,6 +25,7 @@
 #include "framework/core/memory.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_cuda.h"
+#include "tools/bench/bench_timing.h"
 
 namespace farthing::bench {
 
@@ -87,19 +88,7 @@ class OpsBench {
   void release() { buffers_.clear(); }
 
   double time(const std::function<void()>& fn) {
-    if (device_.is_cpu()) {
-      fn();  // untimed first call
-      double best = 1e30, spent = 0.0;
-      for (int runs = 0; runs < 3 || spent < options_.min_seconds; ++runs) {
-        const auto t0 = std::chrono::steady_clock::now();
-        fn();
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = std::min(best, s);
-        spent += s;
-      }
-      return best;
-    }
-    return cuda_time_best(fn, options_.min_seconds);
+    return time_best(fn, [this] { backend_.synchronize(); }, options_.min_seconds);
   }
 
   NnOps& nn() { return nn_; }

@@ -2,12 +2,11 @@
 #include "tools/farthing/plan_roofline_measure.h"
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
-#include <limits>
 
 #include "framework/backend/buffer.h"
 #include "framework/backend/nn_ops.h"
+#include "tools/bench/bench_timing.h"
 
 namespace farthing::cli {
 
@@ -40,26 +39,6 @@ class Scratch {
   std::vector<Buffer> buffers_;
 };
 
-// Best seconds per call of `queue` over batches of calls, each batch followed by a device
-// synchronisation; batches double until one takes 2 ms, so the synchronisation is a small part.
-double seconds_per_call(Backend& backend, const std::function<void()>& queue, double min_seconds) {
-  using Clock = std::chrono::steady_clock;
-  queue();  // untimed: plans, lazy loading, first touch
-  backend.synchronize();
-  double best = std::numeric_limits<double>::infinity(), spent = 0.0;
-  int64_t batch = 1;
-  for (int runs = 0; (runs < 3 || spent < min_seconds) && runs < 200; ++runs) {
-    const auto t0 = Clock::now();
-    for (int64_t i = 0; i < batch; ++i) queue();
-    backend.synchronize();
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::min(best, s / double(batch));
-    spent += s;
-    if (s < 2e-3 && batch < (int64_t(1) << 16)) batch *= 2;
-  }
-  return best;
-}
-
 int64_t gemm_elem_bytes(GemmDtype dtype) { return dtype == GemmDtype::kF32 ? 4 : 2; }
 
 // The seconds per call of one shape, or negative where it is not run here.
@@ -68,7 +47,9 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
   NnOps& nn = backend.nn();
   Scratch s(backend);
   const models::ModelConfig& c = in.model;
-  const auto timed = [&](const std::function<void()>& queue) { return seconds_per_call(backend, queue, options.min_seconds); };
+  const auto timed = [&](const std::function<void()>& queue) {
+    return bench::time_best(queue, [&] { backend.synchronize(); }, options.min_seconds);
+  };
   // The forwards that write a GEMM input write bf16 as the model stores it (roofline.cpp's as built).
   const bool bf16_inputs = options.gemm == GemmDtype::kBF16 && in.gemm_inputs_bf16();
   const auto gemm_input = [&](float* p) { return bf16_inputs ? ActRef::bf16(reinterpret_cast<uint16_t*>(p)) : ActRef(p); };
