@@ -18,12 +18,6 @@ namespace {
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
-GemmDtype gemm_dtype_of(ComputeMode mode) {
-  return mode == ComputeMode::kBF16 ? GemmDtype::kBF16
-         : mode == ComputeMode::kF16 ? GemmDtype::kF16
-                                      : GemmDtype::kF32;
-}
-
 // The unit whose span holds global element `offset` (units are in offset order).
 int unit_holding(const FlatLayout& layout, int64_t offset) {
   const auto& units = layout.units();
@@ -57,6 +51,16 @@ struct Transformer::Carver {
     return ActRef::bf16(reinterpret_cast<uint16_t*>(take((n + 1) / 2)));
   }
 };
+
+GemmDtype gemm_dtype_of(ComputeMode mode) {
+  return mode == ComputeMode::kBF16 ? GemmDtype::kBF16
+         : mode == ComputeMode::kF16 ? GemmDtype::kF16
+                                      : GemmDtype::kF32;
+}
+
+GemmDtype attention_dtype_of(ComputeMode mode) {
+  return mode == ComputeMode::kBF16 ? GemmDtype::kBF16 : GemmDtype::kF32;
+}
 
 GemmDtype gemm_input_act_dtype(const ModelOptions& options) {
   const bool bf16 = options.compute == ComputeMode::kBF16 && options.bf16_gemm_inputs &&
@@ -503,11 +507,9 @@ void Transformer::block_forward(int64_t layer, const BlockActs& a, const float* 
   models::block_forward(spec_, ops_, *this, layer, a, x, y, BlockRows{batch_ * seq_, seq_, rope_cos_, rope_sin_});
 }
 
-// bf16 compute lets the backend run attention in bf16 (AttentionShape::dtype); fp16 and fp32 keep it fp32.
 AttentionShape Transformer::attention_shape() const {
   const ModelConfig& c = config();
-  const GemmDtype dtype = options_.compute == ComputeMode::kBF16 ? GemmDtype::kBF16 : GemmDtype::kF32;
-  return AttentionShape{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), dtype};
+  return AttentionShape{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), attention_dtype_of(options_.compute)};
 }
 
 void Transformer::attention(int64_t /*layer*/, const BlockActs& a, int64_t rows) {

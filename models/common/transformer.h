@@ -69,6 +69,11 @@ struct ModelOptions {
   bool bf16_gemm_inputs = true;
 };
 
+// The GEMM operands' type under a compute mode: kF32, kBF16 or kF16.
+GemmDtype gemm_dtype_of(ComputeMode mode);
+// Attention's (AttentionShape::dtype): bf16 compute lets the backend run it in bf16 (cuDNN on a
+// GPU); fp16 and fp32 keep it fp32.
+GemmDtype attention_dtype_of(ComputeMode mode);
 // The element type of the GEMMs' input activations under these options: kBF16 or kF32.
 GemmDtype gemm_input_act_dtype(const ModelOptions& options);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "framework/core/error.h"
+#include "framework/run/train/model_options.h"
 #include "framework/run/train/train_device.h"
 #include "tools/farthing/plan_roofline_measure.h"
 
@@ -13,13 +14,12 @@ namespace farthing::cli {
 
 namespace {
 
+// The GEMMs' and attention's types as the model takes them from train.precision.
 RooflineMeasureOptions measure_options_of(const recipe::RunConfig& config) {
+  const models::ComputeMode compute = train::compute_mode_of(config.train.precision);
   RooflineMeasureOptions o;
-  switch (config.train.precision) {
-    case recipe::Precision::kFp32: o.gemm = o.attention = GemmDtype::kF32; break;
-    case recipe::Precision::kFp16: o.gemm = GemmDtype::kF16; o.attention = GemmDtype::kF32; break;
-    default: o.gemm = o.attention = GemmDtype::kBF16; break;  // bf16, and under FP8 / FP4 layers
-  }
+  o.gemm = models::gemm_dtype_of(compute);
+  o.attention = models::attention_dtype_of(compute);
   return o;
 }
 
