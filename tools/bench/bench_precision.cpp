@@ -287,6 +287,19 @@ fs::path plot_script() {
   return {};
 }
 
+// Draws a report's figures from its JSON into out_dir (tools/plot_precision.py). "" when drawn,
+// else the line the report prints instead of them.
+std::string draw_figures(const fs::path& json_path, const fs::path& out_dir) {
+  const fs::path script = plot_script();
+  if (script.empty()) return "figures not drawn: tools/plot_precision.py not found (set FARTHING_PLOT_PRECISION_SCRIPT)";
+  const std::string command =
+      "python3 '" + script.string() + "' '" + json_path.string() + "' --out-dir '" + out_dir.string() + "' >&2";
+  const int rc = std::system(command.c_str());
+  if (rc == 0) return "";
+  return "figures not drawn: " + script.string() + " failed (exit " +
+         std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : rc) + "; it needs matplotlib: python3 -m pip install matplotlib)";
+}
+
 // `--fp4`: only kFp4Comparison's runs, each against bf16 compute: precision_fp4.{md,json} and
 // precision_fp4_loss.png.
 int run_fp4_comparison(const BenchOptions& options, const Study& st, const fs::path& out_dir, Clock::time_point t0) {
@@ -332,16 +345,7 @@ int run_fp4_comparison(const BenchOptions& options, const Study& st, const fs::p
   }
   const fs::path json_path = out_dir / "precision_fp4.json";
   std::ofstream(json_path) << doc.dump(1) << "\n";
-  const fs::path script = plot_script();
-  std::string figures_note;
-  if (script.empty()) {
-    figures_note = "figure not drawn: tools/plot_precision.py not found (set FARTHING_PLOT_PRECISION_SCRIPT)";
-  } else {
-    const std::string command =
-        "python3 '" + script.string() + "' '" + json_path.string() + "' --out-dir '" + out_dir.string() + "' >&2";
-    const int rc = std::system(command.c_str());
-    if (rc != 0) figures_note = "figure not drawn: " + script.string() + " failed (it needs matplotlib)";
-  }
+  const std::string figures_note = draw_figures(json_path, out_dir);
   md += figures_note.empty() ? "\n![held-out loss](precision_fp4_loss.png)\n" : "\n" + figures_note + "\n";
   std::ofstream(out_dir / "precision_fp4.md") << md;
   if (options.json) {
@@ -492,18 +496,7 @@ int run_precision_bench(const BenchOptions& options) {
   std::ofstream(out_dir / "precision.json") << doc.dump(1) << "\n";
 
   // The figures (matplotlib, through the script); the report says whether they were drawn.
-  const fs::path script = plot_script();
-  std::string figures_note;
-  if (script.empty()) {
-    figures_note = "figures not drawn: tools/plot_precision.py not found (set FARTHING_PLOT_PRECISION_SCRIPT)";
-  } else {
-    const std::string command = "python3 '" + script.string() + "' '" + (out_dir / "precision.json").string() +
-                                "' --out-dir '" + out_dir.string() + "' >&2";
-    const int rc = std::system(command.c_str());
-    if (rc != 0) figures_note = "figures not drawn: " + script.string() + " failed (exit " +
-                                std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : rc) +
-                                "; it needs matplotlib: python3 -m pip install matplotlib)";
-  }
+  const std::string figures_note = draw_figures(out_dir / "precision.json", out_dir);
 
   // The report: markdown, the same tables the terminal gets.
   std::string md;
