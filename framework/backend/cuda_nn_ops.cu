@@ -142,9 +142,10 @@ std::array<uint16_t*, 4> carve_bf16(void* base, size_t cudnn_bytes, const std::a
 
 void CudaNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) {
   check_attention_shape(s);
-  const int64_t qkv_n = s.batch * s.seq * s.qkv_stride(), out_n = s.batch * s.seq * s.q_heads * s.head_dim;
+  const int64_t out_n = s.batch * s.seq * s.q_heads * s.head_dim;
 #ifdef FARTHING_HAVE_CUDNN
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, false)) {
+    const int64_t qkv_n = s.batch * s.seq * s.qkv_stride();
     // cuDNN's O is bf16: written in place when out is stored as bf16, else widened from a copy.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, false);
     void* base = workspace(cudnn_attention_workspace_bytes(s, false, out.is_bf16(), cudnn_bytes));
@@ -168,9 +169,10 @@ void CudaNnOps::attention_forward(const AttentionShape& s, ActRef out, float* ls
 void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                                    ActRef out, const float* lse, const float* qkv) {
   check_attention_shape(s);
-  const int64_t qkv_n = s.batch * s.seq * s.qkv_stride(), out_n = s.batch * s.seq * s.q_heads * s.head_dim;
+  const int64_t out_n = s.batch * s.seq * s.q_heads * s.head_dim;
 #ifdef FARTHING_HAVE_CUDNN
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, true)) {
+    const int64_t qkv_n = s.batch * s.seq * s.qkv_stride();
     // An fp32 out is the forward's bf16 output widened, so narrowing it again gives cuDNN its own
     // O; a bf16 out is that O, read in place.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, true);
