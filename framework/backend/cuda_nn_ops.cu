@@ -190,7 +190,8 @@ void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* 
   attention_engine_->cudnn_for(s, true);  // a bf16 call says once that it runs the slow path
 #endif
   // The fp32 kernel: its scratch, then (for a bf16 out) O widened, which D = rowsum(dO . O) reads.
-  const int64_t extra_n = (k::attention_backward_extra_floats(s) + 63) / 64 * 64;  // O at a 256-byte boundary
+  const int64_t extra_n =  // O at a 256-byte boundary
+      int64_t(workspace_aligned_bytes(size_t(k::attention_backward_extra_floats(s)) * 4) / 4);
   float* extra = workspace_floats(extra_n + (out.is_bf16() ? out_n : 0));
   const float* out32 = out.is_bf16() ? extra + extra_n : out.f32();
   if (out.is_bf16()) widen(GemmDtype::kBF16, extra + extra_n, out.bf16(), out_n);
