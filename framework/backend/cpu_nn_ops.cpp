@@ -23,6 +23,11 @@ void CpuNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, co
   k::matmul_cpu(dtype, shape, a, b, c, accumulate);
 }
 
+void CpuNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                               const float* bias, uint16_t* c) {
+  k::matmul_bf16_out_cpu(dtype, shape, a, b, bias, c);
+}
+
 void CpuNnOps::fp4_quantize(const Fp4QuantizeArgs& args) {
   check_fp4_quantize_args(args);
   k::fp4_quantize_cpu(args);
@@ -92,22 +97,28 @@ void CpuNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, in
   k::rope_apply_cpu(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
 }
 
-void CpuNnOps::swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) {
-  if (act.is_bf16()) return k::swiglu_forward_cpu(act.bf16(), gu, n, h);
-  k::swiglu_forward_cpu(act.f32(), gu, n, h);
+void CpuNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
+  check_mlp_input_storage("swiglu_forward", act, gu);
+  if (gu.is_bf16()) return k::swiglu_forward_cpu(act.bf16(), gu.bf16(), n, h);
+  if (act.is_bf16()) return k::swiglu_forward_cpu(act.bf16(), gu.f32(), n, h);
+  k::swiglu_forward_cpu(act.f32(), gu.f32(), n, h);
 }
 
-void CpuNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
-  k::swiglu_backward_cpu(dgu, dact, gu, n, h);
+void CpuNnOps::swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) {
+  if (gu.is_bf16()) return k::swiglu_backward_cpu(dgu, dact, gu.bf16(), n, h);
+  k::swiglu_backward_cpu(dgu, dact, gu.f32(), n, h);
 }
 
-void CpuNnOps::gelu_forward(ActRef out, const float* x, int64_t count) {
-  if (out.is_bf16()) return k::gelu_forward_cpu(out.bf16(), x, count);
-  k::gelu_forward_cpu(out.f32(), x, count);
+void CpuNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
+  check_mlp_input_storage("gelu_forward", out, x);
+  if (x.is_bf16()) return k::gelu_forward_cpu(out.bf16(), x.bf16(), count);
+  if (out.is_bf16()) return k::gelu_forward_cpu(out.bf16(), x.f32(), count);
+  k::gelu_forward_cpu(out.f32(), x.f32(), count);
 }
 
-void CpuNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
-  k::gelu_backward_cpu(dx, dout, x, count);
+void CpuNnOps::gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) {
+  if (x.is_bf16()) return k::gelu_backward_cpu(dx, dout, x.bf16(), count);
+  k::gelu_backward_cpu(dx, dout, x.f32(), count);
 }
 
 void CpuNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,

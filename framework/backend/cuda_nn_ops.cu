@@ -95,6 +95,21 @@ void CudaNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, c
   matmul_->run(dtype, shape, a, b, c, accumulate, STREAM);
 }
 
+void CudaNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                                const float* bias, uint16_t* c) {
+  if (bias == nullptr) return matmul_->run_bf16_out(dtype, shape, a, b, c, STREAM);
+  // NOTE: cuBLASLt's bias epilogue takes a bias of D's type only (a bf16 bias would round the
+  // bias first), so the sum is formed in fp32 in the workspace and narrowed, as the CPU's is.
+  FARTHING_CHECK(shape.ldc == 0 || shape.ldc == shape.n, "matmul_bf16_out: a bias needs a dense C (ldc ", shape.ldc,
+                 ", n ", shape.n, ")");
+  GemmShape dense = shape;
+  dense.ldc = shape.n;
+  auto* staged = static_cast<float*>(workspace(bf16_out_bias_staging_bytes(shape.m, shape.n)));
+  matmul_->run(dtype, dense, a, b, staged, false, STREAM);
+  k::bias_add_cuda(staged, bias, shape.m, shape.n, shape.n, STREAM);
+  narrow(GemmDtype::kBF16, c, staged, shape.m * shape.n);
+}
+
 void CudaNnOps::fp8_quantize(const Fp8QuantizeArgs& args) {
   check_fp8_quantize_args(args);
   const size_t scratch_bytes = k::fp8_quantize_scratch_bytes(args);
@@ -234,22 +249,28 @@ void CudaNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, i
   k::rope_apply_cuda(x, rows, seq, heads, head_dim, stride, cos, sin, inverse, STREAM);
 }
 
-void CudaNnOps::swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) {
-  if (act.is_bf16()) return k::swiglu_forward_cuda(act.bf16(), gu, n, h, STREAM);
-  k::swiglu_forward_cuda(act.f32(), gu, n, h, STREAM);
+void CudaNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
+  check_mlp_input_storage("swiglu_forward", act, gu);
+  if (gu.is_bf16()) return k::swiglu_forward_cuda(act.bf16(), gu.bf16(), n, h, STREAM);
+  if (act.is_bf16()) return k::swiglu_forward_cuda(act.bf16(), gu.f32(), n, h, STREAM);
+  k::swiglu_forward_cuda(act.f32(), gu.f32(), n, h, STREAM);
 }
 
-void CudaNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
-  k::swiglu_backward_cuda(dgu, dact, gu, n, h, STREAM);
+void CudaNnOps::swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) {
+  if (gu.is_bf16()) return k::swiglu_backward_cuda(dgu, dact, gu.bf16(), n, h, STREAM);
+  k::swiglu_backward_cuda(dgu, dact, gu.f32(), n, h, STREAM);
 }
 
-void CudaNnOps::gelu_forward(ActRef out, const float* x, int64_t count) {
-  if (out.is_bf16()) return k::gelu_forward_cuda(out.bf16(), x, count, STREAM);
-  k::gelu_forward_cuda(out.f32(), x, count, STREAM);
+void CudaNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
+  check_mlp_input_storage("gelu_forward", out, x);
+  if (x.is_bf16()) return k::gelu_forward_cuda(out.bf16(), x.bf16(), count, STREAM);
+  if (out.is_bf16()) return k::gelu_forward_cuda(out.bf16(), x.f32(), count, STREAM);
+  k::gelu_forward_cuda(out.f32(), x.f32(), count, STREAM);
 }
 
-void CudaNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
-  k::gelu_backward_cuda(dx, dout, x, count, STREAM);
+void CudaNnOps::gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) {
+  if (x.is_bf16()) return k::gelu_backward_cuda(dx, dout, x.bf16(), count, STREAM);
+  k::gelu_backward_cuda(dx, dout, x.f32(), count, STREAM);
 }
 
 void CudaNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,

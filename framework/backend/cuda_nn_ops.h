@@ -39,6 +39,8 @@ class CudaNnOps final : public NnOps {
   Device device() const override { return Device::cuda(device_index_); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
+  void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
+                       uint16_t* c) override;
   void fp8_quantize(const Fp8QuantizeArgs& args) override;
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
   int64_t fp8_fallback_shapes() const override;
@@ -60,10 +62,10 @@ class CudaNnOps final : public NnOps {
                           const float* mean, const float* rstd, int64_t n, int64_t c) override;
   void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
-  void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) override;
-  void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override;
-  void gelu_forward(ActRef out, const float* x, int64_t count) override;
-  void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override;
+  void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override;
+  void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) override;
+  void gelu_forward(ActRef out, ActRef x, int64_t count) override;
+  void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) override;
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override;
   void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,

@@ -3,7 +3,8 @@
 //
 // bf16 attention through cuDNN works on bf16 copies of its fp32 operands, carved after cuDNN's
 // own workspace: forward qkv (and O, when the caller's output is fp32); backward qkv, O (when
-// fp32), dO and dqkv. Each part starts on a 256-byte boundary. cuDNN's own bytes are known only
+// fp32), dO and dqkv. Each part starts on a 256-byte boundary. A bf16 GEMM output with a bias
+// stages its fp32 product there too. cuDNN's own bytes are known only
 // once its graph is built on the GPU, so a plan counts the copies alone: a lower bound.
 // Relies on: kernels/numerics/op_shapes.h. Tested by: tests/run/train/test_memory_estimate.cpp
 // (the plan's count), tests/kernels/test_nn_ops_parity.cpp (the tracker follows the workspace).
@@ -33,5 +34,10 @@ std::array<int64_t, 4> cudnn_attention_copy_elems(const kernels::AttentionShape&
 // cuDNN's bytes (aligned), then the copies, each aligned: the workspace one call needs.
 size_t cudnn_attention_workspace_bytes(const kernels::AttentionShape& s, bool backward, bool out_bf16,
                                        size_t cudnn_bytes);
+
+// A bf16 GEMM output with a bias (GPT-2's MLP in-projection under bf16 activations): cuBLASLt
+// adds only a bias of D's own type, so the fp32 product of m rows of n is staged here, the fp32
+// bias added and the sum narrowed, as the CPU does.
+inline size_t bf16_out_bias_staging_bytes(int64_t m, int64_t n) { return workspace_aligned_bytes(size_t(m * n) * 4); }
 
 }  // namespace farthing

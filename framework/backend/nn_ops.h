@@ -42,6 +42,12 @@ class NnOps {
   // C(m, n) = op(A) · op(B), or C += ... when accumulate; A and B of `dtype`, C fp32.
   virtual void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                       bool accumulate) = 0;
+  // C(m, n) = bf16(op(A) · op(B) + bias), bias (n) fp32 or null: a GEMM output stored as bf16
+  // (the MLP's in-projection under bf16 activations). The value rounded to nearest even, once, is
+  // the fp32 GEMM's with the bias added in fp32 (bias_add's sum): on the CPU bit for bit matmul,
+  // bias_add, then narrow; elsewhere within the GEMM tolerance of that.
+  virtual void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                               const float* bias, uint16_t* c) = 0;
 
   // FP8 GEMMs (kernels/numerics/fp8_scaling.h; the policy: backend/fp8_policy.h). Quantize a
   // row-major matrix into codes and one s_inv per tile (fp8_operand.h says what is written).
@@ -110,12 +116,14 @@ class NnOps {
   virtual void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                           const float* cos, const float* sin, bool inverse) = 0;
 
-  // act = silu(gate) * up, gu rows [gate (H) | up (H)]; backward overwrites dgu.
-  virtual void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) = 0;
-  virtual void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) = 0;
-  // out = gelu_tanh(x); backward overwrites dx.
-  virtual void gelu_forward(ActRef out, const float* x, int64_t count) = 0;
-  virtual void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) = 0;
+  // act = silu(gate) * up, gu rows [gate (H) | up (H)]; backward overwrites dgu. gu (as the MLP's
+  // in-projection stored it) is read as fp32 or bf16 (widened exactly); a bf16 gu comes with a
+  // bf16 act.
+  virtual void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) = 0;
+  virtual void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) = 0;
+  // out = gelu_tanh(x); backward overwrites dx. x as swiglu's gu.
+  virtual void gelu_forward(ActRef out, ActRef x, int64_t count) = 0;
+  virtual void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) = 0;
 
   // out[r] = wte[tok[r]] (+ wpe[r % seq]); backward: dwte[tok[r]] += dout[r], dwpe likewise
   // (wpe / dwpe may be null). tokens are device memory.

@@ -22,6 +22,11 @@ void StrictNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a,
                          bool accumulate) {
   STRICT_OP(matmul, matmul(dtype, shape, a, b, c, accumulate), {"a", a}, {"b", b}, {"c", c});
 }
+void StrictNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                                  const float* bias, uint16_t* c) {
+  STRICT_OP(matmul_bf16_out, matmul_bf16_out(dtype, shape, a, b, bias, c), {"a", a}, {"b", b}, {"bias", bias},
+            {"c", c});
+}
 void StrictNnOps::fp8_quantize(const Fp8QuantizeArgs& a) {
   STRICT_OP(fp8_quantize, fp8_quantize(a), {"x_f32", a.x_f32}, {"x_bf16", a.x_bf16}, {"given_scale", a.given_scale},
             {"codes", a.codes}, {"scale_inv", a.scale_inv}, {"amax", a.amax});
@@ -73,17 +78,17 @@ void StrictNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads,
   STRICT_OP(rope_apply, rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse), {"x", x},
             {"cos", cos}, {"sin", sin});
 }
-void StrictNnOps::swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) {
-  STRICT_OP(swiglu_forward, swiglu_forward(act, gu, n, h), {"act", act.data}, {"gu", gu});
+void StrictNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
+  STRICT_OP(swiglu_forward, swiglu_forward(act, gu, n, h), {"act", act.data}, {"gu", gu.data});
 }
-void StrictNnOps::swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
-  STRICT_OP(swiglu_backward, swiglu_backward(dgu, dact, gu, n, h), {"dgu", dgu}, {"dact", dact}, {"gu", gu});
+void StrictNnOps::swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) {
+  STRICT_OP(swiglu_backward, swiglu_backward(dgu, dact, gu, n, h), {"dgu", dgu}, {"dact", dact}, {"gu", gu.data});
 }
-void StrictNnOps::gelu_forward(ActRef out, const float* x, int64_t count) {
-  STRICT_OP(gelu_forward, gelu_forward(out, x, count), {"out", out.data}, {"x", x});
+void StrictNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
+  STRICT_OP(gelu_forward, gelu_forward(out, x, count), {"out", out.data}, {"x", x.data});
 }
-void StrictNnOps::gelu_backward(float* dx, const float* dout, const float* x, int64_t count) {
-  STRICT_OP(gelu_backward, gelu_backward(dx, dout, x, count), {"dx", dx}, {"dout", dout}, {"x", x});
+void StrictNnOps::gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) {
+  STRICT_OP(gelu_backward, gelu_backward(dx, dout, x, count), {"dx", dx}, {"dout", dout}, {"x", x.data});
 }
 void StrictNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                                     int64_t seq, int64_t c) {

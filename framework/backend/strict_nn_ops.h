@@ -19,6 +19,8 @@ class StrictNnOps final : public NnOps {
                   void* workspace) override;
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
+  void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
+                       uint16_t* c) override;
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override;
   void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
                           const float* lse, const float* qkv) override;
@@ -34,10 +36,10 @@ class StrictNnOps final : public NnOps {
                           const float* mean, const float* rstd, int64_t n, int64_t c) override;
   void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
-  void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) override;
-  void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override;
-  void gelu_forward(ActRef out, const float* x, int64_t count) override;
-  void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override;
+  void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override;
+  void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) override;
+  void gelu_forward(ActRef out, ActRef x, int64_t count) override;
+  void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) override;
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override;
   void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,

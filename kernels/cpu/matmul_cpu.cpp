@@ -149,9 +149,20 @@ bool gemm_is_native_cpu(GemmDtype dtype) {
   return dtype == GemmDtype::kF32 || (dtype == GemmDtype::kBF16 ? bf16 : fp16);
 }
 
-void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
-                bool accumulate) {
-  const GemmShape s = dense(shape);
+namespace {
+
+// Where a GEMM's tiles go: C itself (fp32, row stride ldc), or a bf16 C whose tiles are computed
+// in this thread's fp32 staging rows, have the bias added and are rounded once as they are stored.
+// NOTE: a staged tile keeps C's row stride, so it runs the very primitive the fp32 GEMM runs:
+// with another stride oneDNN may pick another kernel (AVX-512 fp32 with B transposed does), and
+// the bits would no longer be the fp32 GEMM's.
+struct GemmOut {
+  float* f32 = nullptr;
+  uint16_t* bf16 = nullptr;
+  const float* bias = nullptr;  // bf16 output only: n values, or none
+};
+
+void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, const GemmOut& out, bool accumulate) {
   if (s.m == 0 || s.n == 0) return;
   if (!gemm_is_native_cpu(dtype)) {
     // NOTE: exact widening; the fp32 GEMM then sees the same bf16/fp16 values.
@@ -159,11 +170,18 @@ void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
     const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
     widen(dtype, static_cast<const uint16_t*>(a), ta ? s.k : s.m, ta ? s.m : s.k, s.lda, wa);
     widen(dtype, static_cast<const uint16_t*>(b), tb ? s.n : s.k, tb ? s.k : s.n, s.ldb, wb);
-    return matmul_cpu(GemmDtype::kF32, s, wa.data(), wb.data(), c, accumulate);
+    return run_gemm(GemmDtype::kF32, s, wa.data(), wb.data(), out, accumulate);
   }
+  const bool staged = out.bf16 != nullptr;
   if (s.k == 0) {
-    if (!accumulate) {
-      for (int64_t r = 0; r < s.m; ++r) std::memset(c + r * s.ldc, 0, size_t(s.n) * 4);
+    for (int64_t r = 0; r < s.m; ++r) {
+      if (staged) {
+        for (int64_t j = 0; j < s.n; ++j) {
+          out.bf16[r * s.ldc + j] = numerics::f32_to_bf16_rne(out.bias != nullptr ? out.bias[j] : 0.0f);
+        }
+      } else if (!accumulate) {
+        std::memset(out.f32 + r * s.ldc, 0, size_t(s.n) * 4);
+      }
     }
     return;
   }
@@ -195,17 +213,43 @@ void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t i = t / tiling.tiles_n, j = t % tiling.tiles_n;
     const int64_t i0 = i * tiling.tile_m, j0 = j * tiling.tile_n;
-    Entry& e = *entries[i == tiling.tiles_m - 1][j == tiling.tiles_n - 1];
+    const bool short_m = i == tiling.tiles_m - 1, short_n = j == tiling.tiles_n - 1;
+    Entry& e = *entries[short_m][short_n];
     const OmpThreadsScope one_thread(1);
+    static thread_local std::vector<float> staging;
+    if (staged) staging.resize(size_t((tiling.tile_m - 1) * s.ldc + tiling.tile_n));
     dnnl::memory am(e.a_md, engine(), const_cast<char*>(a_bytes + size_t(i0 * a_row_step) * elem));
     dnnl::memory bm(e.b_md, engine(), const_cast<char*>(b_bytes + size_t(j0 * b_col_step) * elem));
-    dnnl::memory cm(e.c_md, engine(), c + i0 * s.ldc + j0);
+    dnnl::memory cm(e.c_md, engine(), staged ? staging.data() : out.f32 + i0 * s.ldc + j0);
     static thread_local dnnl::stream stream(engine());
     static thread_local std::vector<uint8_t> scratchpad;
     dnnl::memory sm(e.scratchpad_md, engine(), aligned_scratchpad(scratchpad, e.scratchpad_md.get_size()));
     e.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
     stream.wait();
+    if (!staged) continue;
+    const int64_t rows = short_m ? last_m : tiling.tile_m, cols = short_n ? last_n : tiling.tile_n;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* tile_row = staging.data() + r * s.ldc;
+      uint16_t* c_row = out.bf16 + (i0 + r) * s.ldc + j0;
+      // NOTE: the bias is added in fp32 as bias_add does, so the value rounded is bias_add's.
+      if (out.bias != nullptr) {
+        for (int64_t q = 0; q < cols; ++q) tile_row[q] += out.bias[j0 + q];
+      }
+      for (int64_t q = 0; q < cols; ++q) c_row[q] = numerics::f32_to_bf16_rne(tile_row[q]);
+    }
   }
+}
+
+}  // namespace
+
+void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                bool accumulate) {
+  run_gemm(dtype, dense(shape), a, b, GemmOut{c, nullptr, nullptr}, accumulate);
+}
+
+void matmul_bf16_out_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
+                         uint16_t* c) {
+  run_gemm(dtype, dense(shape), a, b, GemmOut{nullptr, c, bias}, false);
 }
 
 std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape) {

@@ -6,11 +6,11 @@
 // on the world size). They may differ between ISAs (oneDNN's AVX2, AVX-512 and AMX kernels).
 //
 // A and B are row-major with leading dimensions lda/ldb (in elements); op(X) = X or X^T.
-// C is always fp32 (fp32 accumulation). In bf16 (fp16) mode A and B hold bf16 (fp16) bit
-// patterns; where the processor has no native GEMM for that type (oneDNN would refuse or
-// fall back to its reference kernel) the operands are widened to fp32 exactly and multiplied
-// by the fp32 GEMM: a bf16 x bf16 (fp16 x fp16) product is exact in fp32, so the result is
-// still "narrow inputs, fp32 accumulation".
+// C is fp32 (fp32 accumulation), or bf16 rounded once from the fp32 tile (matmul_bf16_out_cpu).
+// In bf16 (fp16) mode A and B hold bf16 (fp16) bit patterns; where the processor has no native
+// GEMM for that type (oneDNN would refuse or fall back to its reference kernel) the operands
+// are widened to fp32 exactly and multiplied by the fp32 GEMM: a bf16 x bf16 (fp16 x fp16)
+// product is exact in fp32, so the result is still "narrow inputs, fp32 accumulation".
 // Relies on: oneDNN (DNNL::dnnl), OpenMP. Tested by: tests/kernels/test_matmul_cpu.cpp.
 #pragma once
 
@@ -24,6 +24,16 @@ namespace farthing::kernels {
 // C(m, n) = op(A)(m, k) · op(B)(k, n), or C += ... when accumulate is true.
 void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                 bool accumulate);
+
+// C(m, n) = bf16(op(A) · op(B) + bias), bias (n) or null: a bf16 GEMM output (the MLP's
+// in-projection under bf16 activations). Each tile is computed in fp32 as above (the same
+// primitive, C's row stride) into the thread's staging rows, the bias is added in fp32 and the
+// sum is rounded to nearest even once as it is stored: bit for bit matmul_cpu into fp32,
+// bias_add_cpu, then narrowing, without an fp32 C.
+// Each thread keeps its staging rows (tile rows x ldc floats) between calls, as it keeps the
+// widening copies.
+void matmul_bf16_out_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
+                         uint16_t* c);
 
 // True when oneDNN runs GEMMs of this dtype natively here (bf16: AVX-512-BF16 or AMX), false
 // when the widening fallback is used. Always true for kF32.

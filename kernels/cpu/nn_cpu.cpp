@@ -41,9 +41,12 @@ inline float sum_squares(const float* x, int64_t c) {
   return acc;
 }
 
-// How a forward op stores an output value: fp32 as is, bf16 rounded to nearest even once.
+// How an op stores an output value (fp32 as is, bf16 rounded to nearest even once) and reads
+// an input one (bf16 widened exactly).
 inline void store(float* p, float v) { *p = v; }
 inline void store(uint16_t* p, float v) { *p = nm::f32_to_bf16_rne(v); }
+inline float widened(float x) { return x; }
+inline float widened(uint16_t bf16) { return nm::bf16_to_f32(bf16); }
 
 template <class Out>
 void rmsnorm_forward_rows(Out* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps) {
@@ -81,23 +84,43 @@ void layernorm_forward_rows(Out* out, float* mean, float* rstd, const float* x, 
   }
 }
 
-template <class Out>
-void swiglu_forward_rows(Out* act, const float* gu, int64_t n, int64_t h) {
+template <class Out, class In>
+void swiglu_forward_rows(Out* act, const In* gu, int64_t n, int64_t h) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
-    const float* g = gu + r * 2 * h;
-    const float* u = g + h;
+    const In* g = gu + r * 2 * h;
+    const In* u = g + h;
     Out* a = act + r * h;
 #pragma omp simd
-    for (int64_t i = 0; i < h; ++i) store(a + i, nm::swiglu_f32(g[i], u[i]));
+    for (int64_t i = 0; i < h; ++i) store(a + i, nm::swiglu_f32(widened(g[i]), widened(u[i])));
+  }
+}
+
+template <class In>
+void swiglu_backward_rows(float* dgu, const float* dact, const In* gu, int64_t n, int64_t h) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const In* g = gu + r * 2 * h;
+    const In* u = g + h;
+    const float* da = dact + r * h;
+    float* dg = dgu + r * 2 * h;
+    float* du = dg + h;
+#pragma omp simd
+    for (int64_t i = 0; i < h; ++i) nm::swiglu_grad_f32(da[i], widened(g[i]), widened(u[i]), dg[i], du[i]);
   }
 }
 
 // The scalar maths (tanh form as v * sigmoid(2u), and its derivative) is numerics/activations.h.
-template <class Out>
-void gelu_forward_elements(Out* out, const float* x, int64_t count) {
+template <class Out, class In>
+void gelu_forward_elements(Out* out, const In* x, int64_t count) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) store(out + i, nm::gelu_tanh_f32(x[i]));
+  for (int64_t i = 0; i < count; ++i) store(out + i, nm::gelu_tanh_f32(widened(x[i])));
+}
+
+template <class In>
+void gelu_backward_elements(float* dx, const float* dout, const In* x, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) dx[i] = dout[i] * nm::gelu_tanh_grad_f32(widened(x[i]));
 }
 
 }  // namespace
@@ -203,32 +226,27 @@ void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t 
 
 void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) { swiglu_forward_rows(act, gu, n, h); }
 void swiglu_forward_cpu(uint16_t* act, const float* gu, int64_t n, int64_t h) { swiglu_forward_rows(act, gu, n, h); }
+void swiglu_forward_cpu(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h) { swiglu_forward_rows(act, gu, n, h); }
 
 void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    const float* g = gu + r * 2 * h;
-    const float* u = g + h;
-    const float* da = dact + r * h;
-    float* dg = dgu + r * 2 * h;
-    float* du = dg + h;
-#pragma omp simd
-    for (int64_t i = 0; i < h; ++i) nm::swiglu_grad_f32(da[i], g[i], u[i], dg[i], du[i]);
-  }
+  swiglu_backward_rows(dgu, dact, gu, n, h);
+}
+void swiglu_backward_cpu(float* dgu, const float* dact, const uint16_t* gu, int64_t n, int64_t h) {
+  swiglu_backward_rows(dgu, dact, gu, n, h);
 }
 
 void gelu_forward_cpu(float* out, const float* x, int64_t count) { gelu_forward_elements(out, x, count); }
 void gelu_forward_cpu(uint16_t* out, const float* x, int64_t count) { gelu_forward_elements(out, x, count); }
+void gelu_forward_cpu(uint16_t* out, const uint16_t* x, int64_t count) { gelu_forward_elements(out, x, count); }
 
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) dx[i] = dout[i] * nm::gelu_tanh_grad_f32(x[i]);
+  gelu_backward_elements(dx, dout, x, count);
+}
+void gelu_backward_cpu(float* dx, const float* dout, const uint16_t* x, int64_t count) {
+  gelu_backward_elements(dx, dout, x, count);
 }
 
 namespace {
-
-inline float widened(float x) { return x; }
-inline float widened(uint16_t bf16) { return numerics::bf16_to_f32(bf16); }
 
 // out[r] = wte[tok[r]] (+ wpe[r % seq]), each table element widened exactly to fp32 first.
 template <class T>

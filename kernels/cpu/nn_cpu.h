@@ -46,16 +46,21 @@ void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t 
                     int64_t stride, const float* cos, const float* sin, bool inverse);
 
 // act = silu(gate) * up where gu rows are [gate (H) | up (H)]           gu (N, 2H), act (N, H)
+// (a bf16 gu, the MLP's in-projection as a bf16 GEMM stores it, is widened exactly on load)
 void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h);
 void swiglu_forward_cpu(uint16_t* act, const float* gu, int64_t n, int64_t h);
+void swiglu_forward_cpu(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h);
 // dgu = d/dgu (overwrites)
 void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h);
+void swiglu_backward_cpu(float* dgu, const float* dact, const uint16_t* gu, int64_t n, int64_t h);
 
 // out = gelu_tanh(x) (GPT-2's "gelu_new")                               (count)
 void gelu_forward_cpu(float* out, const float* x, int64_t count);
 void gelu_forward_cpu(uint16_t* out, const float* x, int64_t count);
+void gelu_forward_cpu(uint16_t* out, const uint16_t* x, int64_t count);
 // dx = dout * gelu'(x) (overwrites)
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count);
+void gelu_backward_cpu(float* dx, const float* dout, const uint16_t* x, int64_t count);
 
 // out[r] = wte[tok[r]] (+ wpe[r % seq])                                   out (N, C)
 void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,

@@ -20,7 +20,7 @@ namespace farthing::kernels {
 
 namespace {
 
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int>;
+using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int>;
 
 // The largest power of two (up to 256) dividing every address: what the heuristic may assume.
 int alignment_of(const void* a, const void* b, const void* c) {
@@ -77,6 +77,18 @@ size_t MatmulLt::cached_plans() const { return state_->plans.size(); }
 
 void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
                    cudaStream_t stream) {
+  queue(dtype, shape, a, b, c, false, accumulate, stream);
+}
+
+void MatmulLt::run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, uint16_t* c,
+                            cudaStream_t stream) {
+  queue(dtype, shape, a, b, c, true, false, stream);
+}
+
+void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, void* c, bool c_bf16,
+                     bool accumulate, cudaStream_t stream) {
+  if (c_bf16 && accumulate) throw Error("matmul: a bf16 output is written, never accumulated into");
+  const size_t c_elem = c_bf16 ? 2 : 4;
   GemmShape s = shape;
   if (s.m <= 0 || s.n <= 0) return;
   const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
@@ -85,7 +97,9 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
   if (s.ldc == 0) s.ldc = s.n;
   State& st = *state_;
   if (s.k <= 0) {  // an empty sum: C = 0, or unchanged when accumulating
-    if (!accumulate) FARTHING_CUDA_CHECK(cudaMemset2DAsync(c, size_t(s.ldc) * 4, 0, size_t(s.n) * 4, size_t(s.m), stream));
+    if (!accumulate) {
+      FARTHING_CUDA_CHECK(cudaMemset2DAsync(c, size_t(s.ldc) * c_elem, 0, size_t(s.n) * c_elem, size_t(s.m), stream));
+    }
     return;
   }
   if (st.handle == nullptr) {
@@ -93,7 +107,7 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
     if (st.workspace_bytes > 0) FARTHING_CUDA_CHECK(cudaMalloc(&st.workspace, st.workspace_bytes));
   }
   const int alignment = alignment_of(a, b, c);
-  const Key key{int(dtype), s.m, s.n, s.k, s.lda, s.ldb, s.ldc, int(ta), int(tb), alignment};
+  const Key key{int(dtype), s.m, s.n, s.k, s.lda, s.ldb, s.ldc, int(ta), int(tb), alignment, int(c_bf16)};
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
     auto plan = std::make_unique<Plan>();
@@ -107,7 +121,8 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
                                                  uint64_t(tb ? s.n : s.k), s.ldb));
     FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_a, in, uint64_t(ta ? s.m : s.k),
                                                  uint64_t(ta ? s.k : s.m), s.lda));
-    FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_c, CUDA_R_32F, uint64_t(s.n), uint64_t(s.m), s.ldc));
+    FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_c, c_bf16 ? CUDA_R_16BF : CUDA_R_32F, uint64_t(s.n),
+                                                       uint64_t(s.m), s.ldc));
     cublasLtMatmulPreference_t preference = nullptr;
     FARTHING_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     cublasLtMatmulHeuristicResult_t result{};
@@ -132,8 +147,8 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
     cublasLtMatmulPreferenceDestroy(preference);
     FARTHING_CUBLASLT_CHECK(status);
     if (found == 0) {
-      throw Error(error_detail::concat("matmul: cuBLASLt has no algorithm for dtype ", int(dtype), " m=", s.m,
-                                       " n=", s.n, " k=", s.k, " lda=", s.lda, " ldb=", s.ldb, " ldc=", s.ldc,
+      throw Error(error_detail::concat("matmul: cuBLASLt has no algorithm for dtype ", int(dtype),
+                                       c_bf16 ? " (bf16 output)" : "", " m=", s.m, " n=", s.n, " k=", s.k, " lda=", s.lda, " ldb=", s.ldb, " ldc=", s.ldc,
                                        " alignment ", alignment));
     }
     plan->algo = result.algo;

@@ -1,5 +1,5 @@
-// matmul_cublaslt.h — NnOps::matmul on a CUDA device through cuBLASLt: C (fp32) (+)= op(A) op(B)
-// for A, B of GemmDtype f32 / bf16 / f16, every shape, transpose and leading dimension of
+// matmul_cublaslt.h — NnOps::matmul on a CUDA device through cuBLASLt: C (fp32) (+)= op(A) op(B),
+// or C (bf16) = op(A) op(B), for A, B of GemmDtype f32 / bf16 / f16, every shape, transpose and leading dimension of
 // kernels/numerics/op_shapes.h (row-major as stored).
 //
 // Each distinct (dtype, shape, strides, transposes, pointer alignment) is planned once — layouts,
@@ -33,12 +33,17 @@ class MatmulLt {
   // Queues C (+)= op(A) op(B) on `stream`; does not wait.
   void run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
            cudaStream_t stream);
+  // Queues C = bf16(op(A) op(B)): cuBLASLt's bf16 D, the fp32 accumulation rounded once (beta 0).
+  void run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, uint16_t* c,
+                    cudaStream_t stream);
   // Plans held in the cache (for tests and benchmarks).
   size_t cached_plans() const;
 
  private:
   struct State;
   std::unique_ptr<State> state_;
+  void queue(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, void* c, bool c_bf16,
+             bool accumulate, cudaStream_t stream);
 };
 
 }  // namespace farthing::kernels

@@ -5,7 +5,8 @@
 // the stream-ordered workspace, host staging) then runs under the simulator too. It is not
 // tuned and not a reference: one thread per C element, fp32 sums in k order (inside the GEMM
 // tolerance class, docs/cuda_ops.md). Same contract as matmul_cublaslt.cu: default strides,
-// empty k gives C = 0 (or C unchanged when accumulating), queues on `stream` without waiting.
+// empty k gives C = 0 (or C unchanged when accumulating), a bf16 C rounded once to nearest even,
+// queues on `stream` without waiting.
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
@@ -28,8 +29,11 @@ __device__ float load(const void* p, int64_t i) {
   }
 }
 
-template <GemmDtype D>
-__global__ void gemm_double_kernel(GemmShape s, const void* a, const void* b, float* c, bool accumulate) {
+__device__ void store(float* p, float v) { *p = v; }
+__device__ void store(uint16_t* p, float v) { *p = numerics::f32_to_bf16_rne(v); }
+
+template <GemmDtype D, class Out>
+__global__ void gemm_double_kernel(GemmShape s, const void* a, const void* b, Out* c, bool accumulate) {
   const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t row = blockIdx.y;
   if (col >= s.n) return;
@@ -40,20 +44,17 @@ __global__ void gemm_double_kernel(GemmShape s, const void* a, const void* b, fl
     const float y = load<D>(b, tb ? col * s.ldb + p : p * s.ldb + col);
     sum += x * y;
   }
-  float& out = c[row * s.ldc + col];
-  out = accumulate ? out + sum : sum;
+  Out* out = c + row * s.ldc + col;
+  if constexpr (sizeof(Out) == 4) {
+    *out = accumulate ? *out + sum : sum;
+  } else {
+    store(out, sum);  // a bf16 output is written, never accumulated into
+  }
 }
 
-}  // namespace
-
-struct MatmulLt::State {};
-
-MatmulLt::MatmulLt(size_t) : state_(std::make_unique<State>()) {}
-MatmulLt::~MatmulLt() = default;
-size_t MatmulLt::cached_plans() const { return 0; }
-
-void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
-                   cudaStream_t stream) {
+template <class Out>
+void queue_gemm(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, Out* c, bool accumulate,
+           cudaStream_t stream) {
   GemmShape s = shape;
   if (s.m <= 0 || s.n <= 0) return;
   const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
@@ -68,6 +69,24 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
     case GemmDtype::kF16: gemm_double_kernel<GemmDtype::kF16><<<grid, 128, 0, stream>>>(s, a, b, c, accumulate); break;
   }
   FARTHING_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+struct MatmulLt::State {};
+
+MatmulLt::MatmulLt(size_t) : state_(std::make_unique<State>()) {}
+MatmulLt::~MatmulLt() = default;
+size_t MatmulLt::cached_plans() const { return 0; }
+
+void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
+                   cudaStream_t stream) {
+  queue_gemm(dtype, shape, a, b, c, accumulate, stream);
+}
+
+void MatmulLt::run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, uint16_t* c,
+                            cudaStream_t stream) {
+  queue_gemm(dtype, shape, a, b, c, false, stream);
 }
 
 }  // namespace farthing::kernels

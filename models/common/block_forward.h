@@ -21,8 +21,9 @@ namespace farthing::models {
 // One block's activations, (rows, width) each: what backward reads in training, or the decoder's
 // scratch for one chunk of rows. n1 and n2 (and their statistics) may share storage when nothing
 // reads n1 after the MLP, as in the decoder. lse is attention's log-sum-exp per (sequence, head,
-// position), kept for backward; the decoder has none. n1, n2 and act are read only by GEMMs, and
-// att only by GEMMs and attention's backward, so under bf16 compute they may be stored as bf16
+// position), kept for backward; the decoder has none. n1, n2 and act are read only by GEMMs, att
+// only by GEMMs and attention's backward, and fc (the MLP's in-projection) only by SwiGLU or
+// GELU and their backwards, so under bf16 compute they may be stored as bf16
 // (framework/backend/act_ref.h).
 struct BlockActs {
   ActRef n1;
@@ -30,8 +31,8 @@ struct BlockActs {
   ActRef att;
   float *lse, *mid;
   ActRef n2;
-  float *n2_mean, *n2_rstd, *fc;
-  ActRef act;
+  float *n2_mean, *n2_rstd;
+  ActRef fc, act;
 };
 
 // The rows a block runs: row r sits at the position whose RoPE table row is r % period
@@ -50,8 +51,8 @@ class BlockHooks {
   // The fp32 values of a 1-D tensor (norm weight, bias) at a global flat offset.
   virtual const float* vector(int64_t offset) = 0;
   // y(rows, n) (+)= x(rows, k) W^T (+ bias; bias < 0: none), W at global offset w stored per
-  // orient.
-  virtual void linear(float* y, ActRef x, int64_t w, int64_t bias, int64_t rows, int64_t k, int64_t n,
+  // orient. A bf16 y (the MLP's in-projection under bf16 activations) is written, never added to.
+  virtual void linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t rows, int64_t k, int64_t n,
                       WeightOrientation orient, bool accumulate) = 0;
   // a.att (rows, dim) from a.qkv (rows, qkv_dim; rotary embedding applied): training attends
   // causally within each sequence of the micro-batch and keeps a.lse; the decoder caches the

@@ -49,14 +49,16 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   float* mean = nullptr;
   float* rstd = nullptr;
   float* att = nullptr;
+  float* fc = nullptr;
   float* act = nullptr;
-  float** slots[] = {&x_, &n, &mean, &rstd, &acts_.qkv, &att, &acts_.mid, &acts_.fc, &act, &logits_};
+  float** slots[] = {&x_, &n, &mean, &rstd, &acts_.qkv, &att, &acts_.mid, &fc, &act, &logits_};
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = cursor;
     cursor += round16(sizes[i]);
   }
   acts_.n1 = acts_.n2 = n;  // fp32: the decoder's GEMMs are fp32
   acts_.att = att;
+  acts_.fc = fc;
   acts_.act = act;
   acts_.n1_mean = acts_.n2_mean = mean;
   acts_.n1_rstd = acts_.n2_rstd = rstd;
@@ -132,12 +134,12 @@ void KvCacheDecoder::attention(int64_t layer, const BlockActs& a, int64_t rows) 
   ops_.attention_decode(shape, a.att.f32(), a.qkv, rows, position_, key_cache(layer, 0), value_cache(layer, 0));
 }
 
-void KvCacheDecoder::linear(float* y, ActRef x, int64_t w, int64_t bias, int64_t rows,
+void KvCacheDecoder::linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t rows,
                             int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
   GemmShape s{rows, n, kdim};
   s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
-  ops_.matmul(GemmDtype::kF32, s, x.f32(), params_ + w, y, accumulate);
-  if (bias >= 0) ops_.bias_add(y, params_ + bias, rows, n, n);
+  ops_.matmul(GemmDtype::kF32, s, x.f32(), params_ + w, y.f32(), accumulate);
+  if (bias >= 0) ops_.bias_add(y.f32(), params_ + bias, rows, n, n);
 }
 
 }  // namespace farthing::models

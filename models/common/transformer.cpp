@@ -62,8 +62,8 @@ GemmDtype attention_dtype_of(ComputeMode mode) {
   return mode == ComputeMode::kBF16 ? GemmDtype::kBF16 : GemmDtype::kF32;
 }
 
-GemmDtype gemm_input_act_dtype(const ModelOptions& options) {
-  const bool bf16 = options.compute == ComputeMode::kBF16 && options.bf16_gemm_inputs &&
+GemmDtype stored_act_dtype(const ModelOptions& options) {
+  const bool bf16 = options.compute == ComputeMode::kBF16 && options.bf16_activations &&
                     options.fp8.recipe == nullptr && options.fp4.recipe == nullptr;
   return bf16 ? GemmDtype::kBF16 : GemmDtype::kF32;
 }
@@ -173,7 +173,7 @@ std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int6
   if (options.compute == ComputeMode::kF32) return {0, 0};
   const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
-  const bool bf16_inputs = gemm_input_act_dtype(options) == GemmDtype::kBF16;
+  const bool bf16_inputs = stored_act_dtype(options) == GemmDtype::kBF16;
   return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)),
           bf16_inputs ? 0 : round16(M * std::max(C, H))};
 }
@@ -186,25 +186,25 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const int64_t sets = options.checkpointing == Checkpointing::kPerBlock ? 1 : c.n_layers;
-  const GemmDtype gemm_input = gemm_input_act_dtype(options);
+  const GemmDtype stored = stored_act_dtype(options);
   out.resid = acts.take((c.n_layers + 1) * M * C);
   for (int64_t s = 0; s < sets; ++s) {
     BlockActs a;
-    a.n1 = acts.take_act(M * C, gemm_input);
+    a.n1 = acts.take_act(M * C, stored);
     a.n1_mean = acts.take(M);
     a.n1_rstd = acts.take(M);
     a.qkv = acts.take(M * Sq);
-    a.att = acts.take_act(M * C, gemm_input);
+    a.att = acts.take_act(M * C, stored);
     a.lse = acts.take(batch * c.n_heads * seq);
     a.mid = acts.take(M * C);
-    a.n2 = acts.take_act(M * C, gemm_input);
+    a.n2 = acts.take_act(M * C, stored);
     a.n2_mean = acts.take(M);
     a.n2_rstd = acts.take(M);
-    a.fc = acts.take(M * F);
-    a.act = acts.take_act(M * H, gemm_input);
+    a.fc = acts.take_act(M * F, stored);
+    a.act = acts.take_act(M * H, stored);
     out.layer_acts.push_back(a);
   }
-  out.nf = acts.take_act(M * C, gemm_input);
+  out.nf = acts.take_act(M * C, stored);
   out.nf_mean = acts.take(M);
   out.nf_rstd = acts.take(M);
 
@@ -417,19 +417,24 @@ const void* Transformer::gemm_operand(const float* x, int64_t count, int slot) {
   return bf16_slots_[slot];
 }
 
-void Transformer::linear_forward(float* y, ActRef x, int64_t w, int64_t bias, int64_t m,
+void Transformer::linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m,
                                  int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
   const GemmDtype dt = gemm_dtype_of(options_.compute);
-  if (fp8_ && fp8_->covers(w)) {
-    fp8_->forward(y, x.f32(), w, m, orient, accumulate);
-  } else if (fp4_ && fp4_->forward_covers(w)) {
-    fp4_->forward(y, x.f32(), static_cast<const uint16_t*>(weight_ptr(w)), w, m, orient, accumulate);
-  } else {
-    GemmShape s{m, n, kdim};
-    s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
-    ops_.matmul(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y, accumulate);
+  GemmShape s{m, n, kdim};
+  s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
+  if (y.is_bf16()) {  // stored as bf16: the bias joins the fp32 sum before its one rounding
+    FARTHING_CHECK(!accumulate, "a bf16 activation is written by its GEMM, never added to");
+    ops_.matmul_bf16_out(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), bias >= 0 ? P(bias) : nullptr, y.bf16());
+    return;
   }
-  if (bias >= 0) ops_.bias_add(y, P(bias), m, n, n);
+  if (fp8_ && fp8_->covers(w)) {
+    fp8_->forward(y.f32(), x.f32(), w, m, orient, accumulate);
+  } else if (fp4_ && fp4_->forward_covers(w)) {
+    fp4_->forward(y.f32(), x.f32(), static_cast<const uint16_t*>(weight_ptr(w)), w, m, orient, accumulate);
+  } else {
+    ops_.matmul(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y.f32(), accumulate);
+  }
+  if (bias >= 0) ops_.bias_add(y.f32(), P(bias), m, n, n);
 }
 
 void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, ActRef x, int64_t m,

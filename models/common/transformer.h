@@ -6,8 +6,8 @@
 // generation) the model owns whole fp32 buffers. Compute modes: kF32 (reference) and kBF16
 // (GEMM operands bf16 with fp32 accumulation: over a storage the weights are its bf16 weights
 // read in place, else a bf16 working copy refreshed per step; activations rounded to nearest
-// even, the GEMMs' inputs stored so (bf16_gemm_inputs); norms, softmax, attention's maths and the
-// loss stay fp32). The loss is a fused, chunked
+// even, the GEMMs' inputs and the MLP's in-projection stored so (bf16_activations); norms,
+// softmax, attention's maths and the loss stay fp32). The loss is a fused, chunked
 // cross-entropy: logits exist only for loss_chunk_rows rows at a time, and each chunk's
 // gradient flows into the head and the final norm before the next chunk is computed.
 // Activation checkpointing per block keeps only the block inputs and recomputes the rest
@@ -60,13 +60,17 @@ struct ModelOptions {
   Fp8Options fp8;
   // FP4 linear layers (fp4_linears.h) on top of kBF16 compute; off without a recipe.
   Fp4Options fp4;
-  // Under kBF16 compute without FP8 or FP4 layers, store the GEMMs' input activations (each
-  // norm's output, attention's output, the MLP's activation) as bf16 (framework/backend/act_ref.h):
-  // the bits the GEMMs read narrowed, at half the bytes and with no narrowing pass. Attention's
-  // backward then reads its output rounded, as cuDNN's does (NnOps::attention_backward). false
-  // keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4 layers
-  // quantize from fp32 activations, so they keep fp32.
-  bool bf16_gemm_inputs = true;
+  // Under kBF16 compute without FP8 or FP4 layers, store these activations as bf16
+  // (framework/backend/act_ref.h), each rounded once to nearest even:
+  // - the GEMMs' inputs (each norm's output, attention's output, the MLP's activation): the bits
+  //   the GEMMs read narrowed, at half the bytes and with no narrowing pass. Attention's backward
+  //   reads its output rounded, as cuDNN's does (NnOps::attention_backward);
+  // - the MLP's in-projection (gate|up, or GELU's input), a GEMM output: written as bf16 by the
+  //   GEMM (NnOps::matmul_bf16_out, GPT-2's bias added before the rounding), read by SwiGLU or
+  //   GELU and their backwards.
+  // false keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4
+  // layers quantize from fp32 activations and write fp32, so they keep fp32.
+  bool bf16_activations = true;
 };
 
 // The GEMM operands' type under a compute mode: kF32, kBF16 or kF16.
@@ -74,8 +78,8 @@ GemmDtype gemm_dtype_of(ComputeMode mode);
 // Attention's (AttentionShape::dtype): bf16 compute lets the backend run it in bf16 (cuDNN on a
 // GPU); fp16 and fp32 keep it fp32.
 GemmDtype attention_dtype_of(ComputeMode mode);
-// The element type of the GEMMs' input activations under these options: kBF16 or kF32.
-GemmDtype gemm_input_act_dtype(const ModelOptions& options);
+// The element type of the activations bf16_activations names, under these options: kBF16 or kF32.
+GemmDtype stored_act_dtype(const ModelOptions& options);
 
 // The elements of a unit's 1-D tensors (norm weights, biases): what a model under bf16 compute
 // widens to fp32 when it acquires the unit (everything else is read as bf16).
@@ -236,7 +240,7 @@ class Transformer : private BlockHooks {
   // BlockHooks: the block's 1-D tensors, its projections (FP8, 16-bit or fp32 operands) and
   // attention within each sequence of the micro-batch.
   const float* vector(int64_t offset) override { return P(offset); }
-  void linear(float* y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k, int64_t n,
+  void linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k, int64_t n,
               WeightOrientation orient, bool accumulate) override {
     linear_forward(y, x, w, bias, m, k, n, orient, accumulate);
   }
@@ -251,7 +255,7 @@ class Transformer : private BlockHooks {
   void norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
                      const float* mean, const float* rstd);
   // y(M,N) (+)= x(M,K) W^T (+ bias)
-  void linear_forward(float* y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k,
+  void linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k,
                       int64_t n, WeightOrientation orient, bool accumulate);
   // dx(M,K) = dy W (overwrite); dW += dy^T x; dbias += sum dy
   void linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, ActRef x,

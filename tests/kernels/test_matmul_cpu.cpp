@@ -1,7 +1,8 @@
 // test_matmul_cpu.cpp — oneDNN matmuls against a plain double-precision loop for every
 // transpose combination, strided operands, accumulation and awkward tails (one tile and many,
 // with short last tiles); bf16 mode against the loop over bf16-rounded inputs; primitives are
-// reused, not rebuilt; the tiling depends on the problem only, and C's bits on no thread count.
+// reused, not rebuilt; the tiling depends on the problem only, and C's bits on no thread count;
+// a bf16 C is the fp32 C (plus bias) rounded once.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -145,6 +146,58 @@ TEST(MatmulCpu, BitwiseAtAnyThreadCount) {
     }
   }
   omp_set_num_threads(saved);
+}
+
+// A bf16 GEMM output is bit for bit the fp32 GEMM, plus the bias in fp32, rounded to nearest
+// even: one tile and many, short last tiles, every transpose, a padded ldc (the padding is left
+// alone), with and without a bias, fp32 and bf16 operands (widened where bf16 is not native).
+TEST(MatmulCpu, Bf16OutputIsTheFp32ResultRoundedOnce) {
+  for (GemmDtype dt : {GemmDtype::kF32, GemmDtype::kBF16}) {
+    for (Trans ta : {Trans::kN, Trans::kT}) {
+      for (Trans tb : {Trans::kN, Trans::kT}) {
+        for (bool with_bias : {false, true}) {
+          for (Case c : {Case{5, 160, 33, ta, tb, 3, false}, Case{300, 520, 96, ta, tb, 3, false},
+                         Case{333, 700, 1500, ta, tb, 0, false}}) {
+            test::SplitMix64 rng(uint64_t(c.m * 7 + c.n + c.k + with_bias));
+            const int64_t a_elems = c.m * c.k, b_elems = c.k * c.n, ldc = c.n + c.pad;
+            const size_t elem = dt == GemmDtype::kF32 ? 4 : 2;
+            std::vector<uint8_t> a(size_t(a_elems) * elem), b(size_t(b_elems) * elem);
+            auto fill = [&](std::vector<uint8_t>& x) {
+              for (size_t i = 0; i < x.size() / elem; ++i) {
+                const float v = rng.uniform() * 2 - 1;
+                if (dt == GemmDtype::kF32) std::memcpy(&x[i * 4], &v, 4);
+                else { const uint16_t h = numerics::f32_to_bf16_rne(v); std::memcpy(&x[i * 2], &h, 2); }
+              }
+            };
+            fill(a);
+            fill(b);
+            std::vector<float> bias(size_t(c.n));
+            for (auto& v : bias) v = rng.uniform() * 4 - 2;
+            const GemmShape s{c.m, c.n, c.k, 0, 0, ldc, ta, tb};
+            std::vector<float> c32(size_t(c.m * ldc), 0.0f);
+            matmul_cpu(dt, s, a.data(), b.data(), c32.data(), false);
+            std::vector<uint16_t> c16(size_t(c.m * ldc), 0xABCD);
+            matmul_bf16_out_cpu(dt, s, a.data(), b.data(), with_bias ? bias.data() : nullptr, c16.data());
+            size_t differ = 0, padding_written = 0;
+            for (int64_t i = 0; i < c.m; ++i) {
+              for (int64_t j = 0; j < ldc; ++j) {
+                const uint16_t got = c16[size_t(i * ldc + j)];
+                if (j >= c.n) {
+                  padding_written += got != 0xABCD;
+                  continue;
+                }
+                const float sum = c32[size_t(i * ldc + j)] + (with_bias ? bias[size_t(j)] : 0.0f);
+                differ += got != numerics::f32_to_bf16_rne(sum);
+              }
+            }
+            EXPECT_EQ(differ, 0u) << "m" << c.m << " n" << c.n << " k" << c.k << " dtype " << int(dt) << " ta "
+                                  << int(ta) << " tb " << int(tb) << " bias " << with_bias;
+            EXPECT_EQ(padding_written, 0u) << "wrote past n";
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -51,6 +51,16 @@ class StagedOps final : public NnOps {
     float* dc = k.inout(c, extent(s.m, s.n, ldc) * 4);
     ops_.matmul(dtype, s, da, db, dc, accumulate);
   }
+  void matmul_bf16_out(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, const float* bias,
+                       uint16_t* c) override {
+    Call k(*this);
+    const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
+    const int64_t lda = s.lda ? s.lda : (ta ? s.m : s.k), ldb = s.ldb ? s.ldb : (tb ? s.k : s.n);
+    const int64_t ldc = s.ldc ? s.ldc : s.n, e = dtype == GemmDtype::kF32 ? 4 : 2;
+    const void* da = k.in(a, extent(ta ? s.k : s.m, ta ? s.m : s.k, lda) * e);
+    const void* db = k.in(b, extent(tb ? s.n : s.k, tb ? s.k : s.n, ldb) * e);
+    ops_.matmul_bf16_out(dtype, s, da, db, bias ? k.in(bias, s.n * 4) : nullptr, k.inout(c, extent(s.m, s.n, ldc) * 2));
+  }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     Call k(*this);
     const int64_t n = args.rows * args.cols;
@@ -133,21 +143,21 @@ class StagedOps final : public NnOps {
     ops_.rope_apply(k.inout(x, ((rows - 1) * stride + heads * head_dim) * 4), rows, seq, heads, head_dim, stride,
                     k.in(cos, table), k.in(sin, table), inverse);
   }
-  void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) override {
+  void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
     Call k(*this);
-    ops_.swiglu_forward(staged(k, act, n * h), k.in(gu, n * 2 * h * 4), n, h);
+    ops_.swiglu_forward(staged(k, act, n * h), staged(k, gu, n * 2 * h), n, h);
   }
-  void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override {
+  void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) override {
     Call k(*this);
-    ops_.swiglu_backward(k.inout(dgu, n * 2 * h * 4), k.in(dact, n * h * 4), k.in(gu, n * 2 * h * 4), n, h);
+    ops_.swiglu_backward(k.inout(dgu, n * 2 * h * 4), k.in(dact, n * h * 4), staged(k, gu, n * 2 * h), n, h);
   }
-  void gelu_forward(ActRef out, const float* x, int64_t count) override {
+  void gelu_forward(ActRef out, ActRef x, int64_t count) override {
     Call k(*this);
-    ops_.gelu_forward(staged(k, out, count), k.in(x, count * 4), count);
+    ops_.gelu_forward(staged(k, out, count), staged(k, x, count), count);
   }
-  void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override {
+  void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) override {
     Call k(*this);
-    ops_.gelu_backward(k.inout(dx, count * 4), k.in(dout, count * 4), k.in(x, count * 4), count);
+    ops_.gelu_backward(k.inout(dx, count * 4), k.in(dout, count * 4), staged(k, x, count), count);
   }
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override {
@@ -262,7 +272,7 @@ class StagedOps final : public NnOps {
     StagedOps& s_;
     std::vector<Staged> staged_;
   };
-  // An activation the op writes, `elems` elements of its own type (bf16 GEMM inputs: act_ref.h).
+  // An activation the op reads or writes, `elems` elements of its own type (act_ref.h).
   static ActRef staged(Call& k, ActRef a, int64_t elems) {
     if (a.is_bf16()) return ActRef::bf16(k.inout(a.bf16(), elems * 2));
     return ActRef(k.inout(a.f32(), elems * 4));

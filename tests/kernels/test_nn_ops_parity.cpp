@@ -33,6 +33,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "framework/backend/backend.h"
@@ -240,6 +241,27 @@ Outputs bf16_store_outputs(Arena& a, int64_t count, const std::function<void(Act
   return o;
 }
 
+// An op run on a bf16 input and on its widened fp32 copy must give the same bits on one backend
+// (the input is widened exactly: act_ref.h); `name`'s values (from the bf16 input) are the row's.
+template <class T>
+Outputs same_bits_outputs(Arena& a, const T* from16, const T* from32, int64_t count, const std::string& name) {
+  std::vector<float> got16, got32;
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    got16 = widened_bf16(a.get_u16(from16, size_t(count)));
+    got32 = widened_bf16(a.get_u16(from32, size_t(count)));
+  } else {
+    got16 = a.get(from16, size_t(count));
+    got32 = a.get(from32, size_t(count));
+  }
+  int64_t differ = 0;
+  for (size_t i = 0; i < got16.size(); ++i) differ += std::memcmp(&got16[i], &got32[i], 4) != 0;
+  EXPECT_EQ(differ, 0) << name << " from the bf16 input differs from " << name << " from its widened fp32 copy in "
+                       << differ << " of " << count << " elements on " << a.nn().device().name();
+  Outputs o;
+  o.add(name, std::move(got16));
+  return o;
+}
+
 // ---- the table -------------------------------------------------------------------------------
 
 struct Case {
@@ -356,7 +378,7 @@ void add_rope_case(const std::string& label, int64_t rows, int64_t seq, int64_t 
 
 void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
   add("swiglu_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
-    const float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
     float* act = a.put(std::vector<float>(size_t(n * h)));
     a.nn().swiglu_forward(act, gu, n, h);
     Outputs o;
@@ -364,11 +386,11 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
     return o;
   });
   add("swiglu_forward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
-    const float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
     return bf16_store_outputs(a, n * h, [&](ActRef act) { a.nn().swiglu_forward(act, gu, n, h); });
   });
   add("swiglu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
-    const float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
     const float* dact = a.put(rng.floats(n * h));
     float* dgu = a.put(std::vector<float>(size_t(n * 2 * h)));
     a.nn().swiglu_backward(dgu, dact, gu, n, h);
@@ -378,7 +400,7 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
   });
   add("gelu_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t count = n * h + 3;
-    const float* x = a.put(rng.floats(count, -8.0f, 8.0f));
+    float* x = a.put(rng.floats(count, -8.0f, 8.0f));
     float* out = a.put(std::vector<float>(size_t(count)));
     a.nn().gelu_forward(out, x, count);
     Outputs o;
@@ -387,18 +409,65 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
   });
   add("gelu_forward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t count = n * h + 3;
-    const float* x = a.put(rng.floats(count, -8.0f, 8.0f));
+    float* x = a.put(rng.floats(count, -8.0f, 8.0f));
     return bf16_store_outputs(a, count, [&](ActRef out) { a.nn().gelu_forward(out, x, count); });
   });
   add("gelu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t count = n * h + 3;
-    const float* x = a.put(rng.floats(count, -8.0f, 8.0f));
+    float* x = a.put(rng.floats(count, -8.0f, 8.0f));
     const float* dout = a.put(rng.floats(count));
     float* dx = a.put(std::vector<float>(size_t(count)));
     a.nn().gelu_backward(dx, dout, x, count);
     Outputs o;
     o.add("dx", a.get(dx, size_t(count)));
     return o;
+  });
+  // A bf16 input (the MLP's in-projection as a bf16 GEMM stores it) is widened exactly: on each
+  // backend the op gives the bits it gives the widened fp32 input, and the rows then compare the
+  // backends.
+  add("swiglu_forward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> gu_bits = to_bf16(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    uint16_t* gu16 = a.put(gu_bits);
+    float* gu32 = a.put(widened_bf16(gu_bits));
+    uint16_t* from16 = a.put(std::vector<uint16_t>(size_t(n * h)));
+    uint16_t* from32 = a.put(std::vector<uint16_t>(size_t(n * h)));
+    a.nn().swiglu_forward(ActRef::bf16(from16), ActRef::bf16(gu16), n, h);
+    a.nn().swiglu_forward(ActRef::bf16(from32), gu32, n, h);
+    return same_bits_outputs(a, from16, from32, n * h, "act");
+  });
+  add("swiglu_backward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> gu_bits = to_bf16(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    uint16_t* gu16 = a.put(gu_bits);
+    float* gu32 = a.put(widened_bf16(gu_bits));
+    const float* dact = a.put(rng.floats(n * h));
+    float* from16 = a.put(std::vector<float>(size_t(n * 2 * h)));
+    float* from32 = a.put(std::vector<float>(size_t(n * 2 * h)));
+    a.nn().swiglu_backward(from16, dact, ActRef::bf16(gu16), n, h);
+    a.nn().swiglu_backward(from32, dact, gu32, n, h);
+    return same_bits_outputs(a, from16, from32, n * 2 * h, "dgu");
+  });
+  add("gelu_forward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    const std::vector<uint16_t> x_bits = to_bf16(rng.floats(count, -8.0f, 8.0f));
+    uint16_t* x16 = a.put(x_bits);
+    float* x32 = a.put(widened_bf16(x_bits));
+    uint16_t* from16 = a.put(std::vector<uint16_t>(size_t(count)));
+    uint16_t* from32 = a.put(std::vector<uint16_t>(size_t(count)));
+    a.nn().gelu_forward(ActRef::bf16(from16), ActRef::bf16(x16), count);
+    a.nn().gelu_forward(ActRef::bf16(from32), x32, count);
+    return same_bits_outputs(a, from16, from32, count, "out");
+  });
+  add("gelu_backward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    const std::vector<uint16_t> x_bits = to_bf16(rng.floats(count, -8.0f, 8.0f));
+    uint16_t* x16 = a.put(x_bits);
+    float* x32 = a.put(widened_bf16(x_bits));
+    const float* dout = a.put(rng.floats(count));
+    float* from16 = a.put(std::vector<float>(size_t(count)));
+    float* from32 = a.put(std::vector<float>(size_t(count)));
+    a.nn().gelu_backward(from16, dout, ActRef::bf16(x16), count);
+    a.nn().gelu_backward(from32, dout, x32, count);
+    return same_bits_outputs(a, from16, from32, count, "dx");
   });
 }
 
@@ -577,6 +646,36 @@ void add_matmul_case(const std::string& label, GemmDtype dtype, GemmShape g, boo
     a.nn().matmul(dtype, g, A, B, c, accumulate);
     Outputs o;
     o.add("c", a.get(c, size_t(g.m * ldc)));
+    return o;
+  });
+}
+
+// A bf16 GEMM output: within the GEMM tolerance across backends; on the CPU bit for bit the
+// fp32 GEMM plus the bias, narrowed (NnOps::matmul_bf16_out).
+void add_matmul_bf16_out_case(const std::string& label, GemmDtype dtype, GemmShape g, bool with_bias) {
+  add("matmul_bf16out_" + label, Tol::kGemm, [=](Arena& a, Rng& rng) {
+    const bool ta = g.trans_a == Trans::kT, tb = g.trans_b == Trans::kT;
+    const int64_t lda = g.lda ? g.lda : (ta ? g.m : g.k), ldb = g.ldb ? g.ldb : (tb ? g.k : g.n);
+    const auto av = rng.floats((ta ? g.k : g.m) * lda), bv = rng.floats((tb ? g.n : g.k) * ldb);
+    const void* A = dtype == GemmDtype::kF32 ? static_cast<const void*>(a.put(av)) : a.put(to_bf16(av));
+    const void* B = dtype == GemmDtype::kF32 ? static_cast<const void*>(a.put(bv)) : a.put(to_bf16(bv));
+    const std::vector<float> bias_values = rng.floats(g.n, -2.0f, 2.0f);
+    const float* bias = with_bias ? a.put(bias_values) : nullptr;
+    uint16_t* c16 = a.put(std::vector<uint16_t>(size_t(g.m * g.n)));
+    a.nn().matmul_bf16_out(dtype, g, A, B, bias, c16);
+    const std::vector<uint16_t> got = a.get_u16(c16, size_t(g.m * g.n));
+    if (a.nn().device().is_cpu()) {
+      float* c32 = a.put(std::vector<float>(size_t(g.m * g.n)));
+      a.nn().matmul(dtype, g, A, B, c32, false);
+      if (with_bias) a.nn().bias_add(c32, bias, g.m, g.n, g.n);
+      const std::vector<uint16_t> narrowed = to_bf16(a.get(c32, size_t(g.m * g.n)));
+      int64_t differ = 0;
+      for (size_t i = 0; i < got.size(); ++i) differ += got[i] != narrowed[i];
+      EXPECT_EQ(differ, 0) << "the CPU's bf16 GEMM output differs from its narrowed fp32 GEMM (+ bias) in " << differ
+                           << " elements";
+    }
+    Outputs o;
+    o.add("c_bf16", widened_bf16(got));
     return o;
   });
 }
@@ -832,6 +931,8 @@ void add_sim_cases() {
   add_matmul_case("f32_strided_a", GemmDtype::kF32, GemmShape{9, 64, 64, 960, 0, 80, T::kN, T::kT}, true);
   add_matmul_case("sim_bf16_dx", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kN}, false);
   add_matmul_case("sim_f16_dw_acc", GemmDtype::kF16, GemmShape{40, 72, 17, 0, 0, 0, T::kT, T::kN}, true);
+  add_matmul_bf16_out_case("sim_up", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_bf16_out_case("sim_up_bias", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kT}, true);
   add_copy_cases();
   const auto e4 = Fp8Format::kE4M3, e5 = Fp8Format::kE5M2;
   for (Fp8Tiling t : {Fp8Tiling::kTensor, Fp8Tiling::kRow1x128, Fp8Tiling::kCol128x1, Fp8Tiling::kBlock128}) {
@@ -928,6 +1029,9 @@ const std::vector<Case>& cases() {
                   false);
   add_matmul_case("f16_llama31_8b_o", GemmDtype::kF16, GemmShape{3, 4096, 4096, 0, 0, 0, T::kN, T::kT}, false);
   add_matmul_case("bf16_llama3_lm_head", GemmDtype::kBF16, GemmShape{2, 128256, 2048, 0, 0, 0, T::kN, T::kT}, false);
+  // bf16 GEMM outputs: the MLP's in-projection (SmolLM2's gate|up; GPT-2's up with its bias).
+  add_matmul_bf16_out_case("smollm2_gate_up", GemmDtype::kBF16, GemmShape{67, 3072, 576, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_bf16_out_case("gpt2_up_bias", GemmDtype::kBF16, GemmShape{33, 3072, 768, 0, 0, 0, T::kN, T::kT}, true);
   add_copy_cases();
   add_fp8_cases();
   return g_cases;

@@ -14,15 +14,18 @@
 
 namespace farthing::models::testing {
 
-// Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw;
-// round_attention_output rounds an fp32 attention output to bf16 in place after the forward (the
-// values the model's bf16-stored output holds, so a run with fp32 activations can be compared
-// with one that stores them as bf16, bit for bit).
+// Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
+// Two switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
+// holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
+// bit for bit: round_attention_output rounds attention's output after the forward, and
+// round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it (the
+// backward then reads the rounded values too, as it reads the bf16 ones).
 class RecordingOps final : public NnOps {
  public:
   std::map<std::string, int> calls;
   bool refuse_matmul = false;
   bool round_attention_output = false;
+  bool round_mlp_input = false;
 
   Device device() const override { return cpu_.device(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
@@ -30,6 +33,12 @@ class RecordingOps final : public NnOps {
     ++calls["matmul"];
     if (refuse_matmul) throw std::runtime_error("matmul refused by the test");
     cpu_.matmul(dtype, shape, a, b, c, accumulate);
+  }
+  void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
+                       uint16_t* c) override {
+    ++calls["matmul_bf16_out"];
+    if (refuse_matmul) throw std::runtime_error("matmul_bf16_out refused by the test");
+    cpu_.matmul_bf16_out(dtype, shape, a, b, bias, c);
   }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     ++calls["fp8_quantize"];
@@ -47,10 +56,7 @@ class RecordingOps final : public NnOps {
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override {
     ++calls["attention_forward"];
     cpu_.attention_forward(s, out, lse, qkv);
-    if (round_attention_output && !out.is_bf16()) {
-      const int64_t n = s.batch * s.seq * s.q_heads * s.head_dim;
-      for (int64_t i = 0; i < n; ++i) out.f32()[i] = numerics::bf16_to_f32(numerics::f32_to_bf16_rne(out.f32()[i]));
-    }
+    if (round_attention_output) round_in_place(out, s.batch * s.seq * s.q_heads * s.head_dim);
   }
   void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
                           const float* lse, const float* qkv) override {
@@ -87,19 +93,21 @@ class RecordingOps final : public NnOps {
     ++calls[inverse ? "rope_inverse" : "rope"];
     cpu_.rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
   }
-  void swiglu_forward(ActRef act, const float* gu, int64_t n, int64_t h) override {
+  void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
     ++calls["swiglu_forward"];
+    if (round_mlp_input) round_in_place(gu, n * 2 * h);
     cpu_.swiglu_forward(act, gu, n, h);
   }
-  void swiglu_backward(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) override {
+  void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) override {
     ++calls["swiglu_backward"];
     cpu_.swiglu_backward(dgu, dact, gu, n, h);
   }
-  void gelu_forward(ActRef out, const float* x, int64_t count) override {
+  void gelu_forward(ActRef out, ActRef x, int64_t count) override {
     ++calls["gelu_forward"];
+    if (round_mlp_input) round_in_place(x, count);
     cpu_.gelu_forward(out, x, count);
   }
-  void gelu_backward(float* dx, const float* dout, const float* x, int64_t count) override {
+  void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) override {
     ++calls["gelu_backward"];
     cpu_.gelu_backward(dx, dout, x, count);
   }
@@ -154,6 +162,11 @@ class RecordingOps final : public NnOps {
 
  private:
   CpuNnOps cpu_;
+  // An fp32 array's values rounded to bf16 and widened back (bf16 arrays are left as they are).
+  static void round_in_place(ActRef x, int64_t count) {
+    if (x.is_bf16()) return;
+    for (int64_t i = 0; i < count; ++i) x.f32()[i] = numerics::bf16_to_f32(numerics::f32_to_bf16_rne(x.f32()[i]));
+  }
 };
 
 }  // namespace farthing::models::testing

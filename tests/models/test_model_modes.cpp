@@ -120,49 +120,54 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
 }
 
 // Under bf16 compute the GEMMs' input activations (n1, attention's output, n2, act, the final
-// norm) are stored as bf16 (ModelOptions::bf16_gemm_inputs, framework/backend/act_ref.h). Their
-// GEMMs read the bits the fp32 arrays narrow to. Attention's backward reads its output as stored
-// (D = rowsum(dO . O)), so the fp32 run's attention output is rounded to bf16 after the forward
-// (RecordingOps::round_attention_output); then loss and gradients must not change by a bit.
-// Without that rounding the gradients must differ (attention's backward saw other values).
-TEST_P(Modes, Bf16GemmInputsGiveTheNarrowedRunsBits) {
+// norm) and the MLP's in-projection are stored as bf16 (ModelOptions::bf16_activations,
+// framework/backend/act_ref.h). The GEMMs read the bits the fp32 arrays narrow to. Attention's
+// backward reads its output as stored (D = rowsum(dO . O)), and SwiGLU / GELU and their
+// backwards read the in-projection as stored, so the fp32 run rounds both to bf16 where they are
+// produced (RecordingOps::round_attention_output, round_mlp_input: GPT-2's bias is added before
+// the rounding, as matmul_bf16_out adds it); then loss and gradients must not change by a bit.
+// Without that rounding the gradients must differ.
+TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 17);
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
     for (bool rounded : {true, false}) {
       testing::RecordingOps fp32_ops;
       fp32_ops.round_attention_output = rounded;
+      fp32_ops.round_mlp_input = rounded;
       ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
-      narrowed.bf16_gemm_inputs = false;
+      narrowed.bf16_activations = false;
       narrowed.ops = &fp32_ops;
       ModelOptions stored = testing::model_options(ComputeMode::kBF16, ck, 16);
-      ASSERT_EQ(gemm_input_act_dtype(narrowed), GemmDtype::kF32);
-      ASSERT_EQ(gemm_input_act_dtype(stored), GemmDtype::kBF16);
+      ASSERT_EQ(stored_act_dtype(narrowed), GemmDtype::kF32);
+      ASSERT_EQ(stored_act_dtype(stored), GemmDtype::kBF16);
       float l0 = 0, l1 = 0;
       const auto g0 = run(c, narrowed, batch, 2, 40, &l0);
       const auto g1 = run(c, stored, batch, 2, 40, &l1);
-      EXPECT_EQ(std::memcmp(&l0, &l1, 4), 0) << "loss " << l1 << " with bf16 GEMM inputs, " << l0 << " narrowed";
       ASSERT_EQ(g0.size(), g1.size());
       size_t differ = 0;
       for (size_t i = 0; i < g0.size(); ++i) differ += std::memcmp(&g0[i], &g1[i], 4) != 0;
       if (rounded) {
+        EXPECT_EQ(std::memcmp(&l0, &l1, 4), 0) << "loss " << l1 << " with bf16 activations, " << l0 << " narrowed";
         EXPECT_EQ(differ, 0u) << "of " << g0.size() << " gradients (checkpointing " << int(ck) << ")";
       } else {
-        EXPECT_GT(differ, 0u) << "attention's backward read the unrounded output, yet no gradient changed";
+        EXPECT_NE(std::memcmp(&l0, &l1, 4), 0) << "the in-projection was left unrounded, yet the loss is the same";
+        EXPECT_GT(differ, 0u) << "attention's output and the MLP's in-projection were left unrounded, yet no "
+                                 "gradient changed";
       }
     }
   }
 }
 
-// n1, attention's output, n2 and act per stored block set, and the final norm, take half the
-// bytes (each array rounded up to 16 floats, as the model carves), and the second 16-bit
-// narrowing slot (backward's x operands, up to the MLP's M x H) is not needed at all.
-TEST_P(Modes, Bf16GemmInputsHalveTheirBytes) {
+// n1, attention's output, n2, the MLP's in-projection and act per stored block set, and the
+// final norm, take half the bytes (each array rounded up to 16 floats, as the model carves), and
+// the second 16-bit narrowing slot (backward's x operands, up to the MLP's M x H) is not needed.
+TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   const ModelConfig c = micro(GetParam());
   const int64_t b = 2, t = 40, M = b * t;
-  auto activation_bytes = [&](bool bf16_inputs, Checkpointing ck) {
+  auto activation_bytes = [&](bool bf16_acts, Checkpointing ck) {
     ModelOptions o = testing::model_options(ComputeMode::kBF16, ck, 16);
-    o.bf16_gemm_inputs = bf16_inputs;
+    o.bf16_activations = bf16_acts;
     const int64_t before = memory_tracker(Device::cpu()).snapshot().current_bytes[size_t(MemoryCategory::kActivations)];
     Transformer m(make_spec(c), b, t, o);
     return memory_tracker(Device::cpu()).snapshot().current_bytes[size_t(MemoryCategory::kActivations)] - before;
@@ -170,10 +175,12 @@ TEST_P(Modes, Bf16GemmInputsHalveTheirBytes) {
   auto r16 = [](int64_t n) { return (n + 15) / 16 * 16; };
   auto saved_floats = [&](int64_t elems) { return r16(elems) - r16((elems + 1) / 2); };
   const int64_t saved_slot_bytes = 2 * r16(M * std::max(c.dim, c.hidden_dim));
+  const int64_t F = c.family == ModelFamily::kLlama ? 2 * c.hidden_dim : c.hidden_dim;  // the in-projection's width
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
     const int64_t sets = ck == Checkpointing::kNone ? c.n_layers : 1;
     const int64_t expected =
-        4 * (sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.hidden_dim)) + saved_floats(M * c.dim)) +
+        4 * (sets * (3 * saved_floats(M * c.dim) + saved_floats(M * F) + saved_floats(M * c.hidden_dim)) +
+             saved_floats(M * c.dim)) +
         saved_slot_bytes;
     EXPECT_EQ(activation_bytes(false, ck) - activation_bytes(true, ck), expected) << "checkpointing " << int(ck);
   }

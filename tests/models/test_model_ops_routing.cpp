@@ -81,8 +81,11 @@ TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
     EXPECT_EQ(std::memcmp(routed.grads.data(), plain.grads.data(), plain.grads.size() * 4), 0);
 
     // Per block: 4 linears forward (qkv, out, mlp in, mlp out), each 2 GEMMs backward; the
-    // head: 1 GEMM forward and 2 backward per loss chunk.
-    EXPECT_EQ(ops.calls["matmul"], 12 * L + 3 * chunks);
+    // head: 1 GEMM forward and 2 backward per loss chunk. Under bf16 the MLP's in-projection is
+    // stored as bf16, so its forward GEMM writes bf16 (matmul_bf16_out).
+    const int64_t bf16_out = compute == ComputeMode::kBF16 ? L : 0;
+    EXPECT_EQ(ops.calls["matmul"], 12 * L + 3 * chunks - bf16_out);
+    EXPECT_EQ(ops.calls["matmul_bf16_out"], bf16_out);
     EXPECT_EQ(ops.calls["attention_forward"], L);
     EXPECT_EQ(ops.calls["attention_backward"], L);
     EXPECT_EQ(ops.calls["cross_entropy_rows"], chunks);

@@ -50,8 +50,8 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
   const auto timed = [&](const std::function<void()>& queue) {
     return bench::time_best(queue, [&] { backend.synchronize(); }, options.min_seconds);
   };
-  // The forwards that write a GEMM input write bf16 as the model stores it (roofline.cpp's as built).
-  const bool bf16_inputs = options.gemm == GemmDtype::kBF16 && in.gemm_inputs_bf16();
+  // The activations the model stores as bf16 are bf16 here too (roofline.cpp's as built).
+  const bool bf16_inputs = options.gemm == GemmDtype::kBF16 && in.acts_bf16();
   const auto gemm_input = [&](float* p) { return bf16_inputs ? ActRef::bf16(reinterpret_cast<uint16_t*>(p)) : ActRef(p); };
   switch (call.op) {
     case RooflineOp::kGemm: {
@@ -63,6 +63,10 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       shape.trans_a = call.trans_a ? Trans::kT : Trans::kN;
       shape.trans_b = call.trans_b ? Trans::kT : Trans::kN;
       const bool accumulate = call.trans_a;  // weight gradients add up; the other GEMMs overwrite
+      if (call.bf16_out && bf16_inputs) {
+        auto* out16 = reinterpret_cast<uint16_t*>(out);
+        return timed([&] { nn.matmul_bf16_out(options.gemm, shape, a, b, nullptr, out16); });
+      }
       return timed([&] { nn.matmul(options.gemm, shape, a, b, out, accumulate); });
     }
     case RooflineOp::kNormForward:
@@ -104,14 +108,16 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
     case RooflineOp::kSwigluForward:
     case RooflineOp::kSwigluBackward: {
       float *gu = s.floats(call.m * 2 * call.n), *act = s.floats(call.m * call.n), *dgu = s.floats(call.m * 2 * call.n);
-      if (call.op == RooflineOp::kSwigluForward) return timed([&] { nn.swiglu_forward(gemm_input(act), gu, call.m, call.n); });
-      return timed([&] { nn.swiglu_backward(dgu, act, gu, call.m, call.n); });
+      if (call.op == RooflineOp::kSwigluForward) {
+        return timed([&] { nn.swiglu_forward(gemm_input(act), gemm_input(gu), call.m, call.n); });
+      }
+      return timed([&] { nn.swiglu_backward(dgu, act, gemm_input(gu), call.m, call.n); });
     }
     case RooflineOp::kGeluForward:
     case RooflineOp::kGeluBackward: {
       float *x = s.floats(call.m), *y = s.floats(call.m), *dy = s.floats(call.m);
-      if (call.op == RooflineOp::kGeluForward) return timed([&] { nn.gelu_forward(gemm_input(y), x, call.m); });
-      return timed([&] { nn.gelu_backward(y, dy, x, call.m); });
+      if (call.op == RooflineOp::kGeluForward) return timed([&] { nn.gelu_forward(gemm_input(y), gemm_input(x), call.m); });
+      return timed([&] { nn.gelu_backward(y, dy, gemm_input(x), call.m); });
     }
     case RooflineOp::kEmbeddingForward:
     case RooflineOp::kEmbeddingBackward: {

@@ -65,7 +65,8 @@ struct MemoryEstimate {
   optim::AdamWStateBytes optimizer;  // peak_rank's shards (AdamW::planned_bytes); on_host: offloaded
   optim::OffloadOptions offload;     // as the trainer builds the optimizer (the ring's slots hold offload.grad_dtype)
   // On CUDA under bf16 compute: the bf16 copies cuDNN attention's backward carves from the ops'
-  // workspace (framework/backend/cuda_ops_workspace.h), counted with the activations. Where cuDNN
+  // workspace (framework/backend/cuda_ops_workspace.h), or GPT-2's in-projection staged in fp32
+  // for its bias when that is more, counted with the activations. Where cuDNN
   // runs attention, a lower bound of that workspace: cuDNN's own bytes, known once its graph is
   // built on the GPU, and the growth slack are not in it (without cuDNN the fp32 kernel takes
   // other, smaller scratch). 0 elsewhere (the CPU and the strict device take none).

@@ -89,19 +89,24 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   };
   const RooflineCall row_norm = call(Op::kNormForward, tokens, c.dim), row_norm_bwd = call(Op::kNormBackward, tokens, c.dim);
 
-  const bool gemm_inputs_bf16 = in.gemm_inputs_bf16();
-  const double gemm_input_bytes = gemm_inputs_bf16 ? kBf16 : kFp32;
+  const bool acts_bf16 = in.acts_bf16();
+  const double act_bytes = acts_bf16 ? kBf16 : kFp32;
 
   // A linear layer y (n, out) = x (n, in) W^T, forward `fwd_calls` times and backward L times.
   // As built: dy, and x unless stored as bf16 (x_bf16), narrowed to bf16 first (read 4, write 2
-  // bytes each), the output fp32, dW accumulated in fp32 (read + write). Design: bf16 in and out,
-  // no narrowing. The GEMMs' shapes are linear_forward / linear_backward's with W stored (out, in).
+  // bytes each), the output fp32 unless stored as bf16 (y_bf16; with a bias it is formed in fp32,
+  // the bias added, then narrowed, as NnOps::matmul_bf16_out does on CUDA), dW accumulated in fp32
+  // (read + write). Design: bf16 in and out, no narrowing. The GEMMs' shapes are linear_forward /
+  // linear_backward's with W stored (out, in).
   const auto linear = [&](const std::string& name, int64_t fwd_calls, int64_t bwd_calls, int64_t out_dim,
-                          int64_t in_dim, bool fp8, bool bias, bool x_bf16) {
+                          int64_t in_dim, bool fp8, bool bias, bool x_bf16, bool y_bf16) {
     const double out = double(out_dim), inp = double(in_dim);
     const double flops = 2.0 * n * out * inp, weight = kBf16 * out * inp, dweight = 2.0 * kFp32 * out * inp;
-    rows.add(name + " fwd", fwd_calls, call(Op::kGemm, tokens, out_dim, in_dim, false, true), flops,
-             kBf16 * n * inp + weight + kFp32 * n * out, kBf16 * n * inp + weight + kBf16 * n * out, fp8);
+    const double y_bytes = y_bf16 && !bias ? kBf16 : kFp32;
+    RooflineCall forward = call(Op::kGemm, tokens, out_dim, in_dim, false, true);
+    forward.bf16_out = y_bf16 && !bias;
+    rows.add(name + " fwd", fwd_calls, forward, flops,
+             kBf16 * n * inp + weight + y_bytes * n * out, kBf16 * n * inp + weight + kBf16 * n * out, fp8);
     rows.add(name + " dgrad", bwd_calls, call(Op::kGemm, tokens, in_dim, out_dim, false, false), flops,
              kBf16 * n * out + weight + kFp32 * n * inp, kBf16 * n * out + weight + kBf16 * n * inp, fp8);
     rows.add(name + " wgrad", bwd_calls, call(Op::kGemm, out_dim, in_dim, tokens, true, false), flops,
@@ -109,6 +114,10 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     // Forward narrows x; backward narrows dy and x, one call each (x only where it is fp32).
     const std::string narrow = "narrow GEMM operands to bf16";
     if (!x_bf16) rows.add(narrow, fwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
+    if (y_bf16 && bias) {
+      rows.add("narrow GEMM outputs to bf16", fwd_calls, call(Op::kNarrow, tokens * out_dim), 0.0,
+               (kFp32 + kBf16) * n * out, 0.0);
+    }
     rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * out_dim), 0.0, (kFp32 + kBf16) * n * out, 0.0);
     if (!x_bf16) rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
     if (fp8) {  // the operands quantized to FP8 (1 byte) first: x and W forward, dy and x backward
@@ -127,12 +136,12 @@ RooflineStep roofline_step(const RooflineInputs& in) {
 
   // A norm's forward reads x (fp32) and writes its output (a GEMM input); design: bf16 both.
   const auto norm_forward = [&](int64_t calls) {
-    rows.add(norm + " forward", calls, row_norm, 4.0 * n * C, (kFp32 + gemm_input_bytes) * n * C, kBf16 * 2.0 * n * C);
+    rows.add(norm + " forward", calls, row_norm, 4.0 * n * C, (kFp32 + act_bytes) * n * C, kBf16 * 2.0 * n * C);
   };
 
   // The blocks.
   norm_forward(block_forwards);
-  linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias, gemm_inputs_bf16);
+  linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias, acts_bf16, false);
   if (!gpt2) {
     rows.activations("rope", block_forwards + L, call(Op::kRope, tokens, c.n_heads + c.n_kv_heads, c.head_dim()),
                      2.0 * n * (heads + kv_heads) * d);
@@ -144,26 +153,29 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   const double attn_flops = 4.0 * double(in.micro_batch) * heads * d * T * (T + 1) / 2;
   const double lse = kFp32 * double(in.micro_batch) * heads * T;
   rows.add("attention forward", block_forwards, call(Op::kAttentionForward, tokens), attn_flops,
-           kFp32 * n * Sq + gemm_input_bytes * n * C + lse, kBf16 * n * (Sq + C) + lse);
+           kFp32 * n * Sq + act_bytes * n * C + lse, kBf16 * n * (Sq + C) + lse);
   rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
-           kFp32 * n * (2 * Sq + C) + gemm_input_bytes * n * C + lse, kBf16 * n * 2 * (Sq + C) + lse);
-  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, gemm_inputs_bf16);
+           kFp32 * n * (2 * Sq + C) + act_bytes * n * C + lse, kBf16 * n * 2 * (Sq + C) + lse);
+  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, acts_bf16, false);
   const RooflineCall residual = call(Op::kResidualAdd, tokens * c.dim);
   rows.activations("residual add", 2 * block_forwards, residual, 3.0 * n * C);
   norm_forward(block_forwards);
   const int64_t hidden = c.hidden_dim, up_width = gpt2 ? hidden : 2 * hidden;
-  linear("matmul up (gate_up)", block_forwards, L, up_width, c.dim, in.fp8, gpt2, gemm_inputs_bf16);
-  // The activation's forward reads the up projection (fp32) and writes a GEMM input.
+  linear("matmul up (gate_up)", block_forwards, L, up_width, c.dim, in.fp8, gpt2, acts_bf16, acts_bf16);
+  // The activation's forward reads the up projection and writes a GEMM input; its backward reads
+  // the up projection and the gradient, and writes the up projection's gradient (fp32).
   if (gpt2) {
     rows.add("gelu forward", block_forwards, call(Op::kGeluForward, tokens * hidden), 0.0,
-             (kFp32 + gemm_input_bytes) * n * H, kBf16 * 2.0 * n * H);
-    rows.activations("gelu backward", L, call(Op::kGeluBackward, tokens * hidden), 3.0 * n * H);
+             2.0 * act_bytes * n * H, kBf16 * 2.0 * n * H);
+    rows.add("gelu backward", L, call(Op::kGeluBackward, tokens * hidden), 0.0, (act_bytes + 2.0 * kFp32) * n * H,
+             kBf16 * 3.0 * n * H);
   } else {
     rows.add("swiglu forward", block_forwards, call(Op::kSwigluForward, tokens, hidden), 0.0,
-             kFp32 * n * F + gemm_input_bytes * n * H, kBf16 * n * (F + H));
-    rows.activations("swiglu backward", L, call(Op::kSwigluBackward, tokens, hidden), n * (2 * F + H));
+             act_bytes * n * (F + H), kBf16 * n * (F + H));
+    rows.add("swiglu backward", L, call(Op::kSwigluBackward, tokens, hidden), 0.0,
+             act_bytes * n * F + kFp32 * n * (F + H), kBf16 * n * (2 * F + H));
   }
-  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2, gemm_inputs_bf16);
+  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2, acts_bf16, false);
   // Backward of the two norms (read dy and x, write dx, accumulate into the residual's gradient)
   // and the residual adds of the gradient stream.
   rows.activations(norm + " backward", 2 * L, row_norm_bwd, 4.0 * n * C, 8.0 * n * C);
@@ -175,7 +187,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   rows.activations("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 3.0 * n * C);
   norm_forward(micro);
   rows.activations(norm + " backward", micro, row_norm_bwd, 4.0 * n * C, 8.0 * n * C);
-  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false, gemm_inputs_bf16);
+  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false, acts_bf16, false);
   rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0, kFp32 * 2.0 * n * V,
            kBf16 * 2.0 * n * V);
 

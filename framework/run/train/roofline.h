@@ -57,8 +57,10 @@ struct RooflineCall {
   int64_t count = 0;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
+  bool bf16_out = false;  // a GEMM whose output is stored as bf16 (NnOps::matmul_bf16_out)
   bool same_shape(const RooflineCall& o) const {
-    return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b;
+    return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b &&
+           bf16_out == o.bf16_out;
   }
 };
 
@@ -66,7 +68,7 @@ struct RooflineRow {
   std::string op;
   int64_t calls = 0;          // in one optimizer step
   double flops = 0.0;         // all calls
-  double bytes_built = 0.0;   // as built: fp32 activations (bf16 GEMM inputs without FP8)
+  double bytes_built = 0.0;   // as built: fp32 activations (bf16 where bf16_activations, without FP8)
   double bytes_design = 0.0;  // bf16 activations
   bool fp8 = false;           // a GEMM at the FP8 rate
   std::vector<RooflineCall> shapes;  // the calls by shape: their counts add up to `calls`
@@ -77,9 +79,10 @@ struct RooflineInputs {
   int64_t micro_batch = 1, seq = 1, grad_accum = 1;
   bool recompute = false;  // activation_checkpointing per_block: each block's forward again in backward
   bool fp8 = false;        // the blocks' linear layers in FP8 (the head stays bf16)
-  // As built, the activations only GEMMs read (each norm's output, SwiGLU's or GELU's) are stored
-  // as bf16 unless the blocks run FP8, which quantizes from fp32 (models::gemm_input_act_dtype).
-  bool gemm_inputs_bf16() const { return !fp8; }
+  // As built, the activations ModelOptions::bf16_activations names (each norm's output,
+  // attention's output, the MLP's in-projection and activation) are stored as bf16 unless the
+  // blocks run FP8, which quantizes from fp32 (models::stored_act_dtype).
+  bool acts_bf16() const { return !fp8; }
   // Bytes the optimizer step reads and writes in all (AdamW's state, master, weights, gradients).
   double optimizer_bytes = 0.0;
 };

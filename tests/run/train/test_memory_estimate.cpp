@@ -350,6 +350,25 @@ TEST(MemoryEstimate, CudaOpsWorkspaceCountsAttentionsBf16Copies) {
   }
 }
 
+// GPT-2's in-projection has a bias: stored as bf16 on CUDA, its fp32 product is staged in the
+// ops' workspace (cuBLASLt adds only a bias of the output's type). At GPT-2's widths that staging
+// (rows x 3072 floats) outgrows attention's bf16 copies (rows x (2 x 2304 + 768) bf16), so it is
+// the workspace the plan counts.
+TEST(MemoryEstimate, CudaOpsWorkspaceCountsGpt2sBiasStaging) {
+  TempDir dir("ops_workspace_gpt2");
+  recipe::RunConfig c = base_config(dir.path);
+  c.model.preset = "gpt2-124m";
+  const models::ModelConfig model = models::preset_config("gpt2-124m");
+  c.train.precision = recipe::Precision::kBf16;
+  c.train.device = recipe::TrainDevice::kCuda;
+  const int64_t rows = c.train.micro_batch * c.data.seq_len;
+  const auto aligned = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
+  const int64_t attention = 2 * aligned(rows * 3 * model.dim * 2) + aligned(rows * model.dim * 2);
+  const int64_t staging = aligned(rows * model.hidden_dim * 4);
+  ASSERT_GT(staging, attention);
+  EXPECT_EQ(estimate_memory(c, model, world().world_size()).ops_workspace, staging);
+}
+
 // FP8 per-tensor delayed scaling over ZeRO-3 with per-block recomputation and accumulation.
 TEST(MemoryEstimate, Fp8DelayedZeroStage3PerBlock) {
   TempDir dir("fp8_delayed_zero3");

@@ -84,7 +84,7 @@ TEST(Roofline, TheDesignNeverMovesMoreBytesThanAsBuilt) {
 }
 
 // As built, every GEMM's x (the norms', attention's and the MLP activation's outputs) is stored
-// as bf16 without FP8 (models::gemm_input_act_dtype), so only each dy is narrowed: four per block
+// as bf16 without FP8 (models::stored_act_dtype), so only each dy is narrowed: four per block
 // backward, and the head's once per micro-batch. FP8 keeps fp32 GEMM inputs: every x and dy is
 // narrowed.
 TEST(Roofline, NarrowingSkipsTheGemmInputsStoredAsBf16) {
@@ -99,6 +99,39 @@ TEST(Roofline, NarrowingSkipsTheGemmInputsStoredAsBf16) {
     }
     EXPECT_EQ(calls, expected) << (fp8 ? "fp8" : "bf16");
   }
+}
+
+// The MLP's in-projection is stored as bf16 without FP8: its forward GEMM writes bf16 (the call
+// says so, for --measure-ops) and SwiGLU's forward moves bf16 only, as the design has it. With
+// a bias (GPT-2) the product is formed in fp32 and narrowed: a row of its own. FP8 keeps fp32.
+TEST(Roofline, TheMlpInProjectionIsWrittenAsBf16) {
+  for (bool fp8 : {false, true}) {
+    const RooflineStep step = roofline_step(inputs("qwen2.5-7b", true, fp8));
+    const RooflineRow* up = nullptr;
+    const RooflineRow* swiglu = nullptr;
+    for (const RooflineRow& r : step.rows) {
+      if (r.op == "matmul up (gate_up) fwd") up = &r;
+      if (r.op == "swiglu forward") swiglu = &r;
+    }
+    ASSERT_NE(up, nullptr);
+    ASSERT_NE(swiglu, nullptr);
+    for (const RooflineCall& c : up->shapes) EXPECT_EQ(c.bf16_out, !fp8) << (fp8 ? "fp8" : "bf16");
+    if (fp8) {
+      EXPECT_GT(swiglu->bytes_built, swiglu->bytes_design);
+    } else {
+      EXPECT_DOUBLE_EQ(up->bytes_built, up->bytes_design);
+      EXPECT_DOUBLE_EQ(swiglu->bytes_built, swiglu->bytes_design);
+    }
+  }
+  const RooflineStep gpt2 = roofline_step(inputs("gpt2-124m", true, false));
+  int64_t narrowed_outputs = 0;
+  for (const RooflineRow& r : gpt2.rows) {
+    if (r.op == "narrow GEMM outputs to bf16") narrowed_outputs = r.calls;
+    if (r.op == "matmul up (gate_up) fwd") {
+      for (const RooflineCall& c : r.shapes) EXPECT_FALSE(c.bf16_out) << "GPT-2's biased in-projection is staged in fp32";
+    }
+  }
+  EXPECT_EQ(narrowed_outputs, 2 * gpt2.inputs.model.n_layers * gpt2.inputs.grad_accum);  // forward and recompute
 }
 
 TEST(Roofline, EachOpTakesTheLargerOfComputeAndMemoryTime) {

@@ -2,7 +2,9 @@
 # FP4 linear layers (train.precision: nvfp4 | mxfp4, the nvfp4 / mxfp4 sections) through the CLI on
 # stories260K:
 #  - both recipes train (the loss drops); nvfp4's first loss differs from bf16's (its forward GEMMs
-#    are FP4), mxfp4's equals it (its forward stays bf16: gemms backward) and then departs;
+#    are FP4: by more than 1e-3), mxfp4's is bf16's to 1e-5 (its forward GEMMs stay bf16: gemms backward;
+#    only its activations are stored fp32, since FP4 layers quantize from fp32, where bf16 compute
+#    stores the MLP's in-projection as bf16) and then departs;
 #  - each nvfp4 ablation (no SR, no RHT, no bf16 blocks, 1D weights) changes the losses;
 #  - exact resume: nvfp4 stopped at step 3 and resumed gives the straight run's losses and final
 #    checkpoint bit for bit (the Hadamard signs and SR bits are keyed by the seed and the step);
@@ -27,8 +29,10 @@ for p in nvfp4 mxfp4; do
     || fail "$p's losses equal bf16's: the FP4 path did not run"
   echo "ok: $p trains (loss $(first_loss $p) -> $(last_loss $p); bf16 $(first_loss bf16) -> $(last_loss bf16))"
 done
-[ "$(first_loss nvfp4)" != "$(first_loss bf16)" ] || fail "nvfp4's first loss equals bf16's: its forward is not FP4"
-[ "$(first_loss mxfp4)" = "$(first_loss bf16)" ] || fail "mxfp4's first loss differs from bf16's: its forward should be bf16"
+awk -v a="$(first_loss nvfp4)" -v b="$(first_loss bf16)" 'BEGIN { d = a - b; exit !(d * d > 1e-6 * b * b) }' \
+  || fail "nvfp4's first loss $(first_loss nvfp4) is bf16's $(first_loss bf16) to 1e-3: its forward is not FP4"
+awk -v a="$(first_loss mxfp4)" -v b="$(first_loss bf16)" 'BEGIN { d = a - b; exit !(d * d < 1e-10 * b * b) }' \
+  || fail "mxfp4's first loss $(first_loss mxfp4) is not bf16's $(first_loss bf16) to 1e-5: its forward should be bf16"
 echo "ok: nvfp4's forward is FP4, mxfp4's is bf16"
 
 for ablation in nvfp4.sr=none nvfp4.rht=none nvfp4.bf16_last_fraction=0 nvfp4.weight_scaling=1d; do
