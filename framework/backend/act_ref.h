@@ -49,9 +49,10 @@ struct ActRef {
   }
 };
 
-// SwiGLU and GELU read their input (the MLP's in-projection) as fp32 or bf16; a bf16 input is
-// only ever stored beside a bf16 output, so the kernels have no fp32-output form of it.
-inline void check_mlp_input_storage(const char* op, ActRef out, ActRef in) {
+// SwiGLU, GELU and attention read their input (the MLP's in-projection, qkv) as fp32 or bf16; a
+// bf16 input is only ever stored beside a bf16 output, so the kernels have no fp32-output form
+// of it.
+inline void check_bf16_input_storage(const char* op, ActRef out, ActRef in) {
   FARTHING_CHECK(!in.is_bf16() || out.is_bf16(), op, ": a bf16 input needs a bf16 output, but the output is fp32");
 }
 

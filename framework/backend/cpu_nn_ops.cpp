@@ -54,15 +54,19 @@ void CpuNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8
   k::fp8_matmul_cpu(shape, a, b, c, accumulate, workspace);
 }
 
-void CpuNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) {
-  if (out.is_bf16()) return k::attention_forward_cpu(s, out.bf16(), lse, qkv);
-  k::attention_forward_cpu(s, out.f32(), lse, qkv);
+void CpuNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) {
+  check_bf16_input_storage("attention_forward", out, qkv);
+  if (qkv.is_bf16()) return k::attention_forward_cpu(s, out.bf16(), lse, qkv.bf16());
+  if (out.is_bf16()) return k::attention_forward_cpu(s, out.bf16(), lse, qkv.f32());
+  k::attention_forward_cpu(s, out.f32(), lse, qkv.f32());
 }
 
 void CpuNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                  ActRef out, const float* lse, const float* qkv) {
-  if (out.is_bf16()) return k::attention_backward_cpu(s, dqkv, scratch, dout, out.bf16(), lse, qkv);
-  k::attention_backward_cpu(s, dqkv, scratch, dout, out.f32(), lse, qkv);
+                                  ActRef out, const float* lse, ActRef qkv) {
+  check_bf16_input_storage("attention_backward", out, qkv);
+  if (qkv.is_bf16()) return k::attention_backward_cpu(s, dqkv, scratch, dout, out.bf16(), lse, qkv.bf16());
+  if (out.is_bf16()) return k::attention_backward_cpu(s, dqkv, scratch, dout, out.bf16(), lse, qkv.f32());
+  k::attention_backward_cpu(s, dqkv, scratch, dout, out.f32(), lse, qkv.f32());
 }
 
 void CpuNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
@@ -92,13 +96,14 @@ void CpuNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* 
   k::layernorm_backward_cpu(dx, dw, db, dout, x, w, mean, rstd, n, c);
 }
 
-void CpuNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+void CpuNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                           const float* cos, const float* sin, bool inverse) {
-  k::rope_apply_cpu(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+  if (x.is_bf16()) return k::rope_apply_cpu(x.bf16(), rows, seq, heads, head_dim, stride, cos, sin, inverse);
+  k::rope_apply_cpu(x.f32(), rows, seq, heads, head_dim, stride, cos, sin, inverse);
 }
 
 void CpuNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
-  check_mlp_input_storage("swiglu_forward", act, gu);
+  check_bf16_input_storage("swiglu_forward", act, gu);
   if (gu.is_bf16()) return k::swiglu_forward_cpu(act.bf16(), gu.bf16(), n, h);
   if (act.is_bf16()) return k::swiglu_forward_cpu(act.bf16(), gu.f32(), n, h);
   k::swiglu_forward_cpu(act.f32(), gu.f32(), n, h);
@@ -110,7 +115,7 @@ void CpuNnOps::swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t
 }
 
 void CpuNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
-  check_mlp_input_storage("gelu_forward", out, x);
+  check_bf16_input_storage("gelu_forward", out, x);
   if (x.is_bf16()) return k::gelu_forward_cpu(out.bf16(), x.bf16(), count);
   if (out.is_bf16()) return k::gelu_forward_cpu(out.bf16(), x.f32(), count);
   k::gelu_forward_cpu(out.f32(), x.f32(), count);

@@ -21,9 +21,9 @@ class CpuNnOps final : public NnOps {
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
-  void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override;
+  void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override;
   void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
-                          const float* lse, const float* qkv) override;
+                          const float* lse, ActRef qkv) override;
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
                         const float* k_cache, const float* v_cache) override;
   void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
@@ -34,7 +34,7 @@ class CpuNnOps final : public NnOps {
                          int64_t n, int64_t c, float eps) override;
   void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override;
-  void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override;
   void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) override;

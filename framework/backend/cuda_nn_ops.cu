@@ -155,62 +155,73 @@ std::array<uint16_t*, 4> carve_bf16(void* base, size_t cudnn_bytes, const std::a
 
 }  // namespace
 
-void CudaNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) {
+void CudaNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) {
   check_attention_shape(s);
-  const int64_t out_n = s.batch * s.seq * s.q_heads * s.head_dim;
+  check_bf16_input_storage("attention_forward", out, qkv);
+  const int64_t out_n = s.batch * s.seq * s.q_heads * s.head_dim, qkv_n = s.batch * s.seq * s.qkv_stride();
 #ifdef FARTHING_HAVE_CUDNN
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, false)) {
-    const int64_t qkv_n = s.batch * s.seq * s.qkv_stride();
-    // cuDNN's O is bf16: written in place when out is stored as bf16, else widened from a copy.
+    // cuDNN's Q/K/V and O are bf16: read and written in place where they are stored as bf16,
+    // else through bf16 copies.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, false);
-    void* base = workspace(cudnn_attention_workspace_bytes(s, false, out.is_bf16(), cudnn_bytes));
-    const auto copies = carve_bf16(base, cudnn_bytes, cudnn_attention_copy_elems(s, false, out.is_bf16()));
-    uint16_t *qkv16 = copies[0], *out_copy = copies[1];
-    narrow(GemmDtype::kBF16, qkv16, qkv, qkv_n);
-    cudnn->forward(s, out.is_bf16() ? out.bf16() : out_copy, lse, qkv16, base, STREAM);
+    const CudnnCopies stored{qkv.is_bf16(), out.is_bf16()};
+    void* base = workspace(cudnn_attention_workspace_bytes(s, false, stored, cudnn_bytes));
+    const auto copies = carve_bf16(base, cudnn_bytes, cudnn_attention_copy_elems(s, false, stored));
+    uint16_t *qkv_copy = copies[0], *out_copy = copies[1];
+    if (!qkv.is_bf16()) narrow(GemmDtype::kBF16, qkv_copy, qkv.f32(), qkv_n);
+    cudnn->forward(s, out.is_bf16() ? out.bf16() : out_copy, lse, qkv.is_bf16() ? qkv.bf16() : qkv_copy, base, STREAM);
     if (!out.is_bf16()) widen(GemmDtype::kBF16, out.f32(), out_copy, out_n);
     return;
   }
 #else
   attention_engine_->cudnn_for(s, false);  // a bf16 call says once that it runs the slow path
 #endif
-  if (!out.is_bf16()) return k::attention_forward_cuda(s, out.f32(), lse, qkv, STREAM);
-  // The fp32 kernel into fp32 staging, then rounded to nearest even: the bits the CPU stores.
-  float* staged = workspace_floats(out_n);
-  k::attention_forward_cuda(s, staged, lse, qkv, STREAM);
+  if (!out.is_bf16()) return k::attention_forward_cuda(s, out.f32(), lse, qkv.f32(), STREAM);
+  // The fp32 kernel (on qkv widened, where it is bf16) into fp32 staging, then rounded to nearest
+  // even: the bits the CPU stores.
+  const int64_t staged_n = int64_t(workspace_aligned_bytes(size_t(out_n) * 4) / 4);
+  float* staged = workspace_floats(staged_n + (qkv.is_bf16() ? qkv_n : 0));
+  const float* qkv32 = qkv.is_bf16() ? staged + staged_n : qkv.f32();
+  if (qkv.is_bf16()) widen(GemmDtype::kBF16, staged + staged_n, qkv.bf16(), qkv_n);
+  k::attention_forward_cuda(s, staged, lse, qkv32, STREAM);
   narrow(GemmDtype::kBF16, out.bf16(), staged, out_n);
 }
 
 void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                   ActRef out, const float* lse, const float* qkv) {
+                                   ActRef out, const float* lse, ActRef qkv) {
   check_attention_shape(s);
-  const int64_t out_n = s.batch * s.seq * s.q_heads * s.head_dim;
+  check_bf16_input_storage("attention_backward", out, qkv);
+  const int64_t out_n = s.batch * s.seq * s.q_heads * s.head_dim, qkv_n = s.batch * s.seq * s.qkv_stride();
 #ifdef FARTHING_HAVE_CUDNN
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, true)) {
-    const int64_t qkv_n = s.batch * s.seq * s.qkv_stride();
-    // An fp32 out is the forward's bf16 output widened, so narrowing it again gives cuDNN its own
-    // O; a bf16 out is that O, read in place.
+    // An fp32 out (qkv) is the forward's bf16 values widened, so narrowing it again gives cuDNN its
+    // own O (Q/K/V); bf16 ones are read in place.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, true);
-    void* base = workspace(cudnn_attention_workspace_bytes(s, true, out.is_bf16(), cudnn_bytes));
-    const auto [qkv16, out_copy, dout16, dqkv16] =
-        carve_bf16(base, cudnn_bytes, cudnn_attention_copy_elems(s, true, out.is_bf16()));
-    narrow(GemmDtype::kBF16, qkv16, qkv, qkv_n);
+    const CudnnCopies stored{qkv.is_bf16(), out.is_bf16()};
+    void* base = workspace(cudnn_attention_workspace_bytes(s, true, stored, cudnn_bytes));
+    const auto [qkv_copy, out_copy, dout16, dqkv16] =
+        carve_bf16(base, cudnn_bytes, cudnn_attention_copy_elems(s, true, stored));
+    if (!qkv.is_bf16()) narrow(GemmDtype::kBF16, qkv_copy, qkv.f32(), qkv_n);
     if (!out.is_bf16()) narrow(GemmDtype::kBF16, out_copy, out.f32(), out_n);
     narrow(GemmDtype::kBF16, dout16, dout, out_n);
-    cudnn->backward(s, dqkv16, dout16, out.is_bf16() ? out.bf16() : out_copy, lse, qkv16, base, STREAM);
+    cudnn->backward(s, dqkv16, dout16, out.is_bf16() ? out.bf16() : out_copy, lse,
+                    qkv.is_bf16() ? qkv.bf16() : qkv_copy, base, STREAM);
     widen(GemmDtype::kBF16, dqkv, dqkv16, qkv_n);
     return;
   }
 #else
   attention_engine_->cudnn_for(s, true);  // a bf16 call says once that it runs the slow path
 #endif
-  // The fp32 kernel: its scratch, then (for a bf16 out) O widened, which D = rowsum(dO . O) reads.
-  const int64_t extra_n =  // O at a 256-byte boundary
-      int64_t(workspace_aligned_bytes(size_t(k::attention_backward_extra_floats(s)) * 4) / 4);
-  float* extra = workspace_floats(extra_n + (out.is_bf16() ? out_n : 0));
+  // The fp32 kernel: its scratch, then (for a bf16 out) O widened, which D = rowsum(dO . O) reads,
+  // then (for a bf16 qkv) qkv widened, each at a 256-byte boundary.
+  const int64_t extra_n = int64_t(workspace_aligned_bytes(size_t(k::attention_backward_extra_floats(s)) * 4) / 4);
+  const int64_t out32_n = out.is_bf16() ? int64_t(workspace_aligned_bytes(size_t(out_n) * 4) / 4) : 0;
+  float* extra = workspace_floats(extra_n + out32_n + (qkv.is_bf16() ? qkv_n : 0));
   const float* out32 = out.is_bf16() ? extra + extra_n : out.f32();
+  const float* qkv32 = qkv.is_bf16() ? extra + extra_n + out32_n : qkv.f32();
   if (out.is_bf16()) widen(GemmDtype::kBF16, extra + extra_n, out.bf16(), out_n);
-  k::attention_backward_cuda(s, dqkv, scratch, dout, out32, lse, qkv, extra, STREAM);
+  if (qkv.is_bf16()) widen(GemmDtype::kBF16, extra + extra_n + out32_n, qkv.bf16(), qkv_n);
+  k::attention_backward_cuda(s, dqkv, scratch, dout, out32, lse, qkv32, extra, STREAM);
 }
 
 void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
@@ -244,13 +255,14 @@ void CudaNnOps::layernorm_backward(float* dx, float* dw, float* db, const float*
   k::layernorm_backward_cuda(dx, dw, db, dout, x, w, mean, rstd, n, c, scratch, STREAM);
 }
 
-void CudaNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+void CudaNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                            const float* cos, const float* sin, bool inverse) {
-  k::rope_apply_cuda(x, rows, seq, heads, head_dim, stride, cos, sin, inverse, STREAM);
+  if (x.is_bf16()) return k::rope_apply_cuda(x.bf16(), rows, seq, heads, head_dim, stride, cos, sin, inverse, STREAM);
+  k::rope_apply_cuda(x.f32(), rows, seq, heads, head_dim, stride, cos, sin, inverse, STREAM);
 }
 
 void CudaNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
-  check_mlp_input_storage("swiglu_forward", act, gu);
+  check_bf16_input_storage("swiglu_forward", act, gu);
   if (gu.is_bf16()) return k::swiglu_forward_cuda(act.bf16(), gu.bf16(), n, h, STREAM);
   if (act.is_bf16()) return k::swiglu_forward_cuda(act.bf16(), gu.f32(), n, h, STREAM);
   k::swiglu_forward_cuda(act.f32(), gu.f32(), n, h, STREAM);
@@ -262,7 +274,7 @@ void CudaNnOps::swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_
 }
 
 void CudaNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
-  check_mlp_input_storage("gelu_forward", out, x);
+  check_bf16_input_storage("gelu_forward", out, x);
   if (x.is_bf16()) return k::gelu_forward_cuda(out.bf16(), x.bf16(), count, STREAM);
   if (out.is_bf16()) return k::gelu_forward_cuda(out.bf16(), x.f32(), count, STREAM);
   k::gelu_forward_cuda(out.f32(), x.f32(), count, STREAM);

@@ -3,15 +3,15 @@
 
 namespace farthing {
 
-std::array<int64_t, 4> cudnn_attention_copy_elems(const kernels::AttentionShape& s, bool backward, bool out_bf16) {
+std::array<int64_t, 4> cudnn_attention_copy_elems(const kernels::AttentionShape& s, bool backward, CudnnCopies stored) {
   const int64_t qkv = s.batch * s.seq * s.qkv_stride(), out = s.batch * s.seq * s.q_heads * s.head_dim;
-  return {qkv, out_bf16 ? 0 : out, backward ? out : 0, backward ? qkv : 0};
+  return {stored.qkv_bf16 ? 0 : qkv, stored.out_bf16 ? 0 : out, backward ? out : 0, backward ? qkv : 0};
 }
 
-size_t cudnn_attention_workspace_bytes(const kernels::AttentionShape& s, bool backward, bool out_bf16,
+size_t cudnn_attention_workspace_bytes(const kernels::AttentionShape& s, bool backward, CudnnCopies stored,
                                        size_t cudnn_bytes) {
   size_t total = workspace_aligned_bytes(cudnn_bytes);
-  for (int64_t n : cudnn_attention_copy_elems(s, backward, out_bf16)) total += workspace_aligned_bytes(size_t(n) * 2);
+  for (int64_t n : cudnn_attention_copy_elems(s, backward, stored)) total += workspace_aligned_bytes(size_t(n) * 2);
   return total;
 }
 

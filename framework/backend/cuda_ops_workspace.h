@@ -2,8 +2,8 @@
 // `farthing plan` (framework/run/train/memory_estimate.cpp) counts the same bytes the ops take.
 //
 // bf16 attention through cuDNN works on bf16 copies of its fp32 operands, carved after cuDNN's
-// own workspace: forward qkv (and O, when the caller's output is fp32); backward qkv, O (when
-// fp32), dO and dqkv. Each part starts on a 256-byte boundary. A bf16 GEMM output with a bias
+// own workspace: forward qkv and O where they are fp32; backward qkv and O where fp32, dO and
+// dqkv. Each part starts on a 256-byte boundary. A bf16 GEMM output with a bias
 // stages its fp32 product there too. cuDNN's own bytes are known only
 // once its graph is built on the GPU, so a plan counts the copies alone: a lower bound.
 // Relies on: kernels/numerics/op_shapes.h. Tested by: tests/run/train/test_memory_estimate.cpp
@@ -27,12 +27,18 @@ inline size_t workspace_grown_bytes(size_t bytes) {
   return bytes < (size_t(1) << 20) ? (size_t(1) << 20) : bytes + bytes / 4;
 }
 
-// The bf16 copies' element counts, in carving order: qkv, O (0 when the output is stored as
-// bf16: cuDNN reads and writes it in place), then for the backward dO and dqkv (else 0).
-std::array<int64_t, 4> cudnn_attention_copy_elems(const kernels::AttentionShape& s, bool backward, bool out_bf16);
+// Which of attention's operands the caller stores as bf16 already (cuDNN reads and writes those in
+// place; the others go through bf16 copies).
+struct CudnnCopies {
+  bool qkv_bf16 = false, out_bf16 = false;
+};
+
+// The bf16 copies' element counts, in carving order: qkv and O (each 0 when stored as bf16),
+// then for the backward dO and dqkv (else 0).
+std::array<int64_t, 4> cudnn_attention_copy_elems(const kernels::AttentionShape& s, bool backward, CudnnCopies stored);
 
 // cuDNN's bytes (aligned), then the copies, each aligned: the workspace one call needs.
-size_t cudnn_attention_workspace_bytes(const kernels::AttentionShape& s, bool backward, bool out_bf16,
+size_t cudnn_attention_workspace_bytes(const kernels::AttentionShape& s, bool backward, CudnnCopies stored,
                                        size_t cudnn_bytes);
 
 // A bf16 GEMM output with a bias (GPT-2's MLP in-projection under bf16 activations): cuBLASLt

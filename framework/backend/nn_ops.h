@@ -83,13 +83,14 @@ class NnOps {
   static int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k);
 
   // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride). out is fp32,
-  // or bf16 (ActRef): each value computed in fp32, then rounded once to nearest even.
-  virtual void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) = 0;
+  // or bf16 (ActRef): each value computed in fp32, then rounded once to nearest even. qkv is fp32,
+  // or bf16 (as the projection's bf16 GEMM and RoPE store it; with a bf16 out), widened exactly.
+  virtual void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) = 0;
   // dqkv (B*T, stride) is overwritten; scratch holds 2 * B * Hq * T * D floats. out (read only) is
   // the forward's output as it was stored: each row's D = rowsum(dO . O) reads those values, so a
   // bf16 out gives the gradients of an fp32 out holding the same (widened) values, bit for bit.
   virtual void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                  ActRef out, const float* lse, const float* qkv) = 0;
+                                  ActRef out, const float* lse, ActRef qkv) = 0;
 
   // Decoding against a KV cache: `rows` query rows (qkv layout) at positions first_position..,
   // keys/values of positions 0 .. first_position + rows - 1 as rows of Hkv*D in the caches.
@@ -112,8 +113,9 @@ class NnOps {
                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) = 0;
 
   // Rotary embedding (rotate-half layout) in place on `heads` heads at the start of each row;
-  // row r is at position r % seq; cos/sin (seq, head_dim / 2); inverse rotates by -angle.
-  virtual void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  // row r is at position r % seq; cos/sin (seq, head_dim / 2); inverse rotates by -angle. x is
+  // fp32, or bf16 (each pair widened, rotated in fp32 and rounded to nearest even once).
+  virtual void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                           const float* cos, const float* sin, bool inverse) = 0;
 
   // act = silu(gate) * up, gu rows [gate (H) | up (H)]; backward overwrites dgu. gu (as the MLP's

@@ -40,13 +40,14 @@ void StrictNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const 
             {"a.scale_inv", a.scale_inv}, {"b.codes", b.codes}, {"b.scale_inv", b.scale_inv}, {"c", c},
             {"workspace", workspace});
 }
-void StrictNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) {
-  STRICT_OP(attention_forward, attention_forward(s, out, lse, qkv), {"out", out.data}, {"lse", lse}, {"qkv", qkv});
+void StrictNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) {
+  STRICT_OP(attention_forward, attention_forward(s, out, lse, qkv), {"out", out.data}, {"lse", lse},
+            {"qkv", qkv.data});
 }
 void StrictNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                     ActRef out, const float* lse, const float* qkv) {
+                                     ActRef out, const float* lse, ActRef qkv) {
   STRICT_OP(attention_backward, attention_backward(s, dqkv, scratch, dout, out, lse, qkv), {"dqkv", dqkv},
-            {"scratch", scratch}, {"dout", dout}, {"out", out.data}, {"lse", lse}, {"qkv", qkv});
+            {"scratch", scratch}, {"dout", dout}, {"out", out.data}, {"lse", lse}, {"qkv", qkv.data});
 }
 void StrictNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
                                    int64_t first_position, const float* k_cache, const float* v_cache) {
@@ -73,9 +74,9 @@ void StrictNnOps::layernorm_backward(float* dx, float* dw, float* db, const floa
   STRICT_OP(layernorm_backward, layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c), {"dx", dx},
             {"dw", dw}, {"db", db}, {"dout", dout}, {"x", x}, {"w", w}, {"mean", mean}, {"rstd", rstd});
 }
-void StrictNnOps::rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+void StrictNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                              const float* cos, const float* sin, bool inverse) {
-  STRICT_OP(rope_apply, rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse), {"x", x},
+  STRICT_OP(rope_apply, rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse), {"x", x.data},
             {"cos", cos}, {"sin", sin});
 }
 void StrictNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {

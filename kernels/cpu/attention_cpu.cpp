@@ -72,9 +72,28 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, Trans ta
   matmul_cpu(GemmDtype::kF32, GemmShape{m, n, k, lda, ldb, ldc, ta, tb}, a, b, c, accumulate);
 }
 
-// out: fp32, or bf16 (each fp32 value rounded once to nearest even, from a per-thread fp32 tile).
-template <class Out>
-void attention_forward(const AttentionShape& s, Out* out, float* lse, const float* qkv) {
+// Copies `rows` rows of one head (D values, rows `stride` apart in qkv) into a dense fp32 block
+// (row stride D), widening bf16 exactly. NOTE: every GEMM below reads such dense blocks, whatever
+// qkv's type: oneDNN's kernel (and so the bits) can depend on the operands' strides, so an fp32
+// qkv and a bf16 one holding the same values must reach the GEMMs the same way.
+template <class In>
+void head_rows(const In* src, int64_t stride, int64_t rows, int64_t D, std::vector<float>& dst) {
+  dst.resize(size_t(rows * D));
+  for (int64_t r = 0; r < rows; ++r) {
+    const In* x = src + r * stride;
+    float* y = dst.data() + r * D;
+    if constexpr (std::is_same_v<In, float>) {
+      std::memcpy(y, x, size_t(D) * 4);
+    } else {
+      for (int64_t d = 0; d < D; ++d) y[d] = numerics::bf16_to_f32(x[d]);
+    }
+  }
+}
+
+// out: fp32, or bf16 (each fp32 value rounded once to nearest even, from a per-thread fp32 tile);
+// qkv: fp32, or bf16 (widened exactly).
+template <class Out, class In>
+void attention_forward(const AttentionShape& s, Out* out, float* lse, const In* qkv) {
   constexpr bool kBf16Out = std::is_same_v<Out, uint16_t>;
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, S = s.qkv_stride();
   const int64_t group = Hq / s.kv_heads, blocks = (T + kQueryBlock - 1) / kQueryBlock;
@@ -82,18 +101,19 @@ void attention_forward(const AttentionShape& s, Out* out, float* lse, const floa
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), row_max(kQueryBlock), row_sum(kQueryBlock);
-    std::vector<float> out_tile(kBf16Out ? static_cast<size_t>(kQueryBlock * D) : 0);
+    std::vector<float> out_tile(kBf16Out ? static_cast<size_t>(kQueryBlock * D) : 0), qb, kb, vb;
 #pragma omp for collapse(3) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
         for (int64_t blk = 0; blk < blocks; ++blk) {
           const int64_t q0 = blk * kQueryBlock, rows = std::min(kQueryBlock, T - q0), kend = q0 + rows;
-          const float* base = qkv + b * T * S;
-          const float* q = base + q0 * S + h * D;
-          const float* k0 = base + Hq * D + (h / group) * D;
-          const float* v0 = k0 + s.kv_heads * D;
+          const In* base = qkv + b * T * S;
+          head_rows(base + q0 * S + h * D, S, rows, D, qb);
+          head_rows(base + Hq * D + (h / group) * D, S, kend, D, kb);
+          head_rows(base + (Hq + s.kv_heads) * D + (h / group) * D, S, kend, D, vb);
+          const float *q = qb.data(), *k0 = kb.data(), *v0 = vb.data();
           // p (rows, kend) = q k^T
-          gemm(rows, kend, D, q, S, Trans::kN, k0, S, Trans::kT, p.data(), kend, false);
+          gemm(rows, kend, D, q, D, Trans::kN, k0, D, Trans::kT, p.data(), kend, false);
           for (int64_t r = 0; r < rows; ++r) {
             float* pr = p.data() + r * kend;
             const int64_t valid = q0 + r + 1;
@@ -117,12 +137,12 @@ void attention_forward(const AttentionShape& s, Out* out, float* lse, const floa
           // out (rows, D) = p v
           Out* o = out + (b * T + q0) * Hq * D + h * D;
           if constexpr (kBf16Out) {
-            gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, S, Trans::kN, out_tile.data(), D, false);
+            gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, D, Trans::kN, out_tile.data(), D, false);
             for (int64_t r = 0; r < rows; ++r) {
               for (int64_t d = 0; d < D; ++d) o[r * Hq * D + d] = numerics::f32_to_bf16_rne(out_tile[size_t(r * D + d)]);
             }
           } else {
-            gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, S, Trans::kN, o, Hq * D, false);
+            gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, D, Trans::kN, o, Hq * D, false);
           }
         }
       }
@@ -137,9 +157,9 @@ inline const float* out_row(const uint16_t* o, float* tmp, int64_t d) {
   return tmp;
 }
 
-template <class Out>
+template <class Out, class In>
 void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const Out* out,
-                        const float* lse, const float* qkv) {
+                        const float* lse, const In* qkv) {
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, Hkv = s.kv_heads, S = s.qkv_stride();
   const int64_t group = Hq / Hkv, blocks = (T + kQueryBlock - 1) / kQueryBlock;
   const float scale = numerics::attention_scale_f32(D);
@@ -148,25 +168,27 @@ void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, co
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), dp(static_cast<size_t>(kQueryBlock * T));
-    std::vector<float> o_widened(static_cast<size_t>(D));
+    std::vector<float> o_widened(static_cast<size_t>(D)), qb, kb, vb;
 #pragma omp for collapse(2) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
-        const float* base = qkv + b * T * S;
-        const float* k0 = base + Hq * D + (h / group) * D;
-        const float* v0 = k0 + Hkv * D;
+        const In* base = qkv + b * T * S;
+        head_rows(base + Hq * D + (h / group) * D, S, T, D, kb);
+        head_rows(base + (Hq + Hkv) * D + (h / group) * D, S, T, D, vb);
+        const float *k0 = kb.data(), *v0 = vb.data();
         float* dk = dk_all + (b * Hq + h) * T * D;
         float* dv = dv_all + (b * Hq + h) * T * D;
         std::memset(dk, 0, size_t(T * D) * 4);
         std::memset(dv, 0, size_t(T * D) * 4);
         for (int64_t blk = 0; blk < blocks; ++blk) {
           const int64_t q0 = blk * kQueryBlock, rows = std::min(kQueryBlock, T - q0), kend = q0 + rows;
-          const float* q = base + q0 * S + h * D;
+          head_rows(base + q0 * S + h * D, S, rows, D, qb);
+          const float* q = qb.data();
           const float* go = dout + (b * T + q0) * Hq * D + h * D;
           const Out* o = out + (b * T + q0) * Hq * D + h * D;
           // p = softmax(q k^T * scale) recomputed from the saved log-sum-exp; dp = dO v^T
-          gemm(rows, kend, D, q, S, Trans::kN, k0, S, Trans::kT, p.data(), kend, false);
-          gemm(rows, kend, D, go, Hq * D, Trans::kN, v0, S, Trans::kT, dp.data(), kend, false);
+          gemm(rows, kend, D, q, D, Trans::kN, k0, D, Trans::kT, p.data(), kend, false);
+          gemm(rows, kend, D, go, Hq * D, Trans::kN, v0, D, Trans::kT, dp.data(), kend, false);
           for (int64_t r = 0; r < rows; ++r) {
             float* pr = p.data() + r * kend;
             float* dr = dp.data() + r * kend;
@@ -181,9 +203,9 @@ void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, co
             for (int64_t j = valid; j < kend; ++j) pr[j] = dr[j] = 0.0f;
           }
           // dq = ds k; dk += ds^T q; dv += p^T dO
-          gemm(rows, D, kend, dp.data(), kend, Trans::kN, k0, S, Trans::kN,
+          gemm(rows, D, kend, dp.data(), kend, Trans::kN, k0, D, Trans::kN,
                dqkv + (b * T + q0) * S + h * D, S, false);
-          gemm(kend, D, rows, dp.data(), kend, Trans::kT, q, S, Trans::kN, dk, D, true);
+          gemm(kend, D, rows, dp.data(), kend, Trans::kT, q, D, Trans::kN, dk, D, true);
           gemm(kend, D, rows, p.data(), kend, Trans::kT, go, Hq * D, Trans::kN, dv, D, true);
         }
       }
@@ -220,12 +242,19 @@ void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, cons
 void attention_forward_cpu(const AttentionShape& s, uint16_t* out, float* lse, const float* qkv) {
   attention_forward(s, out, lse, qkv);
 }
+void attention_forward_cpu(const AttentionShape& s, uint16_t* out, float* lse, const uint16_t* qkv) {
+  attention_forward(s, out, lse, qkv);
+}
 void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                             const float* out, const float* lse, const float* qkv) {
   attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
 }
 void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                             const uint16_t* out, const float* lse, const float* qkv) {
+  attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+}
+void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                            const uint16_t* out, const float* lse, const uint16_t* qkv) {
   attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
 }
 

@@ -4,7 +4,8 @@
 // Input is the packed projection qkv (B*T rows of [q: Hq*D | k: Hkv*D | v: Hkv*D]); query
 // head h reads kv head h / (Hq / Hkv). Forward keeps only the output and the per-row
 // log-sum-exp; scores exist for one block of 64 query rows per thread (64 x T floats),
-// never as a T x T matrix; products are small fp32 oneDNN GEMMs run inside each task.
+// never as a T x T matrix; products are small fp32 oneDNN GEMMs run inside each task, over
+// dense per-thread copies of the heads' q, k and v rows (T x D floats each at most).
 // Backward recomputes the probabilities from q, k and the log-sum-exp (as FlashAttention).
 // Relies on: matmul_cpu.h, OpenMP, numerics/attention_steps.h (shared with kernels/cuda). Tested by: tests/models/test_model_goldens.cpp (GQA and
 // plain heads against PyTorch), test_gradcheck.cpp, test_model_modes.cpp.
@@ -16,9 +17,13 @@
 
 namespace farthing::kernels {
 
-// out (B*T, Hq*D), lse (B, Hq, T). A bf16 out holds each fp32 output rounded to nearest even.
+// out (B*T, Hq*D), lse (B, Hq, T). A bf16 out holds each fp32 output rounded to nearest even. A
+// bf16 qkv (the projection as a bf16 GEMM stores it, with a bf16 out) is widened exactly: the
+// bits of an fp32 qkv holding the same values (each head's rows are copied into dense fp32 blocks
+// for the GEMMs either way).
 void attention_forward_cpu(const AttentionShape& s, float* out, float* lse, const float* qkv);
 void attention_forward_cpu(const AttentionShape& s, uint16_t* out, float* lse, const float* qkv);
+void attention_forward_cpu(const AttentionShape& s, uint16_t* out, float* lse, const uint16_t* qkv);
 
 // dqkv (B*T, stride) is overwritten. scratch holds 2 * B * Hq * T * D floats (per-query-head
 // dk/dv, summed over each group in head order so results never depend on thread count).
@@ -28,6 +33,8 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
                             const float* out, const float* lse, const float* qkv);
 void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                             const uint16_t* out, const float* lse, const float* qkv);
+void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                            const uint16_t* out, const float* lse, const uint16_t* qkv);
 
 // Decoding against a KV cache: `rows` new query rows (rows of qkv, stride s.qkv_stride(),
 // queries first) at positions first_position, first_position + 1, ...; keys and values of

@@ -206,8 +206,12 @@ void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, 
   });
 }
 
-void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
-                    int64_t stride, const float* cos, const float* sin, bool inverse) {
+namespace {
+
+// x: fp32, or bf16 (each pair widened exactly, rotated in fp32, rounded to nearest even once).
+template <class T>
+void rope_rows(T* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride, const float* cos,
+               const float* sin, bool inverse) {
   const int64_t half = head_dim / 2;
   const float sign = inverse ? -1.0f : 1.0f;
 #pragma omp parallel for schedule(static)
@@ -215,13 +219,27 @@ void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t 
     const float* cr = cos + (r % seq) * half;
     const float* sr = sin + (r % seq) * half;
     for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + r * stride + h * head_dim;
+      T* v = x + r * stride + h * head_dim;
 #pragma omp simd
       for (int64_t i = 0; i < half; ++i) {
-        nm::rope_rotate_f32(v[i], v[i + half], cr[i], sign * sr[i], v[i], v[i + half]);
+        float a, b;
+        nm::rope_rotate_f32(widened(v[i]), widened(v[i + half]), cr[i], sign * sr[i], a, b);
+        store(v + i, a);
+        store(v + i + half, b);
       }
     }
   }
+}
+
+}  // namespace
+
+void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+                    int64_t stride, const float* cos, const float* sin, bool inverse) {
+  rope_rows(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+}
+void rope_apply_cpu(uint16_t* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+                    int64_t stride, const float* cos, const float* sin, bool inverse) {
+  rope_rows(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
 }
 
 void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) { swiglu_forward_rows(act, gu, n, h); }

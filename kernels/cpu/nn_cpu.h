@@ -44,6 +44,10 @@ void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, 
 // (the backward of the forward rotation).
 void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
                     int64_t stride, const float* cos, const float* sin, bool inverse);
+// The same on bf16 rows (qkv as a bf16 GEMM stores it): each pair widened exactly, rotated in
+// fp32 and rounded to nearest even once.
+void rope_apply_cpu(uint16_t* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+                    int64_t stride, const float* cos, const float* sin, bool inverse);
 
 // act = silu(gate) * up where gu rows are [gate (H) | up (H)]           gu (N, 2H), act (N, H)
 // (a bf16 gu, the MLP's in-projection as a bf16 GEMM stores it, is widened exactly on load)

@@ -28,15 +28,25 @@ rope_kernel(T* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, in
   }
 }
 
-}  // namespace
-
-void rope_apply_cuda(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
-                     const float* cos, const float* sin, bool inverse, cudaStream_t stream) {
+template <class T>
+void rope_launch(T* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride, const float* cos,
+                 const float* sin, bool inverse, cudaStream_t stream) {
   const int64_t count = rows * heads * (head_dim / 2);
   if (count <= 0) return;
   rope_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(x, rows, seq, heads, head_dim, stride, cos, sin,
                                                                    inverse ? -1.0f : 1.0f);
   cuda_nn::check_launch();
+}
+
+}  // namespace
+
+void rope_apply_cuda(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                     const float* cos, const float* sin, bool inverse, cudaStream_t stream) {
+  rope_launch(x, rows, seq, heads, head_dim, stride, cos, sin, inverse, stream);
+}
+void rope_apply_cuda(uint16_t* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                     const float* cos, const float* sin, bool inverse, cudaStream_t stream) {
+  rope_launch(x, rows, seq, heads, head_dim, stride, cos, sin, inverse, stream);
 }
 
 }  // namespace farthing::kernels

@@ -15,5 +15,8 @@ namespace farthing::kernels {
 
 void rope_apply_cuda(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                      const float* cos, const float* sin, bool inverse, cudaStream_t stream);
+// bf16 rows (qkv as a bf16 GEMM stores it): widened, rotated in fp32, rounded once, as the CPU.
+void rope_apply_cuda(uint16_t* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+                     const float* cos, const float* sin, bool inverse, cudaStream_t stream);
 
 }  // namespace farthing::kernels

@@ -22,13 +22,13 @@ namespace farthing::models {
 // scratch for one chunk of rows. n1 and n2 (and their statistics) may share storage when nothing
 // reads n1 after the MLP, as in the decoder. lse is attention's log-sum-exp per (sequence, head,
 // position), kept for backward; the decoder has none. n1, n2 and act are read only by GEMMs, att
-// only by GEMMs and attention's backward, and fc (the MLP's in-projection) only by SwiGLU or
-// GELU and their backwards, so under bf16 compute they may be stored as bf16
-// (framework/backend/act_ref.h).
+// only by GEMMs and attention's backward, qkv only by RoPE and attention, and fc (the MLP's
+// in-projection) only by SwiGLU or GELU and their backwards, so under bf16 compute they may be
+// stored as bf16 (framework/backend/act_ref.h).
 struct BlockActs {
   ActRef n1;
-  float *n1_mean, *n1_rstd, *qkv;
-  ActRef att;
+  float *n1_mean, *n1_rstd;
+  ActRef qkv, att;
   float *lse, *mid;
   ActRef n2;
   float *n2_mean, *n2_rstd;

@@ -49,14 +49,16 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   float* mean = nullptr;
   float* rstd = nullptr;
   float* att = nullptr;
+  float* qkv = nullptr;
   float* fc = nullptr;
   float* act = nullptr;
-  float** slots[] = {&x_, &n, &mean, &rstd, &acts_.qkv, &att, &acts_.mid, &fc, &act, &logits_};
+  float** slots[] = {&x_, &n, &mean, &rstd, &qkv, &att, &acts_.mid, &fc, &act, &logits_};
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = cursor;
     cursor += round16(sizes[i]);
   }
   acts_.n1 = acts_.n2 = n;  // fp32: the decoder's GEMMs are fp32
+  acts_.qkv = qkv;
   acts_.att = att;
   acts_.fc = fc;
   acts_.act = act;
@@ -126,12 +128,12 @@ void KvCacheDecoder::attention(int64_t layer, const BlockActs& a, int64_t rows) 
   // Cache this chunk's keys and values: rows of [k: Hkv*D | v: Hkv*D] after the queries.
   const int64_t kv_row = c.n_kv_heads * D;
   for (int64_t r = 0; r < rows; ++r) {
-    const float* src = a.qkv + r * Sq + c.n_heads * D;
+    const float* src = a.qkv.f32() + r * Sq + c.n_heads * D;
     ops_.copy(key_cache(layer, position_ + r), src, kv_row);
     ops_.copy(value_cache(layer, position_ + r), src + kv_row, kv_row);
   }
   const AttentionShape shape{1, max_seq_, c.n_heads, c.n_kv_heads, D};
-  ops_.attention_decode(shape, a.att.f32(), a.qkv, rows, position_, key_cache(layer, 0), value_cache(layer, 0));
+  ops_.attention_decode(shape, a.att.f32(), a.qkv.f32(), rows, position_, key_cache(layer, 0), value_cache(layer, 0));
 }
 
 void KvCacheDecoder::linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t rows,

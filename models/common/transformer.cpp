@@ -193,7 +193,7 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
     a.n1 = acts.take_act(M * C, stored);
     a.n1_mean = acts.take(M);
     a.n1_rstd = acts.take(M);
-    a.qkv = acts.take(M * Sq);
+    a.qkv = acts.take_act(M * Sq, stored);
     a.att = acts.take_act(M * C, stored);
     a.lse = acts.take(batch * c.n_heads * seq);
     a.mid = acts.take(M * C);

@@ -6,7 +6,7 @@
 // generation) the model owns whole fp32 buffers. Compute modes: kF32 (reference) and kBF16
 // (GEMM operands bf16 with fp32 accumulation: over a storage the weights are its bf16 weights
 // read in place, else a bf16 working copy refreshed per step; activations rounded to nearest
-// even, the GEMMs' inputs and the MLP's in-projection stored so (bf16_activations); norms,
+// even, the GEMMs' inputs, qkv and the MLP's in-projection stored so (bf16_activations); norms,
 // softmax, attention's maths and the loss stay fp32). The loss is a fused, chunked
 // cross-entropy: logits exist only for loss_chunk_rows rows at a time, and each chunk's
 // gradient flows into the head and the final norm before the next chunk is computed.
@@ -65,9 +65,10 @@ struct ModelOptions {
   // - the GEMMs' inputs (each norm's output, attention's output, the MLP's activation): the bits
   //   the GEMMs read narrowed, at half the bytes and with no narrowing pass. Attention's backward
   //   reads its output rounded, as cuDNN's does (NnOps::attention_backward);
-  // - the MLP's in-projection (gate|up, or GELU's input), a GEMM output: written as bf16 by the
-  //   GEMM (NnOps::matmul_bf16_out, GPT-2's bias added before the rounding), read by SwiGLU or
-  //   GELU and their backwards.
+  // - two GEMM outputs, written as bf16 by their GEMMs (NnOps::matmul_bf16_out, a bias added
+  //   before the rounding): qkv, which RoPE rotates in place (rounding again) and attention and
+  //   its backward read; and the MLP's in-projection (gate|up, or GELU's input), which SwiGLU or
+  //   GELU and their backwards read.
   // false keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4
   // layers quantize from fp32 activations and write fp32, so they keep fp32.
   bool bf16_activations = true;

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/backend/backend.h"
@@ -43,23 +44,15 @@ class StagedOps final : public NnOps {
 
   void matmul(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, float* c, bool accumulate) override {
     Call k(*this);
-    const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
-    const int64_t lda = s.lda ? s.lda : (ta ? s.m : s.k), ldb = s.ldb ? s.ldb : (tb ? s.k : s.n);
-    const int64_t ldc = s.ldc ? s.ldc : s.n, e = dtype == GemmDtype::kF32 ? 4 : 2;
-    const void* da = k.in(a, extent(ta ? s.k : s.m, ta ? s.m : s.k, lda) * e);
-    const void* db = k.in(b, extent(tb ? s.n : s.k, tb ? s.k : s.n, ldb) * e);
-    float* dc = k.inout(c, extent(s.m, s.n, ldc) * 4);
-    ops_.matmul(dtype, s, da, db, dc, accumulate);
+    const auto [da, db] = gemm_operands(k, dtype, s, a, b);
+    ops_.matmul(dtype, s, da, db, k.inout(c, extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 4), accumulate);
   }
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, const float* bias,
                        uint16_t* c) override {
     Call k(*this);
-    const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
-    const int64_t lda = s.lda ? s.lda : (ta ? s.m : s.k), ldb = s.ldb ? s.ldb : (tb ? s.k : s.n);
-    const int64_t ldc = s.ldc ? s.ldc : s.n, e = dtype == GemmDtype::kF32 ? 4 : 2;
-    const void* da = k.in(a, extent(ta ? s.k : s.m, ta ? s.m : s.k, lda) * e);
-    const void* db = k.in(b, extent(tb ? s.n : s.k, tb ? s.k : s.n, ldb) * e);
-    ops_.matmul_bf16_out(dtype, s, da, db, bias ? k.in(bias, s.n * 4) : nullptr, k.inout(c, extent(s.m, s.n, ldc) * 2));
+    const auto [da, db] = gemm_operands(k, dtype, s, a, b);
+    ops_.matmul_bf16_out(dtype, s, da, db, bias ? k.in(bias, s.n * 4) : nullptr,
+                         k.inout(c, extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 2));
   }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     Call k(*this);
@@ -90,20 +83,20 @@ class StagedOps final : public NnOps {
     ops_.matmul_fp8(s, staged(a), staged(b), k.inout(c, extent(s.m, s.n, ldc) * 4), accumulate,
                     k.inout(static_cast<uint8_t*>(workspace), work));
   }
-  void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override {
+  void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override {
     Call k(*this);
     const int64_t rows = s.batch * s.seq;
     ops_.attention_forward(s, staged(k, out, rows * s.q_heads * s.head_dim),
-                           k.inout(lse, s.batch * s.q_heads * s.seq * 4), k.in(qkv, rows * s.qkv_stride() * 4));
+                           k.inout(lse, s.batch * s.q_heads * s.seq * 4), staged(k, qkv, rows * s.qkv_stride()));
   }
   void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
-                          const float* lse, const float* qkv) override {
+                          const float* lse, ActRef qkv) override {
     Call k(*this);
     const int64_t rows = s.batch * s.seq, o = rows * s.q_heads * s.head_dim * 4;
     ops_.attention_backward(s, k.inout(dqkv, rows * s.qkv_stride() * 4),
                             k.inout(scratch, 2 * s.batch * s.q_heads * s.seq * s.head_dim * 4), k.in(dout, o),
                             staged(k, out, o / 4), k.in(lse, s.batch * s.q_heads * s.seq * 4),
-                            k.in(qkv, rows * s.qkv_stride() * 4));
+                            staged(k, qkv, rows * s.qkv_stride()));
   }
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first,
                         const float* k_cache, const float* v_cache) override {
@@ -136,11 +129,11 @@ class StagedOps final : public NnOps {
     ops_.layernorm_backward(k.inout(dx, n * c * 4), k.inout(dw, c * 4), k.inout(db, c * 4), k.in(dout, n * c * 4),
                             k.in(x, n * c * 4), k.in(w, c * 4), k.in(mean, n * 4), k.in(rstd, n * 4), n, c);
   }
-  void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
     Call k(*this);
     const int64_t table = std::min(rows, seq) * (head_dim / 2) * 4;
-    ops_.rope_apply(k.inout(x, ((rows - 1) * stride + heads * head_dim) * 4), rows, seq, heads, head_dim, stride,
+    ops_.rope_apply(staged(k, x, (rows - 1) * stride + heads * head_dim), rows, seq, heads, head_dim, stride,
                     k.in(cos, table), k.in(sin, table), inverse);
   }
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
@@ -272,6 +265,14 @@ class StagedOps final : public NnOps {
     StagedOps& s_;
     std::vector<Staged> staged_;
   };
+  // A GEMM's A and B (of `dtype`, strided as the shape says) on the device.
+  static std::pair<const void*, const void*> gemm_operands(Call& k, GemmDtype dtype, const GemmShape& s, const void* a,
+                                                           const void* b) {
+    const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
+    const int64_t lda = s.lda ? s.lda : (ta ? s.m : s.k), ldb = s.ldb ? s.ldb : (tb ? s.k : s.n);
+    const int64_t e = dtype == GemmDtype::kF32 ? 4 : 2;
+    return {k.in(a, extent(ta ? s.k : s.m, ta ? s.m : s.k, lda) * e), k.in(b, extent(tb ? s.n : s.k, tb ? s.k : s.n, ldb) * e)};
+  }
   // An activation the op reads or writes, `elems` elements of its own type (act_ref.h).
   static ActRef staged(Call& k, ActRef a, int64_t elems) {
     if (a.is_bf16()) return ActRef::bf16(k.inout(a.bf16(), elems * 2));

@@ -354,25 +354,55 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
   });
 }
 
+// Llama 3's angles (theta 500000) for positions 0..seq-1: (seq, head_dim / 2) each.
+struct RopeTables {
+  std::vector<float> cos, sin;
+};
+RopeTables rope_tables(int64_t seq, int64_t head_dim) {
+  const int64_t half = head_dim / 2;
+  RopeTables t{std::vector<float>(size_t(seq * half)), std::vector<float>(size_t(seq * half))};
+  for (int64_t p = 0; p < seq; ++p) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = double(p) * std::pow(500000.0, -double(2 * i) / double(head_dim));
+      t.cos[size_t(p * half + i)] = float(std::cos(angle));
+      t.sin[size_t(p * half + i)] = float(std::sin(angle));
+    }
+  }
+  return t;
+}
+
 void add_rope_case(const std::string& label, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
                    int64_t stride) {
   for (bool inverse : {false, true}) {
     add(std::string(inverse ? "rope_inverse_" : "rope_forward_") + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
-      const int64_t half = head_dim / 2;
-      std::vector<float> cs(size_t(seq * half)), sn(size_t(seq * half));
-      for (int64_t p = 0; p < seq; ++p) {
-        for (int64_t i = 0; i < half; ++i) {
-          const double angle = double(p) * std::pow(500000.0, -double(2 * i) / double(head_dim));
-          cs[size_t(p * half + i)] = float(std::cos(angle));
-          sn[size_t(p * half + i)] = float(std::sin(angle));
-        }
-      }
+      const RopeTables t = rope_tables(seq, head_dim);
       float* x = a.put(rng.floats(rows * stride));
-      a.nn().rope_apply(x, rows, seq, heads, head_dim, stride, a.put(cs), a.put(sn), inverse);
+      a.nn().rope_apply(x, rows, seq, heads, head_dim, stride, a.put(t.cos), a.put(t.sin), inverse);
       Outputs o;
       o.add("x", a.get(x, size_t(rows * stride)));
       return o;
     });
+    // bf16 rows (qkv as its bf16 GEMM stores it): each pair widened, rotated in fp32, rounded
+    // once; on each backend bitwise the fp32 rotation of the widened rows, narrowed.
+    add(std::string(inverse ? "rope_inverse_bf16_" : "rope_forward_bf16_") + label, Tol::kBitwise,
+        [=](Arena& a, Rng& rng) {
+          const RopeTables t = rope_tables(seq, head_dim);
+          const float *c = a.put(t.cos), *sv = a.put(t.sin);
+          const std::vector<uint16_t> bits = to_bf16(rng.floats(rows * stride));
+          uint16_t* x16 = a.put(bits);
+          float* x32 = a.put(widened_bf16(bits));
+          a.nn().rope_apply(ActRef::bf16(x16), rows, seq, heads, head_dim, stride, c, sv, inverse);
+          a.nn().rope_apply(x32, rows, seq, heads, head_dim, stride, c, sv, inverse);
+          const std::vector<uint16_t> stored = a.get_u16(x16, size_t(rows * stride));
+          const std::vector<uint16_t> narrowed = to_bf16(a.get(x32, size_t(rows * stride)));
+          int64_t differ = 0;
+          for (size_t i = 0; i < stored.size(); ++i) differ += stored[i] != narrowed[i];
+          EXPECT_EQ(differ, 0) << "bf16 RoPE differs from the narrowed fp32 rotation in " << differ << " elements on "
+                               << a.nn().device().name();
+          Outputs o;
+          o.add("x_bf16", widened_bf16(stored));
+          return o;
+        });
   }
 }
 
@@ -549,7 +579,7 @@ void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, i
   const std::string kind = bf16 ? "bf16_" : "";
   const Tol tol = bf16 ? Tol::kBf16Attention : Tol::kAttention;
   add("attention_forward_" + kind + label, tol, [=](Arena& a, Rng& rng) {
-    const float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
+    float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
     float* out = a.put(std::vector<float>(size_t(rows * hq * d)));
     float* lse = a.put(std::vector<float>(size_t(batch * hq * seq)));
     a.nn().attention_forward(s, out, lse, qkv);
@@ -560,10 +590,10 @@ void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, i
   });
   add("attention_backward_" + kind + label, tol, [=](Arena& a, Rng& rng) {
     // out and lse from the CPU forward on the host, the same inputs for both sides.
-    const auto qkv_host = rng.floats(rows * stride, -1.5f, 1.5f);
+    auto qkv_host = rng.floats(rows * stride, -1.5f, 1.5f);
     std::vector<float> out_host(size_t(rows * hq * d)), lse_host(size_t(batch * hq * seq));
     backend_for(Device::cpu()).nn().attention_forward(s, out_host.data(), lse_host.data(), qkv_host.data());
-    const float* qkv = a.put(qkv_host);
+    float* qkv = a.put(qkv_host);
     float* out = a.put(out_host);  // read only
     const float* lse = a.put(lse_host);
     const float* dout = a.put(rng.floats(rows * hq * d));
@@ -585,7 +615,7 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
   const AttentionShape s{batch, seq, hq, hkv, d, GemmDtype::kBF16};
   const int64_t rows = batch * seq, stride = s.qkv_stride(), out_n = rows * hq * d, lse_n = batch * hq * seq;
   add("attention_forward_bf16out_" + label, Tol::kBf16Attention, [=](Arena& a, Rng& rng) {
-    const float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
+    float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
     float* lse = a.put(std::vector<float>(size_t(lse_n)));
     Outputs o = bf16_store_outputs(a, out_n, [&](ActRef out) { a.nn().attention_forward(s, out, lse, qkv); });
     o.add("lse", a.get(lse, size_t(lse_n)));
@@ -593,12 +623,12 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
   });
   add("attention_backward_bf16out_" + label, Tol::kBf16Attention, [=](Arena& a, Rng& rng) {
     // O (bf16) and lse from the CPU forward on the host, the same inputs for both sides.
-    const auto qkv_host = rng.floats(rows * stride, -1.5f, 1.5f);
+    auto qkv_host = rng.floats(rows * stride, -1.5f, 1.5f);
     std::vector<uint16_t> out_host(static_cast<size_t>(out_n));
     std::vector<float> lse_host(static_cast<size_t>(lse_n));
     backend_for(Device::cpu()).nn().attention_forward(s, ActRef::bf16(out_host.data()), lse_host.data(),
                                                       qkv_host.data());
-    const float* qkv = a.put(qkv_host);
+    float* qkv = a.put(qkv_host);
     uint16_t* out = a.put(out_host);  // read only
     const float* lse = a.put(lse_host);
     const float* dout = a.put(rng.floats(out_n));
@@ -608,6 +638,43 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
     Outputs o;
     o.add("dqkv", a.get(dqkv, size_t(rows * stride)));
     return o;
+  });
+  // qkv stored as bf16 too (the projection's bf16 GEMM and RoPE write it): on each backend the
+  // results must be those of its widened fp32 copy, bit for bit; then the rows compare backends.
+  add("attention_forward_bf16qkv_" + label, Tol::kBf16Attention, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> qkv_bits = to_bf16(rng.floats(rows * stride, -1.5f, 1.5f));
+    uint16_t* qkv16 = a.put(qkv_bits);
+    float* qkv32 = a.put(widened_bf16(qkv_bits));
+    uint16_t* from16 = a.put(std::vector<uint16_t>(size_t(out_n)));
+    uint16_t* from32 = a.put(std::vector<uint16_t>(size_t(out_n)));
+    float* lse16 = a.put(std::vector<float>(size_t(lse_n)));
+    float* lse32 = a.put(std::vector<float>(size_t(lse_n)));
+    a.nn().attention_forward(s, ActRef::bf16(from16), lse16, ActRef::bf16(qkv16));
+    a.nn().attention_forward(s, ActRef::bf16(from32), lse32, qkv32);
+    Outputs o = same_bits_outputs(a, from16, from32, out_n, "out_bf16");
+    Outputs l = same_bits_outputs(a, static_cast<const float*>(lse16), static_cast<const float*>(lse32), lse_n, "lse");
+    o.arrays.push_back(std::move(l.arrays.front()));
+    return o;
+  });
+  add("attention_backward_bf16qkv_" + label, Tol::kBf16Attention, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> qkv_bits = to_bf16(rng.floats(rows * stride, -1.5f, 1.5f));
+    std::vector<float> qkv_host = widened_bf16(qkv_bits);
+    std::vector<uint16_t> out_host(static_cast<size_t>(out_n));
+    std::vector<float> lse_host(static_cast<size_t>(lse_n));
+    backend_for(Device::cpu()).nn().attention_forward(s, ActRef::bf16(out_host.data()), lse_host.data(),
+                                                      qkv_host.data());
+    uint16_t* qkv16 = a.put(qkv_bits);
+    float* qkv32 = a.put(qkv_host);
+    uint16_t* out = a.put(out_host);  // read only
+    const float* lse = a.put(lse_host);
+    const float* dout = a.put(rng.floats(out_n));
+    float* from16 = a.put(std::vector<float>(size_t(rows * stride)));
+    float* from32 = a.put(std::vector<float>(size_t(rows * stride)));
+    float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
+    a.nn().attention_backward(s, from16, scratch, dout, ActRef::bf16(out), lse, ActRef::bf16(qkv16));
+    a.nn().attention_backward(s, from32, scratch, dout, ActRef::bf16(out), lse, qkv32);
+    return same_bits_outputs(a, static_cast<const float*>(from16), static_cast<const float*>(from32), rows * stride,
+                             "dqkv");
   });
 }
 

@@ -15,17 +15,20 @@
 namespace farthing::models::testing {
 
 // Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
-// Two switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
+// Three switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
 // holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
-// bit for bit: round_attention_output rounds attention's output after the forward, and
-// round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it (the
-// backward then reads the rounded values too, as it reads the bf16 ones).
+// bit for bit: round_attention_output rounds attention's output after the forward,
+// round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it, and
+// round_qkv the attention projection before RoPE rotates it and again after (or, without RoPE,
+// before attention reads it). The backwards then read the rounded values, as they read the bf16
+// ones.
 class RecordingOps final : public NnOps {
  public:
   std::map<std::string, int> calls;
   bool refuse_matmul = false;
   bool round_attention_output = false;
   bool round_mlp_input = false;
+  bool round_qkv = false;
 
   Device device() const override { return cpu_.device(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
@@ -53,13 +56,14 @@ class RecordingOps final : public NnOps {
     if (refuse_matmul) throw std::runtime_error("matmul_fp8 refused by the test");
     cpu_.matmul_fp8(shape, a, b, c, accumulate, workspace);
   }
-  void attention_forward(const AttentionShape& s, ActRef out, float* lse, const float* qkv) override {
+  void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override {
     ++calls["attention_forward"];
+    if (round_qkv) round_in_place(qkv, s.batch * s.seq * s.qkv_stride());
     cpu_.attention_forward(s, out, lse, qkv);
     if (round_attention_output) round_in_place(out, s.batch * s.seq * s.q_heads * s.head_dim);
   }
   void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
-                          const float* lse, const float* qkv) override {
+                          const float* lse, ActRef qkv) override {
     ++calls["attention_backward"];
     cpu_.attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
   }
@@ -88,10 +92,13 @@ class RecordingOps final : public NnOps {
     ++calls["layernorm_backward"];
     cpu_.layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c);
   }
-  void rope_apply(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
     ++calls[inverse ? "rope_inverse" : "rope"];
+    const bool round = round_qkv && !inverse;  // the projection as its GEMM stores it, then as RoPE does
+    if (round) round_in_place(x, rows * stride);
     cpu_.rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+    if (round) round_in_place(x, rows * stride);
   }
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
     ++calls["swiglu_forward"];

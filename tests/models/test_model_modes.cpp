@@ -120,13 +120,14 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
 }
 
 // Under bf16 compute the GEMMs' input activations (n1, attention's output, n2, act, the final
-// norm) and the MLP's in-projection are stored as bf16 (ModelOptions::bf16_activations,
-// framework/backend/act_ref.h). The GEMMs read the bits the fp32 arrays narrow to. Attention's
-// backward reads its output as stored (D = rowsum(dO . O)), and SwiGLU / GELU and their
-// backwards read the in-projection as stored, so the fp32 run rounds both to bf16 where they are
-// produced (RecordingOps::round_attention_output, round_mlp_input: GPT-2's bias is added before
-// the rounding, as matmul_bf16_out adds it); then loss and gradients must not change by a bit.
-// Without that rounding the gradients must differ.
+// norm), the attention projection qkv and the MLP's in-projection are stored as bf16
+// (ModelOptions::bf16_activations, framework/backend/act_ref.h). The GEMMs read the bits the fp32
+// arrays narrow to. Attention's backward reads its output as stored (D = rowsum(dO . O)); RoPE,
+// attention and its backward read qkv as stored; SwiGLU / GELU and their backwards read the
+// in-projection as stored. So the fp32 run rounds them to bf16 where they are produced
+// (RecordingOps::round_attention_output, round_qkv: after the GEMM and again after RoPE,
+// round_mlp_input; biases are added before the rounding, as matmul_bf16_out adds them); then
+// loss and gradients must not change by a bit. Without that rounding they must differ.
 TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 17);
@@ -135,6 +136,7 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
       testing::RecordingOps fp32_ops;
       fp32_ops.round_attention_output = rounded;
       fp32_ops.round_mlp_input = rounded;
+      fp32_ops.round_qkv = rounded;
       ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
       narrowed.bf16_activations = false;
       narrowed.ops = &fp32_ops;
@@ -159,7 +161,7 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   }
 }
 
-// n1, attention's output, n2, the MLP's in-projection and act per stored block set, and the
+// n1, qkv, attention's output, n2, the MLP's in-projection and act per stored block set, and the
 // final norm, take half the bytes (each array rounded up to 16 floats, as the model carves), and
 // the second 16-bit narrowing slot (backward's x operands, up to the MLP's M x H) is not needed.
 TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
@@ -179,7 +181,8 @@ TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
     const int64_t sets = ck == Checkpointing::kNone ? c.n_layers : 1;
     const int64_t expected =
-        4 * (sets * (3 * saved_floats(M * c.dim) + saved_floats(M * F) + saved_floats(M * c.hidden_dim)) +
+        4 * (sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) + saved_floats(M * F) +
+                     saved_floats(M * c.hidden_dim)) +
              saved_floats(M * c.dim)) +
         saved_slot_bytes;
     EXPECT_EQ(activation_bytes(false, ck) - activation_bytes(true, ck), expected) << "checkpointing " << int(ck);

@@ -81,9 +81,9 @@ TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
     EXPECT_EQ(std::memcmp(routed.grads.data(), plain.grads.data(), plain.grads.size() * 4), 0);
 
     // Per block: 4 linears forward (qkv, out, mlp in, mlp out), each 2 GEMMs backward; the
-    // head: 1 GEMM forward and 2 backward per loss chunk. Under bf16 the MLP's in-projection is
-    // stored as bf16, so its forward GEMM writes bf16 (matmul_bf16_out).
-    const int64_t bf16_out = compute == ComputeMode::kBF16 ? L : 0;
+    // head: 1 GEMM forward and 2 backward per loss chunk. Under bf16 qkv and the MLP's
+    // in-projection are stored as bf16, so their forward GEMMs write bf16 (matmul_bf16_out).
+    const int64_t bf16_out = compute == ComputeMode::kBF16 ? 2 * L : 0;
     EXPECT_EQ(ops.calls["matmul"], 12 * L + 3 * chunks - bf16_out);
     EXPECT_EQ(ops.calls["matmul_bf16_out"], bf16_out);
     EXPECT_EQ(ops.calls["attention_forward"], L);

@@ -90,16 +90,19 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       const int64_t stride = c.qkv_dim();  // the heads rotated sit at the start of each qkv row
       float* x = s.floats(call.m * stride);
       const float *cos = s.floats(in.seq * call.k / 2), *sin = s.floats(in.seq * call.k / 2);
-      return timed([&] { nn.rope_apply(x, call.m, in.seq, call.n, call.k, stride, cos, sin, false); });
+      const ActRef rows = call.bf16_out && bf16_inputs ? gemm_input(x) : ActRef(x);  // qkv forward, or dqkv
+      return timed([&] { nn.rope_apply(rows, call.m, in.seq, call.n, call.k, stride, cos, sin, false); });
     }
     case RooflineOp::kAttentionForward:
     case RooflineOp::kAttentionBackward: {
       const AttentionShape a{in.micro_batch, in.seq, c.n_heads, c.n_kv_heads, c.head_dim(), options.attention};
       const int64_t rows = in.micro_batch * in.seq, out_n = rows * c.n_heads * c.head_dim();
       float *qkv = s.floats(rows * a.qkv_stride()), *out = s.floats(out_n), *lse = s.floats(in.micro_batch * c.n_heads * in.seq);
-      if (call.op == RooflineOp::kAttentionForward) return timed([&] { nn.attention_forward(a, gemm_input(out), lse, qkv); });
+      if (call.op == RooflineOp::kAttentionForward) {
+        return timed([&] { nn.attention_forward(a, gemm_input(out), lse, gemm_input(qkv)); });
+      }
       float *dqkv = s.floats(rows * a.qkv_stride()), *dout = s.floats(out_n), *scratch = s.floats(2 * out_n);
-      return timed([&] { nn.attention_backward(a, dqkv, scratch, dout, gemm_input(out), lse, qkv); });
+      return timed([&] { nn.attention_backward(a, dqkv, scratch, dout, gemm_input(out), lse, gemm_input(qkv)); });
     }
     case RooflineOp::kResidualAdd: {
       float *dst = s.floats(call.m), *src = s.floats(call.m);

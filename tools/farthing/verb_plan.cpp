@@ -250,8 +250,9 @@ std::string category_detail(MemoryCategory c, const train::MemoryEstimate& e, co
       return "batch " + std::to_string(r.train.micro_batch) + " x seq " + std::to_string(r.data.seq_len) +
              (r.model.activation_checkpointing == models::Checkpointing::kPerBlock ? ", per-block checkpointing" : ", every block stored") +
              ", logits " + std::to_string(r.model.loss_chunk_rows) + " rows" +
-             (e.ops_workspace > 0 ? ", CUDA ops' workspace: cuDNN attention's bf16 copies " +
-                                        train::format_bytes(e.ops_workspace) + " (+ cuDNN's own, sized at run time)"
+             (e.ops_workspace > 0 ? ", CUDA ops' workspace " + train::format_bytes(e.ops_workspace) +
+                                        " (cuDNN attention's bf16 copies, or a biased GEMM's fp32 staging; + cuDNN's "
+                                        "own, sized at run time)"
                                   : std::string());
     case MemoryCategory::kCommBuffers:
       if (e.world_size == 1) return "none at world size 1";

@@ -17,6 +17,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(model, activation_checkpointing),
       RECIPE_KEY(model, loss_chunk_rows),
       RECIPE_KEY(model, init_std),
+      RECIPE_KEY(model, bf16_activations),
 
       RECIPE_KEY(data, train),
       RECIPE_KEY(data, eval),

@@ -107,6 +107,10 @@ struct ModelSection {
   models::Checkpointing activation_checkpointing = models::Checkpointing::kNone;  // none | per_block
   int64_t loss_chunk_rows = 64;  // rows of logits alive at once in the fused cross-entropy
   double init_std = 0.02;        // random init only
+  // bf16 compute (without FP8 / FP4 layers): store the activations ModelOptions::bf16_activations
+  // names as bf16, each rounded once where it is produced. false keeps them fp32 and narrows each
+  // GEMM operand instead: more memory and bandwidth, the reference that bf16 storage is judged by.
+  bool bf16_activations = true;
 
   bool operator==(const ModelSection&) const = default;
 };

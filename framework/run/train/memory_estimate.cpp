@@ -285,17 +285,22 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   persistent.add(C::kMaster, e.held_bytes(C::kMaster)).add(C::kOptimizerState, e.held_bytes(C::kOptimizerState));
   persistent.add(C::kWeights, e.trainer_weights + e.master_copy).add(C::kGrads, e.grad_sum);
   // bf16 attention on CUDA runs through cuDNN on bf16 copies carved from the ops' workspace; its
-  // backward takes the most of them. A bf16 in-projection with a bias (GPT-2's) stages its fp32
-  // product there instead, when that is more (cuda_ops_workspace.h).
+  // backward takes the most of them. A bf16 GEMM output with a bias (qkv with Qwen's or GPT-2's
+  // bias, GPT-2's in-projection) stages its fp32 product there instead, when that is more
+  // (cuda_ops_workspace.h).
   if (on_cuda && model_options.compute == models::ComputeMode::kBF16) {
     const kernels::AttentionShape attention{t.micro_batch, config.data.seq_len, model.n_heads, model.n_kv_heads,
                                             model.head_dim(), kernels::GemmDtype::kBF16};
     const bool acts_bf16 = models::stored_act_dtype(model_options) == kernels::GemmDtype::kBF16;
-    e.ops_workspace = int64_t(cudnn_attention_workspace_bytes(attention, true, acts_bf16, 0));
-    if (acts_bf16 && spec.blocks.front().mlp_in_b >= 0) {
+    e.ops_workspace = int64_t(cudnn_attention_workspace_bytes(attention, true, {acts_bf16, acts_bf16}, 0));
+    const int64_t rows = t.micro_batch * config.data.seq_len;
+    const models::BlockOffsets& block = spec.blocks.front();
+    if (acts_bf16 && block.qkv_b >= 0) {
+      e.ops_workspace = std::max(e.ops_workspace, int64_t(bf16_out_bias_staging_bytes(rows, model.qkv_dim())));
+    }
+    if (acts_bf16 && block.mlp_in_b >= 0) {
       const int64_t width = model.family == models::ModelFamily::kLlama ? 2 * model.hidden_dim : model.hidden_dim;
-      e.ops_workspace = std::max(e.ops_workspace,
-                                 int64_t(bf16_out_bias_staging_bytes(t.micro_batch * config.data.seq_len, width)));
+      e.ops_workspace = std::max(e.ops_workspace, int64_t(bf16_out_bias_staging_bytes(rows, width)));
     }
   }
   // The model's activations, the ops' workspace and the trainer's micro-batch loss sums (a double

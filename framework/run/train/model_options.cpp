@@ -64,6 +64,7 @@ models::ModelOptions model_options_of(const recipe::RunConfig& config, const Fp8
   o.compute = compute_mode_of(config.train.precision);
   o.checkpointing = config.model.activation_checkpointing;
   o.loss_chunk_rows = config.model.loss_chunk_rows;
+  o.bf16_activations = config.model.bf16_activations;
   if (uses_fp8(config)) {
     o.fp8.recipe = fp8;
     o.fp8.history = history;

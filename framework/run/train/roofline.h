@@ -57,7 +57,7 @@ struct RooflineCall {
   int64_t count = 0;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
-  bool bf16_out = false;  // a GEMM whose output is stored as bf16 (NnOps::matmul_bf16_out)
+  bool bf16_out = false;  // a GEMM whose output is stored as bf16 (NnOps::matmul_bf16_out), RoPE on bf16 rows
   bool same_shape(const RooflineCall& o) const {
     return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b &&
            bf16_out == o.bf16_out;
@@ -79,7 +79,7 @@ struct RooflineInputs {
   int64_t micro_batch = 1, seq = 1, grad_accum = 1;
   bool recompute = false;  // activation_checkpointing per_block: each block's forward again in backward
   bool fp8 = false;        // the blocks' linear layers in FP8 (the head stays bf16)
-  // As built, the activations ModelOptions::bf16_activations names (each norm's output,
+  // As built, the activations ModelOptions::bf16_activations names (each norm's output, qkv,
   // attention's output, the MLP's in-projection and activation) are stored as bf16 unless the
   // blocks run FP8, which quantizes from fp32 (models::stored_act_dtype).
   bool acts_bf16() const { return !fp8; }

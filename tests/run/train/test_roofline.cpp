@@ -101,37 +101,42 @@ TEST(Roofline, NarrowingSkipsTheGemmInputsStoredAsBf16) {
   }
 }
 
-// The MLP's in-projection is stored as bf16 without FP8: its forward GEMM writes bf16 (the call
-// says so, for --measure-ops) and SwiGLU's forward moves bf16 only, as the design has it. With
-// a bias (GPT-2) the product is formed in fp32 and narrowed: a row of its own. FP8 keeps fp32.
-TEST(Roofline, TheMlpInProjectionIsWrittenAsBf16) {
-  for (bool fp8 : {false, true}) {
-    const RooflineStep step = roofline_step(inputs("qwen2.5-7b", true, fp8));
-    const RooflineRow* up = nullptr;
-    const RooflineRow* swiglu = nullptr;
+// qkv and the MLP's in-projection are stored as bf16 without FP8: their forward GEMMs write bf16
+// (the calls say so, for --measure-ops), and SwiGLU's forward and RoPE's forward move bf16 only,
+// as the design has it. With a bias (Qwen's qkv, GPT-2's both) the product is formed in fp32 and
+// narrowed: a row of its own, once per such GEMM forward. FP8 keeps fp32.
+TEST(Roofline, QkvAndTheMlpInProjectionAreWrittenAsBf16) {
+  const auto row = [](const RooflineStep& step, const std::string& op) -> const RooflineRow* {
     for (const RooflineRow& r : step.rows) {
-      if (r.op == "matmul up (gate_up) fwd") up = &r;
-      if (r.op == "swiglu forward") swiglu = &r;
+      if (r.op == op) return &r;
     }
-    ASSERT_NE(up, nullptr);
-    ASSERT_NE(swiglu, nullptr);
-    for (const RooflineCall& c : up->shapes) EXPECT_EQ(c.bf16_out, !fp8) << (fp8 ? "fp8" : "bf16");
-    if (fp8) {
-      EXPECT_GT(swiglu->bytes_built, swiglu->bytes_design);
-    } else {
-      EXPECT_DOUBLE_EQ(up->bytes_built, up->bytes_design);
-      EXPECT_DOUBLE_EQ(swiglu->bytes_built, swiglu->bytes_design);
+    return nullptr;
+  };
+  for (bool fp8 : {false, true}) {
+    const RooflineStep step = roofline_step(inputs("llama3.1-8b", true, fp8));
+    for (const char* op : {"matmul qkv fwd", "matmul up (gate_up) fwd", "swiglu forward"}) {
+      const RooflineRow* r = row(step, op);
+      ASSERT_NE(r, nullptr) << op;
+      for (const RooflineCall& c : r->shapes) {
+        if (c.op == RooflineOp::kGemm) EXPECT_EQ(c.bf16_out, !fp8) << op << (fp8 ? " fp8" : " bf16");
+      }
+      if (fp8) {
+        EXPECT_GT(r->bytes_built, r->bytes_design) << op;
+      } else {
+        EXPECT_DOUBLE_EQ(r->bytes_built, r->bytes_design) << op;
+      }
     }
+    EXPECT_EQ(row(step, "narrow GEMM outputs to bf16"), nullptr) << "no biases, nothing staged";
   }
-  const RooflineStep gpt2 = roofline_step(inputs("gpt2-124m", true, false));
-  int64_t narrowed_outputs = 0;
-  for (const RooflineRow& r : gpt2.rows) {
-    if (r.op == "narrow GEMM outputs to bf16") narrowed_outputs = r.calls;
-    if (r.op == "matmul up (gate_up) fwd") {
-      for (const RooflineCall& c : r.shapes) EXPECT_FALSE(c.bf16_out) << "GPT-2's biased in-projection is staged in fp32";
-    }
+  const std::pair<const char*, int> staged[] = {{"qwen2.5-7b", 1}, {"gpt2-124m", 2}};  // GEMMs with a bias
+  for (const auto& [preset, per_block] : staged) {
+    const RooflineStep step = roofline_step(inputs(preset, true, false));
+    const RooflineRow* narrowed = row(step, "narrow GEMM outputs to bf16");
+    ASSERT_NE(narrowed, nullptr) << preset;
+    // forward and recompute, per micro-batch
+    EXPECT_EQ(narrowed->calls, per_block * 2 * step.inputs.model.n_layers * step.inputs.grad_accum) << preset;
+    for (const RooflineCall& c : row(step, "matmul qkv fwd")->shapes) EXPECT_FALSE(c.bf16_out) << preset;
   }
-  EXPECT_EQ(narrowed_outputs, 2 * gpt2.inputs.model.n_layers * gpt2.inputs.grad_accum);  // forward and recompute
 }
 
 TEST(Roofline, EachOpTakesTheLargerOfComputeAndMemoryTime) {
