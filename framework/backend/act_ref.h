@@ -56,4 +56,13 @@ inline void check_bf16_input_storage(const char* op, ActRef out, ActRef in) {
   FARTHING_CHECK(!in.is_bf16() || out.is_bf16(), op, ": a bf16 input needs a bf16 output, but the output is fp32");
 }
 
+// SwiGLU's and GELU's backwards read and write in one storage type: fp32 throughout, or bf16
+// throughout (bf16 activations store the in-projection and both of its gradients as bf16).
+inline void check_one_storage(const char* op, ActRef grad_in, ActRef grad_out, ActRef input) {
+  FARTHING_CHECK(grad_in.dtype == grad_out.dtype && grad_out.dtype == input.dtype, op,
+                 ": the gradients and the input are stored alike (all fp32 or all bf16), but they are ",
+                 grad_in.is_bf16() ? "bf16" : "fp32", ", ", grad_out.is_bf16() ? "bf16" : "fp32", " and ",
+                 input.is_bf16() ? "bf16" : "fp32");
+}
+
 }  // namespace farthing

@@ -109,9 +109,10 @@ void CpuNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
   k::swiglu_forward_cpu(act.f32(), gu.f32(), n, h);
 }
 
-void CpuNnOps::swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) {
-  if (gu.is_bf16()) return k::swiglu_backward_cpu(dgu, dact, gu.bf16(), n, h);
-  k::swiglu_backward_cpu(dgu, dact, gu.f32(), n, h);
+void CpuNnOps::swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) {
+  check_one_storage("swiglu_backward", dact, dgu, gu);
+  if (gu.is_bf16()) return k::swiglu_backward_cpu(dgu.bf16(), dact.bf16(), gu.bf16(), n, h);
+  k::swiglu_backward_cpu(dgu.f32(), dact.f32(), gu.f32(), n, h);
 }
 
 void CpuNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
@@ -121,9 +122,10 @@ void CpuNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
   k::gelu_forward_cpu(out.f32(), x.f32(), count);
 }
 
-void CpuNnOps::gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) {
-  if (x.is_bf16()) return k::gelu_backward_cpu(dx, dout, x.bf16(), count);
-  k::gelu_backward_cpu(dx, dout, x.f32(), count);
+void CpuNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
+  check_one_storage("gelu_backward", dout, dx, x);
+  if (x.is_bf16()) return k::gelu_backward_cpu(dx.bf16(), dout.bf16(), x.bf16(), count);
+  k::gelu_backward_cpu(dx.f32(), dout.f32(), x.f32(), count);
 }
 
 void CpuNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
@@ -145,8 +147,9 @@ void CpuNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int
   k::bias_add_cpu(out, bias, n, c, stride);
 }
 
-void CpuNnOps::bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
-  k::bias_backward_cpu(dbias, dout, n, c, stride);
+void CpuNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) {
+  if (dout.is_bf16()) return k::bias_backward_cpu(dbias, dout.bf16(), n, c, stride);
+  k::bias_backward_cpu(dbias, dout.f32(), n, c, stride);
 }
 
 void CpuNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,

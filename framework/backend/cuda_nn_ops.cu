@@ -268,9 +268,10 @@ void CudaNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
   k::swiglu_forward_cuda(act.f32(), gu.f32(), n, h, STREAM);
 }
 
-void CudaNnOps::swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) {
-  if (gu.is_bf16()) return k::swiglu_backward_cuda(dgu, dact, gu.bf16(), n, h, STREAM);
-  k::swiglu_backward_cuda(dgu, dact, gu.f32(), n, h, STREAM);
+void CudaNnOps::swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) {
+  check_one_storage("swiglu_backward", dact, dgu, gu);
+  if (gu.is_bf16()) return k::swiglu_backward_cuda(dgu.bf16(), dact.bf16(), gu.bf16(), n, h, STREAM);
+  k::swiglu_backward_cuda(dgu.f32(), dact.f32(), gu.f32(), n, h, STREAM);
 }
 
 void CudaNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
@@ -280,9 +281,10 @@ void CudaNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
   k::gelu_forward_cuda(out.f32(), x.f32(), count, STREAM);
 }
 
-void CudaNnOps::gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) {
-  if (x.is_bf16()) return k::gelu_backward_cuda(dx, dout, x.bf16(), count, STREAM);
-  k::gelu_backward_cuda(dx, dout, x.f32(), count, STREAM);
+void CudaNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
+  check_one_storage("gelu_backward", dout, dx, x);
+  if (x.is_bf16()) return k::gelu_backward_cuda(dx.bf16(), dout.bf16(), x.bf16(), count, STREAM);
+  k::gelu_backward_cuda(dx.f32(), dout.f32(), x.f32(), count, STREAM);
 }
 
 void CudaNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
@@ -305,9 +307,10 @@ void CudaNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, in
   k::bias_add_cuda(out, bias, n, c, stride, STREAM);
 }
 
-void CudaNnOps::bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
+void CudaNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) {
   float* scratch = workspace_floats(k::bias_backward_scratch_floats(n, c));
-  k::bias_backward_cuda(dbias, dout, n, c, stride, scratch, STREAM);
+  if (dout.is_bf16()) return k::bias_backward_cuda(dbias, dout.bf16(), n, c, stride, scratch, STREAM);
+  k::bias_backward_cuda(dbias, dout.f32(), n, c, stride, scratch, STREAM);
 }
 
 void CudaNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,

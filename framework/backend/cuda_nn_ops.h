@@ -63,9 +63,9 @@ class CudaNnOps final : public NnOps {
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override;
-  void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) override;
+  void swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override;
   void gelu_forward(ActRef out, ActRef x, int64_t count) override;
-  void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) override;
+  void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) override;
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override;
   void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
@@ -73,7 +73,7 @@ class CudaNnOps final : public NnOps {
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
                           int64_t seq, int64_t c) override;
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
-  void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) override;
+  void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) override;
   void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
                             bool want_grad, double* loss_sum) override;
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override;

@@ -120,12 +120,13 @@ class NnOps {
 
   // act = silu(gate) * up, gu rows [gate (H) | up (H)]; backward overwrites dgu. gu (as the MLP's
   // in-projection stored it) is read as fp32 or bf16 (widened exactly); a bf16 gu comes with a
-  // bf16 act.
+  // bf16 act. The backward's arrays are all fp32, or all bf16 (bf16 activations store both
+  // gradients too: dact as its GEMM rounds it, dgu rounded once as it is written).
   virtual void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) = 0;
-  virtual void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) = 0;
-  // out = gelu_tanh(x); backward overwrites dx. x as swiglu's gu.
+  virtual void swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) = 0;
+  // out = gelu_tanh(x); backward overwrites dx. x as swiglu's gu, the backward's arrays as its.
   virtual void gelu_forward(ActRef out, ActRef x, int64_t count) = 0;
-  virtual void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) = 0;
+  virtual void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) = 0;
 
   // out[r] = wte[tok[r]] (+ wpe[r % seq]); backward: dwte[tok[r]] += dout[r], dwpe likewise
   // (wpe / dwpe may be null). tokens are device memory.
@@ -137,9 +138,10 @@ class NnOps {
   virtual void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
                                   int64_t seq, int64_t c) = 0;
 
-  // out[r] += bias (rows of `stride`); dbias += sum over rows of dout.
+  // out[r] += bias (rows of `stride`); dbias += sum over rows of dout (fp32 sums; a bf16 dout,
+  // a gradient stored as bf16, widened exactly).
   virtual void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) = 0;
-  virtual void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) = 0;
+  virtual void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) = 0;
 
   // Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
   // (softmax - onehot) * grad_scale, or zeros where target < 0. Adds the sum of the rows'

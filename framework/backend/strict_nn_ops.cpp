@@ -82,14 +82,15 @@ void StrictNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads,
 void StrictNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
   STRICT_OP(swiglu_forward, swiglu_forward(act, gu, n, h), {"act", act.data}, {"gu", gu.data});
 }
-void StrictNnOps::swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) {
-  STRICT_OP(swiglu_backward, swiglu_backward(dgu, dact, gu, n, h), {"dgu", dgu}, {"dact", dact}, {"gu", gu.data});
+void StrictNnOps::swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) {
+  STRICT_OP(swiglu_backward, swiglu_backward(dgu, dact, gu, n, h), {"dgu", dgu.data}, {"dact", dact.data},
+            {"gu", gu.data});
 }
 void StrictNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
   STRICT_OP(gelu_forward, gelu_forward(out, x, count), {"out", out.data}, {"x", x.data});
 }
-void StrictNnOps::gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) {
-  STRICT_OP(gelu_backward, gelu_backward(dx, dout, x, count), {"dx", dx}, {"dout", dout}, {"x", x.data});
+void StrictNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
+  STRICT_OP(gelu_backward, gelu_backward(dx, dout, x, count), {"dx", dx.data}, {"dout", dout.data}, {"x", x.data});
 }
 void StrictNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                                     int64_t seq, int64_t c) {
@@ -109,8 +110,8 @@ void StrictNnOps::embedding_backward(float* dwte, float* dwpe, const float* dout
 void StrictNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {
   STRICT_OP(bias_add, bias_add(out, bias, n, c, stride), {"out", out}, {"bias", bias});
 }
-void StrictNnOps::bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
-  STRICT_OP(bias_backward, bias_backward(dbias, dout, n, c, stride), {"dbias", dbias}, {"dout", dout});
+void StrictNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) {
+  STRICT_OP(bias_backward, bias_backward(dbias, dout, n, c, stride), {"dbias", dbias}, {"dout", dout.data});
 }
 void StrictNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
                                      float grad_scale, bool want_grad, double* loss_sum) {

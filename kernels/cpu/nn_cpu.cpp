@@ -96,17 +96,23 @@ void swiglu_forward_rows(Out* act, const In* gu, int64_t n, int64_t h) {
   }
 }
 
-template <class In>
-void swiglu_backward_rows(float* dgu, const float* dact, const In* gu, int64_t n, int64_t h) {
+// T: every array's storage (fp32, or bf16 throughout under bf16 activations).
+template <class T>
+void swiglu_backward_rows(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
-    const In* g = gu + r * 2 * h;
-    const In* u = g + h;
-    const float* da = dact + r * h;
-    float* dg = dgu + r * 2 * h;
-    float* du = dg + h;
+    const T* g = gu + r * 2 * h;
+    const T* u = g + h;
+    const T* da = dact + r * h;
+    T* dg = dgu + r * 2 * h;
+    T* du = dg + h;
 #pragma omp simd
-    for (int64_t i = 0; i < h; ++i) nm::swiglu_grad_f32(da[i], widened(g[i]), widened(u[i]), dg[i], du[i]);
+    for (int64_t i = 0; i < h; ++i) {
+      float dgi, dui;
+      nm::swiglu_grad_f32(widened(da[i]), widened(g[i]), widened(u[i]), dgi, dui);
+      store(dg + i, dgi);
+      store(du + i, dui);
+    }
   }
 }
 
@@ -117,10 +123,10 @@ void gelu_forward_elements(Out* out, const In* x, int64_t count) {
   for (int64_t i = 0; i < count; ++i) store(out + i, nm::gelu_tanh_f32(widened(x[i])));
 }
 
-template <class In>
-void gelu_backward_elements(float* dx, const float* dout, const In* x, int64_t count) {
+template <class T>
+void gelu_backward_elements(T* dx, const T* dout, const T* x, int64_t count) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) dx[i] = dout[i] * nm::gelu_tanh_grad_f32(widened(x[i]));
+  for (int64_t i = 0; i < count; ++i) store(dx + i, widened(dout[i]) * nm::gelu_tanh_grad_f32(widened(x[i])));
 }
 
 }  // namespace
@@ -249,7 +255,7 @@ void swiglu_forward_cpu(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h)
 void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
   swiglu_backward_rows(dgu, dact, gu, n, h);
 }
-void swiglu_backward_cpu(float* dgu, const float* dact, const uint16_t* gu, int64_t n, int64_t h) {
+void swiglu_backward_cpu(uint16_t* dgu, const uint16_t* dact, const uint16_t* gu, int64_t n, int64_t h) {
   swiglu_backward_rows(dgu, dact, gu, n, h);
 }
 
@@ -260,7 +266,7 @@ void gelu_forward_cpu(uint16_t* out, const uint16_t* x, int64_t count) { gelu_fo
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count) {
   gelu_backward_elements(dx, dout, x, count);
 }
-void gelu_backward_cpu(float* dx, const float* dout, const uint16_t* x, int64_t count) {
+void gelu_backward_cpu(uint16_t* dx, const uint16_t* dout, const uint16_t* x, int64_t count) {
   gelu_backward_elements(dx, dout, x, count);
 }
 
@@ -323,14 +329,26 @@ void bias_add_cpu(float* out, const float* bias, int64_t n, int64_t c, int64_t s
   }
 }
 
-void bias_backward_cpu(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
+namespace {
+
+template <class T>
+void bias_backward_columns(float* dbias, const T* dout, int64_t n, int64_t c, int64_t stride) {
   for_channel_ranges(c, [&](int64_t b, int64_t e) {
     for (int64_t r = 0; r < n; ++r) {
-      const float* g = dout + r * stride;
+      const T* g = dout + r * stride;
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) dbias[i] += g[i];
+      for (int64_t i = b; i < e; ++i) dbias[i] += widened(g[i]);
     }
   });
+}
+
+}  // namespace
+
+void bias_backward_cpu(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) {
+  bias_backward_columns(dbias, dout, n, c, stride);
+}
+void bias_backward_cpu(float* dbias, const uint16_t* dout, int64_t n, int64_t c, int64_t stride) {
+  bias_backward_columns(dbias, dout, n, c, stride);
 }
 
 void add_cpu(float* dst, const float* a, const float* b, int64_t count) {

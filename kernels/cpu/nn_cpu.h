@@ -54,17 +54,18 @@ void rope_apply_cpu(uint16_t* x, int64_t rows, int64_t seq, int64_t heads, int64
 void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h);
 void swiglu_forward_cpu(uint16_t* act, const float* gu, int64_t n, int64_t h);
 void swiglu_forward_cpu(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h);
-// dgu = d/dgu (overwrites)
+// dgu = d/dgu (overwrites). The bf16 form (every array bf16, as bf16 activations store the MLP's
+// in-projection and both gradients) widens each input exactly and rounds each output once.
 void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h);
-void swiglu_backward_cpu(float* dgu, const float* dact, const uint16_t* gu, int64_t n, int64_t h);
+void swiglu_backward_cpu(uint16_t* dgu, const uint16_t* dact, const uint16_t* gu, int64_t n, int64_t h);
 
 // out = gelu_tanh(x) (GPT-2's "gelu_new")                               (count)
 void gelu_forward_cpu(float* out, const float* x, int64_t count);
 void gelu_forward_cpu(uint16_t* out, const float* x, int64_t count);
 void gelu_forward_cpu(uint16_t* out, const uint16_t* x, int64_t count);
-// dx = dout * gelu'(x) (overwrites)
+// dx = dout * gelu'(x) (overwrites; the bf16 form as SwiGLU's)
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count);
-void gelu_backward_cpu(float* dx, const float* dout, const uint16_t* x, int64_t count);
+void gelu_backward_cpu(uint16_t* dx, const uint16_t* dout, const uint16_t* x, int64_t count);
 
 // out[r] = wte[tok[r]] (+ wpe[r % seq])                                   out (N, C)
 void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
@@ -79,8 +80,9 @@ void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const i
 
 // out[r] += bias                                                         out (N, C)
 void bias_add_cpu(float* out, const float* bias, int64_t n, int64_t c, int64_t stride);
-// dbias += sum over rows of dout
+// dbias += sum over rows of dout (a bf16 dout widened exactly; the sums are fp32)
 void bias_backward_cpu(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride);
+void bias_backward_cpu(float* dbias, const uint16_t* dout, int64_t n, int64_t c, int64_t stride);
 
 // dst = a + b / dst += a elementwise                                      (count)
 void add_cpu(float* dst, const float* a, const float* b, int64_t count);

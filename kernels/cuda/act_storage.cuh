@@ -2,8 +2,8 @@
 // fp32 as is; bf16 (uint16_t bits) widened exactly on load and rounded to nearest-even once on
 // store. Kernels are templated on the storage type, so bf16 activations need no second copy of
 // any kernel. Behind NnOps the bf16 form is instantiated for the outputs that only GEMMs read
-// (the norms, SwiGLU, GELU: framework/backend/act_ref.h).
-// Relies on: numerics/bf16.h. Used by: activation_cuda.cu, norm_cuda.cu, rope_cuda.cu, embedding_cuda.cu.
+// (the norms, SwiGLU, GELU: framework/backend/act_ref.h) and for the MLP's gradients.
+// Relies on: numerics/bf16.h. Used by: activation_cuda.cu, norm_cuda.cu, rope_cuda.cu, embedding_cuda.cu, bias_cuda.cu.
 #pragma once
 
 #include <cstdint>

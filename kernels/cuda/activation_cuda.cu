@@ -22,9 +22,9 @@ __global__ void __launch_bounds__(kThreads) gelu_forward_kernel(Out* out, const 
   }
 }
 
-template <class In>
-__global__ void __launch_bounds__(kThreads)
-gelu_backward_kernel(float* dx, const float* dout, const In* x, int64_t count) {
+// T: every array's storage (fp32, or bf16 throughout under bf16 activations).
+template <class T>
+__global__ void __launch_bounds__(kThreads) gelu_backward_kernel(T* dx, const T* dout, const T* x, int64_t count) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     store_f32(dx + i, load_f32(dout + i) * nm::gelu_tanh_grad_f32(load_f32(x + i)));
   }
@@ -40,13 +40,12 @@ __global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(Out* act, cons
   }
 }
 
-template <class In>
-__global__ void __launch_bounds__(kThreads)
-swiglu_backward_kernel(float* dgu, const float* dact, const In* gu, int64_t n, int64_t h) {
+template <class T>
+__global__ void __launch_bounds__(kThreads) swiglu_backward_kernel(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h) {
   const int64_t count = n * h;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / h, i = e - r * h;
-    const In* g = gu + r * 2 * h;
+    const T* g = gu + r * 2 * h;
     float dg, du;
     nm::swiglu_grad_f32(load_f32(dact + e), load_f32(g + i), load_f32(g + h + i), dg, du);
     store_f32(dgu + r * 2 * h + i, dg);
@@ -61,8 +60,8 @@ void gelu_forward_launch(Out* out, const In* x, int64_t count, cudaStream_t stre
   cuda_nn::check_launch();
 }
 
-template <class In>
-void gelu_backward_launch(float* dx, const float* dout, const In* x, int64_t count, cudaStream_t stream) {
+template <class T>
+void gelu_backward_launch(T* dx, const T* dout, const T* x, int64_t count, cudaStream_t stream) {
   if (count <= 0) return;
   gelu_backward_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(dx, dout, x, count);
   cuda_nn::check_launch();
@@ -75,8 +74,8 @@ void swiglu_forward_launch(Out* act, const In* gu, int64_t n, int64_t h, cudaStr
   cuda_nn::check_launch();
 }
 
-template <class In>
-void swiglu_backward_launch(float* dgu, const float* dact, const In* gu, int64_t n, int64_t h, cudaStream_t stream) {
+template <class T>
+void swiglu_backward_launch(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h, cudaStream_t stream) {
   if (n * h <= 0) return;
   swiglu_backward_kernel<<<cuda_nn::blocks_for(n * h), kThreads, 0, stream>>>(dgu, dact, gu, n, h);
   cuda_nn::check_launch();
@@ -97,7 +96,7 @@ void gelu_forward_cuda(uint16_t* out, const uint16_t* x, int64_t count, cudaStre
 void gelu_backward_cuda(float* dx, const float* dout, const float* x, int64_t count, cudaStream_t stream) {
   gelu_backward_launch(dx, dout, x, count, stream);
 }
-void gelu_backward_cuda(float* dx, const float* dout, const uint16_t* x, int64_t count, cudaStream_t stream) {
+void gelu_backward_cuda(uint16_t* dx, const uint16_t* dout, const uint16_t* x, int64_t count, cudaStream_t stream) {
   gelu_backward_launch(dx, dout, x, count, stream);
 }
 
@@ -114,7 +113,7 @@ void swiglu_forward_cuda(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h
 void swiglu_backward_cuda(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h, cudaStream_t stream) {
   swiglu_backward_launch(dgu, dact, gu, n, h, stream);
 }
-void swiglu_backward_cuda(float* dgu, const float* dact, const uint16_t* gu, int64_t n, int64_t h,
+void swiglu_backward_cuda(uint16_t* dgu, const uint16_t* dact, const uint16_t* gu, int64_t n, int64_t h,
                           cudaStream_t stream) {
   swiglu_backward_launch(dgu, dact, gu, n, h, stream);
 }

@@ -18,12 +18,12 @@ void gelu_forward_cuda(float* out, const float* x, int64_t count, cudaStream_t s
 void gelu_forward_cuda(uint16_t* out, const float* x, int64_t count, cudaStream_t stream);
 void gelu_forward_cuda(uint16_t* out, const uint16_t* x, int64_t count, cudaStream_t stream);
 void gelu_backward_cuda(float* dx, const float* dout, const float* x, int64_t count, cudaStream_t stream);
-void gelu_backward_cuda(float* dx, const float* dout, const uint16_t* x, int64_t count, cudaStream_t stream);
+void gelu_backward_cuda(uint16_t* dx, const uint16_t* dout, const uint16_t* x, int64_t count, cudaStream_t stream);
 void swiglu_forward_cuda(float* act, const float* gu, int64_t n, int64_t h, cudaStream_t stream);
 void swiglu_forward_cuda(uint16_t* act, const float* gu, int64_t n, int64_t h, cudaStream_t stream);
 void swiglu_forward_cuda(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h, cudaStream_t stream);
 void swiglu_backward_cuda(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h, cudaStream_t stream);
-void swiglu_backward_cuda(float* dgu, const float* dact, const uint16_t* gu, int64_t n, int64_t h,
+void swiglu_backward_cuda(uint16_t* dgu, const uint16_t* dact, const uint16_t* gu, int64_t n, int64_t h,
                           cudaStream_t stream);
 
 }  // namespace farthing::kernels

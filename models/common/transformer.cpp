@@ -165,17 +165,19 @@ void Transformer::upload_ids(int32_t* to, const int32_t* from) {
   backend_for(device).copy(Tensor(to, DType::kI32, Shape{M}, device), Tensor(const_cast<int32_t*>(from), DType::kI32, Shape{M}));
 }
 
-// Slot 0: what linear_forward narrows (x, where it is fp32) and linear_backward's dy (up to the
-// widest projection, or a chunk of logits). Slot 1: linear_backward's x, unused when every GEMM
-// input is stored as bf16 (the norms' outputs, attention's output, the MLP's activation).
+// Slot 0: what linear_forward narrows (x, where it is fp32) and linear_backward's dy where it is
+// fp32 (up to the widest projection, or a chunk of logits). Slot 1: linear_backward's x. Under
+// bf16 activations every GEMM input (the norms' outputs, attention's output, the MLP's activation)
+// and the MLP's in-projection gradient are stored as bf16: slot 1 is unused, and slot 0 narrows
+// only the residual stream's gradient, dqkv and the logits' gradients.
 std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
                                                       const ModelOptions& options) {
   if (options.compute == ComputeMode::kF32) return {0, 0};
   const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const bool bf16_inputs = stored_act_dtype(options) == GemmDtype::kBF16;
-  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)),
-          bf16_inputs ? 0 : round16(M * std::max(C, H))};
+  const int64_t widest_row = bf16_inputs ? std::max(C, c.qkv_dim()) : std::max({C, H, F, c.qkv_dim()});
+  return {round16(std::max(M * widest_row, R * c.vocab_size)), bf16_inputs ? 0 : round16(M * std::max(C, H))};
 }
 
 // The activations (residual stream, each stored block's activations, the final norm) and the
@@ -212,8 +214,8 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
   out.dn = scratch.take(M * C);
   out.dqkv = scratch.take(M * Sq);
   out.datt = scratch.take(M * C);
-  out.dfc = scratch.take(M * F);
-  out.dact = scratch.take(M * H);
+  out.dfc = scratch.take_act(M * F, stored);
+  out.dact = scratch.take_act(M * H, stored);
   out.att_scratch = scratch.take(2 * batch * c.n_heads * seq * c.head_dim());
   out.logits = scratch.take(R * c.vocab_size);
 }
@@ -437,15 +439,15 @@ void Transformer::linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, in
   if (bias >= 0) ops_.bias_add(y.f32(), P(bias), m, n, n);
 }
 
-void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, ActRef x, int64_t m,
+void Transformer::linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy, ActRef x, int64_t m,
                                   int64_t kdim, int64_t n, WeightOrientation orient) {
   if (fp8_ && fp8_->covers(w)) {
-    fp8_->backward(dx, G(w), w, dy, x.f32(), m, orient);
+    fp8_->backward(dx.f32(), G(w), w, dy.f32(), x.f32(), m, orient);
     if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
     return;
   }
   if (fp4_ && fp4_->backward_covers(w)) {
-    fp4_->backward(dx, G(w), static_cast<const uint16_t*>(weight_ptr(w)), w, dy, x.f32(), m, orient);
+    fp4_->backward(dx.f32(), G(w), static_cast<const uint16_t*>(weight_ptr(w)), w, dy.f32(), x.f32(), m, orient);
     if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
     return;
   }
@@ -456,7 +458,11 @@ void Transformer::linear_backward(float* dx, int64_t w, int64_t bias, const floa
   GemmShape sx{m, kdim, n};
   sx.trans_b = orient == WeightOrientation::kOutIn ? Trans::kN : Trans::kT;
   sx.ldb = orient == WeightOrientation::kOutIn ? kdim : n;
-  ops_.matmul(dt, sx, dy_op, weight_ptr(w), dx, false);
+  if (dx.is_bf16()) {
+    ops_.matmul_bf16_out(dt, sx, dy_op, weight_ptr(w), nullptr, dx.bf16());
+  } else {
+    ops_.matmul(dt, sx, dy_op, weight_ptr(w), dx.f32(), false);
+  }
   // dW += dy^T x  (W as (N, K)) or x^T dy (W as (K, N))
   if (orient == WeightOrientation::kOutIn) {
     GemmShape sw{n, kdim, m, n, kdim, kdim, Trans::kT, Trans::kN};

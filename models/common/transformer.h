@@ -6,7 +6,7 @@
 // generation) the model owns whole fp32 buffers. Compute modes: kF32 (reference) and kBF16
 // (GEMM operands bf16 with fp32 accumulation: over a storage the weights are its bf16 weights
 // read in place, else a bf16 working copy refreshed per step; activations rounded to nearest
-// even, the GEMMs' inputs, qkv and the MLP's in-projection stored so (bf16_activations); norms,
+// even, the GEMMs' inputs, qkv, the MLP's in-projection and its gradients stored so (bf16_activations); norms,
 // softmax, attention's maths and the loss stay fp32). The loss is a fused, chunked
 // cross-entropy: logits exist only for loss_chunk_rows rows at a time, and each chunk's
 // gradient flows into the head and the final norm before the next chunk is computed.
@@ -68,7 +68,10 @@ struct ModelOptions {
   // - two GEMM outputs, written as bf16 by their GEMMs (NnOps::matmul_bf16_out, a bias added
   //   before the rounding): qkv, which RoPE rotates in place (rounding again) and attention and
   //   its backward read; and the MLP's in-projection (gate|up, or GELU's input), which SwiGLU or
-  //   GELU and their backwards read.
+  //   GELU and their backwards read;
+  // - the MLP's two gradients in backward: d(act), written by its GEMM as bf16, and
+  //   d(in-projection), rounded once as SwiGLU's or GELU's backward writes it, which the
+  //   in-projection's GEMMs read in place (and GPT-2's bias gradient sums, widened).
   // false keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4
   // layers quantize from fp32 activations and write fp32, so they keep fp32.
   bool bf16_activations = true;
@@ -217,8 +220,9 @@ class Transformer : private BlockHooks {
     std::vector<BlockActs> layer_acts;
     ActRef nf;
     float *nf_mean = nullptr, *nf_rstd = nullptr;
-    float *dres = nullptr, *dn = nullptr, *dqkv = nullptr, *datt = nullptr, *dfc = nullptr, *dact = nullptr,
-          *att_scratch = nullptr, *logits = nullptr;
+    float *dres = nullptr, *dn = nullptr, *dqkv = nullptr, *datt = nullptr, *att_scratch = nullptr,
+          *logits = nullptr;
+    ActRef dfc, dact;
   };
   static void carve(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options, Carver& acts,
                     Carver& scratch, Carved& out);
@@ -258,8 +262,9 @@ class Transformer : private BlockHooks {
   // y(M,N) (+)= x(M,K) W^T (+ bias)
   void linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k,
                       int64_t n, WeightOrientation orient, bool accumulate);
-  // dx(M,K) = dy W (overwrite); dW += dy^T x; dbias += sum dy
-  void linear_backward(float* dx, int64_t w, int64_t bias, const float* dy, ActRef x,
+  // dx(M,K) = dy W (overwrite; a bf16 dx is the fp32 product rounded once); dW += dy^T x;
+  // dbias += sum dy
+  void linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy, ActRef x,
                        int64_t m, int64_t k, int64_t n, WeightOrientation orient);
   // x as the compute's GEMM operand: in place when stored so (fp32 compute, or bf16 storage),
   // else narrowed into scratch slot `slot`.
@@ -301,8 +306,9 @@ class Transformer : private BlockHooks {
   ActRef nf_;
   float *nf_mean_ = nullptr, *nf_rstd_ = nullptr;
   // Carved from scratch_.
-  float *dres_ = nullptr, *dn_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr, *dfc_ = nullptr,
-        *dact_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
+  float *dres_ = nullptr, *dn_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr, *att_scratch_ = nullptr,
+        *logits_ = nullptr;
+  ActRef dfc_, dact_;  // the MLP's gradients, stored as its in-projection and activation are
   uint16_t* bf16_slots_[2] = {nullptr, nullptr};
   std::unique_ptr<Fp8Linears> fp8_;  // FP8 projections, or null
   std::unique_ptr<Fp4Linears> fp4_;  // FP4 projections, or null

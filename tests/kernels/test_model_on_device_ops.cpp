@@ -140,17 +140,17 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.swiglu_forward(staged(k, act, n * h), staged(k, gu, n * 2 * h), n, h);
   }
-  void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) override {
+  void swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override {
     Call k(*this);
-    ops_.swiglu_backward(k.inout(dgu, n * 2 * h * 4), k.in(dact, n * h * 4), staged(k, gu, n * 2 * h), n, h);
+    ops_.swiglu_backward(staged(k, dgu, n * 2 * h), staged(k, dact, n * h), staged(k, gu, n * 2 * h), n, h);
   }
   void gelu_forward(ActRef out, ActRef x, int64_t count) override {
     Call k(*this);
     ops_.gelu_forward(staged(k, out, count), staged(k, x, count), count);
   }
-  void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) override {
+  void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) override {
     Call k(*this);
-    ops_.gelu_backward(k.inout(dx, count * 4), k.in(dout, count * 4), staged(k, x, count), count);
+    ops_.gelu_backward(staged(k, dx, count), staged(k, dout, count), staged(k, x, count), count);
   }
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override {
@@ -175,9 +175,9 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.bias_add(k.inout(out, ((n - 1) * stride + c) * 4), k.in(bias, c * 4), n, c, stride);
   }
-  void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) override {
+  void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) override {
     Call k(*this);
-    ops_.bias_backward(k.inout(dbias, c * 4), k.in(dout, ((n - 1) * stride + c) * 4), n, c, stride);
+    ops_.bias_backward(k.inout(dbias, c * 4), staged(k, dout, (n - 1) * stride + c), n, c, stride);
   }
   void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
                           bool want_grad, double* loss_sum) override {

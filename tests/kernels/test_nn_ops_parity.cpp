@@ -421,7 +421,7 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
   });
   add("swiglu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
-    const float* dact = a.put(rng.floats(n * h));
+    float* dact = a.put(rng.floats(n * h));
     float* dgu = a.put(std::vector<float>(size_t(n * 2 * h)));
     a.nn().swiglu_backward(dgu, dact, gu, n, h);
     Outputs o;
@@ -445,7 +445,7 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
   add("gelu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t count = n * h + 3;
     float* x = a.put(rng.floats(count, -8.0f, 8.0f));
-    const float* dout = a.put(rng.floats(count));
+    float* dout = a.put(rng.floats(count));
     float* dx = a.put(std::vector<float>(size_t(count)));
     a.nn().gelu_backward(dx, dout, x, count);
     Outputs o;
@@ -465,17 +465,6 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
     a.nn().swiglu_forward(ActRef::bf16(from32), gu32, n, h);
     return same_bits_outputs(a, from16, from32, n * h, "act");
   });
-  add("swiglu_backward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
-    const std::vector<uint16_t> gu_bits = to_bf16(rng.floats(n * 2 * h, -6.0f, 6.0f));
-    uint16_t* gu16 = a.put(gu_bits);
-    float* gu32 = a.put(widened_bf16(gu_bits));
-    const float* dact = a.put(rng.floats(n * h));
-    float* from16 = a.put(std::vector<float>(size_t(n * 2 * h)));
-    float* from32 = a.put(std::vector<float>(size_t(n * 2 * h)));
-    a.nn().swiglu_backward(from16, dact, ActRef::bf16(gu16), n, h);
-    a.nn().swiglu_backward(from32, dact, gu32, n, h);
-    return same_bits_outputs(a, from16, from32, n * 2 * h, "dgu");
-  });
   add("gelu_forward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t count = n * h + 3;
     const std::vector<uint16_t> x_bits = to_bf16(rng.floats(count, -8.0f, 8.0f));
@@ -487,17 +476,29 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
     a.nn().gelu_forward(ActRef::bf16(from32), x32, count);
     return same_bits_outputs(a, from16, from32, count, "out");
   });
-  add("gelu_backward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+  // Under bf16 activations the backwards read and write bf16 throughout: on each backend the op
+  // gives the bits of its fp32 form on the widened inputs, each output narrowed once; the rows
+  // then compare the backends.
+  add("swiglu_backward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> gu_bits = to_bf16(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    const std::vector<uint16_t> dact_bits = to_bf16(rng.floats(n * h));
+    uint16_t *gu16 = a.put(gu_bits), *dact16 = a.put(dact_bits);
+    float *gu32 = a.put(widened_bf16(gu_bits)), *dact32 = a.put(widened_bf16(dact_bits));
+    return bf16_store_outputs(a, n * 2 * h, [&](ActRef dgu) {
+      if (dgu.is_bf16()) return a.nn().swiglu_backward(dgu, ActRef::bf16(dact16), ActRef::bf16(gu16), n, h);
+      a.nn().swiglu_backward(dgu, dact32, gu32, n, h);
+    });
+  });
+  add("gelu_backward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t count = n * h + 3;
     const std::vector<uint16_t> x_bits = to_bf16(rng.floats(count, -8.0f, 8.0f));
-    uint16_t* x16 = a.put(x_bits);
-    float* x32 = a.put(widened_bf16(x_bits));
-    const float* dout = a.put(rng.floats(count));
-    float* from16 = a.put(std::vector<float>(size_t(count)));
-    float* from32 = a.put(std::vector<float>(size_t(count)));
-    a.nn().gelu_backward(from16, dout, ActRef::bf16(x16), count);
-    a.nn().gelu_backward(from32, dout, x32, count);
-    return same_bits_outputs(a, from16, from32, count, "dx");
+    const std::vector<uint16_t> dout_bits = to_bf16(rng.floats(count));
+    uint16_t *x16 = a.put(x_bits), *dout16 = a.put(dout_bits);
+    float *x32 = a.put(widened_bf16(x_bits)), *dout32 = a.put(widened_bf16(dout_bits));
+    return bf16_store_outputs(a, count, [&](ActRef dx) {
+      if (dx.is_bf16()) return a.nn().gelu_backward(dx, ActRef::bf16(dout16), ActRef::bf16(x16), count);
+      a.nn().gelu_backward(dx, dout32, x32, count);
+    });
   });
 }
 
@@ -536,6 +537,21 @@ void add_embedding_cases(const std::string& label, int64_t vocab, int64_t n, int
   });
 }
 
+// The bias gradient of a gradient stored as bf16 (the MLP's in-projection's, under bf16
+// activations) sums its widened values: the bits of the fp32 sum over the widened copy.
+void add_bias_backward_bf16_case(const std::string& label, int64_t n, int64_t c, int64_t stride) {
+  add("bias_backward_bf16_" + label, n <= 64 ? Tol::kBitwise : Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> dout_bits = to_bf16(rng.floats(n * stride));
+    uint16_t* dout16 = a.put(dout_bits);
+    float* dout32 = a.put(widened_bf16(dout_bits));
+    const std::vector<float> start = rng.floats(c);
+    float *from16 = a.put(start), *from32 = a.put(start);
+    a.nn().bias_backward(from16, ActRef::bf16(dout16), n, c, stride);
+    a.nn().bias_backward(from32, dout32, n, c, stride);
+    return same_bits_outputs(a, from16, from32, c, "dbias");
+  });
+}
+
 void add_bias_cases(const std::string& label, int64_t n, int64_t c, int64_t stride) {
   add("bias_add_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     float* out = a.put(rng.floats(n * stride));
@@ -546,13 +562,14 @@ void add_bias_cases(const std::string& label, int64_t n, int64_t c, int64_t stri
   });
   // One chunk of rows (n <= 64) sums in the CPU's row order: bitwise; more rows: fp32 reduction.
   add("bias_backward_" + label, n <= 64 ? Tol::kBitwise : Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
-    const float* dout = a.put(rng.floats(n * stride));
+    float* dout = a.put(rng.floats(n * stride));
     float* dbias = a.put(rng.floats(c));
     a.nn().bias_backward(dbias, dout, n, c, stride);
     Outputs o;
     o.add("dbias", a.get(dbias, size_t(c)));
     return o;
   });
+  add_bias_backward_bf16_case(label, n, c, stride);
 }
 
 void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t vocab, bool want_grad) {

@@ -15,13 +15,14 @@
 namespace farthing::models::testing {
 
 // Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
-// Three switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
+// Four switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
 // holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
 // bit for bit: round_attention_output rounds attention's output after the forward,
 // round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it, and
 // round_qkv the attention projection before RoPE rotates it and again after (or, without RoPE,
-// before attention reads it). The backwards then read the rounded values, as they read the bf16
-// ones.
+// before attention reads it), and round_mlp_grads the MLP's gradients: d(act) before SwiGLU's or
+// GELU's backward reads it (as its bf16 GEMM stores it) and d(in-projection) after it is written.
+// The backwards then read the rounded values, as they read the bf16 ones.
 class RecordingOps final : public NnOps {
  public:
   std::map<std::string, int> calls;
@@ -29,6 +30,7 @@ class RecordingOps final : public NnOps {
   bool round_attention_output = false;
   bool round_mlp_input = false;
   bool round_qkv = false;
+  bool round_mlp_grads = false;
 
   Device device() const override { return cpu_.device(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
@@ -105,18 +107,22 @@ class RecordingOps final : public NnOps {
     if (round_mlp_input) round_in_place(gu, n * 2 * h);
     cpu_.swiglu_forward(act, gu, n, h);
   }
-  void swiglu_backward(float* dgu, const float* dact, ActRef gu, int64_t n, int64_t h) override {
+  void swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override {
     ++calls["swiglu_backward"];
+    if (round_mlp_grads) round_in_place(dact, n * h);
     cpu_.swiglu_backward(dgu, dact, gu, n, h);
+    if (round_mlp_grads) round_in_place(dgu, n * 2 * h);
   }
   void gelu_forward(ActRef out, ActRef x, int64_t count) override {
     ++calls["gelu_forward"];
     if (round_mlp_input) round_in_place(x, count);
     cpu_.gelu_forward(out, x, count);
   }
-  void gelu_backward(float* dx, const float* dout, ActRef x, int64_t count) override {
+  void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) override {
     ++calls["gelu_backward"];
+    if (round_mlp_grads) round_in_place(dout, count);
     cpu_.gelu_backward(dx, dout, x, count);
+    if (round_mlp_grads) round_in_place(dx, count);
   }
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override {
@@ -137,7 +143,7 @@ class RecordingOps final : public NnOps {
     ++calls["bias_add"];
     cpu_.bias_add(out, bias, n, c, stride);
   }
-  void bias_backward(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride) override {
+  void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) override {
     ++calls["bias_backward"];
     cpu_.bias_backward(dbias, dout, n, c, stride);
   }

@@ -126,8 +126,11 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
 // attention and its backward read qkv as stored; SwiGLU / GELU and their backwards read the
 // in-projection as stored. So the fp32 run rounds them to bf16 where they are produced
 // (RecordingOps::round_attention_output, round_qkv: after the GEMM and again after RoPE,
-// round_mlp_input; biases are added before the rounding, as matmul_bf16_out adds them); then
-// loss and gradients must not change by a bit. Without that rounding they must differ.
+// round_mlp_input; biases are added before the rounding, as matmul_bf16_out adds them). In
+// backward the MLP's gradients are stored as bf16 too: d(act) as its GEMM rounds it, and
+// d(in-projection) as SwiGLU's or GELU's backward writes it (round_mlp_grads; without a bias
+// only the latter's own GEMMs read it, which narrow it anyway, but GPT-2's bias gradient sums
+// it). Then loss and gradients must not change by a bit. Without that rounding they must differ.
 TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 17);
@@ -137,6 +140,7 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
       fp32_ops.round_attention_output = rounded;
       fp32_ops.round_mlp_input = rounded;
       fp32_ops.round_qkv = rounded;
+      fp32_ops.round_mlp_grads = rounded;
       ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
       narrowed.bf16_activations = false;
       narrowed.ops = &fp32_ops;
@@ -161,9 +165,11 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   }
 }
 
-// n1, qkv, attention's output, n2, the MLP's in-projection and act per stored block set, and the
-// final norm, take half the bytes (each array rounded up to 16 floats, as the model carves), and
-// the second 16-bit narrowing slot (backward's x operands, up to the MLP's M x H) is not needed.
+// n1, qkv, attention's output, n2, the MLP's in-projection and act per stored block set, the
+// final norm, and the MLP's two gradients in backward's scratch, take half the bytes (each array
+// rounded up to 16 floats, as the model carves). The second 16-bit narrowing slot (backward's x
+// operands, up to the MLP's M x H) is not needed, and the first no longer narrows the MLP's
+// arrays (up to M x F), only the residual stream's gradient, dqkv and a chunk of logits.
 TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   const ModelConfig c = micro(GetParam());
   const int64_t b = 2, t = 40, M = b * t;
@@ -176,14 +182,18 @@ TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   };
   auto r16 = [](int64_t n) { return (n + 15) / 16 * 16; };
   auto saved_floats = [&](int64_t elems) { return r16(elems) - r16((elems + 1) / 2); };
-  const int64_t saved_slot_bytes = 2 * r16(M * std::max(c.dim, c.hidden_dim));
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * c.hidden_dim : c.hidden_dim;  // the in-projection's width
+  const int64_t logit_rows = std::min<int64_t>(16, M) * c.vocab_size;                    // loss_chunk_rows 16
+  const int64_t slot0_fp32 = r16(std::max(M * std::max({c.dim, c.hidden_dim, F, c.qkv_dim()}), logit_rows));
+  const int64_t slot0_bf16 = r16(std::max(M * std::max(c.dim, c.qkv_dim()), logit_rows));
+  const int64_t saved_slot_bytes = 2 * (r16(M * std::max(c.dim, c.hidden_dim)) + slot0_fp32 - slot0_bf16);
+  ASSERT_GT(slot0_fp32, slot0_bf16) << "the micro model's MLP is its widest GEMM operand";
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
     const int64_t sets = ck == Checkpointing::kNone ? c.n_layers : 1;
     const int64_t expected =
         4 * (sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) + saved_floats(M * F) +
                      saved_floats(M * c.hidden_dim)) +
-             saved_floats(M * c.dim)) +
+             saved_floats(M * c.dim) + saved_floats(M * F) + saved_floats(M * c.hidden_dim)) +
         saved_slot_bytes;
     EXPECT_EQ(activation_bytes(false, ck) - activation_bytes(true, ck), expected) << "checkpointing " << int(ck);
   }

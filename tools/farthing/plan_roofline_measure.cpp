@@ -114,13 +114,13 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       if (call.op == RooflineOp::kSwigluForward) {
         return timed([&] { nn.swiglu_forward(gemm_input(act), gemm_input(gu), call.m, call.n); });
       }
-      return timed([&] { nn.swiglu_backward(dgu, act, gemm_input(gu), call.m, call.n); });
+      return timed([&] { nn.swiglu_backward(gemm_input(dgu), gemm_input(act), gemm_input(gu), call.m, call.n); });
     }
     case RooflineOp::kGeluForward:
     case RooflineOp::kGeluBackward: {
       float *x = s.floats(call.m), *y = s.floats(call.m), *dy = s.floats(call.m);
       if (call.op == RooflineOp::kGeluForward) return timed([&] { nn.gelu_forward(gemm_input(y), gemm_input(x), call.m); });
-      return timed([&] { nn.gelu_backward(y, dy, gemm_input(x), call.m); });
+      return timed([&] { nn.gelu_backward(gemm_input(y), gemm_input(dy), gemm_input(x), call.m); });
     }
     case RooflineOp::kEmbeddingForward:
     case RooflineOp::kEmbeddingBackward: {
@@ -146,7 +146,8 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
     case RooflineOp::kBiasBackward: {
       float *y = s.floats(call.m * call.n), *bias = s.floats(call.n);
       if (call.op == RooflineOp::kBiasAdd) return timed([&] { nn.bias_add(y, bias, call.m, call.n, call.n); });
-      return timed([&] { nn.bias_backward(bias, y, call.m, call.n, call.n); });
+      const ActRef dy = call.bf16_out && bf16_inputs ? gemm_input(y) : ActRef(y);
+      return timed([&] { nn.bias_backward(bias, dy, call.m, call.n, call.n); });
     }
     case RooflineOp::kFp8Quantize:
     case RooflineOp::kOptimizerStep:

@@ -93,33 +93,39 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   const double act_bytes = acts_bf16 ? kBf16 : kFp32;
 
   // A linear layer y (n, out) = x (n, in) W^T, forward `fwd_calls` times and backward L times.
-  // As built: dy, and x unless stored as bf16 (x_bf16), narrowed to bf16 first (read 4, write 2
-  // bytes each), the output fp32 unless stored as bf16 (y_bf16; with a bias it is formed in fp32,
-  // the bias added, then narrowed, as NnOps::matmul_bf16_out does on CUDA), dW accumulated in fp32
-  // (read + write). Design: bf16 in and out, no narrowing. The GEMMs' shapes are linear_forward /
+  // As built: x, y, dy (y's gradient, which dgrad and wgrad read) and dx (x's gradient, which
+  // dgrad writes) are fp32 unless `stored` says bf16. An fp32 x or dy is narrowed to bf16 first
+  // (read 4, write 2 bytes each). A bf16 y with a bias is formed in fp32, the bias added, then
+  // narrowed, as NnOps::matmul_bf16_out does on CUDA. dW is accumulated in fp32 (read + write).
+  // Design: bf16 in and out, no narrowing. The GEMMs' shapes are linear_forward /
   // linear_backward's with W stored (out, in).
+  struct Bf16Arrays {
+    bool x = false, y = false, dy = false, dx = false;
+  };
   const auto linear = [&](const std::string& name, int64_t fwd_calls, int64_t bwd_calls, int64_t out_dim,
-                          int64_t in_dim, bool fp8, bool bias, bool x_bf16, bool y_bf16) {
+                          int64_t in_dim, bool fp8, bool bias, Bf16Arrays stored) {
     const double out = double(out_dim), inp = double(in_dim);
     const double flops = 2.0 * n * out * inp, weight = kBf16 * out * inp, dweight = 2.0 * kFp32 * out * inp;
-    const double y_bytes = y_bf16 && !bias ? kBf16 : kFp32;
+    const double y_bytes = stored.y && !bias ? kBf16 : kFp32, dx_bytes = stored.dx ? kBf16 : kFp32;
     RooflineCall forward = call(Op::kGemm, tokens, out_dim, in_dim, false, true);
-    forward.bf16_out = y_bf16 && !bias;
+    forward.bf16_out = stored.y && !bias;
     rows.add(name + " fwd", fwd_calls, forward, flops,
              kBf16 * n * inp + weight + y_bytes * n * out, kBf16 * n * inp + weight + kBf16 * n * out, fp8);
-    rows.add(name + " dgrad", bwd_calls, call(Op::kGemm, tokens, in_dim, out_dim, false, false), flops,
-             kBf16 * n * out + weight + kFp32 * n * inp, kBf16 * n * out + weight + kBf16 * n * inp, fp8);
+    RooflineCall dgrad = call(Op::kGemm, tokens, in_dim, out_dim, false, false);
+    dgrad.bf16_out = stored.dx;
+    rows.add(name + " dgrad", bwd_calls, dgrad, flops,
+             kBf16 * n * out + weight + dx_bytes * n * inp, kBf16 * n * out + weight + kBf16 * n * inp, fp8);
     rows.add(name + " wgrad", bwd_calls, call(Op::kGemm, out_dim, in_dim, tokens, true, false), flops,
              kBf16 * n * (out + inp) + dweight, kBf16 * n * (out + inp) + dweight, fp8);
-    // Forward narrows x; backward narrows dy and x, one call each (x only where it is fp32).
+    // Forward narrows x; backward narrows dy and x, one call each (each only where it is fp32).
     const std::string narrow = "narrow GEMM operands to bf16";
-    if (!x_bf16) rows.add(narrow, fwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
-    if (y_bf16 && bias) {
+    if (!stored.x) rows.add(narrow, fwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
+    if (stored.y && bias) {
       rows.add("narrow GEMM outputs to bf16", fwd_calls, call(Op::kNarrow, tokens * out_dim), 0.0,
                (kFp32 + kBf16) * n * out, 0.0);
     }
-    rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * out_dim), 0.0, (kFp32 + kBf16) * n * out, 0.0);
-    if (!x_bf16) rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
+    if (!stored.dy) rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * out_dim), 0.0, (kFp32 + kBf16) * n * out, 0.0);
+    if (!stored.x) rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
     if (fp8) {  // the operands quantized to FP8 (1 byte) first: x and W forward, dy and x backward
       const RooflineCall quantize = call(Op::kFp8Quantize, tokens, out_dim, in_dim);
       rows.add("fp8 quantize operands", fwd_calls, quantize, 0.0, (kFp32 + 1) * n * inp + (kBf16 + 1) * out * inp,
@@ -129,7 +135,9 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     }
     if (bias) {
       rows.activations("bias add", fwd_calls, call(Op::kBiasAdd, tokens, out_dim), 2.0 * n * out);
-      rows.add("bias backward", bwd_calls, call(Op::kBiasBackward, tokens, out_dim), 0.0, kFp32 * n * out + kFp32 * out,
+      RooflineCall bias_backward = call(Op::kBiasBackward, tokens, out_dim);
+      bias_backward.bf16_out = stored.dy;  // reads a bf16 dy
+      rows.add("bias backward", bwd_calls, bias_backward, 0.0, (stored.dy ? kBf16 : kFp32) * n * out + kFp32 * out,
                kBf16 * n * out + kFp32 * out);
     }
   };
@@ -141,7 +149,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
 
   // The blocks.
   norm_forward(block_forwards);
-  linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias, acts_bf16, acts_bf16);
+  linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias, {.x = acts_bf16, .y = acts_bf16});
   if (!gpt2) {  // forward on qkv as stored, backward (inverse) on its fp32 gradient
     RooflineCall rope = call(Op::kRope, tokens, c.n_heads + c.n_kv_heads, c.head_dim());
     rope.bf16_out = acts_bf16;
@@ -159,26 +167,28 @@ RooflineStep roofline_step(const RooflineInputs& in) {
            act_bytes * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
   rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
            act_bytes * n * (Sq + C) + kFp32 * n * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
-  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, acts_bf16, false);
+  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, {.x = acts_bf16});
   const RooflineCall residual = call(Op::kResidualAdd, tokens * c.dim);
   rows.activations("residual add", 2 * block_forwards, residual, 3.0 * n * C);
   norm_forward(block_forwards);
   const int64_t hidden = c.hidden_dim, up_width = gpt2 ? hidden : 2 * hidden;
-  linear("matmul up (gate_up)", block_forwards, L, up_width, c.dim, in.fp8, gpt2, acts_bf16, acts_bf16);
+  linear("matmul up (gate_up)", block_forwards, L, up_width, c.dim, in.fp8, gpt2,
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16});
   // The activation's forward reads the up projection and writes a GEMM input; its backward reads
-  // the up projection and the gradient, and writes the up projection's gradient (fp32).
+  // the up projection and the gradient, and writes the up projection's gradient (all three stored
+  // as the activations are).
   if (gpt2) {
     rows.add("gelu forward", block_forwards, call(Op::kGeluForward, tokens * hidden), 0.0,
              2.0 * act_bytes * n * H, kBf16 * 2.0 * n * H);
-    rows.add("gelu backward", L, call(Op::kGeluBackward, tokens * hidden), 0.0, (act_bytes + 2.0 * kFp32) * n * H,
+    rows.add("gelu backward", L, call(Op::kGeluBackward, tokens * hidden), 0.0, act_bytes * 3.0 * n * H,
              kBf16 * 3.0 * n * H);
   } else {
     rows.add("swiglu forward", block_forwards, call(Op::kSwigluForward, tokens, hidden), 0.0,
              act_bytes * n * (F + H), kBf16 * n * (F + H));
-    rows.add("swiglu backward", L, call(Op::kSwigluBackward, tokens, hidden), 0.0,
-             act_bytes * n * F + kFp32 * n * (F + H), kBf16 * n * (2 * F + H));
+    rows.add("swiglu backward", L, call(Op::kSwigluBackward, tokens, hidden), 0.0, act_bytes * n * (2 * F + H),
+             kBf16 * n * (2 * F + H));
   }
-  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2, acts_bf16, false);
+  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2, {.x = acts_bf16, .dx = acts_bf16});
   // Backward of the two norms (read dy and x, write dx, accumulate into the residual's gradient)
   // and the residual adds of the gradient stream.
   rows.activations(norm + " backward", 2 * L, row_norm_bwd, 4.0 * n * C, 8.0 * n * C);
@@ -190,7 +200,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   rows.activations("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 3.0 * n * C);
   norm_forward(micro);
   rows.activations(norm + " backward", micro, row_norm_bwd, 4.0 * n * C, 8.0 * n * C);
-  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false, acts_bf16, false);
+  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false, {.x = acts_bf16});
   rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0, kFp32 * 2.0 * n * V,
            kBf16 * 2.0 * n * V);
 

@@ -57,7 +57,9 @@ struct RooflineCall {
   int64_t count = 0;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
-  bool bf16_out = false;  // a GEMM whose output is stored as bf16 (NnOps::matmul_bf16_out), RoPE on bf16 rows
+  // A GEMM whose output is stored as bf16 (NnOps::matmul_bf16_out), RoPE on bf16 rows, a bias
+  // backward over a bf16 gradient.
+  bool bf16_out = false;
   bool same_shape(const RooflineCall& o) const {
     return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b &&
            bf16_out == o.bf16_out;
