@@ -56,6 +56,15 @@ inline void check_bf16_input_storage(const char* op, ActRef out, ActRef in) {
   FARTHING_CHECK(!in.is_bf16() || out.is_bf16(), op, ": a bf16 input needs a bf16 output, but the output is fp32");
 }
 
+// Attention's backward reads dO and writes dqkv in one type; bf16 ones come with a bf16 out and
+// qkv (bf16 activations store all four so).
+inline void check_attention_grad_storage(ActRef dqkv, ActRef dout, ActRef out, ActRef qkv) {
+  FARTHING_CHECK(dqkv.dtype == dout.dtype, "attention_backward: dqkv and dout are stored alike, but they are ",
+                 dqkv.is_bf16() ? "bf16" : "fp32", " and ", dout.is_bf16() ? "bf16" : "fp32");
+  FARTHING_CHECK(!dout.is_bf16() || (out.is_bf16() && qkv.is_bf16()),
+                 "attention_backward: bf16 gradients need a bf16 out and qkv");
+}
+
 // SwiGLU's and GELU's backwards read and write in one storage type: fp32 throughout, or bf16
 // throughout (bf16 activations store the in-projection and both of its gradients as bf16).
 inline void check_one_storage(const char* op, ActRef grad_in, ActRef grad_out, ActRef input) {

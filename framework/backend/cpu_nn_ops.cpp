@@ -61,12 +61,16 @@ void CpuNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse
   k::attention_forward_cpu(s, out.f32(), lse, qkv.f32());
 }
 
-void CpuNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                  ActRef out, const float* lse, ActRef qkv) {
+void CpuNnOps::attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
+                                  const float* lse, ActRef qkv) {
   check_bf16_input_storage("attention_backward", out, qkv);
-  if (qkv.is_bf16()) return k::attention_backward_cpu(s, dqkv, scratch, dout, out.bf16(), lse, qkv.bf16());
-  if (out.is_bf16()) return k::attention_backward_cpu(s, dqkv, scratch, dout, out.bf16(), lse, qkv.f32());
-  k::attention_backward_cpu(s, dqkv, scratch, dout, out.f32(), lse, qkv.f32());
+  check_attention_grad_storage(dqkv, dout, out, qkv);
+  if (dout.is_bf16()) {
+    return k::attention_backward_cpu(s, dqkv.bf16(), scratch, dout.bf16(), out.bf16(), lse, qkv.bf16());
+  }
+  if (qkv.is_bf16()) return k::attention_backward_cpu(s, dqkv.f32(), scratch, dout.f32(), out.bf16(), lse, qkv.bf16());
+  if (out.is_bf16()) return k::attention_backward_cpu(s, dqkv.f32(), scratch, dout.f32(), out.bf16(), lse, qkv.f32());
+  k::attention_backward_cpu(s, dqkv.f32(), scratch, dout.f32(), out.f32(), lse, qkv.f32());
 }
 
 void CpuNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,

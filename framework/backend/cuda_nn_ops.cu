@@ -187,41 +187,51 @@ void CudaNnOps::attention_forward(const AttentionShape& s, ActRef out, float* ls
   narrow(GemmDtype::kBF16, out.bf16(), staged, out_n);
 }
 
-void CudaNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                   ActRef out, const float* lse, ActRef qkv) {
+void CudaNnOps::attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
+                                   const float* lse, ActRef qkv) {
   check_attention_shape(s);
   check_bf16_input_storage("attention_backward", out, qkv);
+  check_attention_grad_storage(dqkv, dout, out, qkv);
   const int64_t out_n = s.batch * s.seq * s.q_heads * s.head_dim, qkv_n = s.batch * s.seq * s.qkv_stride();
 #ifdef FARTHING_HAVE_CUDNN
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, true)) {
     // An fp32 out (qkv) is the forward's bf16 values widened, so narrowing it again gives cuDNN its
-    // own O (Q/K/V); bf16 ones are read in place.
+    // own O (Q/K/V); bf16 ones, and bf16 gradients, are read and written in place.
     const size_t cudnn_bytes = cudnn->workspace_bytes(s, true);
-    const CudnnCopies stored{qkv.is_bf16(), out.is_bf16()};
+    const CudnnCopies stored{qkv.is_bf16(), out.is_bf16(), dout.is_bf16()};
     void* base = workspace(cudnn_attention_workspace_bytes(s, true, stored, cudnn_bytes));
-    const auto [qkv_copy, out_copy, dout16, dqkv16] =
+    const auto [qkv_copy, out_copy, dout_copy, dqkv_copy] =
         carve_bf16(base, cudnn_bytes, cudnn_attention_copy_elems(s, true, stored));
     if (!qkv.is_bf16()) narrow(GemmDtype::kBF16, qkv_copy, qkv.f32(), qkv_n);
     if (!out.is_bf16()) narrow(GemmDtype::kBF16, out_copy, out.f32(), out_n);
-    narrow(GemmDtype::kBF16, dout16, dout, out_n);
-    cudnn->backward(s, dqkv16, dout16, out.is_bf16() ? out.bf16() : out_copy, lse,
-                    qkv.is_bf16() ? qkv.bf16() : qkv_copy, base, STREAM);
-    widen(GemmDtype::kBF16, dqkv, dqkv16, qkv_n);
+    if (!dout.is_bf16()) narrow(GemmDtype::kBF16, dout_copy, dout.f32(), out_n);
+    cudnn->backward(s, dqkv.is_bf16() ? dqkv.bf16() : dqkv_copy, dout.is_bf16() ? dout.bf16() : dout_copy,
+                    out.is_bf16() ? out.bf16() : out_copy, lse, qkv.is_bf16() ? qkv.bf16() : qkv_copy, base, STREAM);
+    if (!dqkv.is_bf16()) widen(GemmDtype::kBF16, dqkv.f32(), dqkv_copy, qkv_n);
     return;
   }
 #else
   attention_engine_->cudnn_for(s, true);  // a bf16 call says once that it runs the slow path
 #endif
   // The fp32 kernel: its scratch, then (for a bf16 out) O widened, which D = rowsum(dO . O) reads,
-  // then (for a bf16 qkv) qkv widened, each at a 256-byte boundary.
-  const int64_t extra_n = int64_t(workspace_aligned_bytes(size_t(k::attention_backward_extra_floats(s)) * 4) / 4);
-  const int64_t out32_n = out.is_bf16() ? int64_t(workspace_aligned_bytes(size_t(out_n) * 4) / 4) : 0;
-  float* extra = workspace_floats(extra_n + out32_n + (qkv.is_bf16() ? qkv_n : 0));
-  const float* out32 = out.is_bf16() ? extra + extra_n : out.f32();
-  const float* qkv32 = qkv.is_bf16() ? extra + extra_n + out32_n : qkv.f32();
-  if (out.is_bf16()) widen(GemmDtype::kBF16, extra + extra_n, out.bf16(), out_n);
-  if (qkv.is_bf16()) widen(GemmDtype::kBF16, extra + extra_n + out32_n, qkv.bf16(), qkv_n);
-  k::attention_backward_cuda(s, dqkv, scratch, dout, out32, lse, qkv32, extra, STREAM);
+  // then (for a bf16 qkv) qkv widened, then (for bf16 gradients) dO widened and the fp32 dqkv,
+  // narrowed after; each at a 256-byte boundary.
+  const auto aligned_floats = [](int64_t n) { return int64_t(workspace_aligned_bytes(size_t(n) * 4) / 4); };
+  const int64_t extra_n = aligned_floats(k::attention_backward_extra_floats(s));
+  const int64_t out32_n = out.is_bf16() ? aligned_floats(out_n) : 0;
+  const int64_t qkv32_n = qkv.is_bf16() ? aligned_floats(qkv_n) : 0;
+  const int64_t dout32_n = dout.is_bf16() ? aligned_floats(out_n) : 0;
+  float* extra = workspace_floats(extra_n + out32_n + qkv32_n + dout32_n + (dqkv.is_bf16() ? qkv_n : 0));
+  float* out32 = out.is_bf16() ? extra + extra_n : nullptr;
+  float* qkv32 = qkv.is_bf16() ? extra + extra_n + out32_n : nullptr;
+  float* dout32 = dout.is_bf16() ? extra + extra_n + out32_n + qkv32_n : nullptr;
+  float* dqkv32 = dqkv.is_bf16() ? extra + extra_n + out32_n + qkv32_n + dout32_n : dqkv.f32();
+  if (out.is_bf16()) widen(GemmDtype::kBF16, out32, out.bf16(), out_n);
+  if (qkv.is_bf16()) widen(GemmDtype::kBF16, qkv32, qkv.bf16(), qkv_n);
+  if (dout.is_bf16()) widen(GemmDtype::kBF16, dout32, dout.bf16(), out_n);
+  k::attention_backward_cuda(s, dqkv32, scratch, dout.is_bf16() ? dout32 : dout.f32(), out.is_bf16() ? out32 : out.f32(),
+                             lse, qkv.is_bf16() ? qkv32 : qkv.f32(), extra, STREAM);
+  if (dqkv.is_bf16()) narrow(GemmDtype::kBF16, dqkv.bf16(), dqkv32, qkv_n);
 }
 
 void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,

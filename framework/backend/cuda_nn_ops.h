@@ -48,7 +48,7 @@ class CudaNnOps final : public NnOps {
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override;
-  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
+  void attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
                           const float* lse, ActRef qkv) override;
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
                         const float* k_cache, const float* v_cache) override;

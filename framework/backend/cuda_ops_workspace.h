@@ -2,8 +2,8 @@
 // `farthing plan` (framework/run/train/memory_estimate.cpp) counts the same bytes the ops take.
 //
 // bf16 attention through cuDNN works on bf16 copies of its fp32 operands, carved after cuDNN's
-// own workspace: forward qkv and O where they are fp32; backward qkv and O where fp32, dO and
-// dqkv. Each part starts on a 256-byte boundary. A bf16 GEMM output with a bias
+// own workspace: forward qkv and O where they are fp32; backward qkv, O, dO and dqkv where they
+// are fp32 (none under bf16 activations). Each part starts on a 256-byte boundary. A bf16 GEMM output with a bias
 // stages its fp32 product there too. cuDNN's own bytes are known only
 // once its graph is built on the GPU, so a plan counts the copies alone: a lower bound.
 // Relies on: kernels/numerics/op_shapes.h. Tested by: tests/run/train/test_memory_estimate.cpp
@@ -31,10 +31,11 @@ inline size_t workspace_grown_bytes(size_t bytes) {
 // place; the others go through bf16 copies).
 struct CudnnCopies {
   bool qkv_bf16 = false, out_bf16 = false;
+  bool grads_bf16 = false;  // the backward's dO and dqkv
 };
 
 // The bf16 copies' element counts, in carving order: qkv and O (each 0 when stored as bf16),
-// then for the backward dO and dqkv (else 0).
+// then for the backward dO and dqkv (0 when stored as bf16, or forward).
 std::array<int64_t, 4> cudnn_attention_copy_elems(const kernels::AttentionShape& s, bool backward, CudnnCopies stored);
 
 // cuDNN's bytes (aligned), then the copies, each aligned: the workspace one call needs.

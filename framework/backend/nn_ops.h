@@ -89,8 +89,10 @@ class NnOps {
   // dqkv (B*T, stride) is overwritten; scratch holds 2 * B * Hq * T * D floats. out (read only) is
   // the forward's output as it was stored: each row's D = rowsum(dO . O) reads those values, so a
   // bf16 out gives the gradients of an fp32 out holding the same (widened) values, bit for bit.
-  virtual void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
-                                  ActRef out, const float* lse, ActRef qkv) = 0;
+  // dout and dqkv are fp32, or both bf16 with a bf16 out and qkv (bf16 activations): dout widened
+  // exactly, each dqkv value computed in fp32 and rounded once.
+  virtual void attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
+                                  const float* lse, ActRef qkv) = 0;
 
   // Decoding against a KV cache: `rows` query rows (qkv layout) at positions first_position..,
   // keys/values of positions 0 .. first_position + rows - 1 as rows of Hkv*D in the caches.

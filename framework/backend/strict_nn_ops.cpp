@@ -44,10 +44,10 @@ void StrictNnOps::attention_forward(const AttentionShape& s, ActRef out, float* 
   STRICT_OP(attention_forward, attention_forward(s, out, lse, qkv), {"out", out.data}, {"lse", lse},
             {"qkv", qkv.data});
 }
-void StrictNnOps::attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+void StrictNnOps::attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout,
                                      ActRef out, const float* lse, ActRef qkv) {
-  STRICT_OP(attention_backward, attention_backward(s, dqkv, scratch, dout, out, lse, qkv), {"dqkv", dqkv},
-            {"scratch", scratch}, {"dout", dout}, {"out", out.data}, {"lse", lse}, {"qkv", qkv.data});
+  STRICT_OP(attention_backward, attention_backward(s, dqkv, scratch, dout, out, lse, qkv), {"dqkv", dqkv.data},
+            {"scratch", scratch}, {"dout", dout.data}, {"out", out.data}, {"lse", lse}, {"qkv", qkv.data});
 }
 void StrictNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
                                    int64_t first_position, const float* k_cache, const float* v_cache) {

@@ -22,7 +22,7 @@ class StrictNnOps final : public NnOps {
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
                        uint16_t* c) override;
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override;
-  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
+  void attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
                           const float* lse, ActRef qkv) override;
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
                         const float* k_cache, const float* v_cache) override;

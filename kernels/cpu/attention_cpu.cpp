@@ -157,8 +157,16 @@ inline const float* out_row(const uint16_t* o, float* tmp, int64_t d) {
   return tmp;
 }
 
-template <class Out, class In>
-void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, const Out* out,
+// How a gradient element is stored: fp32 as is, bf16 rounded to nearest even once.
+inline void store_grad(float* p, float v) { *p = v; }
+inline void store_grad(uint16_t* p, float v) { *p = numerics::f32_to_bf16_rne(v); }
+
+// G: the gradients' storage (dout read, dqkv written): fp32, or bf16 under bf16 activations.
+// NOTE: dO's head rows go through dense blocks and dq through a dense tile whatever G is, as qkv
+// does (head_rows): so a bf16 dout, and a bf16 dqkv, give the bits of their fp32 counterparts
+// holding the same values (widened in, rounded out).
+template <class G, class Out, class In>
+void attention_backward(const AttentionShape& s, G* dqkv, float* scratch, const G* dout, const Out* out,
                         const float* lse, const In* qkv) {
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, Hkv = s.kv_heads, S = s.qkv_stride();
   const int64_t group = Hq / Hkv, blocks = (T + kQueryBlock - 1) / kQueryBlock;
@@ -168,7 +176,7 @@ void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, co
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), dp(static_cast<size_t>(kQueryBlock * T));
-    std::vector<float> o_widened(static_cast<size_t>(D)), qb, kb, vb;
+    std::vector<float> o_widened(static_cast<size_t>(D)), dq(static_cast<size_t>(kQueryBlock * D)), qb, kb, vb, gb;
 #pragma omp for collapse(2) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
@@ -183,18 +191,18 @@ void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, co
         for (int64_t blk = 0; blk < blocks; ++blk) {
           const int64_t q0 = blk * kQueryBlock, rows = std::min(kQueryBlock, T - q0), kend = q0 + rows;
           head_rows(base + q0 * S + h * D, S, rows, D, qb);
-          const float* q = qb.data();
-          const float* go = dout + (b * T + q0) * Hq * D + h * D;
+          head_rows(dout + (b * T + q0) * Hq * D + h * D, Hq * D, rows, D, gb);
+          const float *q = qb.data(), *go = gb.data();
           const Out* o = out + (b * T + q0) * Hq * D + h * D;
           // p = softmax(q k^T * scale) recomputed from the saved log-sum-exp; dp = dO v^T
           gemm(rows, kend, D, q, D, Trans::kN, k0, D, Trans::kT, p.data(), kend, false);
-          gemm(rows, kend, D, go, Hq * D, Trans::kN, v0, D, Trans::kT, dp.data(), kend, false);
+          gemm(rows, kend, D, go, D, Trans::kN, v0, D, Trans::kT, dp.data(), kend, false);
           for (int64_t r = 0; r < rows; ++r) {
             float* pr = p.data() + r * kend;
             float* dr = dp.data() + r * kend;
             const int64_t valid = q0 + r + 1;
             const float l = lse[(b * Hq + h) * T + q0 + r];
-            const float di = dot(go + r * Hq * D, out_row(o + r * Hq * D, o_widened.data(), D), D);
+            const float di = dot(go + r * D, out_row(o + r * Hq * D, o_widened.data(), D), D);
 #pragma omp simd
             for (int64_t j = 0; j < valid; ++j) {
               pr[j] = numerics::attention_prob_from_lse_f32(pr[j], scale, l);
@@ -203,30 +211,38 @@ void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, co
             for (int64_t j = valid; j < kend; ++j) pr[j] = dr[j] = 0.0f;
           }
           // dq = ds k; dk += ds^T q; dv += p^T dO
-          gemm(rows, D, kend, dp.data(), kend, Trans::kN, k0, D, Trans::kN,
-               dqkv + (b * T + q0) * S + h * D, S, false);
+          gemm(rows, D, kend, dp.data(), kend, Trans::kN, k0, D, Trans::kN, dq.data(), D, false);
+          for (int64_t r = 0; r < rows; ++r) {
+            G* dqr = dqkv + (b * T + q0 + r) * S + h * D;
+            for (int64_t d = 0; d < D; ++d) store_grad(dqr + d, dq[size_t(r * D + d)]);
+          }
           gemm(kend, D, rows, dp.data(), kend, Trans::kT, q, D, Trans::kN, dk, D, true);
-          gemm(kend, D, rows, p.data(), kend, Trans::kT, go, Hq * D, Trans::kN, dv, D, true);
+          gemm(kend, D, rows, p.data(), kend, Trans::kT, go, D, Trans::kN, dv, D, true);
         }
       }
     }
-    // Sum each group's per-query-head dk/dv into the kv head, in head order.
+    // Sum each group's per-query-head dk/dv into the kv head, in head order, then store.
+    std::vector<float> dk_sum(static_cast<size_t>(D)), dv_sum(static_cast<size_t>(D));
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t t = 0; t < T; ++t) {
-        float* row = dqkv + (b * T + t) * S;
+        G* row = dqkv + (b * T + t) * S;
         for (int64_t kh = 0; kh < Hkv; ++kh) {
-          float* dkr = row + Hq * D + kh * D;
-          float* dvr = row + (Hq + Hkv) * D + kh * D;
           for (int64_t g = 0; g < group; ++g) {
             const int64_t h = kh * group + g;
             const float* sk = dk_all + ((b * Hq + h) * T + t) * D;
             const float* sv = dv_all + ((b * Hq + h) * T + t) * D;
 #pragma omp simd
             for (int64_t d = 0; d < D; ++d) {
-              dkr[d] = g == 0 ? sk[d] : dkr[d] + sk[d];
-              dvr[d] = g == 0 ? sv[d] : dvr[d] + sv[d];
+              dk_sum[size_t(d)] = g == 0 ? sk[d] : dk_sum[size_t(d)] + sk[d];
+              dv_sum[size_t(d)] = g == 0 ? sv[d] : dv_sum[size_t(d)] + sv[d];
             }
+          }
+          G* dkr = row + Hq * D + kh * D;
+          G* dvr = row + (Hq + Hkv) * D + kh * D;
+          for (int64_t d = 0; d < D; ++d) {
+            store_grad(dkr + d, dk_sum[size_t(d)]);
+            store_grad(dvr + d, dv_sum[size_t(d)]);
           }
         }
       }
@@ -254,6 +270,10 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
   attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
 }
 void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
+                            const uint16_t* out, const float* lse, const uint16_t* qkv) {
+  attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+}
+void attention_backward_cpu(const AttentionShape& s, uint16_t* dqkv, float* scratch, const uint16_t* dout,
                             const uint16_t* out, const float* lse, const uint16_t* qkv) {
   attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
 }

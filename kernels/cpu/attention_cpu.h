@@ -35,6 +35,12 @@ void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch
                             const uint16_t* out, const float* lse, const float* qkv);
 void attention_backward_cpu(const AttentionShape& s, float* dqkv, float* scratch, const float* dout,
                             const uint16_t* out, const float* lse, const uint16_t* qkv);
+// Every array bf16 (bf16 activations store dO, as its GEMM writes it, and dqkv too): dO widened
+// exactly, each of dqkv's fp32 values rounded to nearest even once as it is stored, so the bits
+// are the fp32 backward's on the widened dout, narrowed (dO and dq go through dense fp32 blocks
+// whatever their storage).
+void attention_backward_cpu(const AttentionShape& s, uint16_t* dqkv, float* scratch, const uint16_t* dout,
+                            const uint16_t* out, const float* lse, const uint16_t* qkv);
 
 // Decoding against a KV cache: `rows` new query rows (rows of qkv, stride s.qkv_stride(),
 // queries first) at positions first_position, first_position + 1, ...; keys and values of

@@ -168,15 +168,15 @@ void Transformer::upload_ids(int32_t* to, const int32_t* from) {
 // Slot 0: what linear_forward narrows (x, where it is fp32) and linear_backward's dy where it is
 // fp32 (up to the widest projection, or a chunk of logits). Slot 1: linear_backward's x. Under
 // bf16 activations every GEMM input (the norms' outputs, attention's output, the MLP's activation)
-// and the MLP's in-projection gradient are stored as bf16: slot 1 is unused, and slot 0 narrows
-// only the residual stream's gradient, dqkv and the logits' gradients.
+// and the gradients of qkv and of the MLP's in-projection are stored as bf16: slot 1 is unused,
+// and slot 0 narrows only the residual stream's gradient and the logits' gradients.
 std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
                                                       const ModelOptions& options) {
   if (options.compute == ComputeMode::kF32) return {0, 0};
   const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const bool bf16_inputs = stored_act_dtype(options) == GemmDtype::kBF16;
-  const int64_t widest_row = bf16_inputs ? std::max(C, c.qkv_dim()) : std::max({C, H, F, c.qkv_dim()});
+  const int64_t widest_row = bf16_inputs ? C : std::max({C, H, F, c.qkv_dim()});
   return {round16(std::max(M * widest_row, R * c.vocab_size)), bf16_inputs ? 0 : round16(M * std::max(C, H))};
 }
 
@@ -212,8 +212,8 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
 
   out.dres = scratch.take(M * C);
   out.dn = scratch.take(M * C);
-  out.dqkv = scratch.take(M * Sq);
-  out.datt = scratch.take(M * C);
+  out.dqkv = scratch.take_act(M * Sq, stored);
+  out.datt = scratch.take_act(M * C, stored);
   out.dfc = scratch.take_act(M * F, stored);
   out.dact = scratch.take_act(M * H, stored);
   out.att_scratch = scratch.take(2 * batch * c.n_heads * seq * c.head_dim());

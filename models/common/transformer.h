@@ -6,7 +6,8 @@
 // generation) the model owns whole fp32 buffers. Compute modes: kF32 (reference) and kBF16
 // (GEMM operands bf16 with fp32 accumulation: over a storage the weights are its bf16 weights
 // read in place, else a bf16 working copy refreshed per step; activations rounded to nearest
-// even, the GEMMs' inputs, qkv, the MLP's in-projection and its gradients stored so (bf16_activations); norms,
+// even, the GEMMs' inputs, qkv, the MLP's in-projection and the gradients of all four stored so
+// (bf16_activations); norms,
 // softmax, attention's maths and the loss stay fp32). The loss is a fused, chunked
 // cross-entropy: logits exist only for loss_chunk_rows rows at a time, and each chunk's
 // gradient flows into the head and the final norm before the next chunk is computed.
@@ -71,7 +72,10 @@ struct ModelOptions {
   //   GELU and their backwards read;
   // - the MLP's two gradients in backward: d(act), written by its GEMM as bf16, and
   //   d(in-projection), rounded once as SwiGLU's or GELU's backward writes it, which the
-  //   in-projection's GEMMs read in place (and GPT-2's bias gradient sums, widened).
+  //   in-projection's GEMMs read in place (and GPT-2's bias gradient sums, widened);
+  // - attention's two gradients: d(att), written by its GEMM as bf16, which attention's backward
+  //   reads, and dqkv, rounded once as attention's backward writes it and again by the inverse
+  //   RoPE, which the projection's GEMMs read in place (and a qkv bias gradient sums, widened).
   // false keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4
   // layers quantize from fp32 activations and write fp32, so they keep fp32.
   bool bf16_activations = true;
@@ -220,9 +224,8 @@ class Transformer : private BlockHooks {
     std::vector<BlockActs> layer_acts;
     ActRef nf;
     float *nf_mean = nullptr, *nf_rstd = nullptr;
-    float *dres = nullptr, *dn = nullptr, *dqkv = nullptr, *datt = nullptr, *att_scratch = nullptr,
-          *logits = nullptr;
-    ActRef dfc, dact;
+    float *dres = nullptr, *dn = nullptr, *att_scratch = nullptr, *logits = nullptr;
+    ActRef dqkv, datt, dfc, dact;
   };
   static void carve(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options, Carver& acts,
                     Carver& scratch, Carved& out);
@@ -306,9 +309,10 @@ class Transformer : private BlockHooks {
   ActRef nf_;
   float *nf_mean_ = nullptr, *nf_rstd_ = nullptr;
   // Carved from scratch_.
-  float *dres_ = nullptr, *dn_ = nullptr, *dqkv_ = nullptr, *datt_ = nullptr, *att_scratch_ = nullptr,
-        *logits_ = nullptr;
-  ActRef dfc_, dact_;  // the MLP's gradients, stored as its in-projection and activation are
+  float *dres_ = nullptr, *dn_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
+  // The gradients of qkv, attention's output, the MLP's in-projection and its activation, stored
+  // as those activations are.
+  ActRef dqkv_, datt_, dfc_, dact_;
   uint16_t* bf16_slots_[2] = {nullptr, nullptr};
   std::unique_ptr<Fp8Linears> fp8_;  // FP8 projections, or null
   std::unique_ptr<Fp4Linears> fp4_;  // FP4 projections, or null

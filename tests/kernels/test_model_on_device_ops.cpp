@@ -89,13 +89,13 @@ class StagedOps final : public NnOps {
     ops_.attention_forward(s, staged(k, out, rows * s.q_heads * s.head_dim),
                            k.inout(lse, s.batch * s.q_heads * s.seq * 4), staged(k, qkv, rows * s.qkv_stride()));
   }
-  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
+  void attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
                           const float* lse, ActRef qkv) override {
     Call k(*this);
-    const int64_t rows = s.batch * s.seq, o = rows * s.q_heads * s.head_dim * 4;
-    ops_.attention_backward(s, k.inout(dqkv, rows * s.qkv_stride() * 4),
-                            k.inout(scratch, 2 * s.batch * s.q_heads * s.seq * s.head_dim * 4), k.in(dout, o),
-                            staged(k, out, o / 4), k.in(lse, s.batch * s.q_heads * s.seq * 4),
+    const int64_t rows = s.batch * s.seq, o = rows * s.q_heads * s.head_dim;
+    ops_.attention_backward(s, staged(k, dqkv, rows * s.qkv_stride()),
+                            k.inout(scratch, 2 * s.batch * s.q_heads * s.seq * s.head_dim * 4), staged(k, dout, o),
+                            staged(k, out, o), k.in(lse, s.batch * s.q_heads * s.seq * 4),
                             staged(k, qkv, rows * s.qkv_stride()));
   }
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first,

@@ -613,7 +613,7 @@ void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, i
     float* qkv = a.put(qkv_host);
     float* out = a.put(out_host);  // read only
     const float* lse = a.put(lse_host);
-    const float* dout = a.put(rng.floats(rows * hq * d));
+    float* dout = a.put(rng.floats(rows * hq * d));
     float* dqkv = a.put(rng.floats(rows * stride));  // overwritten
     float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
     a.nn().attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
@@ -648,7 +648,7 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
     float* qkv = a.put(qkv_host);
     uint16_t* out = a.put(out_host);  // read only
     const float* lse = a.put(lse_host);
-    const float* dout = a.put(rng.floats(out_n));
+    float* dout = a.put(rng.floats(out_n));
     float* dqkv = a.put(rng.floats(rows * stride));  // overwritten
     float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
     a.nn().attention_backward(s, dqkv, scratch, dout, ActRef::bf16(out), lse, qkv);
@@ -684,7 +684,7 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
     float* qkv32 = a.put(qkv_host);
     uint16_t* out = a.put(out_host);  // read only
     const float* lse = a.put(lse_host);
-    const float* dout = a.put(rng.floats(out_n));
+    float* dout = a.put(rng.floats(out_n));
     float* from16 = a.put(std::vector<float>(size_t(rows * stride)));
     float* from32 = a.put(std::vector<float>(size_t(rows * stride)));
     float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
@@ -692,6 +692,27 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
     a.nn().attention_backward(s, from32, scratch, dout, ActRef::bf16(out), lse, qkv32);
     return same_bits_outputs(a, static_cast<const float*>(from16), static_cast<const float*>(from32), rows * stride,
                              "dqkv");
+  });
+  // Every array bf16, as bf16 activations store dO (its GEMM's output) and dqkv too: on each
+  // backend dqkv must be the fp32-gradient backward's, on the widened dO, narrowed, bit for bit;
+  // then the rows compare backends.
+  add("attention_backward_bf16grads_" + label, Tol::kBf16Attention, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> qkv_bits = to_bf16(rng.floats(rows * stride, -1.5f, 1.5f));
+    std::vector<uint16_t> out_host(static_cast<size_t>(out_n));
+    std::vector<float> lse_host(static_cast<size_t>(lse_n));
+    backend_for(Device::cpu()).nn().attention_forward(s, ActRef::bf16(out_host.data()), lse_host.data(),
+                                                      ActRef::bf16(const_cast<uint16_t*>(qkv_bits.data())));
+    uint16_t* qkv = a.put(qkv_bits);
+    uint16_t* out = a.put(out_host);  // read only
+    const float* lse = a.put(lse_host);
+    const std::vector<uint16_t> dout_bits = to_bf16(rng.floats(out_n));
+    uint16_t* dout16 = a.put(dout_bits);
+    float* dout32 = a.put(widened_bf16(dout_bits));
+    float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
+    return bf16_store_outputs(a, rows * stride, [&](ActRef dqkv) {
+      const ActRef dout = dqkv.is_bf16() ? ActRef::bf16(dout16) : ActRef(dout32);
+      a.nn().attention_backward(s, dqkv, scratch, dout, ActRef::bf16(out), lse, ActRef::bf16(qkv));
+    });
   });
 }
 

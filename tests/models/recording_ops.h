@@ -15,14 +15,16 @@
 namespace farthing::models::testing {
 
 // Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
-// Four switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
+// Five switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
 // holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
 // bit for bit: round_attention_output rounds attention's output after the forward,
 // round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it, and
 // round_qkv the attention projection before RoPE rotates it and again after (or, without RoPE,
 // before attention reads it), and round_mlp_grads the MLP's gradients: d(act) before SwiGLU's or
-// GELU's backward reads it (as its bf16 GEMM stores it) and d(in-projection) after it is written.
-// The backwards then read the rounded values, as they read the bf16 ones.
+// GELU's backward reads it (as its bf16 GEMM stores it) and d(in-projection) after it is written,
+// and round_attention_grads attention's: dO before attention's backward reads it, dqkv after it is
+// written and again after the inverse RoPE. The backwards then read the rounded values, as they
+// read the bf16 ones.
 class RecordingOps final : public NnOps {
  public:
   std::map<std::string, int> calls;
@@ -31,6 +33,7 @@ class RecordingOps final : public NnOps {
   bool round_mlp_input = false;
   bool round_qkv = false;
   bool round_mlp_grads = false;
+  bool round_attention_grads = false;
 
   Device device() const override { return cpu_.device(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
@@ -64,10 +67,12 @@ class RecordingOps final : public NnOps {
     cpu_.attention_forward(s, out, lse, qkv);
     if (round_attention_output) round_in_place(out, s.batch * s.seq * s.q_heads * s.head_dim);
   }
-  void attention_backward(const AttentionShape& s, float* dqkv, float* scratch, const float* dout, ActRef out,
+  void attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
                           const float* lse, ActRef qkv) override {
     ++calls["attention_backward"];
+    if (round_attention_grads) round_in_place(dout, s.batch * s.seq * s.q_heads * s.head_dim);
     cpu_.attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+    if (round_attention_grads) round_in_place(dqkv, s.batch * s.seq * s.qkv_stride());
   }
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
                         const float* k_cache, const float* v_cache) override {
@@ -100,7 +105,7 @@ class RecordingOps final : public NnOps {
     const bool round = round_qkv && !inverse;  // the projection as its GEMM stores it, then as RoPE does
     if (round) round_in_place(x, rows * stride);
     cpu_.rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
-    if (round) round_in_place(x, rows * stride);
+    if (round || (round_attention_grads && inverse)) round_in_place(x, rows * stride);
   }
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
     ++calls["swiglu_forward"];

@@ -138,21 +138,23 @@ void bench_model(OpsBench& b, const ModelShape& m, std::vector<Row>& rows) {
     float* lse = b.floats(batch * m.heads * seq);
     float* dqkv = b.floats(n * s.qkv_stride());
     float* scratch = b.floats(2 * batch * m.heads * seq * d);
-    const float* dout = b.floats(n * m.heads * d);
+    float* dout = b.floats(n * m.heads * d);
     const double fwd = 2.0 * double(batch) * double(m.heads) * double(seq) * double(seq) * double(d);
-    // fp32, then (on a GPU) bf16 compute's attention: cuDNN's where it loads, with qkv and its
-    // output stored as bf16 as the trainer stores them, and the fp32 <-> bf16 copies of dO and
-    // dqkv the trainer's gradients still need (the CPU has no bf16 attention).
+    // fp32, then (on a GPU) bf16 compute's attention: cuDNN's where it loads, with qkv, its output
+    // and their gradients stored as bf16 as the trainer stores them (the CPU has no bf16
+    // attention).
     for (const GemmDtype dtype : b.cpu() ? std::vector{GemmDtype::kF32} : std::vector{GemmDtype::kF32, GemmDtype::kBF16}) {
       s.dtype = dtype;
       const bool bf16 = dtype == GemmDtype::kBF16;
       const ActRef o = bf16 ? ActRef::bf16(reinterpret_cast<uint16_t*>(out)) : ActRef(out);
       const ActRef q = bf16 ? ActRef::bf16(reinterpret_cast<uint16_t*>(qkv)) : ActRef(qkv);
+      const ActRef dq = bf16 ? ActRef::bf16(reinterpret_cast<uint16_t*>(dqkv)) : ActRef(dqkv);
+      const ActRef dO = bf16 ? ActRef::bf16(reinterpret_cast<uint16_t*>(dout)) : ActRef(dout);
       const std::string kind = bf16 ? " bf16" : "";
       tflops("attention forward" + kind + " T=" + std::to_string(seq), fwd,
              [&] { nn.attention_forward(s, o, lse, q); });
       tflops("attention backward" + kind + " T=" + std::to_string(seq), 2.5 * fwd,
-             [&] { nn.attention_backward(s, dqkv, scratch, dout, o, lse, q); });
+             [&] { nn.attention_backward(s, dq, scratch, dO, o, lse, q); });
     }
     s.dtype = GemmDtype::kF32;
     const int64_t first = seq - 1, kv_row = m.kv_heads * d;

@@ -102,7 +102,9 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
         return timed([&] { nn.attention_forward(a, gemm_input(out), lse, gemm_input(qkv)); });
       }
       float *dqkv = s.floats(rows * a.qkv_stride()), *dout = s.floats(out_n), *scratch = s.floats(2 * out_n);
-      return timed([&] { nn.attention_backward(a, dqkv, scratch, dout, gemm_input(out), lse, gemm_input(qkv)); });
+      return timed([&] {
+        nn.attention_backward(a, gemm_input(dqkv), scratch, gemm_input(dout), gemm_input(out), lse, gemm_input(qkv));
+      });
     }
     case RooflineOp::kResidualAdd: {
       float *dst = s.floats(call.m), *src = s.floats(call.m);

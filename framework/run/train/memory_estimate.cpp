@@ -284,15 +284,15 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   Held persistent;
   persistent.add(C::kMaster, e.held_bytes(C::kMaster)).add(C::kOptimizerState, e.held_bytes(C::kOptimizerState));
   persistent.add(C::kWeights, e.trainer_weights + e.master_copy).add(C::kGrads, e.grad_sum);
-  // bf16 attention on CUDA runs through cuDNN on bf16 copies carved from the ops' workspace; its
-  // backward takes the most of them. A bf16 GEMM output with a bias (qkv with Qwen's or GPT-2's
+  // bf16 attention on CUDA runs through cuDNN, on bf16 copies carved from the ops' workspace of
+  // the arrays the model keeps fp32 (none under bf16 activations); its backward takes the most. A bf16 GEMM output with a bias (qkv with Qwen's or GPT-2's
   // bias, GPT-2's in-projection) stages its fp32 product there instead, when that is more
   // (cuda_ops_workspace.h).
   if (on_cuda && model_options.compute == models::ComputeMode::kBF16) {
     const kernels::AttentionShape attention{t.micro_batch, config.data.seq_len, model.n_heads, model.n_kv_heads,
                                             model.head_dim(), kernels::GemmDtype::kBF16};
     const bool acts_bf16 = models::stored_act_dtype(model_options) == kernels::GemmDtype::kBF16;
-    e.ops_workspace = int64_t(cudnn_attention_workspace_bytes(attention, true, {acts_bf16, acts_bf16}, 0));
+    e.ops_workspace = int64_t(cudnn_attention_workspace_bytes(attention, true, {acts_bf16, acts_bf16, acts_bf16}, 0));
     const int64_t rows = t.micro_batch * config.data.seq_len;
     const models::BlockOffsets& block = spec.blocks.front();
     if (acts_bf16 && block.qkv_b >= 0) {

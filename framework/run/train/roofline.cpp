@@ -149,25 +149,25 @@ RooflineStep roofline_step(const RooflineInputs& in) {
 
   // The blocks.
   norm_forward(block_forwards);
-  linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias, {.x = acts_bf16, .y = acts_bf16});
-  if (!gpt2) {  // forward on qkv as stored, backward (inverse) on its fp32 gradient
+  linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias,
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16});
+  if (!gpt2) {  // forward on qkv as stored, backward (inverse) on its gradient as stored
     RooflineCall rope = call(Op::kRope, tokens, c.n_heads + c.n_kv_heads, c.head_dim());
     rope.bf16_out = acts_bf16;
     const double rotated = 2.0 * n * (heads + kv_heads) * d;
-    rows.add("rope", block_forwards, rope, 0.0, act_bytes * rotated, kBf16 * rotated);
-    rows.activations("rope", L, call(Op::kRope, tokens, c.n_heads + c.n_kv_heads, c.head_dim()), rotated);
+    rows.add("rope", block_forwards + L, rope, 0.0, act_bytes * rotated, kBf16 * rotated);
   }
   // Causal attention: q k^T and p v over T(T+1)/2 pairs per head; the backward recomputes the
   // scores (flash-attention style): 2.5x the forward's FLOPs. The forward reads q, k, v and writes
   // the output (a GEMM input) and the softmax statistics (fp32 in both designs); the backward also
-  // reads the output and its gradient (fp32 as built), and writes dq, dk, dv (fp32 as built).
+  // reads the output and its gradient, and writes dq, dk, dv (all four stored as the activations).
   const double attn_flops = 4.0 * double(in.micro_batch) * heads * d * T * (T + 1) / 2;
   const double lse = kFp32 * double(in.micro_batch) * heads * T;
   rows.add("attention forward", block_forwards, call(Op::kAttentionForward, tokens), attn_flops,
            act_bytes * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
   rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
-           act_bytes * n * (Sq + C) + kFp32 * n * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
-  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, {.x = acts_bf16});
+           act_bytes * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
+  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, {.x = acts_bf16, .dx = acts_bf16});
   const RooflineCall residual = call(Op::kResidualAdd, tokens * c.dim);
   rows.activations("residual add", 2 * block_forwards, residual, 3.0 * n * C);
   norm_forward(block_forwards);
