@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 
 #include "framework/core/error.h"
 #include "kernels/numerics/op_shapes.h"
@@ -56,22 +58,23 @@ inline void check_bf16_input_storage(const char* op, ActRef out, ActRef in) {
   FARTHING_CHECK(!in.is_bf16() || out.is_bf16(), op, ": a bf16 input needs a bf16 output, but the output is fp32");
 }
 
-// Attention's backward reads dO and writes dqkv in one type; bf16 ones come with a bf16 out and
-// qkv (bf16 activations store all four so).
-inline void check_attention_grad_storage(ActRef dqkv, ActRef dout, ActRef out, ActRef qkv) {
-  FARTHING_CHECK(dqkv.dtype == dout.dtype, "attention_backward: dqkv and dout are stored alike, but they are ",
-                 dqkv.is_bf16() ? "bf16" : "fp32", " and ", dout.is_bf16() ? "bf16" : "fp32");
-  FARTHING_CHECK(!dout.is_bf16() || (out.is_bf16() && qkv.is_bf16()),
-                 "attention_backward: bf16 gradients need a bf16 out and qkv");
-}
-
-// SwiGLU's and GELU's backwards read and write in one storage type: fp32 throughout, or bf16
-// throughout (bf16 activations store the in-projection and both of its gradients as bf16).
-inline void check_one_storage(const char* op, ActRef grad_in, ActRef grad_out, ActRef input) {
-  FARTHING_CHECK(grad_in.dtype == grad_out.dtype && grad_out.dtype == input.dtype, op,
-                 ": the gradients and the input are stored alike (all fp32 or all bf16), but they are ",
-                 grad_in.is_bf16() ? "bf16" : "fp32", ", ", grad_out.is_bf16() ? "bf16" : "fp32", " and ",
-                 input.is_bf16() ? "bf16" : "fp32");
+// The backwards read and write their gradients (and SwiGLU's and GELU's, their input) in one
+// storage type: all fp32, or all bf16 (bf16 activations store them all so). Named arrays, so the
+// error says which differ.
+struct NamedAct {
+  const char* name;
+  ActRef act;
+};
+inline void check_one_storage(const char* op, std::initializer_list<NamedAct> arrays) {
+  bool same = true;
+  for (const NamedAct& a : arrays) same = same && a.act.dtype == arrays.begin()->act.dtype;
+  if (same) return;
+  std::string types;
+  for (const NamedAct& a : arrays) {
+    if (!types.empty()) types.append(", ");
+    types.append(a.name).append(a.act.is_bf16() ? " bf16" : " fp32");
+  }
+  FARTHING_FAIL(op, ": these arrays are stored alike (all fp32 or all bf16), but they are ", types);
 }
 
 }  // namespace farthing

@@ -64,7 +64,8 @@ void CpuNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse
 void CpuNnOps::attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
                                   const float* lse, ActRef qkv) {
   check_bf16_input_storage("attention_backward", out, qkv);
-  check_attention_grad_storage(dqkv, dout, out, qkv);
+  check_one_storage("attention_backward", {{"dqkv", dqkv}, {"dout", dout}});
+  if (dout.is_bf16()) check_one_storage("attention_backward", {{"dout", dout}, {"out", out}, {"qkv", qkv}});
   if (dout.is_bf16()) {
     return k::attention_backward_cpu(s, dqkv.bf16(), scratch, dout.bf16(), out.bf16(), lse, qkv.bf16());
   }
@@ -84,9 +85,11 @@ void CpuNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const fl
   k::rmsnorm_forward_cpu(out.f32(), rstd, x, w, n, c, eps);
 }
 
-void CpuNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
+void CpuNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w,
                                 const float* rstd, int64_t n, int64_t c) {
-  k::rmsnorm_backward_cpu(dx, dw, dout, x, w, rstd, n, c);
+  check_one_storage("rmsnorm_backward", {{"dx", dx}, {"dout", dout}});
+  if (dx.is_bf16()) return k::rmsnorm_backward_cpu(dx.bf16(), dw, dout.bf16(), x, w, rstd, n, c);
+  k::rmsnorm_backward_cpu(dx.f32(), dw, dout.f32(), x, w, rstd, n, c);
 }
 
 void CpuNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
@@ -95,9 +98,11 @@ void CpuNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const flo
   k::layernorm_forward_cpu(out.f32(), mean, rstd, x, w, b, n, c, eps);
 }
 
-void CpuNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+void CpuNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x,
                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
-  k::layernorm_backward_cpu(dx, dw, db, dout, x, w, mean, rstd, n, c);
+  check_one_storage("layernorm_backward", {{"dx", dx}, {"dout", dout}});
+  if (dx.is_bf16()) return k::layernorm_backward_cpu(dx.bf16(), dw, db, dout.bf16(), x, w, mean, rstd, n, c);
+  k::layernorm_backward_cpu(dx.f32(), dw, db, dout.f32(), x, w, mean, rstd, n, c);
 }
 
 void CpuNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
@@ -114,7 +119,7 @@ void CpuNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
 }
 
 void CpuNnOps::swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) {
-  check_one_storage("swiglu_backward", dact, dgu, gu);
+  check_one_storage("swiglu_backward", {{"dgu", dgu}, {"dact", dact}, {"gu", gu}});
   if (gu.is_bf16()) return k::swiglu_backward_cpu(dgu.bf16(), dact.bf16(), gu.bf16(), n, h);
   k::swiglu_backward_cpu(dgu.f32(), dact.f32(), gu.f32(), n, h);
 }
@@ -127,7 +132,7 @@ void CpuNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
 }
 
 void CpuNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
-  check_one_storage("gelu_backward", dout, dx, x);
+  check_one_storage("gelu_backward", {{"dx", dx}, {"dout", dout}, {"x", x}});
   if (x.is_bf16()) return k::gelu_backward_cpu(dx.bf16(), dout.bf16(), x.bf16(), count);
   k::gelu_backward_cpu(dx.f32(), dout.f32(), x.f32(), count);
 }
@@ -142,9 +147,10 @@ void CpuNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, const u
   k::embedding_forward_bf16_cpu(out, tokens, wte, wpe, n, seq, c);
 }
 
-void CpuNnOps::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+void CpuNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
                                   int64_t seq, int64_t c) {
-  k::embedding_backward_cpu(dwte, dwpe, dout, tokens, n, seq, c);
+  if (dout.is_bf16()) return k::embedding_backward_cpu(dwte, dwpe, dout.bf16(), tokens, n, seq, c);
+  k::embedding_backward_cpu(dwte, dwpe, dout.f32(), tokens, n, seq, c);
 }
 
 void CpuNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {

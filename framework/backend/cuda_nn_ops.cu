@@ -191,7 +191,8 @@ void CudaNnOps::attention_backward(const AttentionShape& s, ActRef dqkv, float* 
                                    const float* lse, ActRef qkv) {
   check_attention_shape(s);
   check_bf16_input_storage("attention_backward", out, qkv);
-  check_attention_grad_storage(dqkv, dout, out, qkv);
+  check_one_storage("attention_backward", {{"dqkv", dqkv}, {"dout", dout}});
+  if (dout.is_bf16()) check_one_storage("attention_backward", {{"dout", dout}, {"out", out}, {"qkv", qkv}});
   const int64_t out_n = s.batch * s.seq * s.q_heads * s.head_dim, qkv_n = s.batch * s.seq * s.qkv_stride();
 #ifdef FARTHING_HAVE_CUDNN
   if (k::CudnnAttention* cudnn = attention_engine_->cudnn_for(s, true)) {
@@ -247,10 +248,12 @@ void CudaNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const f
   k::rmsnorm_forward_cuda(out.f32(), rstd, x, w, n, c, eps, STREAM);
 }
 
-void CudaNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
+void CudaNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w,
                                  const float* rstd, int64_t n, int64_t c) {
+  check_one_storage("rmsnorm_backward", {{"dx", dx}, {"dout", dout}});
   float* scratch = workspace_floats(k::norm_backward_scratch_floats(n, c));
-  k::rmsnorm_backward_cuda(dx, dw, dout, x, w, rstd, n, c, scratch, STREAM);
+  if (dx.is_bf16()) return k::rmsnorm_backward_cuda(dx.bf16(), dw, dout.bf16(), x, w, rstd, n, c, scratch, STREAM);
+  k::rmsnorm_backward_cuda(dx.f32(), dw, dout.f32(), x, w, rstd, n, c, scratch, STREAM);
 }
 
 void CudaNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
@@ -259,10 +262,14 @@ void CudaNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const fl
   k::layernorm_forward_cuda(out.f32(), mean, rstd, x, w, b, n, c, eps, STREAM);
 }
 
-void CudaNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+void CudaNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x,
                                    const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
+  check_one_storage("layernorm_backward", {{"dx", dx}, {"dout", dout}});
   float* scratch = workspace_floats(k::norm_backward_scratch_floats(n, c));
-  k::layernorm_backward_cuda(dx, dw, db, dout, x, w, mean, rstd, n, c, scratch, STREAM);
+  if (dx.is_bf16()) {
+    return k::layernorm_backward_cuda(dx.bf16(), dw, db, dout.bf16(), x, w, mean, rstd, n, c, scratch, STREAM);
+  }
+  k::layernorm_backward_cuda(dx.f32(), dw, db, dout.f32(), x, w, mean, rstd, n, c, scratch, STREAM);
 }
 
 void CudaNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
@@ -279,7 +286,7 @@ void CudaNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
 }
 
 void CudaNnOps::swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) {
-  check_one_storage("swiglu_backward", dact, dgu, gu);
+  check_one_storage("swiglu_backward", {{"dgu", dgu}, {"dact", dact}, {"gu", gu}});
   if (gu.is_bf16()) return k::swiglu_backward_cuda(dgu.bf16(), dact.bf16(), gu.bf16(), n, h, STREAM);
   k::swiglu_backward_cuda(dgu.f32(), dact.f32(), gu.f32(), n, h, STREAM);
 }
@@ -292,7 +299,7 @@ void CudaNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
 }
 
 void CudaNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
-  check_one_storage("gelu_backward", dout, dx, x);
+  check_one_storage("gelu_backward", {{"dx", dx}, {"dout", dout}, {"x", x}});
   if (x.is_bf16()) return k::gelu_backward_cuda(dx.bf16(), dout.bf16(), x.bf16(), count, STREAM);
   k::gelu_backward_cuda(dx.f32(), dout.f32(), x.f32(), count, STREAM);
 }
@@ -307,10 +314,11 @@ void CudaNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, const 
   k::embedding_forward_bf16_cuda(out, tokens, wte, wpe, n, seq, c, STREAM);
 }
 
-void CudaNnOps::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+void CudaNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
                                    int64_t seq, int64_t c) {
   float* scratch = workspace_floats(k::embedding_backward_scratch_floats(n));
-  k::embedding_backward_cuda(dwte, dwpe, dout, tokens, n, seq, c, scratch, STREAM);
+  if (dout.is_bf16()) return k::embedding_backward_cuda(dwte, dwpe, dout.bf16(), tokens, n, seq, c, scratch, STREAM);
+  k::embedding_backward_cuda(dwte, dwpe, dout.f32(), tokens, n, seq, c, scratch, STREAM);
 }
 
 void CudaNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {

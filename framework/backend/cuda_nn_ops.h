@@ -54,11 +54,11 @@ class CudaNnOps final : public NnOps {
                         const float* k_cache, const float* v_cache) override;
   void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
                        float eps) override;
-  void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w, const float* rstd,
                         int64_t n, int64_t c) override;
   void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                          int64_t n, int64_t c, float eps) override;
-  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override;
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
@@ -70,7 +70,7 @@ class CudaNnOps final : public NnOps {
                          int64_t seq, int64_t c) override;
   void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                               int64_t n, int64_t seq, int64_t c) override;
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+  void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
                           int64_t seq, int64_t c) override;
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
   void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) override;

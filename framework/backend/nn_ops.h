@@ -104,14 +104,16 @@ class NnOps {
   // out = x * rsqrt(mean(x^2) + eps) * w                 x, out (N, C); rstd (N)
   virtual void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
                                float eps) = 0;
-  // dx += ..., dw += ...
-  virtual void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
+  // dx += ..., dw += ... dx and dout (the residual stream's gradient and the norm's output's)
+  // are both fp32, or both bf16 (bf16 activations): dout widened exactly, each dx value widened,
+  // added to in fp32 and rounded once. The weight gradient's sums stay fp32.
+  virtual void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w,
                                 const float* rstd, int64_t n, int64_t c) = 0;
   // out = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm)
   virtual void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
                                  const float* b, int64_t n, int64_t c, float eps) = 0;
-  // dx += ..., dw += ..., db += ...
-  virtual void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+  // dx += ..., dw += ..., db += ...; dx and dout stored as rmsnorm_backward's.
+  virtual void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x,
                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) = 0;
 
   // Rotary embedding (rotate-half layout) in place on `heads` heads at the start of each row;
@@ -131,13 +133,14 @@ class NnOps {
   virtual void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) = 0;
 
   // out[r] = wte[tok[r]] (+ wpe[r % seq]); backward: dwte[tok[r]] += dout[r], dwpe likewise
-  // (wpe / dwpe may be null). tokens are device memory.
+  // (wpe / dwpe may be null). tokens are device memory. dout (the residual stream's gradient) is
+  // fp32 or bf16, widened exactly; the sums stay fp32.
   virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                                  int64_t n, int64_t seq, int64_t c) = 0;
   // The same lookup from bf16 tables (each value widened exactly): bitwise the fp32 lookup.
   virtual void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                       int64_t n, int64_t seq, int64_t c) = 0;
-  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+  virtual void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
                                   int64_t seq, int64_t c) = 0;
 
   // out[r] += bias (rows of `stride`); dbias += sum over rows of dout (fp32 sums; a bf16 dout,

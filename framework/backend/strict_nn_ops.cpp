@@ -59,20 +59,20 @@ void StrictNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const
   STRICT_OP(rmsnorm_forward, rmsnorm_forward(out, rstd, x, w, n, c, eps), {"out", out.data}, {"rstd", rstd}, {"x", x},
             {"w", w});
 }
-void StrictNnOps::rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w,
+void StrictNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w,
                                    const float* rstd, int64_t n, int64_t c) {
-  STRICT_OP(rmsnorm_backward, rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c), {"dx", dx}, {"dw", dw},
-            {"dout", dout}, {"x", x}, {"w", w}, {"rstd", rstd});
+  STRICT_OP(rmsnorm_backward, rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c), {"dx", dx.data}, {"dw", dw},
+            {"dout", dout.data}, {"x", x}, {"w", w}, {"rstd", rstd});
 }
 void StrictNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
                                     const float* b, int64_t n, int64_t c, float eps) {
   STRICT_OP(layernorm_forward, layernorm_forward(out, mean, rstd, x, w, b, n, c, eps), {"out", out.data}, {"mean", mean},
             {"rstd", rstd}, {"x", x}, {"w", w}, {"b", b});
 }
-void StrictNnOps::layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x,
+void StrictNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x,
                                      const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
-  STRICT_OP(layernorm_backward, layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c), {"dx", dx},
-            {"dw", dw}, {"db", db}, {"dout", dout}, {"x", x}, {"w", w}, {"mean", mean}, {"rstd", rstd});
+  STRICT_OP(layernorm_backward, layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c), {"dx", dx.data},
+            {"dw", dw}, {"db", db}, {"dout", dout.data}, {"x", x}, {"w", w}, {"mean", mean}, {"rstd", rstd});
 }
 void StrictNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                              const float* cos, const float* sin, bool inverse) {
@@ -102,10 +102,10 @@ void StrictNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, cons
   STRICT_OP(embedding_forward_bf16, embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c), {"out", out},
             {"tokens", tokens}, {"wte", wte}, {"wpe", wpe});
 }
-void StrictNnOps::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+void StrictNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
                                      int64_t seq, int64_t c) {
   STRICT_OP(embedding_backward, embedding_backward(dwte, dwpe, dout, tokens, n, seq, c), {"dwte", dwte},
-            {"dwpe", dwpe}, {"dout", dout}, {"tokens", tokens});
+            {"dwpe", dwpe}, {"dout", dout.data}, {"tokens", tokens});
 }
 void StrictNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {
   STRICT_OP(bias_add, bias_add(out, bias, n, c, stride), {"out", out}, {"bias", bias});

@@ -10,9 +10,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/act_storage.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/numerics/attention_steps.h"
-#include "kernels/numerics/bf16.h"
 #include "kernels/numerics/exp_f32.h"
 
 namespace farthing::kernels {
@@ -85,7 +85,7 @@ void head_rows(const In* src, int64_t stride, int64_t rows, int64_t D, std::vect
     if constexpr (std::is_same_v<In, float>) {
       std::memcpy(y, x, size_t(D) * 4);
     } else {
-      for (int64_t d = 0; d < D; ++d) y[d] = numerics::bf16_to_f32(x[d]);
+      for (int64_t d = 0; d < D; ++d) y[d] = cpu_act::widened(x[d]);
     }
   }
 }
@@ -139,7 +139,7 @@ void attention_forward(const AttentionShape& s, Out* out, float* lse, const In* 
           if constexpr (kBf16Out) {
             gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, D, Trans::kN, out_tile.data(), D, false);
             for (int64_t r = 0; r < rows; ++r) {
-              for (int64_t d = 0; d < D; ++d) o[r * Hq * D + d] = numerics::f32_to_bf16_rne(out_tile[size_t(r * D + d)]);
+              for (int64_t d = 0; d < D; ++d) cpu_act::store(o + r * Hq * D + d, out_tile[size_t(r * D + d)]);
             }
           } else {
             gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, D, Trans::kN, o, Hq * D, false);
@@ -149,17 +149,6 @@ void attention_forward(const AttentionShape& s, Out* out, float* lse, const In* 
     }
   }
 }
-
-// The fp32 values of one row of O's head (d elements): in place, or widened from bf16 into tmp.
-inline const float* out_row(const float* o, float* /*tmp*/, int64_t /*d*/) { return o; }
-inline const float* out_row(const uint16_t* o, float* tmp, int64_t d) {
-  for (int64_t i = 0; i < d; ++i) tmp[i] = numerics::bf16_to_f32(o[i]);
-  return tmp;
-}
-
-// How a gradient element is stored: fp32 as is, bf16 rounded to nearest even once.
-inline void store_grad(float* p, float v) { *p = v; }
-inline void store_grad(uint16_t* p, float v) { *p = numerics::f32_to_bf16_rne(v); }
 
 // G: the gradients' storage (dout read, dqkv written): fp32, or bf16 under bf16 activations.
 // NOTE: dO's head rows go through dense blocks and dq through a dense tile whatever G is, as qkv
@@ -202,7 +191,7 @@ void attention_backward(const AttentionShape& s, G* dqkv, float* scratch, const 
             float* dr = dp.data() + r * kend;
             const int64_t valid = q0 + r + 1;
             const float l = lse[(b * Hq + h) * T + q0 + r];
-            const float di = dot(go + r * D, out_row(o + r * Hq * D, o_widened.data(), D), D);
+            const float di = dot(go + r * D, cpu_act::row_f32(o + r * Hq * D, o_widened.data(), D), D);
 #pragma omp simd
             for (int64_t j = 0; j < valid; ++j) {
               pr[j] = numerics::attention_prob_from_lse_f32(pr[j], scale, l);
@@ -214,7 +203,7 @@ void attention_backward(const AttentionShape& s, G* dqkv, float* scratch, const 
           gemm(rows, D, kend, dp.data(), kend, Trans::kN, k0, D, Trans::kN, dq.data(), D, false);
           for (int64_t r = 0; r < rows; ++r) {
             G* dqr = dqkv + (b * T + q0 + r) * S + h * D;
-            for (int64_t d = 0; d < D; ++d) store_grad(dqr + d, dq[size_t(r * D + d)]);
+            for (int64_t d = 0; d < D; ++d) cpu_act::store(dqr + d, dq[size_t(r * D + d)]);
           }
           gemm(kend, D, rows, dp.data(), kend, Trans::kT, q, D, Trans::kN, dk, D, true);
           gemm(kend, D, rows, p.data(), kend, Trans::kT, go, D, Trans::kN, dv, D, true);
@@ -241,8 +230,8 @@ void attention_backward(const AttentionShape& s, G* dqkv, float* scratch, const 
           G* dkr = row + Hq * D + kh * D;
           G* dvr = row + (Hq + Hkv) * D + kh * D;
           for (int64_t d = 0; d < D; ++d) {
-            store_grad(dkr + d, dk_sum[size_t(d)]);
-            store_grad(dvr + d, dv_sum[size_t(d)]);
+            cpu_act::store(dkr + d, dk_sum[size_t(d)]);
+            cpu_act::store(dvr + d, dv_sum[size_t(d)]);
           }
         }
       }

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/act_storage.h"
 #include "kernels/numerics/activations.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/exp_f32.h"
@@ -41,12 +43,9 @@ inline float sum_squares(const float* x, int64_t c) {
   return acc;
 }
 
-// How an op stores an output value (fp32 as is, bf16 rounded to nearest even once) and reads
-// an input one (bf16 widened exactly).
-inline void store(float* p, float v) { *p = v; }
-inline void store(uint16_t* p, float v) { *p = nm::f32_to_bf16_rne(v); }
-inline float widened(float x) { return x; }
-inline float widened(uint16_t bf16) { return nm::bf16_to_f32(bf16); }
+using cpu_act::row_f32;
+using cpu_act::store;
+using cpu_act::widened;
 
 template <class Out>
 void rmsnorm_forward_rows(Out* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps) {
@@ -139,30 +138,111 @@ void rmsnorm_forward_cpu(uint16_t* out, float* rstd, const float* x, const float
   rmsnorm_forward_rows(out, rstd, x, w, n, c, eps);
 }
 
-void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* x,
-                          const float* w, const float* rstd, int64_t n, int64_t c) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * c;
-    const float* g = dout + r * c;
-    float* d = dx + r * c;
-    const float s = rstd[r];
-    float dot = 0.0f;  // sum_i w_i dy_i x_i
+namespace {
+
+// dx += ..., dw += ... with dx and dout stored as T: each row's dout is summed as fp32 values
+// (row_f32), and each dx value widened, added to and rounded once.
+template <class T>
+void rmsnorm_backward_rows(T* dx, float* dw, const T* dout, const float* x, const float* w, const float* rstd,
+                           int64_t n, int64_t c) {
+#pragma omp parallel
+  {
+    std::vector<float> widened_row(std::is_same_v<T, float> ? 0 : size_t(c));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n; ++r) {
+      const float* xr = x + r * c;
+      const float* g = row_f32(dout + r * c, widened_row.data(), c);
+      T* d = dx + r * c;
+      const float s = rstd[r];
+      float dot = 0.0f;  // sum_i w_i dy_i x_i
 #pragma omp simd reduction(+ : dot)
-    for (int64_t i = 0; i < c; ++i) dot += w[i] * g[i] * xr[i];
-    const float k = nm::rmsnorm_dx_coeff_f32(dot, s, float(c));
+      for (int64_t i = 0; i < c; ++i) dot += w[i] * g[i] * xr[i];
+      const float k = nm::rmsnorm_dx_coeff_f32(dot, s, float(c));
 #pragma omp simd
-    for (int64_t i = 0; i < c; ++i) d[i] += nm::rmsnorm_dx_f32(w[i], g[i], xr[i], s, k);
+      for (int64_t i = 0; i < c; ++i) store(d + i, widened(d[i]) + nm::rmsnorm_dx_f32(w[i], g[i], xr[i], s, k));
+    }
   }
   for_channel_ranges(c, [&](int64_t b, int64_t e) {
     for (int64_t r = 0; r < n; ++r) {
       const float* xr = x + r * c;
-      const float* g = dout + r * c;
+      const T* g = dout + r * c;
       const float s = rstd[r];
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) dw[i] += nm::rmsnorm_dw_term_f32(g[i], xr[i], s);
+      for (int64_t i = b; i < e; ++i) dw[i] += nm::rmsnorm_dw_term_f32(widened(g[i]), xr[i], s);
     }
   });
+}
+
+template <class T>
+void layernorm_backward_rows(T* dx, float* dw, float* db, const T* dout, const float* x, const float* w,
+                             const float* mean, const float* rstd, int64_t n, int64_t c) {
+#pragma omp parallel
+  {
+    std::vector<float> widened_row(std::is_same_v<T, float> ? 0 : size_t(c));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n; ++r) {
+      const float* xr = x + r * c;
+      const float* g = row_f32(dout + r * c, widened_row.data(), c);
+      T* d = dx + r * c;
+      const float m = mean[r], s = rstd[r];
+      float dn_mean = 0.0f, dn_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dn_mean, dn_norm_mean)
+      for (int64_t i = 0; i < c; ++i) {
+        const float dn = w[i] * g[i];
+        dn_mean += dn;
+        dn_norm_mean += dn * nm::layernorm_norm_f32(xr[i], m, s);
+      }
+      dn_mean /= float(c);
+      dn_norm_mean /= float(c);
+#pragma omp simd
+      for (int64_t i = 0; i < c; ++i) {
+        const float norm = nm::layernorm_norm_f32(xr[i], m, s);
+        store(d + i, widened(d[i]) + nm::layernorm_dx_f32(w[i], g[i], norm, dn_mean, dn_norm_mean, s));
+      }
+    }
+  }
+  for_channel_ranges(c, [&](int64_t b, int64_t e) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float* xr = x + r * c;
+      const T* g = dout + r * c;
+      const float m = mean[r], s = rstd[r];
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) {
+        const float gi = widened(g[i]);
+        dw[i] += gi * nm::layernorm_norm_f32(xr[i], m, s);
+        db[i] += gi;
+      }
+    }
+  });
+}
+
+template <class T>
+void embedding_backward_rows(float* dwte, float* dwpe, const T* dout, const int32_t* tokens, int64_t n, int64_t seq,
+                             int64_t c) {
+  for_channel_ranges(c, [&](int64_t b, int64_t e) {
+    for (int64_t r = 0; r < n; ++r) {
+      const T* g = dout + r * c;
+      float* dt = dwte + int64_t(tokens[r]) * c;
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) dt[i] += widened(g[i]);
+      if (dwpe) {
+        float* dp = dwpe + (r % seq) * c;
+#pragma omp simd
+        for (int64_t i = b; i < e; ++i) dp[i] += widened(g[i]);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+                          int64_t n, int64_t c) {
+  rmsnorm_backward_rows(dx, dw, dout, x, w, rstd, n, c);
+}
+void rmsnorm_backward_cpu(uint16_t* dx, float* dw, const uint16_t* dout, const float* x, const float* w,
+                          const float* rstd, int64_t n, int64_t c) {
+  rmsnorm_backward_rows(dx, dw, dout, x, w, rstd, n, c);
 }
 
 void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
@@ -174,42 +254,13 @@ void layernorm_forward_cpu(uint16_t* out, float* mean, float* rstd, const float*
   layernorm_forward_rows(out, mean, rstd, x, w, b, n, c, eps);
 }
 
-void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x,
-                            const float* w, const float* mean, const float* rstd, int64_t n,
-                            int64_t c) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * c;
-    const float* g = dout + r * c;
-    float* d = dx + r * c;
-    const float m = mean[r], s = rstd[r];
-    float dn_mean = 0.0f, dn_norm_mean = 0.0f;
-#pragma omp simd reduction(+ : dn_mean, dn_norm_mean)
-    for (int64_t i = 0; i < c; ++i) {
-      const float dn = w[i] * g[i];
-      dn_mean += dn;
-      dn_norm_mean += dn * nm::layernorm_norm_f32(xr[i], m, s);
-    }
-    dn_mean /= float(c);
-    dn_norm_mean /= float(c);
-#pragma omp simd
-    for (int64_t i = 0; i < c; ++i) {
-      const float norm = nm::layernorm_norm_f32(xr[i], m, s);
-      d[i] += nm::layernorm_dx_f32(w[i], g[i], norm, dn_mean, dn_norm_mean, s);
-    }
-  }
-  for_channel_ranges(c, [&](int64_t b, int64_t e) {
-    for (int64_t r = 0; r < n; ++r) {
-      const float* xr = x + r * c;
-      const float* g = dout + r * c;
-      const float m = mean[r], s = rstd[r];
-#pragma omp simd
-      for (int64_t i = b; i < e; ++i) {
-        dw[i] += g[i] * nm::layernorm_norm_f32(xr[i], m, s);
-        db[i] += g[i];
-      }
-    }
-  });
+void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                            const float* mean, const float* rstd, int64_t n, int64_t c) {
+  layernorm_backward_rows(dx, dw, db, dout, x, w, mean, rstd, n, c);
+}
+void layernorm_backward_cpu(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const float* x, const float* w,
+                            const float* mean, const float* rstd, int64_t n, int64_t c) {
+  layernorm_backward_rows(dx, dw, db, dout, x, w, mean, rstd, n, c);
 }
 
 namespace {
@@ -303,21 +354,13 @@ void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_
   embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
 }
 
-void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                            int64_t n, int64_t seq, int64_t c) {
-  for_channel_ranges(c, [&](int64_t b, int64_t e) {
-    for (int64_t r = 0; r < n; ++r) {
-      const float* g = dout + r * c;
-      float* dt = dwte + int64_t(tokens[r]) * c;
-#pragma omp simd
-      for (int64_t i = b; i < e; ++i) dt[i] += g[i];
-      if (dwpe) {
-        float* dp = dwpe + (r % seq) * c;
-#pragma omp simd
-        for (int64_t i = b; i < e; ++i) dp[i] += g[i];
-      }
-    }
-  });
+void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                            int64_t seq, int64_t c) {
+  embedding_backward_rows(dwte, dwpe, dout, tokens, n, seq, c);
+}
+void embedding_backward_cpu(float* dwte, float* dwpe, const uint16_t* dout, const int32_t* tokens, int64_t n,
+                            int64_t seq, int64_t c) {
+  embedding_backward_rows(dwte, dwpe, dout, tokens, n, seq, c);
 }
 
 void bias_add_cpu(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {

@@ -24,8 +24,12 @@ void rmsnorm_forward_cpu(float* out, float* rstd, const float* x, const float* w
                          int64_t c, float eps);
 void rmsnorm_forward_cpu(uint16_t* out, float* rstd, const float* x, const float* w, int64_t n,
                          int64_t c, float eps);
-// dx += ..., dw += ...
+// dx += ..., dw += ... The bf16 form (dx and dout bf16, as bf16 activations store the residual
+// stream's gradient and the norm's output's) widens dout exactly and each dx value, adds in fp32
+// and rounds once: the bits of the fp32 form on widened copies, narrowed.
 void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* x,
+                          const float* w, const float* rstd, int64_t n, int64_t c);
+void rmsnorm_backward_cpu(uint16_t* dx, float* dw, const uint16_t* dout, const float* x,
                           const float* w, const float* rstd, int64_t n, int64_t c);
 
 // out = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm)
@@ -33,8 +37,11 @@ void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x,
                            const float* b, int64_t n, int64_t c, float eps);
 void layernorm_forward_cpu(uint16_t* out, float* mean, float* rstd, const float* x, const float* w,
                            const float* b, int64_t n, int64_t c, float eps);
-// dx += ..., dw += ..., db += ...
+// dx += ..., dw += ..., db += ... (the bf16 form as RMSNorm's)
 void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x,
+                            const float* w, const float* mean, const float* rstd, int64_t n,
+                            int64_t c);
+void layernorm_backward_cpu(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const float* x,
                             const float* w, const float* mean, const float* rstd, int64_t n,
                             int64_t c);
 
@@ -74,8 +81,11 @@ void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, 
 // the widened tables, without a widened copy of the whole table.
 void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                 int64_t n, int64_t seq, int64_t c);
-// dwte[tok[r]] += dout[r]; dwpe[r % seq] += dout[r] (dwpe may be null)
+// dwte[tok[r]] += dout[r]; dwpe[r % seq] += dout[r] (dwpe may be null; a bf16 dout widened
+// exactly, the sums fp32)
 void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                            int64_t n, int64_t seq, int64_t c);
+void embedding_backward_cpu(float* dwte, float* dwpe, const uint16_t* dout, const int32_t* tokens,
                             int64_t n, int64_t seq, int64_t c);
 
 // out[r] += bias                                                         out (N, C)

@@ -25,13 +25,6 @@ __global__ void __launch_bounds__(kThreads) accumulate_kernel(float* dst, const 
   }
 }
 
-template <class T>
-struct StridedRowTerm {
-  const T* dout;
-  int64_t stride;
-  __device__ float operator()(int64_t r, int64_t i) const { return cuda_nn::load_f32(dout + r * stride + i); }
-};
-
 }  // namespace
 
 void bias_add_cuda(float* out, const float* bias, int64_t n, int64_t c, int64_t stride, cudaStream_t stream) {
@@ -44,11 +37,11 @@ int64_t bias_backward_scratch_floats(int64_t n, int64_t c) { return cuda_nn::col
 
 void bias_backward_cuda(float* dbias, const float* dout, int64_t n, int64_t c, int64_t stride, float* scratch,
                         cudaStream_t stream, int64_t max_grid_y) {
-  cuda_nn::column_sum_accumulate(dbias, scratch, n, c, StridedRowTerm<float>{dout, stride}, stream, max_grid_y);
+  cuda_nn::column_sum_accumulate(dbias, scratch, n, c, cuda_nn::StridedRowTerm<float>{dout, stride}, stream, max_grid_y);
 }
 void bias_backward_cuda(float* dbias, const uint16_t* dout, int64_t n, int64_t c, int64_t stride, float* scratch,
                         cudaStream_t stream, int64_t max_grid_y) {
-  cuda_nn::column_sum_accumulate(dbias, scratch, n, c, StridedRowTerm<uint16_t>{dout, stride}, stream, max_grid_y);
+  cuda_nn::column_sum_accumulate(dbias, scratch, n, c, cuda_nn::StridedRowTerm<uint16_t>{dout, stride}, stream, max_grid_y);
 }
 
 void accumulate_cuda(float* dst, const float* src, int64_t count, cudaStream_t stream) {

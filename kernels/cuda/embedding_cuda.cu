@@ -50,25 +50,27 @@ embedding_links_kernel(int32_t* first, int32_t* next, const int32_t* tokens, int
 
 // Block (r, tile): when row r is its token's first occurrence, dwte[token][col] += dout rows of
 // that token, in row order (one thread per column, so no two threads touch one element).
+template <class T>
 __global__ void __launch_bounds__(kColumnTile)
-embedding_backward_wte_kernel(float* dwte, const float* dout, const int32_t* tokens, const int32_t* first,
+embedding_backward_wte_kernel(float* dwte, const T* dout, const int32_t* tokens, const int32_t* first,
                               const int32_t* next, int64_t c) {
   const int64_t r = blockIdx.x, col = int64_t(blockIdx.y) * kColumnTile + threadIdx.x;
   if (first[r] == 0 || col >= c) return;
   float* dst = dwte + int64_t(tokens[r]) * c + col;
   float acc = *dst;
-  for (int64_t q = r; q >= 0; q = next[q]) acc += dout[q * c + col];
+  for (int64_t q = r; q >= 0; q = next[q]) acc += cuda_nn::load_f32(dout + q * c + col);
   *dst = acc;
 }
 
 // dwpe[p][col] += dout rows p, p + seq, ... in row order.
+template <class T>
 __global__ void __launch_bounds__(kThreads)
-embedding_backward_wpe_kernel(float* dwpe, const float* dout, int64_t n, int64_t seq, int64_t c) {
+embedding_backward_wpe_kernel(float* dwpe, const T* dout, int64_t n, int64_t seq, int64_t c) {
   const int64_t positions = n < seq ? n : seq, count = positions * c;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = e / c, col = e - p * c;
     float acc = dwpe[e];
-    for (int64_t r = p; r < n; r += seq) acc += dout[r * c + col];
+    for (int64_t r = p; r < n; r += seq) acc += cuda_nn::load_f32(dout + r * c + col);
     dwpe[e] = acc;
   }
 }
@@ -95,8 +97,11 @@ void embedding_forward_bf16_cuda(float* out, const int32_t* tokens, const uint16
 
 int64_t embedding_backward_scratch_floats(int64_t n) { return 2 * n; }  // first, next as int32
 
-void embedding_backward_cuda(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
-                             int64_t seq, int64_t c, float* scratch, cudaStream_t stream) {
+namespace {
+
+template <class T>
+void embedding_backward_any(float* dwte, float* dwpe, const T* dout, const int32_t* tokens, int64_t n, int64_t seq,
+                            int64_t c, float* scratch, cudaStream_t stream) {
   if (n <= 0 || c <= 0) return;
   int32_t* first = reinterpret_cast<int32_t*>(scratch);
   int32_t* next = first + n;
@@ -110,6 +115,17 @@ void embedding_backward_cuda(float* dwte, float* dwpe, const float* dout, const 
     embedding_backward_wpe_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(dwpe, dout, n, seq, c);
     cuda_nn::check_launch();
   }
+}
+
+}  // namespace
+
+void embedding_backward_cuda(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+                             int64_t seq, int64_t c, float* scratch, cudaStream_t stream) {
+  embedding_backward_any(dwte, dwpe, dout, tokens, n, seq, c, scratch, stream);
+}
+void embedding_backward_cuda(float* dwte, float* dwpe, const uint16_t* dout, const int32_t* tokens, int64_t n,
+                             int64_t seq, int64_t c, float* scratch, cudaStream_t stream) {
+  embedding_backward_any(dwte, dwpe, dout, tokens, n, seq, c, scratch, stream);
 }
 
 }  // namespace farthing::kernels

@@ -21,7 +21,10 @@ void rmsnorm_forward_cuda(float* out, float* rstd, const float* x, const float* 
                           cudaStream_t stream);
 void rmsnorm_forward_cuda(uint16_t* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
                           cudaStream_t stream);
+// The backwards' dx and dout are fp32, or both bf16 (as nn_cpu.h's bf16 forms).
 void rmsnorm_backward_cuda(float* dx, float* dw, const float* dout, const float* x, const float* w,
+                           const float* rstd, int64_t n, int64_t c, float* scratch, cudaStream_t stream);
+void rmsnorm_backward_cuda(uint16_t* dx, float* dw, const uint16_t* dout, const float* x, const float* w,
                            const float* rstd, int64_t n, int64_t c, float* scratch, cudaStream_t stream);
 void layernorm_forward_cuda(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                             int64_t n, int64_t c, float eps, cudaStream_t stream);
@@ -30,5 +33,8 @@ void layernorm_forward_cuda(uint16_t* out, float* mean, float* rstd, const float
 void layernorm_backward_cuda(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                              const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
                              cudaStream_t stream);
+void layernorm_backward_cuda(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const float* x,
+                             const float* w, const float* mean, const float* rstd, int64_t n, int64_t c,
+                             float* scratch, cudaStream_t stream);
 
 }  // namespace farthing::kernels

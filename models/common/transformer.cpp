@@ -168,16 +168,16 @@ void Transformer::upload_ids(int32_t* to, const int32_t* from) {
 // Slot 0: what linear_forward narrows (x, where it is fp32) and linear_backward's dy where it is
 // fp32 (up to the widest projection, or a chunk of logits). Slot 1: linear_backward's x. Under
 // bf16 activations every GEMM input (the norms' outputs, attention's output, the MLP's activation)
-// and the gradients of qkv and of the MLP's in-projection are stored as bf16: slot 1 is unused,
-// and slot 0 narrows only the residual stream's gradient and the logits' gradients.
+// and every gradient a GEMM reads but the logits' is stored as bf16: slot 1 is unused, and slot 0
+// narrows only the logits' gradients.
 std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
                                                       const ModelOptions& options) {
   if (options.compute == ComputeMode::kF32) return {0, 0};
   const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const bool bf16_inputs = stored_act_dtype(options) == GemmDtype::kBF16;
-  const int64_t widest_row = bf16_inputs ? C : std::max({C, H, F, c.qkv_dim()});
-  return {round16(std::max(M * widest_row, R * c.vocab_size)), bf16_inputs ? 0 : round16(M * std::max(C, H))};
+  const int64_t widest = bf16_inputs ? 0 : M * std::max({C, H, F, c.qkv_dim()});
+  return {round16(std::max(widest, R * c.vocab_size)), bf16_inputs ? 0 : round16(M * std::max(C, H))};
 }
 
 // The activations (residual stream, each stored block's activations, the final norm) and the
@@ -210,8 +210,8 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
   out.nf_mean = acts.take(M);
   out.nf_rstd = acts.take(M);
 
-  out.dres = scratch.take(M * C);
-  out.dn = scratch.take(M * C);
+  out.dres = scratch.take_act(M * C, stored);
+  out.dn = scratch.take_act(M * C, stored);
   out.dqkv = scratch.take_act(M * Sq, stored);
   out.datt = scratch.take_act(M * C, stored);
   out.dfc = scratch.take_act(M * F, stored);
@@ -479,8 +479,8 @@ void Transformer::norm_forward(ActRef out, float* mean, float* rstd, const float
   block_norm_forward(spec_, ops_, *this, out, mean, rstd, x, w, b, batch_ * seq_);
 }
 
-void Transformer::norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
-                                const float* mean, const float* rstd) {
+void Transformer::norm_backward(ActRef dx, ActRef dout, const float* x, int64_t w, int64_t b, const float* mean,
+                                const float* rstd) {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_;
   if (c.family == ModelFamily::kGpt2) {
@@ -585,7 +585,7 @@ int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float
     if (!targets) continue;
     ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, grad_scale, want_grad, loss_sum);
     if (want_grad) {
-      linear_backward(dn_ + r0 * C, spec_.head_w, -1, logits_, nf_.offset(r0 * C), rows, C, V,
+      linear_backward(dn_.offset(r0 * C), spec_.head_w, -1, logits_, nf_.offset(r0 * C), rows, C, V,
                       WeightOrientation::kOutIn);
     }
   }
@@ -691,7 +691,7 @@ UnitSchedule Transformer::unit_schedule(const TransformerSpec& spec) {
 void Transformer::backward_from_head() {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, MC = M * c.dim;
-  ops_.zero(dres_, MC);
+  backend_for(ops_.device()).fill_bytes(dres_.data, 0, size_t(MC * dres_.element_bytes()));  // +0 in fp32 and bf16
   norm_backward(dres_, dn_, resid_ + c.n_layers * MC, spec_.final_norm_w, spec_.final_norm_b,
                 nf_mean_, nf_rstd_);
   // The head unit (final norm, and the output head when untied) is finished; a tied head's

@@ -75,7 +75,12 @@ struct ModelOptions {
   //   in-projection's GEMMs read in place (and GPT-2's bias gradient sums, widened);
   // - attention's two gradients: d(att), written by its GEMM as bf16, which attention's backward
   //   reads, and dqkv, rounded once as attention's backward writes it and again by the inverse
-  //   RoPE, which the projection's GEMMs read in place (and a qkv bias gradient sums, widened).
+  //   RoPE, which the projection's GEMMs read in place (and a qkv bias gradient sums, widened);
+  // - the residual stream's gradient and the norms' output gradients: each norm's d(out) is
+  //   written as bf16 by the GEMMs that read the norm's output (their dgrad, the head's chunk by
+  //   chunk), and each norm's backward adds into the residual stream's gradient, rounding once,
+  //   which the residual branches' GEMMs (the out and down projections) read in place and the
+  //   embedding's backward sums, widened.
   // false keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4
   // layers quantize from fp32 activations and write fp32, so they keep fp32.
   bool bf16_activations = true;
@@ -224,8 +229,8 @@ class Transformer : private BlockHooks {
     std::vector<BlockActs> layer_acts;
     ActRef nf;
     float *nf_mean = nullptr, *nf_rstd = nullptr;
-    float *dres = nullptr, *dn = nullptr, *att_scratch = nullptr, *logits = nullptr;
-    ActRef dqkv, datt, dfc, dact;
+    float *att_scratch = nullptr, *logits = nullptr;
+    ActRef dres, dn, dqkv, datt, dfc, dact;
   };
   static void carve(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options, Carver& acts,
                     Carver& scratch, Carved& out);
@@ -260,8 +265,8 @@ class Transformer : private BlockHooks {
   void forward_trunk(const int32_t* tokens, bool backward_follows = false);
   void prefetch_unit(int unit);
   void norm_forward(ActRef out, float* mean, float* rstd, const float* x, int64_t w, int64_t b);
-  void norm_backward(float* dx, const float* dout, const float* x, int64_t w, int64_t b,
-                     const float* mean, const float* rstd);
+  void norm_backward(ActRef dx, ActRef dout, const float* x, int64_t w, int64_t b, const float* mean,
+                     const float* rstd);
   // y(M,N) (+)= x(M,K) W^T (+ bias)
   void linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k,
                       int64_t n, WeightOrientation orient, bool accumulate);
@@ -309,10 +314,11 @@ class Transformer : private BlockHooks {
   ActRef nf_;
   float *nf_mean_ = nullptr, *nf_rstd_ = nullptr;
   // Carved from scratch_.
-  float *dres_ = nullptr, *dn_ = nullptr, *att_scratch_ = nullptr, *logits_ = nullptr;
-  // The gradients of qkv, attention's output, the MLP's in-projection and its activation, stored
-  // as those activations are.
-  ActRef dqkv_, datt_, dfc_, dact_;
+  float *att_scratch_ = nullptr, *logits_ = nullptr;
+  // The gradients of the residual stream (dres_: dL/dy on entering a block, dL/dx on leaving it),
+  // of a norm's output (dn_), of qkv, attention's output, the MLP's in-projection and its
+  // activation: fp32, or bf16 under bf16 activations.
+  ActRef dres_, dn_, dqkv_, datt_, dfc_, dact_;
   uint16_t* bf16_slots_[2] = {nullptr, nullptr};
   std::unique_ptr<Fp8Linears> fp8_;  // FP8 projections, or null
   std::unique_ptr<Fp4Linears> fp4_;  // FP4 projections, or null

@@ -111,10 +111,10 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.rmsnorm_forward(staged(k, out, n * c), k.inout(rstd, n * 4), k.in(x, n * c * 4), k.in(w, c * 4), n, c, eps);
   }
-  void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w, const float* rstd,
                         int64_t n, int64_t c) override {
     Call k(*this);
-    ops_.rmsnorm_backward(k.inout(dx, n * c * 4), k.inout(dw, c * 4), k.in(dout, n * c * 4), k.in(x, n * c * 4),
+    ops_.rmsnorm_backward(staged(k, dx, n * c), k.inout(dw, c * 4), staged(k, dout, n * c), k.in(x, n * c * 4),
                           k.in(w, c * 4), k.in(rstd, n * 4), n, c);
   }
   void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
@@ -123,10 +123,10 @@ class StagedOps final : public NnOps {
     ops_.layernorm_forward(staged(k, out, n * c), k.inout(mean, n * 4), k.inout(rstd, n * 4), k.in(x, n * c * 4),
                            k.in(w, c * 4), k.in(b, c * 4), n, c, eps);
   }
-  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override {
     Call k(*this);
-    ops_.layernorm_backward(k.inout(dx, n * c * 4), k.inout(dw, c * 4), k.inout(db, c * 4), k.in(dout, n * c * 4),
+    ops_.layernorm_backward(staged(k, dx, n * c), k.inout(dw, c * 4), k.inout(db, c * 4), staged(k, dout, n * c),
                             k.in(x, n * c * 4), k.in(w, c * 4), k.in(mean, n * 4), k.in(rstd, n * 4), n, c);
   }
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
@@ -165,11 +165,11 @@ class StagedOps final : public NnOps {
                                 k.in(wte, table_rows(tokens, n) * c * 2), k.in(wpe, std::min(n, seq) * c * 2), n,
                                 seq, c);
   }
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n, int64_t seq,
+  void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n, int64_t seq,
                           int64_t c) override {
     Call k(*this);
     ops_.embedding_backward(k.inout(dwte, table_rows(tokens, n) * c * 4), k.inout(dwpe, std::min(n, seq) * c * 4),
-                            k.in(dout, n * c * 4), k.in(tokens, n * 4), n, seq, c);
+                            staged(k, dout, n * c), k.in(tokens, n * 4), n, seq, c);
   }
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override {
     Call k(*this);

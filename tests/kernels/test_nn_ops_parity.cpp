@@ -275,6 +275,49 @@ void add(std::string name, Tol tol, std::function<Outputs(Arena&, Rng&)> run) {
   g_cases.push_back(Case{std::move(name), tol, std::move(run)});
 }
 
+// The norms' backwards with dx and dout stored as bf16 (the residual stream's gradient and the
+// norm's output's, under bf16 activations): on each backend, dx must be the fp32 form's on the
+// widened dx and dout, narrowed, and the weight gradients its exactly, bit for bit; then the rows
+// compare the backends (dx is a bf16 store of an fp32 reduction).
+Outputs norm_backward_bf16_outputs(Arena& a, Rng& rng, int64_t n, int64_t c, int64_t weight_grads,
+                                   const std::function<void(ActRef dx, ActRef dout, float* dweights)>& op) {
+  const std::vector<uint16_t> dx_bits = to_bf16(rng.floats(n * c)), dout_bits = to_bf16(rng.floats(n * c));
+  const std::vector<float> dweights = rng.floats(weight_grads * c);
+  uint16_t *dx16 = a.put(dx_bits), *dout16 = a.put(dout_bits);
+  float *dx32 = a.put(widened_bf16(dx_bits)), *dout32 = a.put(widened_bf16(dout_bits));
+  float *dw16 = a.put(dweights), *dw32 = a.put(dweights);
+  op(ActRef::bf16(dx16), ActRef::bf16(dout16), dw16);
+  op(dx32, dout32, dw32);
+  const std::vector<uint16_t> stored = a.get_u16(dx16, size_t(n * c)), narrowed = to_bf16(a.get(dx32, size_t(n * c)));
+  int64_t differ = 0;
+  for (size_t i = 0; i < stored.size(); ++i) differ += stored[i] != narrowed[i];
+  EXPECT_EQ(differ, 0) << "the bf16 dx differs from the fp32 form's, narrowed, in " << differ << " of " << n * c
+                       << " elements on " << a.nn().device().name();
+  Outputs o = same_bits_outputs(a, dw16, dw32, weight_grads * c, "dweights");
+  o.add("dx_bf16", widened_bf16(stored));
+  return o;
+}
+
+void add_norm_backward_bf16_cases(const std::string& label, int64_t n, int64_t c) {
+  add("rmsnorm_backward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    const float* rstd = a.put(rng.floats(n, 0.6f, 1.2f));
+    return norm_backward_bf16_outputs(a, rng, n, c, 1, [&](ActRef dx, ActRef dout, float* dw) {
+      a.nn().rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
+    });
+  });
+  add("layernorm_backward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    const float* mean = a.put(rng.floats(n, 0.4f, 0.6f));
+    const float* rstd = a.put(rng.floats(n, 0.6f, 0.8f));
+    return norm_backward_bf16_outputs(a, rng, n, c, 2, [&](ActRef dx, ActRef dout, float* dwb) {
+      a.nn().layernorm_backward(dx, dwb, dwb + c, dout, x, w, mean, rstd, n, c);
+    });
+  });
+}
+
 void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
   add("rmsnorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     const float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
@@ -303,7 +346,7 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     }
     const float* x = a.put(xs);
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
-    const float* dout = a.put(rng.floats(n * c));
+    float* dout = a.put(rng.floats(n * c));
     const float* rstd = a.put(rstds);
     float* dx = a.put(rng.floats(n * c));  // accumulated into
     float* dw = a.put(rng.floats(c));
@@ -339,7 +382,7 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
   add("layernorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
-    const float* dout = a.put(rng.floats(n * c));
+    float* dout = a.put(rng.floats(n * c));
     const float* mean = a.put(rng.floats(n, 0.4f, 0.6f));
     const float* rstd = a.put(rng.floats(n, 0.6f, 0.8f));
     float* dx = a.put(rng.floats(n * c));
@@ -352,6 +395,7 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     o.add("db", a.get(db, size_t(c)));
     return o;
   });
+  add_norm_backward_bf16_cases(label, n, c);
 }
 
 // Llama 3's angles (theta 500000) for positions 0..seq-1: (seq, head_dim / 2) each.
@@ -526,7 +570,7 @@ void add_embedding_cases(const std::string& label, int64_t vocab, int64_t n, int
   // Row order per token on both sides (embedding_cuda.h), so the gradients are bitwise.
   add("embedding_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int32_t* tok = a.put(rng.tokens(n, vocab));
-    const float* dout = a.put(rng.floats(n * c));
+    float* dout = a.put(rng.floats(n * c));
     float* dwte = a.put(rng.floats(vocab * c));
     float* dwpe = with_wpe ? a.put(rng.floats(seq * c)) : nullptr;
     a.nn().embedding_backward(dwte, dwpe, dout, tok, n, seq, c);
@@ -534,6 +578,20 @@ void add_embedding_cases(const std::string& label, int64_t vocab, int64_t n, int
     o.add("dwte", a.get(dwte, size_t(vocab * c)));
     if (with_wpe) o.add("dwpe", a.get(dwpe, size_t(seq * c)));
     return o;
+  });
+  // From a bf16 dout (the residual stream's gradient under bf16 activations): on each backend the
+  // bits of the sums over its widened copy.
+  add("embedding_backward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int32_t* tok = a.put(rng.tokens(n, vocab));
+    const std::vector<uint16_t> dout_bits = to_bf16(rng.floats(n * c));
+    uint16_t* dout16 = a.put(dout_bits);
+    float* dout32 = a.put(widened_bf16(dout_bits));
+    const int64_t table = vocab * c + (with_wpe ? seq * c : 0);
+    const std::vector<float> start = rng.floats(table);
+    float *from16 = a.put(start), *from32 = a.put(start);
+    a.nn().embedding_backward(from16, with_wpe ? from16 + vocab * c : nullptr, ActRef::bf16(dout16), tok, n, seq, c);
+    a.nn().embedding_backward(from32, with_wpe ? from32 + vocab * c : nullptr, dout32, tok, n, seq, c);
+    return same_bits_outputs(a, from16, from32, table, "dwte_dwpe");
   });
 }
 
@@ -1252,6 +1310,32 @@ TEST_P(Cuda, MatchesCpuWithinItsClass) {
 
 INSTANTIATE_TEST_SUITE_P(NnOps, CpuThreads, testing::ValuesIn(case_indices()), case_name);
 INSTANTIATE_TEST_SUITE_P(NnOps, Cuda, testing::ValuesIn(case_indices()), case_name);
+
+// Not a parity row: a backward whose gradients are stored in two types has no kernel; it is
+// refused before anything is written, with the op and each array's storage named.
+TEST(NnOpsStorage, MixedGradientStorageIsRefusedNamingTheArrays) {
+  NnOps& ops = backend_for(Device::cpu()).nn();
+  std::vector<float> dx(8, 1.0f), dout(8, 1.0f), x(8, 1.0f), w(4, 1.0f), rstd(2, 1.0f), dw(4, 0.0f);
+  std::vector<uint16_t> dx16(8, 0x3f80);
+  const std::vector<uint16_t> before = dx16;
+  try {
+    ops.rmsnorm_backward(ActRef::bf16(dx16.data()), dw.data(), dout.data(), x.data(), w.data(), rstd.data(), 2, 4);
+    ADD_FAILURE() << "a bf16 dx beside an fp32 dout was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("rmsnorm_backward: these arrays are stored alike"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("dx bf16, dout fp32"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(dx16, before);
+  EXPECT_EQ(dw, std::vector<float>(4, 0.0f));
+  std::vector<float> gu(16, 1.0f);
+  try {
+    ops.swiglu_backward(gu.data(), ActRef::bf16(dx16.data()), gu.data(), 2, 4);
+    ADD_FAILURE() << "a bf16 dact beside fp32 dgu and gu was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("dgu fp32, dact bf16, gu fp32"), std::string::npos) << e.what();
+  }
+}
 
 // Not a parity row: the CUDA ops' workspace is device memory, so the device's memory tracker
 // must count it (NnOps::workspace_bytes, as activations). A decode whose scores need more floats

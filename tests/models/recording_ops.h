@@ -15,7 +15,7 @@
 namespace farthing::models::testing {
 
 // Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
-// Five switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
+// Six switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
 // holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
 // bit for bit: round_attention_output rounds attention's output after the forward,
 // round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it, and
@@ -23,8 +23,10 @@ namespace farthing::models::testing {
 // before attention reads it), and round_mlp_grads the MLP's gradients: d(act) before SwiGLU's or
 // GELU's backward reads it (as its bf16 GEMM stores it) and d(in-projection) after it is written,
 // and round_attention_grads attention's: dO before attention's backward reads it, dqkv after it is
-// written and again after the inverse RoPE. The backwards then read the rounded values, as they
-// read the bf16 ones.
+// written and again after the inverse RoPE, and round_residual_grads the residual stream's: each
+// norm's d(out) before its backward reads it (as the GEMMs' bf16 dgrads store it) and the
+// residual stream's gradient after the norm's backward adds into it. The backwards then read the
+// rounded values, as they read the bf16 ones.
 class RecordingOps final : public NnOps {
  public:
   std::map<std::string, int> calls;
@@ -34,6 +36,7 @@ class RecordingOps final : public NnOps {
   bool round_qkv = false;
   bool round_mlp_grads = false;
   bool round_attention_grads = false;
+  bool round_residual_grads = false;
 
   Device device() const override { return cpu_.device(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
@@ -84,20 +87,24 @@ class RecordingOps final : public NnOps {
     ++calls["rmsnorm_forward"];
     cpu_.rmsnorm_forward(out, rstd, x, w, n, c, eps);
   }
-  void rmsnorm_backward(float* dx, float* dw, const float* dout, const float* x, const float* w, const float* rstd,
+  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w, const float* rstd,
                         int64_t n, int64_t c) override {
     ++calls["rmsnorm_backward"];
+    if (round_residual_grads) round_in_place(dout, n * c);
     cpu_.rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
+    if (round_residual_grads) round_in_place(dx, n * c);
   }
   void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                          int64_t n, int64_t c, float eps) override {
     ++calls["layernorm_forward"];
     cpu_.layernorm_forward(out, mean, rstd, x, w, b, n, c, eps);
   }
-  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override {
     ++calls["layernorm_backward"];
+    if (round_residual_grads) round_in_place(dout, n * c);
     cpu_.layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c);
+    if (round_residual_grads) round_in_place(dx, n * c);
   }
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
@@ -139,7 +146,7 @@ class RecordingOps final : public NnOps {
     ++calls["embedding_forward_bf16"];
     cpu_.embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c);
   }
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
+  void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
                           int64_t seq, int64_t c) override {
     ++calls["embedding_backward"];
     cpu_.embedding_backward(dwte, dwpe, dout, tokens, n, seq, c);

@@ -131,8 +131,10 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
 // d(in-projection) as SwiGLU's or GELU's backward writes it (round_mlp_grads; without a bias
 // only the latter's own GEMMs read it, which narrow it anyway, but GPT-2's bias gradient sums
 // it). So are attention's: d(att) as its GEMM rounds it, and dqkv as attention's backward writes
-// it and again after the inverse RoPE (round_attention_grads). Then loss and gradients must not
-// change by a bit. Without that rounding they must differ.
+// it and again after the inverse RoPE (round_attention_grads). So are the residual stream's
+// gradient and each norm's output's: d(out) as the GEMMs' dgrads round it, and the residual
+// gradient after each norm's backward adds into it (round_residual_grads). Then loss and gradients
+// must not change by a bit. Without that rounding they must differ.
 TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 17);
@@ -144,6 +146,7 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
       fp32_ops.round_qkv = rounded;
       fp32_ops.round_mlp_grads = rounded;
       fp32_ops.round_attention_grads = rounded;
+      fp32_ops.round_residual_grads = rounded;
       ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
       narrowed.bf16_activations = false;
       narrowed.ops = &fp32_ops;
@@ -169,10 +172,10 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
 }
 
 // n1, qkv, attention's output, n2, the MLP's in-projection and act per stored block set, the
-// final norm, and the gradients of qkv, attention's output and the MLP's two arrays in backward's
-// scratch, take half the bytes (each array rounded up to 16 floats, as the model carves). The
-// second 16-bit narrowing slot (backward's x operands, up to the MLP's M x H) is not needed, and
-// the first narrows only the residual stream's gradient and a chunk of logits.
+// final norm, and in backward's scratch the gradients of the residual stream, of a norm's output,
+// of qkv, attention's output and the MLP's two arrays, take half the bytes (each array rounded up
+// to 16 floats, as the model carves). The second 16-bit narrowing slot (backward's x operands, up
+// to the MLP's M x H) is not needed, and the first narrows only a chunk of logits.
 TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   const ModelConfig c = micro(GetParam());
   const int64_t b = 2, t = 40, M = b * t;
@@ -188,7 +191,7 @@ TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * c.hidden_dim : c.hidden_dim;  // the in-projection's width
   const int64_t logit_rows = std::min<int64_t>(16, M) * c.vocab_size;                    // loss_chunk_rows 16
   const int64_t slot0_fp32 = r16(std::max(M * std::max({c.dim, c.hidden_dim, F, c.qkv_dim()}), logit_rows));
-  const int64_t slot0_bf16 = r16(std::max(M * c.dim, logit_rows));
+  const int64_t slot0_bf16 = r16(logit_rows);
   const int64_t saved_slot_bytes = 2 * (r16(M * std::max(c.dim, c.hidden_dim)) + slot0_fp32 - slot0_bf16);
   ASSERT_GT(slot0_fp32, slot0_bf16) << "the micro model's MLP is its widest GEMM operand";
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
@@ -196,8 +199,8 @@ TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
     const int64_t expected =
         4 * (sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) + saved_floats(M * F) +
                      saved_floats(M * c.hidden_dim)) +
-             saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) + saved_floats(M * c.dim) +
-             saved_floats(M * F) + saved_floats(M * c.hidden_dim)) +
+             saved_floats(M * c.dim) + 2 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) +
+             saved_floats(M * c.dim) + saved_floats(M * F) + saved_floats(M * c.hidden_dim)) +
         saved_slot_bytes;
     EXPECT_EQ(activation_bytes(false, ck) - activation_bytes(true, ck), expected) << "checkpointing " << int(ck);
   }

@@ -83,9 +83,10 @@ TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
     // Per block: 4 linears forward (qkv, out, mlp in, mlp out), each 2 GEMMs backward; the
     // head: 1 GEMM forward and 2 backward per loss chunk. Under bf16 qkv and the MLP's
     // in-projection are stored as bf16, so their forward GEMMs write bf16 (matmul_bf16_out), and
-    // so are the gradients of the MLP's activation and of attention's output, which the down and
-    // out projections' dgrads write.
-    const int64_t bf16_out = compute == ComputeMode::kBF16 ? 4 * L : 0;
+    // so is every gradient a dgrad writes: the MLP's activation's and attention's output's (the
+    // down and out projections'), and the norms' outputs' (qkv's, the in-projection's and the
+    // head's, per chunk).
+    const int64_t bf16_out = compute == ComputeMode::kBF16 ? 6 * L + chunks : 0;
     EXPECT_EQ(ops.calls["matmul"], 12 * L + 3 * chunks - bf16_out);
     EXPECT_EQ(ops.calls["matmul_bf16_out"], bf16_out);
     EXPECT_EQ(ops.calls["attention_forward"], L);
@@ -105,11 +106,10 @@ TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
     if (compute == ComputeMode::kF32) {
       EXPECT_EQ(ops.calls["narrow"], 0);
     } else {
-      // The working weights once, then the GEMM operands not stored as bf16 (act_ref.h): per
-      // block backward the dy of attention's and of the MLP's out-projections (the residual
-      // stream's gradient, 2); the head's dy (the logits) per chunk. n1, attention's output, n2,
-      // act, the final norm and the dy of qkv and of the MLP's in-projection are read in place.
-      EXPECT_EQ(ops.calls["narrow"], 1 + 2 * L + chunks);
+      // The working weights once, then the one GEMM operand not stored as bf16 (act_ref.h): the
+      // head's dy (the logits) per chunk. n1, attention's output, n2, act, the final norm and
+      // every other dy (the residual stream's gradient among them) are read in place.
+      EXPECT_EQ(ops.calls["narrow"], 1 + chunks);
     }
   }
 }

@@ -45,7 +45,8 @@ void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& 
               "Each op at the larger of FLOPs / peak and bytes / bandwidth: a lower bound (no launch gaps, no host waits).\n\n",
               model.name.c_str(), (long long)step.inputs.micro_batch, (long long)step.inputs.seq, (long long)step.inputs.grad_accum,
               step.inputs.recompute ? ", blocks recomputed in backward" : "", step.inputs.fp8 ? ", FP8 linear layers" : "",
-              step.inputs.fp8 ? "" : " but bf16 GEMM inputs (the norms', attention's and the MLP's outputs), qkv and MLP in-projection");
+              step.inputs.fp8 ? "" : " but bf16 GEMM inputs (the norms', attention's and the MLP's outputs), qkv, MLP in-projection and\n"
+                                    "all gradients but the logits'");
   std::vector<double> measured;
   std::string where;
   if (measure_ops) {

@@ -150,7 +150,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   // The blocks.
   norm_forward(block_forwards);
   linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias,
-         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16});
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
   if (!gpt2) {  // forward on qkv as stored, backward (inverse) on its gradient as stored
     RooflineCall rope = call(Op::kRope, tokens, c.n_heads + c.n_kv_heads, c.head_dim());
     rope.bf16_out = acts_bf16;
@@ -167,13 +167,13 @@ RooflineStep roofline_step(const RooflineInputs& in) {
            act_bytes * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
   rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
            act_bytes * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
-  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, {.x = acts_bf16, .dx = acts_bf16});
+  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, {.x = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
   const RooflineCall residual = call(Op::kResidualAdd, tokens * c.dim);
   rows.activations("residual add", 2 * block_forwards, residual, 3.0 * n * C);
   norm_forward(block_forwards);
   const int64_t hidden = c.hidden_dim, up_width = gpt2 ? hidden : 2 * hidden;
   linear("matmul up (gate_up)", block_forwards, L, up_width, c.dim, in.fp8, gpt2,
-         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16});
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
   // The activation's forward reads the up projection and writes a GEMM input; its backward reads
   // the up projection and the gradient, and writes the up projection's gradient (all three stored
   // as the activations are).
@@ -188,19 +188,27 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     rows.add("swiglu backward", L, call(Op::kSwigluBackward, tokens, hidden), 0.0, act_bytes * n * (2 * F + H),
              kBf16 * n * (2 * F + H));
   }
-  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2, {.x = acts_bf16, .dx = acts_bf16});
-  // Backward of the two norms (read dy and x, write dx, accumulate into the residual's gradient)
-  // and the residual adds of the gradient stream.
-  rows.activations(norm + " backward", 2 * L, row_norm_bwd, 4.0 * n * C, 8.0 * n * C);
-  rows.activations("residual add", 2 * L, residual, 3.0 * n * C);
+  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2, {.x = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
+  // Backward of the two norms: read dy (the norm output's gradient) and x, and add into the
+  // residual stream's gradient (read and write), which is how the gradient stream's residual adds
+  // happen: there is no separate add. As built x (the residual stream) is fp32 and the gradients
+  // are stored as the activations are.
+  const auto norm_backward = [&](int64_t calls) {
+    rows.add(norm + " backward", calls, row_norm_bwd, 8.0 * n * C, (kFp32 + 3.0 * act_bytes) * n * C,
+             kBf16 * 4.0 * n * C);
+  };
+  norm_backward(2 * L);
 
   // Outside the blocks: embedding, the final norm, the head (bf16 whatever train.precision says),
   // and the loss over the logits (read, then written back as gradients, in chunks).
   rows.activations("embedding forward", micro, call(Op::kEmbeddingForward, tokens, c.dim, c.vocab_size), 2.0 * n * C);
-  rows.activations("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 3.0 * n * C);
+  // The embedding's backward reads the residual stream's gradient (stored as the activations are)
+  // and adds it into fp32 table rows (read and write).
+  rows.add("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 0.0,
+           (act_bytes + 2.0 * kFp32) * n * C, kBf16 * 3.0 * n * C);
   norm_forward(micro);
-  rows.activations(norm + " backward", micro, row_norm_bwd, 4.0 * n * C, 8.0 * n * C);
-  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false, {.x = acts_bf16});
+  norm_backward(micro);
+  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false, {.x = acts_bf16, .dx = acts_bf16});
   rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0, kFp32 * 2.0 * n * V,
            kBf16 * 2.0 * n * V);
 

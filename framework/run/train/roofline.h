@@ -1,9 +1,10 @@
 // roofline.h — a training step on paper: every op of one optimizer step (forward, backward,
 // recomputation, the optimizer), its FLOPs and the bytes it must move, the time each takes at a
 // GPU's datasheet rates (the larger of FLOPs / peak and bytes / bandwidth), and so the MFU the
-// design can reach. Two byte counts per op: as built (fp32 activations but for the GEMM inputs,
-// stored as bf16 without FP8: the norms', attention's and the MLP activation's outputs; every
-// other GEMM operand narrowed to bf16 first, fp32 GEMM outputs; transformer.cpp) and the design of issue 36 (bf16 activations, no narrowing). A lower bound on time: no launch latency, no host waits, every
+// design can reach. Two byte counts per op: as built (without FP8, the GEMM inputs, qkv, the
+// MLP's in-projection and every gradient but the logits' stored as bf16; the residual stream,
+// the residual branches' GEMM outputs and the logits fp32, narrowed to bf16 where a GEMM reads
+// them; transformer.cpp) and the design of issue 36 (bf16 activations, no narrowing). A lower bound on time: no launch latency, no host waits, every
 // kernel at the roofline. `farthing plan RECIPE --roofline DEVICE` prints it; with --measure-ops
 // it also runs every row's calls, shape by shape, on this machine's device and prints the
 // measured time beside the roofline's (tools/farthing/plan_roofline_measure.h).
@@ -82,8 +83,9 @@ struct RooflineInputs {
   bool recompute = false;  // activation_checkpointing per_block: each block's forward again in backward
   bool fp8 = false;        // the blocks' linear layers in FP8 (the head stays bf16)
   // As built, the activations ModelOptions::bf16_activations names (each norm's output, qkv,
-  // attention's output, the MLP's in-projection and activation) are stored as bf16 unless the
-  // blocks run FP8, which quantizes from fp32 (models::stored_act_dtype).
+  // attention's output, the MLP's in-projection and activation, and their gradients and the
+  // residual stream's) are stored as bf16 unless the blocks run FP8, which quantizes from fp32
+  // (models::stored_act_dtype).
   bool acts_bf16() const { return !fp8; }
   // Bytes the optimizer step reads and writes in all (AdamW's state, master, weights, gradients).
   double optimizer_bytes = 0.0;
