@@ -24,8 +24,8 @@ void CpuNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, co
 }
 
 void CpuNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
-                               const float* bias, uint16_t* c) {
-  k::matmul_bf16_out_cpu(dtype, shape, a, b, bias, c);
+                               const float* bias, const uint16_t* add, uint16_t* c) {
+  k::matmul_bf16_out_cpu(dtype, shape, a, b, bias, add, c);
 }
 
 void CpuNnOps::fp4_quantize(const Fp4QuantizeArgs& args) {
@@ -79,30 +79,34 @@ void CpuNnOps::attention_decode(const AttentionShape& s, float* out, const float
   k::attention_decode_cpu(s, out, qkv, rows, first_position, k_cache, v_cache);
 }
 
-void CpuNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+void CpuNnOps::rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                                float eps) {
-  if (out.is_bf16()) return k::rmsnorm_forward_cpu(out.bf16(), rstd, x, w, n, c, eps);
-  k::rmsnorm_forward_cpu(out.f32(), rstd, x, w, n, c, eps);
+  check_bf16_input_storage("rmsnorm_forward", out, x);
+  if (x.is_bf16()) return k::rmsnorm_forward_cpu(out.bf16(), rstd, x.bf16(), w, n, c, eps);
+  if (out.is_bf16()) return k::rmsnorm_forward_cpu(out.bf16(), rstd, x.f32(), w, n, c, eps);
+  k::rmsnorm_forward_cpu(out.f32(), rstd, x.f32(), w, n, c, eps);
 }
 
-void CpuNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w,
+void CpuNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, const float* w,
                                 const float* rstd, int64_t n, int64_t c) {
-  check_one_storage("rmsnorm_backward", {{"dx", dx}, {"dout", dout}});
-  if (dx.is_bf16()) return k::rmsnorm_backward_cpu(dx.bf16(), dw, dout.bf16(), x, w, rstd, n, c);
-  k::rmsnorm_backward_cpu(dx.f32(), dw, dout.f32(), x, w, rstd, n, c);
+  check_one_storage("rmsnorm_backward", {{"dx", dx}, {"dout", dout}, {"x", x}});
+  if (dx.is_bf16()) return k::rmsnorm_backward_cpu(dx.bf16(), dw, dout.bf16(), x.bf16(), w, rstd, n, c);
+  k::rmsnorm_backward_cpu(dx.f32(), dw, dout.f32(), x.f32(), w, rstd, n, c);
 }
 
-void CpuNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
+void CpuNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w,
                                  const float* b, int64_t n, int64_t c, float eps) {
-  if (out.is_bf16()) return k::layernorm_forward_cpu(out.bf16(), mean, rstd, x, w, b, n, c, eps);
-  k::layernorm_forward_cpu(out.f32(), mean, rstd, x, w, b, n, c, eps);
+  check_bf16_input_storage("layernorm_forward", out, x);
+  if (x.is_bf16()) return k::layernorm_forward_cpu(out.bf16(), mean, rstd, x.bf16(), w, b, n, c, eps);
+  if (out.is_bf16()) return k::layernorm_forward_cpu(out.bf16(), mean, rstd, x.f32(), w, b, n, c, eps);
+  k::layernorm_forward_cpu(out.f32(), mean, rstd, x.f32(), w, b, n, c, eps);
 }
 
-void CpuNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x,
+void CpuNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x,
                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
-  check_one_storage("layernorm_backward", {{"dx", dx}, {"dout", dout}});
-  if (dx.is_bf16()) return k::layernorm_backward_cpu(dx.bf16(), dw, db, dout.bf16(), x, w, mean, rstd, n, c);
-  k::layernorm_backward_cpu(dx.f32(), dw, db, dout.f32(), x, w, mean, rstd, n, c);
+  check_one_storage("layernorm_backward", {{"dx", dx}, {"dout", dout}, {"x", x}});
+  if (dx.is_bf16()) return k::layernorm_backward_cpu(dx.bf16(), dw, db, dout.bf16(), x.bf16(), w, mean, rstd, n, c);
+  k::layernorm_backward_cpu(dx.f32(), dw, db, dout.f32(), x.f32(), w, mean, rstd, n, c);
 }
 
 void CpuNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
@@ -137,14 +141,16 @@ void CpuNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
   k::gelu_backward_cpu(dx.f32(), dout.f32(), x.f32(), count);
 }
 
-void CpuNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+void CpuNnOps::embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                                  int64_t seq, int64_t c) {
-  k::embedding_forward_cpu(out, tokens, wte, wpe, n, seq, c);
+  if (out.is_bf16()) return k::embedding_forward_cpu(out.bf16(), tokens, wte, wpe, n, seq, c);
+  k::embedding_forward_cpu(out.f32(), tokens, wte, wpe, n, seq, c);
 }
 
-void CpuNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+void CpuNnOps::embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                       int64_t n, int64_t seq, int64_t c) {
-  k::embedding_forward_bf16_cpu(out, tokens, wte, wpe, n, seq, c);
+  if (out.is_bf16()) return k::embedding_forward_bf16_cpu(out.bf16(), tokens, wte, wpe, n, seq, c);
+  k::embedding_forward_bf16_cpu(out.f32(), tokens, wte, wpe, n, seq, c);
 }
 
 void CpuNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
@@ -162,9 +168,11 @@ void CpuNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, in
   k::bias_backward_cpu(dbias, dout.f32(), n, c, stride);
 }
 
-void CpuNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+void CpuNnOps::cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
                                   float grad_scale, bool want_grad, double* loss_sum) {
-  *loss_sum += k::cross_entropy_rows_cpu(logits, targets, rows, vocab, grad_scale, want_grad);
+  check_cross_entropy_grad(logits, grad);
+  uint16_t* grad_bf16 = grad.is_bf16() ? grad.bf16() : nullptr;
+  *loss_sum += k::cross_entropy_rows_cpu(logits, grad_bf16, targets, rows, vocab, grad_scale, want_grad);
 }
 
 void CpuNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

@@ -96,16 +96,18 @@ void CudaNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, c
 }
 
 void CudaNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
-                                const float* bias, uint16_t* c) {
-  if (bias == nullptr) return matmul_->run_bf16_out(dtype, shape, a, b, c, STREAM);
+                                const float* bias, const uint16_t* add, uint16_t* c) {
+  if (bias == nullptr) return matmul_->run_bf16_out(dtype, shape, a, b, add, c, STREAM);
   // NOTE: cuBLASLt's bias epilogue takes a bias of D's type only (a bf16 bias would round the
-  // bias first), so the sum is formed in fp32 in the workspace and narrowed, as the CPU's is.
+  // bias first), so the sum is formed in fp32 in the workspace (onto the widened add, if any)
+  // and narrowed, as the CPU's is.
   FARTHING_CHECK(shape.ldc == 0 || shape.ldc == shape.n, "matmul_bf16_out: a bias needs a dense C (ldc ", shape.ldc,
                  ", n ", shape.n, ")");
   GemmShape dense = shape;
   dense.ldc = shape.n;
   auto* staged = static_cast<float*>(workspace(bf16_out_bias_staging_bytes(shape.m, shape.n)));
-  matmul_->run(dtype, dense, a, b, staged, false, STREAM);
+  if (add != nullptr) widen(GemmDtype::kBF16, staged, add, shape.m * shape.n);
+  matmul_->run(dtype, dense, a, b, staged, add != nullptr, STREAM);
   k::bias_add_cuda(staged, bias, shape.m, shape.n, shape.n, STREAM);
   narrow(GemmDtype::kBF16, c, staged, shape.m * shape.n);
 }
@@ -242,34 +244,40 @@ void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const floa
   k::attention_decode_cuda(s, out, qkv, rows, first_position, k_cache, v_cache, scores, STREAM);
 }
 
-void CudaNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+void CudaNnOps::rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                                 float eps) {
-  if (out.is_bf16()) return k::rmsnorm_forward_cuda(out.bf16(), rstd, x, w, n, c, eps, STREAM);
-  k::rmsnorm_forward_cuda(out.f32(), rstd, x, w, n, c, eps, STREAM);
+  check_bf16_input_storage("rmsnorm_forward", out, x);
+  if (x.is_bf16()) return k::rmsnorm_forward_cuda(out.bf16(), rstd, x.bf16(), w, n, c, eps, STREAM);
+  if (out.is_bf16()) return k::rmsnorm_forward_cuda(out.bf16(), rstd, x.f32(), w, n, c, eps, STREAM);
+  k::rmsnorm_forward_cuda(out.f32(), rstd, x.f32(), w, n, c, eps, STREAM);
 }
 
-void CudaNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w,
+void CudaNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, const float* w,
                                  const float* rstd, int64_t n, int64_t c) {
-  check_one_storage("rmsnorm_backward", {{"dx", dx}, {"dout", dout}});
-  float* scratch = workspace_floats(k::norm_backward_scratch_floats(n, c));
-  if (dx.is_bf16()) return k::rmsnorm_backward_cuda(dx.bf16(), dw, dout.bf16(), x, w, rstd, n, c, scratch, STREAM);
-  k::rmsnorm_backward_cuda(dx.f32(), dw, dout.f32(), x, w, rstd, n, c, scratch, STREAM);
-}
-
-void CudaNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
-                                  const float* b, int64_t n, int64_t c, float eps) {
-  if (out.is_bf16()) return k::layernorm_forward_cuda(out.bf16(), mean, rstd, x, w, b, n, c, eps, STREAM);
-  k::layernorm_forward_cuda(out.f32(), mean, rstd, x, w, b, n, c, eps, STREAM);
-}
-
-void CudaNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x,
-                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
-  check_one_storage("layernorm_backward", {{"dx", dx}, {"dout", dout}});
+  check_one_storage("rmsnorm_backward", {{"dx", dx}, {"dout", dout}, {"x", x}});
   float* scratch = workspace_floats(k::norm_backward_scratch_floats(n, c));
   if (dx.is_bf16()) {
-    return k::layernorm_backward_cuda(dx.bf16(), dw, db, dout.bf16(), x, w, mean, rstd, n, c, scratch, STREAM);
+    return k::rmsnorm_backward_cuda(dx.bf16(), dw, dout.bf16(), x.bf16(), w, rstd, n, c, scratch, STREAM);
   }
-  k::layernorm_backward_cuda(dx.f32(), dw, db, dout.f32(), x, w, mean, rstd, n, c, scratch, STREAM);
+  k::rmsnorm_backward_cuda(dx.f32(), dw, dout.f32(), x.f32(), w, rstd, n, c, scratch, STREAM);
+}
+
+void CudaNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w,
+                                  const float* b, int64_t n, int64_t c, float eps) {
+  check_bf16_input_storage("layernorm_forward", out, x);
+  if (x.is_bf16()) return k::layernorm_forward_cuda(out.bf16(), mean, rstd, x.bf16(), w, b, n, c, eps, STREAM);
+  if (out.is_bf16()) return k::layernorm_forward_cuda(out.bf16(), mean, rstd, x.f32(), w, b, n, c, eps, STREAM);
+  k::layernorm_forward_cuda(out.f32(), mean, rstd, x.f32(), w, b, n, c, eps, STREAM);
+}
+
+void CudaNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x,
+                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
+  check_one_storage("layernorm_backward", {{"dx", dx}, {"dout", dout}, {"x", x}});
+  float* scratch = workspace_floats(k::norm_backward_scratch_floats(n, c));
+  if (dx.is_bf16()) {
+    return k::layernorm_backward_cuda(dx.bf16(), dw, db, dout.bf16(), x.bf16(), w, mean, rstd, n, c, scratch, STREAM);
+  }
+  k::layernorm_backward_cuda(dx.f32(), dw, db, dout.f32(), x.f32(), w, mean, rstd, n, c, scratch, STREAM);
 }
 
 void CudaNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
@@ -304,14 +312,16 @@ void CudaNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
   k::gelu_backward_cuda(dx.f32(), dout.f32(), x.f32(), count, STREAM);
 }
 
-void CudaNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+void CudaNnOps::embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                                   int64_t seq, int64_t c) {
-  k::embedding_forward_cuda(out, tokens, wte, wpe, n, seq, c, STREAM);
+  if (out.is_bf16()) return k::embedding_forward_cuda(out.bf16(), tokens, wte, wpe, n, seq, c, STREAM);
+  k::embedding_forward_cuda(out.f32(), tokens, wte, wpe, n, seq, c, STREAM);
 }
 
-void CudaNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+void CudaNnOps::embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                        int64_t n, int64_t seq, int64_t c) {
-  k::embedding_forward_bf16_cuda(out, tokens, wte, wpe, n, seq, c, STREAM);
+  if (out.is_bf16()) return k::embedding_forward_bf16_cuda(out.bf16(), tokens, wte, wpe, n, seq, c, STREAM);
+  k::embedding_forward_bf16_cuda(out.f32(), tokens, wte, wpe, n, seq, c, STREAM);
 }
 
 void CudaNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
@@ -331,10 +341,13 @@ void CudaNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, i
   k::bias_backward_cuda(dbias, dout.f32(), n, c, stride, scratch, STREAM);
 }
 
-void CudaNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+void CudaNnOps::cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
                                    float grad_scale, bool want_grad, double* loss_sum) {
+  check_cross_entropy_grad(logits, grad);
   double* row_losses = static_cast<double*>(workspace(size_t(rows) * sizeof(double)));
-  k::cross_entropy_rows_cuda(logits, targets, rows, vocab, grad_scale, want_grad, row_losses, loss_sum, STREAM);
+  uint16_t* grad_bf16 = grad.is_bf16() ? grad.bf16() : nullptr;
+  k::cross_entropy_rows_cuda(logits, grad_bf16, targets, rows, vocab, grad_scale, want_grad, row_losses, loss_sum,
+                             STREAM);
 }
 
 void CudaNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

@@ -42,12 +42,15 @@ class NnOps {
   // C(m, n) = op(A) · op(B), or C += ... when accumulate; A and B of `dtype`, C fp32.
   virtual void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                       bool accumulate) = 0;
-  // C(m, n) = bf16(op(A) · op(B) + bias), bias (n) fp32 or null: a GEMM output stored as bf16
-  // (the MLP's in-projection under bf16 activations). The value rounded to nearest even, once, is
-  // the fp32 GEMM's with the bias added in fp32 (bias_add's sum): on the CPU bit for bit matmul,
-  // bias_add, then narrow; elsewhere within the GEMM tolerance of that.
+  // C(m, n) = bf16(add + op(A) · op(B) + bias): a GEMM output stored as bf16 (qkv, the MLP's
+  // in-projection, the gradients of dgrads, and with `add` the residual stream under bf16
+  // activations). add (bf16, C's layout) is null, or the residual the product is added to (C
+  // itself, or another array); bias (n, fp32) or null. The value rounded to nearest even, once,
+  // is the fp32 GEMM's accumulated onto the widened add, with the bias then added in fp32: on the
+  // CPU bit for bit copy (widened), matmul (accumulate), bias_add, then narrow; elsewhere within
+  // the GEMM tolerance of that.
   virtual void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
-                               const float* bias, uint16_t* c) = 0;
+                               const float* bias, const uint16_t* add, uint16_t* c) = 0;
 
   // FP8 GEMMs (kernels/numerics/fp8_scaling.h; the policy: backend/fp8_policy.h). Quantize a
   // row-major matrix into codes and one s_inv per tile (fp8_operand.h says what is written).
@@ -101,19 +104,22 @@ class NnOps {
 
   // The forward ops whose output only GEMMs read (the norms, SwiGLU, GELU) write it as fp32 or
   // as bf16 (ActRef: each value rounded once to nearest even, the bits narrow(kBF16) would give).
+  // The norms read x (the residual stream) as fp32 or bf16 (widened exactly; a bf16 x comes with
+  // a bf16 out).
   // out = x * rsqrt(mean(x^2) + eps) * w                 x, out (N, C); rstd (N)
-  virtual void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+  virtual void rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                                float eps) = 0;
-  // dx += ..., dw += ... dx and dout (the residual stream's gradient and the norm's output's)
-  // are both fp32, or both bf16 (bf16 activations): dout widened exactly, each dx value widened,
-  // added to in fp32 and rounded once. The weight gradient's sums stay fp32.
-  virtual void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w,
+  // dx += ..., dw += ... dx, dout and x (the residual stream's gradient, the norm's output's, and
+  // the residual stream) are all fp32, or all bf16 (bf16 activations): dout and x widened
+  // exactly, each dx value widened, added to in fp32 and rounded once. The weight gradient's sums
+  // stay fp32.
+  virtual void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, const float* w,
                                 const float* rstd, int64_t n, int64_t c) = 0;
   // out = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm)
-  virtual void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
+  virtual void layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w,
                                  const float* b, int64_t n, int64_t c, float eps) = 0;
-  // dx += ..., dw += ..., db += ...; dx and dout stored as rmsnorm_backward's.
-  virtual void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x,
+  // dx += ..., dw += ..., db += ...; dx, dout and x stored as rmsnorm_backward's.
+  virtual void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x,
                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) = 0;
 
   // Rotary embedding (rotate-half layout) in place on `heads` heads at the start of each row;
@@ -133,12 +139,13 @@ class NnOps {
   virtual void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) = 0;
 
   // out[r] = wte[tok[r]] (+ wpe[r % seq]); backward: dwte[tok[r]] += dout[r], dwpe likewise
-  // (wpe / dwpe may be null). tokens are device memory. dout (the residual stream's gradient) is
-  // fp32 or bf16, widened exactly; the sums stay fp32.
-  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+  // (wpe / dwpe may be null). tokens are device memory. out (the residual stream) is fp32 or bf16
+  // (the fp32 sum rounded once); dout (its gradient) fp32 or bf16, widened exactly; the sums stay
+  // fp32.
+  virtual void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe,
                                  int64_t n, int64_t seq, int64_t c) = 0;
   // The same lookup from bf16 tables (each value widened exactly): bitwise the fp32 lookup.
-  virtual void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+  virtual void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                       int64_t n, int64_t seq, int64_t c) = 0;
   virtual void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
                                   int64_t seq, int64_t c) = 0;
@@ -148,11 +155,13 @@ class NnOps {
   virtual void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) = 0;
   virtual void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) = 0;
 
-  // Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
-  // (softmax - onehot) * grad_scale, or zeros where target < 0. Adds the sum of the rows'
-  // losses to *loss_sum, one double in this device's memory: the host reads the loss once per
-  // step, not once per call.
-  virtual void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+  // Cross-entropy over rows of logits (R, V): with want_grad each row's gradient
+  // (softmax - onehot) * grad_scale, or zeros where target < 0, goes to `grad`: the logits
+  // themselves (fp32, in place), or a bf16 array (R, V) (bf16 activations; each fp32 value
+  // rounded once, the bits narrowing the in-place form's gives; the logits are then left
+  // holding intermediate values). Adds the sum of the rows' losses to *loss_sum, one double in
+  // this device's memory: the host reads the loss once per step, not once per call.
+  virtual void cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
                                   float grad_scale, bool want_grad, double* loss_sum) = 0;
 
   // dst = src rounded to the 16-bit GEMM operand type (kBF16 or kF16), nearest-even.

@@ -23,9 +23,9 @@ void StrictNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a,
   STRICT_OP(matmul, matmul(dtype, shape, a, b, c, accumulate), {"a", a}, {"b", b}, {"c", c});
 }
 void StrictNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
-                                  const float* bias, uint16_t* c) {
-  STRICT_OP(matmul_bf16_out, matmul_bf16_out(dtype, shape, a, b, bias, c), {"a", a}, {"b", b}, {"bias", bias},
-            {"c", c});
+                                  const float* bias, const uint16_t* add, uint16_t* c) {
+  STRICT_OP(matmul_bf16_out, matmul_bf16_out(dtype, shape, a, b, bias, add, c), {"a", a}, {"b", b}, {"bias", bias},
+            {"add", add}, {"c", c});
 }
 void StrictNnOps::fp8_quantize(const Fp8QuantizeArgs& a) {
   STRICT_OP(fp8_quantize, fp8_quantize(a), {"x_f32", a.x_f32}, {"x_bf16", a.x_bf16}, {"given_scale", a.given_scale},
@@ -54,25 +54,25 @@ void StrictNnOps::attention_decode(const AttentionShape& s, float* out, const fl
   STRICT_OP(attention_decode, attention_decode(s, out, qkv, rows, first_position, k_cache, v_cache), {"out", out},
             {"qkv", qkv}, {"k_cache", k_cache}, {"v_cache", v_cache});
 }
-void StrictNnOps::rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+void StrictNnOps::rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                                   float eps) {
-  STRICT_OP(rmsnorm_forward, rmsnorm_forward(out, rstd, x, w, n, c, eps), {"out", out.data}, {"rstd", rstd}, {"x", x},
+  STRICT_OP(rmsnorm_forward, rmsnorm_forward(out, rstd, x, w, n, c, eps), {"out", out.data}, {"rstd", rstd}, {"x", x.data},
             {"w", w});
 }
-void StrictNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w,
+void StrictNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, const float* w,
                                    const float* rstd, int64_t n, int64_t c) {
   STRICT_OP(rmsnorm_backward, rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c), {"dx", dx.data}, {"dw", dw},
-            {"dout", dout.data}, {"x", x}, {"w", w}, {"rstd", rstd});
+            {"dout", dout.data}, {"x", x.data}, {"w", w}, {"rstd", rstd});
 }
-void StrictNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w,
+void StrictNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w,
                                     const float* b, int64_t n, int64_t c, float eps) {
   STRICT_OP(layernorm_forward, layernorm_forward(out, mean, rstd, x, w, b, n, c, eps), {"out", out.data}, {"mean", mean},
-            {"rstd", rstd}, {"x", x}, {"w", w}, {"b", b});
+            {"rstd", rstd}, {"x", x.data}, {"w", w}, {"b", b});
 }
-void StrictNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x,
+void StrictNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x,
                                      const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
   STRICT_OP(layernorm_backward, layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c), {"dx", dx.data},
-            {"dw", dw}, {"db", db}, {"dout", dout.data}, {"x", x}, {"w", w}, {"mean", mean}, {"rstd", rstd});
+            {"dw", dw}, {"db", db}, {"dout", dout.data}, {"x", x.data}, {"w", w}, {"mean", mean}, {"rstd", rstd});
 }
 void StrictNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                              const float* cos, const float* sin, bool inverse) {
@@ -92,14 +92,14 @@ void StrictNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
 void StrictNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
   STRICT_OP(gelu_backward, gelu_backward(dx, dout, x, count), {"dx", dx.data}, {"dout", dout.data}, {"x", x.data});
 }
-void StrictNnOps::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+void StrictNnOps::embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                                     int64_t seq, int64_t c) {
-  STRICT_OP(embedding_forward, embedding_forward(out, tokens, wte, wpe, n, seq, c), {"out", out},
+  STRICT_OP(embedding_forward, embedding_forward(out, tokens, wte, wpe, n, seq, c), {"out", out.data},
             {"tokens", tokens}, {"wte", wte}, {"wpe", wpe});
 }
-void StrictNnOps::embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+void StrictNnOps::embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                          int64_t n, int64_t seq, int64_t c) {
-  STRICT_OP(embedding_forward_bf16, embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c), {"out", out},
+  STRICT_OP(embedding_forward_bf16, embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c), {"out", out.data},
             {"tokens", tokens}, {"wte", wte}, {"wpe", wpe});
 }
 void StrictNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
@@ -113,10 +113,10 @@ void StrictNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, 
 void StrictNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) {
   STRICT_OP(bias_backward, bias_backward(dbias, dout, n, c, stride), {"dbias", dbias}, {"dout", dout.data});
 }
-void StrictNnOps::cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+void StrictNnOps::cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
                                      float grad_scale, bool want_grad, double* loss_sum) {
-  STRICT_OP(cross_entropy_rows, cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad, loss_sum),
-            {"logits", logits}, {"targets", targets}, {"loss_sum", loss_sum});
+  STRICT_OP(cross_entropy_rows, cross_entropy_rows(logits, grad, targets, rows, vocab, grad_scale, want_grad, loss_sum),
+            {"logits", logits}, {"grad", grad.data}, {"targets", targets}, {"loss_sum", loss_sum});
 }
 void StrictNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {
   STRICT_OP(narrow, narrow(dtype, dst, src, count), {"dst", dst}, {"src", src});

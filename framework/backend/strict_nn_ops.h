@@ -20,19 +20,19 @@ class StrictNnOps final : public NnOps {
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
-                       uint16_t* c) override;
+                       const uint16_t* add, uint16_t* c) override;
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override;
   void attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
                           const float* lse, ActRef qkv) override;
   void attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows, int64_t first_position,
                         const float* k_cache, const float* v_cache) override;
-  void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+  void rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                        float eps) override;
-  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w, const float* rstd,
+  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, const float* w, const float* rstd,
                         int64_t n, int64_t c) override;
-  void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+  void layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w, const float* b,
                          int64_t n, int64_t c, float eps) override;
-  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x, const float* w,
+  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override;
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
@@ -40,16 +40,16 @@ class StrictNnOps final : public NnOps {
   void swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override;
   void gelu_forward(ActRef out, ActRef x, int64_t count) override;
   void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) override;
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+  void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override;
-  void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
+  void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
                               int64_t seq, int64_t c) override;
   void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
                           int64_t seq, int64_t c) override;
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
   void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) override;
-  void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                            bool want_grad, double* loss_sum) override;
+  void cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
+                          float grad_scale, bool want_grad, double* loss_sum) override;
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override;
   void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override;
   void copy(float* dst, const float* src, int64_t count) override;

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/numerics/bf16.h"
 
@@ -24,5 +26,18 @@ inline const float* row_f32(const uint16_t* x, float* tmp, int64_t n) {
   for (int64_t i = 0; i < n; ++i) tmp[i] = numerics::bf16_to_f32(x[i]);
   return tmp;
 }
+
+// One thread's widened copies of up to `rows` rows of c elements each (none for fp32, read in
+// place): row(x, i) is row_f32 into copy i.
+template <class T>
+class RowsF32 {
+ public:
+  RowsF32(int64_t rows, int64_t c) : copies_(std::is_same_v<T, float> ? 0 : size_t(rows * c)), c_(c) {}
+  const float* row(const T* x, int64_t i) { return row_f32(x, copies_.empty() ? nullptr : copies_.data() + i * c_, c_); }
+
+ private:
+  std::vector<float> copies_;
+  int64_t c_;
+};
 
 }  // namespace farthing::kernels::cpu_act

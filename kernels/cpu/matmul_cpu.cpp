@@ -160,10 +160,12 @@ struct GemmOut {
   float* f32 = nullptr;
   uint16_t* bf16 = nullptr;
   const float* bias = nullptr;  // bf16 output only: n values, or none
+  const uint16_t* add = nullptr;  // bf16 output only: what the product is added to (C's layout), or none
 };
 
 void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, const GemmOut& out, bool accumulate) {
   if (s.m == 0 || s.n == 0) return;
+  if (out.add != nullptr) accumulate = true;  // onto the widened add, in the staging rows
   if (!gemm_is_native_cpu(dtype)) {
     // NOTE: exact widening; the fp32 GEMM then sees the same bf16/fp16 values.
     static thread_local std::vector<float> wa, wb;
@@ -177,7 +179,8 @@ void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b,
     for (int64_t r = 0; r < s.m; ++r) {
       if (staged) {
         for (int64_t j = 0; j < s.n; ++j) {
-          out.bf16[r * s.ldc + j] = numerics::f32_to_bf16_rne(out.bias != nullptr ? out.bias[j] : 0.0f);
+          const float added = out.add != nullptr ? numerics::bf16_to_f32(out.add[r * s.ldc + j]) : 0.0f;
+          out.bf16[r * s.ldc + j] = numerics::f32_to_bf16_rne(out.bias != nullptr ? added + out.bias[j] : added);
         }
       } else if (!accumulate) {
         std::memset(out.f32 + r * s.ldc, 0, size_t(s.n) * 4);
@@ -217,7 +220,14 @@ void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b,
     Entry& e = *entries[short_m][short_n];
     const OmpThreadsScope one_thread(1);
     static thread_local std::vector<float> staging;
+    const int64_t rows = short_m ? last_m : tiling.tile_m, cols = short_n ? last_n : tiling.tile_n;
     if (staged) staging.resize(size_t((tiling.tile_m - 1) * s.ldc + tiling.tile_n));
+    if (out.add != nullptr) {  // the tile's add rows, widened: what the primitive accumulates onto
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint16_t* add_row = out.add + (i0 + r) * s.ldc + j0;
+        for (int64_t q = 0; q < cols; ++q) staging[size_t(r * s.ldc + q)] = numerics::bf16_to_f32(add_row[q]);
+      }
+    }
     dnnl::memory am(e.a_md, engine(), const_cast<char*>(a_bytes + size_t(i0 * a_row_step) * elem));
     dnnl::memory bm(e.b_md, engine(), const_cast<char*>(b_bytes + size_t(j0 * b_col_step) * elem));
     dnnl::memory cm(e.c_md, engine(), staged ? staging.data() : out.f32 + i0 * s.ldc + j0);
@@ -227,7 +237,6 @@ void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b,
     e.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
     stream.wait();
     if (!staged) continue;
-    const int64_t rows = short_m ? last_m : tiling.tile_m, cols = short_n ? last_n : tiling.tile_n;
     for (int64_t r = 0; r < rows; ++r) {
       float* tile_row = staging.data() + r * s.ldc;
       uint16_t* c_row = out.bf16 + (i0 + r) * s.ldc + j0;
@@ -248,8 +257,8 @@ void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
 }
 
 void matmul_bf16_out_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
-                         uint16_t* c) {
-  run_gemm(dtype, dense(shape), a, b, GemmOut{nullptr, c, bias}, false);
+                         const uint16_t* add, uint16_t* c) {
+  run_gemm(dtype, dense(shape), a, b, GemmOut{nullptr, c, bias, add}, false);
 }
 
 std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape) {

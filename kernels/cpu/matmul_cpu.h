@@ -29,11 +29,14 @@ void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
 // in-projection under bf16 activations). Each tile is computed in fp32 as above (the same
 // primitive, C's row stride) into the thread's staging rows, the bias is added in fp32 and the
 // sum is rounded to nearest even once as it is stored: bit for bit matmul_cpu into fp32,
-// bias_add_cpu, then narrowing, without an fp32 C.
+// bias_add_cpu, then narrowing, without an fp32 C. With `add` (bf16, C's layout; may be C
+// itself) the staging rows start as its widened values and the primitive accumulates onto them,
+// as matmul_cpu does onto an fp32 C holding them: bit for bit a widening copy, matmul_cpu with
+// accumulate, bias_add_cpu, then narrowing (the residual stream under bf16 activations).
 // Each thread keeps its staging rows (tile rows x ldc floats) between calls, as it keeps the
 // widening copies.
 void matmul_bf16_out_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
-                         uint16_t* c);
+                         const uint16_t* add, uint16_t* c);
 
 // True when oneDNN runs GEMMs of this dtype natively here (bf16: AVX-512-BF16 or AMX), false
 // when the widening fallback is used. Always true for kF32.

@@ -43,43 +43,51 @@ inline float sum_squares(const float* x, int64_t c) {
   return acc;
 }
 
-using cpu_act::row_f32;
 using cpu_act::store;
 using cpu_act::widened;
 
-template <class Out>
-void rmsnorm_forward_rows(Out* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * c;
-    Out* o = out + r * c;
-    // NOTE: as Hugging Face: rsqrt(mean(x^2) + eps) in fp32, then (x * r) * w.
-    const float s = nm::norm_rstd_f32(sum_squares(xr, c), float(c), eps);
-    rstd[r] = s;
+// x: fp32, or bf16 (the residual stream under bf16 activations), each row summed as fp32 values.
+template <class Out, class In>
+void rmsnorm_forward_rows(Out* out, float* rstd, const In* x, const float* w, int64_t n, int64_t c, float eps) {
+#pragma omp parallel
+  {
+    cpu_act::RowsF32<In> rows(1, c);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n; ++r) {
+      const float* xr = rows.row(x + r * c, 0);
+      Out* o = out + r * c;
+      // NOTE: as Hugging Face: rsqrt(mean(x^2) + eps) in fp32, then (x * r) * w.
+      const float s = nm::norm_rstd_f32(sum_squares(xr, c), float(c), eps);
+      rstd[r] = s;
 #pragma omp simd
-    for (int64_t i = 0; i < c; ++i) store(o + i, nm::rmsnorm_out_f32(xr[i], s, w[i]));
+      for (int64_t i = 0; i < c; ++i) store(o + i, nm::rmsnorm_out_f32(xr[i], s, w[i]));
+    }
   }
 }
 
-template <class Out>
-void layernorm_forward_rows(Out* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+template <class Out, class In>
+void layernorm_forward_rows(Out* out, float* mean, float* rstd, const In* x, const float* w, const float* b,
                             int64_t n, int64_t c, float eps) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * c;
-    Out* o = out + r * c;
-    float sum = 0.0f;
+#pragma omp parallel
+  {
+    cpu_act::RowsF32<In> rows(1, c);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n; ++r) {
+      const float* xr = rows.row(x + r * c, 0);
+      Out* o = out + r * c;
+      float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < c; ++i) sum += xr[i];
-    const float m = sum / float(c);
-    float var = 0.0f;
+      for (int64_t i = 0; i < c; ++i) sum += xr[i];
+      const float m = sum / float(c);
+      float var = 0.0f;
 #pragma omp simd reduction(+ : var)
-    for (int64_t i = 0; i < c; ++i) var += nm::layernorm_dev2_f32(xr[i], m);
-    const float s = nm::norm_rstd_f32(var, float(c), eps);
-    mean[r] = m;
-    rstd[r] = s;
+      for (int64_t i = 0; i < c; ++i) var += nm::layernorm_dev2_f32(xr[i], m);
+      const float s = nm::norm_rstd_f32(var, float(c), eps);
+      mean[r] = m;
+      rstd[r] = s;
 #pragma omp simd
-    for (int64_t i = 0; i < c; ++i) store(o + i, nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]));
+      for (int64_t i = 0; i < c; ++i) store(o + i, nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]));
+    }
   }
 }
 
@@ -137,21 +145,25 @@ void rmsnorm_forward_cpu(uint16_t* out, float* rstd, const float* x, const float
                          float eps) {
   rmsnorm_forward_rows(out, rstd, x, w, n, c, eps);
 }
+void rmsnorm_forward_cpu(uint16_t* out, float* rstd, const uint16_t* x, const float* w, int64_t n, int64_t c,
+                         float eps) {
+  rmsnorm_forward_rows(out, rstd, x, w, n, c, eps);
+}
 
 namespace {
 
 // dx += ..., dw += ... with dx and dout stored as T: each row's dout is summed as fp32 values
-// (row_f32), and each dx value widened, added to and rounded once.
+// (RowsF32), and each dx value widened, added to and rounded once.
 template <class T>
-void rmsnorm_backward_rows(T* dx, float* dw, const T* dout, const float* x, const float* w, const float* rstd,
-                           int64_t n, int64_t c) {
+void rmsnorm_backward_rows(T* dx, float* dw, const T* dout, const T* x, const float* w, const float* rstd, int64_t n,
+                           int64_t c) {
 #pragma omp parallel
   {
-    std::vector<float> widened_row(std::is_same_v<T, float> ? 0 : size_t(c));
+    cpu_act::RowsF32<T> rows(2, c);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < n; ++r) {
-      const float* xr = x + r * c;
-      const float* g = row_f32(dout + r * c, widened_row.data(), c);
+      const float* xr = rows.row(x + r * c, 0);
+      const float* g = rows.row(dout + r * c, 1);
       T* d = dx + r * c;
       const float s = rstd[r];
       float dot = 0.0f;  // sum_i w_i dy_i x_i
@@ -164,25 +176,25 @@ void rmsnorm_backward_rows(T* dx, float* dw, const T* dout, const float* x, cons
   }
   for_channel_ranges(c, [&](int64_t b, int64_t e) {
     for (int64_t r = 0; r < n; ++r) {
-      const float* xr = x + r * c;
+      const T* xr = x + r * c;
       const T* g = dout + r * c;
       const float s = rstd[r];
 #pragma omp simd
-      for (int64_t i = b; i < e; ++i) dw[i] += nm::rmsnorm_dw_term_f32(widened(g[i]), xr[i], s);
+      for (int64_t i = b; i < e; ++i) dw[i] += nm::rmsnorm_dw_term_f32(widened(g[i]), widened(xr[i]), s);
     }
   });
 }
 
 template <class T>
-void layernorm_backward_rows(T* dx, float* dw, float* db, const T* dout, const float* x, const float* w,
+void layernorm_backward_rows(T* dx, float* dw, float* db, const T* dout, const T* x, const float* w,
                              const float* mean, const float* rstd, int64_t n, int64_t c) {
 #pragma omp parallel
   {
-    std::vector<float> widened_row(std::is_same_v<T, float> ? 0 : size_t(c));
+    cpu_act::RowsF32<T> rows(2, c);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < n; ++r) {
-      const float* xr = x + r * c;
-      const float* g = row_f32(dout + r * c, widened_row.data(), c);
+      const float* xr = rows.row(x + r * c, 0);
+      const float* g = rows.row(dout + r * c, 1);
       T* d = dx + r * c;
       const float m = mean[r], s = rstd[r];
       float dn_mean = 0.0f, dn_norm_mean = 0.0f;
@@ -203,13 +215,13 @@ void layernorm_backward_rows(T* dx, float* dw, float* db, const T* dout, const f
   }
   for_channel_ranges(c, [&](int64_t b, int64_t e) {
     for (int64_t r = 0; r < n; ++r) {
-      const float* xr = x + r * c;
+      const T* xr = x + r * c;
       const T* g = dout + r * c;
       const float m = mean[r], s = rstd[r];
 #pragma omp simd
       for (int64_t i = b; i < e; ++i) {
         const float gi = widened(g[i]);
-        dw[i] += gi * nm::layernorm_norm_f32(xr[i], m, s);
+        dw[i] += gi * nm::layernorm_norm_f32(widened(xr[i]), m, s);
         db[i] += gi;
       }
     }
@@ -240,7 +252,7 @@ void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* 
                           int64_t n, int64_t c) {
   rmsnorm_backward_rows(dx, dw, dout, x, w, rstd, n, c);
 }
-void rmsnorm_backward_cpu(uint16_t* dx, float* dw, const uint16_t* dout, const float* x, const float* w,
+void rmsnorm_backward_cpu(uint16_t* dx, float* dw, const uint16_t* dout, const uint16_t* x, const float* w,
                           const float* rstd, int64_t n, int64_t c) {
   rmsnorm_backward_rows(dx, dw, dout, x, w, rstd, n, c);
 }
@@ -253,13 +265,17 @@ void layernorm_forward_cpu(uint16_t* out, float* mean, float* rstd, const float*
                            int64_t n, int64_t c, float eps) {
   layernorm_forward_rows(out, mean, rstd, x, w, b, n, c, eps);
 }
+void layernorm_forward_cpu(uint16_t* out, float* mean, float* rstd, const uint16_t* x, const float* w,
+                           const float* b, int64_t n, int64_t c, float eps) {
+  layernorm_forward_rows(out, mean, rstd, x, w, b, n, c, eps);
+}
 
 void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                             const float* mean, const float* rstd, int64_t n, int64_t c) {
   layernorm_backward_rows(dx, dw, db, dout, x, w, mean, rstd, n, c);
 }
-void layernorm_backward_cpu(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const float* x, const float* w,
-                            const float* mean, const float* rstd, int64_t n, int64_t c) {
+void layernorm_backward_cpu(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const uint16_t* x,
+                            const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
   layernorm_backward_rows(dx, dw, db, dout, x, w, mean, rstd, n, c);
 }
 
@@ -324,20 +340,21 @@ void gelu_backward_cpu(uint16_t* dx, const uint16_t* dout, const uint16_t* x, in
 namespace {
 
 // out[r] = wte[tok[r]] (+ wpe[r % seq]), each table element widened exactly to fp32 first.
-template <class T>
-void embedding_forward_rows(float* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+// out: fp32, or bf16 (the residual stream under bf16 activations: the fp32 sum rounded once).
+template <class Out, class T>
+void embedding_forward_rows(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
                             int64_t c) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
     const T* e = wte + int64_t(tokens[r]) * c;
-    float* o = out + r * c;
+    Out* o = out + r * c;
     if (wpe) {
       const T* p = wpe + (r % seq) * c;
 #pragma omp simd
-      for (int64_t i = 0; i < c; ++i) o[i] = widened(e[i]) + widened(p[i]);
+      for (int64_t i = 0; i < c; ++i) store(o + i, widened(e[i]) + widened(p[i]));
     } else {
 #pragma omp simd
-      for (int64_t i = 0; i < c; ++i) o[i] = widened(e[i]);
+      for (int64_t i = 0; i < c; ++i) store(o + i, widened(e[i]));
     }
   }
 }
@@ -349,7 +366,15 @@ void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, 
   embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
 }
 
+void embedding_forward_cpu(uint16_t* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                           int64_t seq, int64_t c) {
+  embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
+}
 void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                int64_t n, int64_t seq, int64_t c) {
+  embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
+}
+void embedding_forward_bf16_cpu(uint16_t* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                 int64_t n, int64_t seq, int64_t c) {
   embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
 }
@@ -404,8 +429,8 @@ void accumulate_cpu(float* dst, const float* a, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dst[i] += a[i];
 }
 
-double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
-                              float grad_scale, bool want_grad) {
+double cross_entropy_rows_cpu(float* logits, uint16_t* grad_bf16, const int32_t* targets, int64_t rows,
+                              int64_t vocab, float grad_scale, bool want_grad) {
   // NOTE: each row's loss is kept and the losses are summed in row order afterwards, so the
   // total does not depend on the thread count (an OpenMP reduction combines per-thread partial
   // sums, whose split depends on it: the parity harness caught a last-bit difference).
@@ -413,9 +438,10 @@ double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t row
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     float* l = logits + r * vocab;
+    uint16_t* g = grad_bf16 != nullptr ? grad_bf16 + r * vocab : nullptr;
     const int32_t target = targets[r];
     if (target < 0) {
-      if (want_grad) std::memset(l, 0, size_t(vocab) * 4);
+      if (want_grad) std::memset(g != nullptr ? static_cast<void*>(g) : l, 0, size_t(vocab) * (g != nullptr ? 2 : 4));
       continue;
     }
     float m = l[0];
@@ -439,6 +465,10 @@ double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t row
 #pragma omp simd
       for (int64_t i = 0; i < vocab; ++i) l[i] *= k;
       l[target] -= grad_scale;
+      if (g != nullptr) {  // the bf16 gradient: the in-place form's values, rounded once
+#pragma omp simd
+        for (int64_t i = 0; i < vocab; ++i) store(g + i, l[i]);
+      }
     }
   }
   double total = 0.0;

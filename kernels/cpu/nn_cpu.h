@@ -24,12 +24,15 @@ void rmsnorm_forward_cpu(float* out, float* rstd, const float* x, const float* w
                          int64_t c, float eps);
 void rmsnorm_forward_cpu(uint16_t* out, float* rstd, const float* x, const float* w, int64_t n,
                          int64_t c, float eps);
-// dx += ..., dw += ... The bf16 form (dx and dout bf16, as bf16 activations store the residual
-// stream's gradient and the norm's output's) widens dout exactly and each dx value, adds in fp32
-// and rounds once: the bits of the fp32 form on widened copies, narrowed.
+// ... from a bf16 x (the residual stream under bf16 activations), widened exactly
+void rmsnorm_forward_cpu(uint16_t* out, float* rstd, const uint16_t* x, const float* w, int64_t n,
+                         int64_t c, float eps);
+// dx += ..., dw += ... The bf16 form (dx, dout and x bf16, as bf16 activations store the residual
+// stream's gradient, the norm's output's and the residual stream) widens dout, x and each dx value
+// exactly, adds in fp32 and rounds once: the bits of the fp32 form on widened copies, narrowed.
 void rmsnorm_backward_cpu(float* dx, float* dw, const float* dout, const float* x,
                           const float* w, const float* rstd, int64_t n, int64_t c);
-void rmsnorm_backward_cpu(uint16_t* dx, float* dw, const uint16_t* dout, const float* x,
+void rmsnorm_backward_cpu(uint16_t* dx, float* dw, const uint16_t* dout, const uint16_t* x,
                           const float* w, const float* rstd, int64_t n, int64_t c);
 
 // out = (x - mean) * rstd * w + b (biased variance, as torch.nn.LayerNorm)
@@ -37,11 +40,13 @@ void layernorm_forward_cpu(float* out, float* mean, float* rstd, const float* x,
                            const float* b, int64_t n, int64_t c, float eps);
 void layernorm_forward_cpu(uint16_t* out, float* mean, float* rstd, const float* x, const float* w,
                            const float* b, int64_t n, int64_t c, float eps);
+void layernorm_forward_cpu(uint16_t* out, float* mean, float* rstd, const uint16_t* x, const float* w,
+                           const float* b, int64_t n, int64_t c, float eps);
 // dx += ..., dw += ..., db += ... (the bf16 form as RMSNorm's)
 void layernorm_backward_cpu(float* dx, float* dw, float* db, const float* dout, const float* x,
                             const float* w, const float* mean, const float* rstd, int64_t n,
                             int64_t c);
-void layernorm_backward_cpu(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const float* x,
+void layernorm_backward_cpu(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const uint16_t* x,
                             const float* w, const float* mean, const float* rstd, int64_t n,
                             int64_t c);
 
@@ -77,9 +82,14 @@ void gelu_backward_cpu(uint16_t* dx, const uint16_t* dout, const uint16_t* x, in
 // out[r] = wte[tok[r]] (+ wpe[r % seq])                                   out (N, C)
 void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                            int64_t n, int64_t seq, int64_t c);
+// ... into a bf16 out (the residual stream under bf16 activations): the fp32 sum rounded once
+void embedding_forward_cpu(uint16_t* out, const int32_t* tokens, const float* wte, const float* wpe,
+                           int64_t n, int64_t seq, int64_t c);
 // The same from bf16 tables, each element widened exactly first: bitwise the fp32 lookup of
 // the widened tables, without a widened copy of the whole table.
 void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                int64_t n, int64_t seq, int64_t c);
+void embedding_forward_bf16_cpu(uint16_t* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                 int64_t n, int64_t seq, int64_t c);
 // dwte[tok[r]] += dout[r]; dwpe[r % seq] += dout[r] (dwpe may be null; a bf16 dout widened
 // exactly, the sums fp32)
@@ -100,9 +110,11 @@ void accumulate_cpu(float* dst, const float* a, int64_t count);
 
 // Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
 // (softmax - onehot) * grad_scale, or zeros where target < 0 (ignored). Returns the sum of
-// the rows' losses (double). Rows are independent, so callers feed chunks of rows.
-double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
-                              float grad_scale, bool want_grad);
+// the rows' losses (double). Rows are independent, so callers feed chunks of rows. grad_bf16:
+// null, or a bf16 (R, V) array that also gets the gradient, each value rounded once (bf16
+// activations; the head's GEMMs read it in place).
+double cross_entropy_rows_cpu(float* logits, uint16_t* grad_bf16, const int32_t* targets, int64_t rows,
+                              int64_t vocab, float grad_scale, bool want_grad);
 
 // Narrowing with round-to-nearest-even (bf16/fp16 compute modes feed GEMMs this way).
 void f32_to_bf16_cpu(uint16_t* dst, const float* src, int64_t count);

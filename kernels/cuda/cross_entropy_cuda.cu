@@ -1,6 +1,7 @@
 // cross_entropy_cuda.cu — see cross_entropy_cuda.h.
 #include "kernels/cuda/cross_entropy_cuda.h"
 
+#include "kernels/cuda/act_storage.cuh"
 #include "kernels/cuda/nn_cuda_common.cuh"
 #include "kernels/numerics/exp_f32.h"
 
@@ -10,17 +11,20 @@ namespace {
 
 constexpr int kRowThreads = 512;
 
+// G: where the gradient goes: float (over the logits, grad == logits) or bf16 (rounded once).
+template <class G>
 __global__ void __launch_bounds__(kRowThreads)
-cross_entropy_row_kernel(float* logits, const int32_t* targets, int64_t vocab, float grad_scale, bool want_grad,
-                         double* row_loss) {
+cross_entropy_row_kernel(float* logits, G* grad, const int32_t* targets, int64_t vocab, float grad_scale,
+                         bool want_grad, double* row_loss) {
   __shared__ float shared_f[kRowThreads];
   __shared__ double shared_d[kRowThreads];
   const int64_t r = blockIdx.x;
   float* l = logits + r * vocab;
+  G* g = grad + r * vocab;
   const int32_t target = targets[r];
   if (target < 0) {
     if (want_grad) {
-      for (int64_t i = threadIdx.x; i < vocab; i += kRowThreads) l[i] = 0.0f;
+      for (int64_t i = threadIdx.x; i < vocab; i += kRowThreads) cuda_nn::store_f32(g + i, 0.0f);
     }
     if (threadIdx.x == 0) row_loss[r] = 0.0;
     return;
@@ -40,9 +44,12 @@ cross_entropy_row_kernel(float* logits, const int32_t* targets, int64_t vocab, f
   if (threadIdx.x == 0) row_loss[r] = (double(m) + log(sum)) - double(target_logit);
   if (!want_grad) return;
   const float k = float(double(grad_scale) / sum);
-  for (int64_t i = threadIdx.x; i < vocab; i += kRowThreads) l[i] *= k;
-  __syncthreads();  // l[target] has been scaled (by whichever thread owns it)
-  if (threadIdx.x == 0) l[target] -= grad_scale;
+  // (e * k), and at the target (e * k) - grad_scale: the in-place form's two steps, each value
+  // stored once (over l itself for an fp32 gradient, so no thread reads a stored one back).
+  for (int64_t i = threadIdx.x; i < vocab; i += kRowThreads) {
+    const float p = l[i] * k;
+    cuda_nn::store_f32(g + i, i == target ? p - grad_scale : p);
+  }
 }
 
 // *loss_sum += row_loss[0] + row_loss[1] + ... in row order (one thread: rows per call are few),
@@ -55,11 +62,16 @@ __global__ void sum_in_order_kernel(const double* row_loss, int64_t rows, double
 
 }  // namespace
 
-void cross_entropy_rows_cuda(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                             bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream) {
+void cross_entropy_rows_cuda(float* logits, uint16_t* grad_bf16, const int32_t* targets, int64_t rows, int64_t vocab,
+                             float grad_scale, bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream) {
   if (rows > 0) {
-    cross_entropy_row_kernel<<<unsigned(rows), kRowThreads, 0, stream>>>(logits, targets, vocab, grad_scale,
-                                                                         want_grad, row_loss);
+    if (grad_bf16 != nullptr) {
+      cross_entropy_row_kernel<<<unsigned(rows), kRowThreads, 0, stream>>>(logits, grad_bf16, targets, vocab,
+                                                                           grad_scale, want_grad, row_loss);
+    } else {
+      cross_entropy_row_kernel<<<unsigned(rows), kRowThreads, 0, stream>>>(logits, logits, targets, vocab, grad_scale,
+                                                                           want_grad, row_loss);
+    }
     cuda_nn::check_launch();
   }
   sum_in_order_kernel<<<1, 1, 0, stream>>>(row_loss, rows, loss_sum);

@@ -7,7 +7,7 @@
 // (the CPU sums in index order: the two sums may differ in the last bits of a double), then the
 // scaling. The row losses go to row_loss (device, R doubles) and are summed in row order, and
 // that sum added to *loss_sum (device), by a second kernel: nothing waits for the host here.
-// Relies on: numerics/exp_f32.h, nn_cuda_common.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
+// Relies on: numerics/exp_f32.h, nn_cuda_common.cuh, act_storage.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,7 +16,9 @@
 
 namespace farthing::kernels {
 
-void cross_entropy_rows_cuda(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                             bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream);
+// grad_bf16: null (the gradient over the logits, in place), or a bf16 (R, V) array for it (each
+// value rounded once; the logits are left holding e^(l - max)).
+void cross_entropy_rows_cuda(float* logits, uint16_t* grad_bf16, const int32_t* targets, int64_t rows, int64_t vocab,
+                             float grad_scale, bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream);
 
 }  // namespace farthing::kernels

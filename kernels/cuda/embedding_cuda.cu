@@ -11,15 +11,16 @@ namespace {
 using cuda_nn::kThreads;
 constexpr int kColumnTile = 128;
 
-template <class T>
+// Out: fp32, or bf16 (the residual stream under bf16 activations: the fp32 sum rounded once).
+template <class Out, class T>
 __global__ void __launch_bounds__(kThreads)
-embedding_forward_kernel(float* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+embedding_forward_kernel(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
                          int64_t c) {
   const int64_t count = n * c;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / c, i = e - r * c;
     const float v = cuda_nn::load_f32(wte + int64_t(tokens[r]) * c + i);
-    out[e] = wpe != nullptr ? v + cuda_nn::load_f32(wpe + (r % seq) * c + i) : v;
+    cuda_nn::store_f32(out + e, wpe != nullptr ? v + cuda_nn::load_f32(wpe + (r % seq) * c + i) : v);
   }
 }
 
@@ -75,8 +76,8 @@ embedding_backward_wpe_kernel(float* dwpe, const T* dout, int64_t n, int64_t seq
   }
 }
 
-template <class T>
-void embedding_forward_any(float* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+template <class Out, class T>
+void embedding_forward_any(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
                            int64_t c, cudaStream_t stream) {
   if (n * c <= 0) return;
   embedding_forward_kernel<<<cuda_nn::blocks_for(n * c), kThreads, 0, stream>>>(out, tokens, wte, wpe, n, seq, c);
@@ -90,7 +91,15 @@ void embedding_forward_cuda(float* out, const int32_t* tokens, const float* wte,
   embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
 }
 
+void embedding_forward_cuda(uint16_t* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                            int64_t seq, int64_t c, cudaStream_t stream) {
+  embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
+}
 void embedding_forward_bf16_cuda(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                 int64_t n, int64_t seq, int64_t c, cudaStream_t stream) {
+  embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
+}
+void embedding_forward_bf16_cuda(uint16_t* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                  int64_t n, int64_t seq, int64_t c, cudaStream_t stream) {
   embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
 }

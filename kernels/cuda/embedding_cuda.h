@@ -22,6 +22,11 @@ void embedding_forward_cuda(float* out, const int32_t* tokens, const float* wte,
                             int64_t seq, int64_t c, cudaStream_t stream);
 void embedding_forward_bf16_cuda(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
                                  int64_t n, int64_t seq, int64_t c, cudaStream_t stream);
+// The forwards into a bf16 out (the residual stream under bf16 activations): the fp32 sum rounded once.
+void embedding_forward_cuda(uint16_t* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+                            int64_t seq, int64_t c, cudaStream_t stream);
+void embedding_forward_bf16_cuda(uint16_t* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
+                                 int64_t n, int64_t seq, int64_t c, cudaStream_t stream);
 int64_t embedding_backward_scratch_floats(int64_t n);
 // dout: fp32, or bf16 (the residual stream's gradient under bf16 activations), widened exactly.
 void embedding_backward_cuda(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,

@@ -8,6 +8,7 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -77,17 +78,16 @@ size_t MatmulLt::cached_plans() const { return state_->plans.size(); }
 
 void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
                    cudaStream_t stream) {
-  queue(dtype, shape, a, b, c, false, accumulate, stream);
+  queue(dtype, shape, a, b, c, c, false, accumulate, stream);
 }
 
-void MatmulLt::run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, uint16_t* c,
-                            cudaStream_t stream) {
-  queue(dtype, shape, a, b, c, true, false, stream);
+void MatmulLt::run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const uint16_t* add,
+                            uint16_t* c, cudaStream_t stream) {
+  queue(dtype, shape, a, b, add != nullptr ? add : c, c, true, add != nullptr, stream);
 }
 
-void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, void* c, bool c_bf16,
-                     bool accumulate, cudaStream_t stream) {
-  if (c_bf16 && accumulate) throw Error("matmul: a bf16 output is written, never accumulated into");
+void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const void* c_in,
+                     void* c, bool c_bf16, bool accumulate, cudaStream_t stream) {
   const size_t c_elem = c_bf16 ? 2 : 4;
   GemmShape s = shape;
   if (s.m <= 0 || s.n <= 0) return;
@@ -96,9 +96,12 @@ void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, con
   if (s.ldb == 0) s.ldb = tb ? s.k : s.n;
   if (s.ldc == 0) s.ldc = s.n;
   State& st = *state_;
-  if (s.k <= 0) {  // an empty sum: C = 0, or unchanged when accumulating
+  if (s.k <= 0) {  // an empty sum: D = 0, or D = C when accumulating
     if (!accumulate) {
       FARTHING_CUDA_CHECK(cudaMemset2DAsync(c, size_t(s.ldc) * c_elem, 0, size_t(s.n) * c_elem, size_t(s.m), stream));
+    } else if (c_in != c) {
+      FARTHING_CUDA_CHECK(cudaMemcpy2DAsync(c, size_t(s.ldc) * c_elem, c_in, size_t(s.ldc) * c_elem,
+                                            size_t(s.n) * c_elem, size_t(s.m), cudaMemcpyDeviceToDevice, stream));
     }
     return;
   }
@@ -106,7 +109,7 @@ void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, con
     FARTHING_CUBLASLT_CHECK(cublasLtCreate(&st.handle));
     if (st.workspace_bytes > 0) FARTHING_CUDA_CHECK(cudaMalloc(&st.workspace, st.workspace_bytes));
   }
-  const int alignment = alignment_of(a, b, c);
+  const int alignment = std::min(alignment_of(a, b, c), alignment_of(a, b, c_in));
   const Key key{int(dtype), s.m, s.n, s.k, s.lda, s.ldb, s.ldc, int(ta), int(tb), alignment, int(c_bf16)};
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
@@ -156,7 +159,7 @@ void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, con
   }
   Plan& p = *it->second;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  FARTHING_CUBLASLT_CHECK(cublasLtMatmul(st.handle, p.desc, &alpha, b, p.layout_b, a, p.layout_a, &beta, c, p.layout_c, c,
+  FARTHING_CUBLASLT_CHECK(cublasLtMatmul(st.handle, p.desc, &alpha, b, p.layout_b, a, p.layout_a, &beta, c_in, p.layout_c, c,
                                    p.layout_c, &p.algo, st.workspace, st.workspace_bytes, stream));
 }
 

@@ -33,17 +33,20 @@ class MatmulLt {
   // Queues C (+)= op(A) op(B) on `stream`; does not wait.
   void run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
            cudaStream_t stream);
-  // Queues C = bf16(op(A) op(B)): cuBLASLt's bf16 D, the fp32 accumulation rounded once (beta 0).
-  void run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, uint16_t* c,
-                    cudaStream_t stream);
+  // Queues C = bf16(add + op(A) op(B)): cuBLASLt's bf16 D, the fp32 accumulation (plus the
+  // widened add, cuBLASLt's bf16 C with beta 1, when add is not null; it may be C itself) rounded
+  // once.
+  void run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const uint16_t* add,
+                    uint16_t* c, cudaStream_t stream);
   // Plans held in the cache (for tests and benchmarks).
   size_t cached_plans() const;
 
  private:
   struct State;
   std::unique_ptr<State> state_;
-  void queue(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, void* c, bool c_bf16,
-             bool accumulate, cudaStream_t stream);
+  // D = op(A) op(B) (+ C when accumulate); C and D share a type and layout, and may be one array.
+  void queue(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const void* c, void* d,
+             bool d_bf16, bool accumulate, cudaStream_t stream);
 };
 
 }  // namespace farthing::kernels

@@ -5,7 +5,7 @@
 // the stream-ordered workspace, host staging) then runs under the simulator too. It is not
 // tuned and not a reference: one thread per C element, fp32 sums in k order (inside the GEMM
 // tolerance class, docs/cuda_ops.md). Same contract as matmul_cublaslt.cu: default strides,
-// empty k gives C = 0 (or C unchanged when accumulating), a bf16 C rounded once to nearest even,
+// empty k gives C = 0 (or C = add when accumulating), a bf16 C rounded once to nearest even,
 // queues on `stream` without waiting.
 #include <cstdint>
 
@@ -32,8 +32,9 @@ __device__ float load(const void* p, int64_t i) {
 __device__ void store(float* p, float v) { *p = v; }
 __device__ void store(uint16_t* p, float v) { *p = numerics::f32_to_bf16_rne(v); }
 
+// c = op(A) op(B), plus c_in (c's type and layout; may be c) when accumulate.
 template <GemmDtype D, class Out>
-__global__ void gemm_double_kernel(GemmShape s, const void* a, const void* b, Out* c, bool accumulate) {
+__global__ void gemm_double_kernel(GemmShape s, const void* a, const void* b, const Out* c_in, Out* c, bool accumulate) {
   const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t row = blockIdx.y;
   if (col >= s.n) return;
@@ -44,17 +45,17 @@ __global__ void gemm_double_kernel(GemmShape s, const void* a, const void* b, Ou
     const float y = load<D>(b, tb ? col * s.ldb + p : p * s.ldb + col);
     sum += x * y;
   }
-  Out* out = c + row * s.ldc + col;
+  const int64_t at = row * s.ldc + col;
   if constexpr (sizeof(Out) == 4) {
-    *out = accumulate ? *out + sum : sum;
+    c[at] = accumulate ? c_in[at] + sum : sum;
   } else {
-    store(out, sum);  // a bf16 output is written, never accumulated into
+    store(c + at, accumulate ? numerics::bf16_to_f32(c_in[at]) + sum : sum);
   }
 }
 
 template <class Out>
-void queue_gemm(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, Out* c, bool accumulate,
-           cudaStream_t stream) {
+void queue_gemm(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const Out* c_in, Out* c,
+                bool accumulate, cudaStream_t stream) {
   GemmShape s = shape;
   if (s.m <= 0 || s.n <= 0) return;
   const bool ta = s.trans_a == Trans::kT, tb = s.trans_b == Trans::kT;
@@ -64,9 +65,9 @@ void queue_gemm(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
   if (s.k < 0) s.k = 0;  // the kernel's empty sum is 0: C = 0, or C unchanged when accumulating
   const dim3 grid(unsigned((s.n + 127) / 128), unsigned(s.m));
   switch (dtype) {
-    case GemmDtype::kF32: gemm_double_kernel<GemmDtype::kF32><<<grid, 128, 0, stream>>>(s, a, b, c, accumulate); break;
-    case GemmDtype::kBF16: gemm_double_kernel<GemmDtype::kBF16><<<grid, 128, 0, stream>>>(s, a, b, c, accumulate); break;
-    case GemmDtype::kF16: gemm_double_kernel<GemmDtype::kF16><<<grid, 128, 0, stream>>>(s, a, b, c, accumulate); break;
+    case GemmDtype::kF32: gemm_double_kernel<GemmDtype::kF32><<<grid, 128, 0, stream>>>(s, a, b, c_in, c, accumulate); break;
+    case GemmDtype::kBF16: gemm_double_kernel<GemmDtype::kBF16><<<grid, 128, 0, stream>>>(s, a, b, c_in, c, accumulate); break;
+    case GemmDtype::kF16: gemm_double_kernel<GemmDtype::kF16><<<grid, 128, 0, stream>>>(s, a, b, c_in, c, accumulate); break;
   }
   FARTHING_CUDA_CHECK(cudaGetLastError());
 }
@@ -81,12 +82,12 @@ size_t MatmulLt::cached_plans() const { return 0; }
 
 void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
                    cudaStream_t stream) {
-  queue_gemm(dtype, shape, a, b, c, accumulate, stream);
+  queue_gemm(dtype, shape, a, b, c, c, accumulate, stream);
 }
 
-void MatmulLt::run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, uint16_t* c,
-                            cudaStream_t stream) {
-  queue_gemm(dtype, shape, a, b, c, false, stream);
+void MatmulLt::run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const uint16_t* add,
+                            uint16_t* c, cudaStream_t stream) {
+  queue_gemm(dtype, shape, a, b, add, c, add != nullptr, stream);
 }
 
 }  // namespace farthing::kernels

@@ -13,52 +13,58 @@ using cuda_nn::kThreads;
 
 namespace {
 
-template <class Out>
+// In: how x (the residual stream) is stored; Out: the output's storage.
+template <class Out, class In>
 __global__ void __launch_bounds__(kThreads)
-rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, const float* w, int64_t c, float eps) {
+rmsnorm_forward_kernel(Out* out, float* rstd, const In* x, const float* w, int64_t c, float eps) {
   __shared__ float shared[kThreads];
   const int64_t r = blockIdx.x;
-  const float* xr = x + r * c;
+  const In* xr = x + r * c;
   float acc = 0.0f;
-  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += xr[i] * xr[i];
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) {
+    const float xi = cuda_nn::load_f32(xr + i);
+    acc += xi * xi;
+  }
   const float s = nm::norm_rstd_f32(cuda_nn::block_sum(acc, shared), float(c), eps);
   if (threadIdx.x == 0) rstd[r] = s;
   Out* o = out + r * c;
-  for (int64_t i = threadIdx.x; i < c; i += kThreads) cuda_nn::store_f32(o + i, nm::rmsnorm_out_f32(xr[i], s, w[i]));
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) {
+    cuda_nn::store_f32(o + i, nm::rmsnorm_out_f32(cuda_nn::load_f32(xr + i), s, w[i]));
+  }
 }
 
-// T: how dx and dout are stored (fp32, or bf16 under bf16 activations: dout widened, each dx
-// value widened, added to and rounded once).
+// T: how dx, dout and x are stored (fp32, or bf16 under bf16 activations: dout and x widened,
+// each dx value widened, added to and rounded once).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-rmsnorm_backward_dx_kernel(T* dx, const T* dout, const float* x, const float* w, const float* rstd, int64_t c) {
+rmsnorm_backward_dx_kernel(T* dx, const T* dout, const T* x, const float* w, const float* rstd, int64_t c) {
   __shared__ float shared[kThreads];
   const int64_t r = blockIdx.x;
-  const float* xr = x + r * c;
+  const T* xr = x + r * c;
   const T* g = dout + r * c;
   float acc = 0.0f;  // sum_i w_i dy_i x_i
-  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += w[i] * cuda_nn::load_f32(g + i) * xr[i];
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += w[i] * cuda_nn::load_f32(g + i) * cuda_nn::load_f32(xr + i);
   const float s = rstd[r];
   const float k = nm::rmsnorm_dx_coeff_f32(cuda_nn::block_sum(acc, shared), s, float(c));
   T* d = dx + r * c;
   for (int64_t i = threadIdx.x; i < c; i += kThreads) {
-    const float dxi = nm::rmsnorm_dx_f32(w[i], cuda_nn::load_f32(g + i), xr[i], s, k);
+    const float dxi = nm::rmsnorm_dx_f32(w[i], cuda_nn::load_f32(g + i), cuda_nn::load_f32(xr + i), s, k);
     cuda_nn::store_f32(d + i, cuda_nn::load_f32(d + i) + dxi);
   }
 }
 
-template <class Out>
+template <class Out, class In>
 __global__ void __launch_bounds__(kThreads)
-layernorm_forward_kernel(Out* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+layernorm_forward_kernel(Out* out, float* mean, float* rstd, const In* x, const float* w, const float* b,
                          int64_t c, float eps) {
   __shared__ float shared[kThreads];
   const int64_t r = blockIdx.x;
-  const float* xr = x + r * c;
+  const In* xr = x + r * c;
   float acc = 0.0f;
-  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += xr[i];
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += cuda_nn::load_f32(xr + i);
   const float m = cuda_nn::block_sum(acc, shared) / float(c);
   float var = 0.0f;
-  for (int64_t i = threadIdx.x; i < c; i += kThreads) var += nm::layernorm_dev2_f32(xr[i], m);
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) var += nm::layernorm_dev2_f32(cuda_nn::load_f32(xr + i), m);
   const float s = nm::norm_rstd_f32(cuda_nn::block_sum(var, shared), float(c), eps);
   if (threadIdx.x == 0) {
     mean[r] = m;
@@ -66,30 +72,30 @@ layernorm_forward_kernel(Out* out, float* mean, float* rstd, const float* x, con
   }
   Out* o = out + r * c;
   for (int64_t i = threadIdx.x; i < c; i += kThreads) {
-    cuda_nn::store_f32(o + i, nm::layernorm_out_f32(xr[i], m, s, w[i], b[i]));
+    cuda_nn::store_f32(o + i, nm::layernorm_out_f32(cuda_nn::load_f32(xr + i), m, s, w[i], b[i]));
   }
 }
 
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-layernorm_backward_dx_kernel(T* dx, const T* dout, const float* x, const float* w, const float* mean,
+layernorm_backward_dx_kernel(T* dx, const T* dout, const T* x, const float* w, const float* mean,
                              const float* rstd, int64_t c) {
   __shared__ float shared[kThreads];
   const int64_t r = blockIdx.x;
-  const float* xr = x + r * c;
+  const T* xr = x + r * c;
   const T* g = dout + r * c;
   const float m = mean[r], s = rstd[r];
   float acc_mean = 0.0f, acc_norm_mean = 0.0f;
   for (int64_t i = threadIdx.x; i < c; i += kThreads) {
     const float dn = w[i] * cuda_nn::load_f32(g + i);
     acc_mean += dn;
-    acc_norm_mean += dn * nm::layernorm_norm_f32(xr[i], m, s);
+    acc_norm_mean += dn * nm::layernorm_norm_f32(cuda_nn::load_f32(xr + i), m, s);
   }
   const float dn_mean = cuda_nn::block_sum(acc_mean, shared) / float(c);
   const float dn_norm_mean = cuda_nn::block_sum(acc_norm_mean, shared) / float(c);
   T* d = dx + r * c;
   for (int64_t i = threadIdx.x; i < c; i += kThreads) {
-    const float norm = nm::layernorm_norm_f32(xr[i], m, s);
+    const float norm = nm::layernorm_norm_f32(cuda_nn::load_f32(xr + i), m, s);
     const float dxi = nm::layernorm_dx_f32(w[i], cuda_nn::load_f32(g + i), norm, dn_mean, dn_norm_mean, s);
     cuda_nn::store_f32(d + i, cuda_nn::load_f32(d + i) + dxi);
   }
@@ -98,26 +104,27 @@ layernorm_backward_dx_kernel(T* dx, const T* dout, const float* x, const float* 
 // The per-(row, channel) terms of the weight gradients, for cuda_nn::column_sum_accumulate.
 template <class T>
 struct RmsnormDwTerm {
-  const T* dout;
-  const float *x, *rstd;
+  const T *dout, *x;
+  const float* rstd;
   int64_t c;
   __device__ float operator()(int64_t r, int64_t i) const {
-    return nm::rmsnorm_dw_term_f32(cuda_nn::load_f32(dout + r * c + i), x[r * c + i], rstd[r]);
+    return nm::rmsnorm_dw_term_f32(cuda_nn::load_f32(dout + r * c + i), cuda_nn::load_f32(x + r * c + i), rstd[r]);
   }
 };
 
 template <class T>
 struct LayernormDwTerm {
-  const T* dout;
-  const float *x, *mean, *rstd;
+  const T *dout, *x;
+  const float *mean, *rstd;
   int64_t c;
   __device__ float operator()(int64_t r, int64_t i) const {
-    return cuda_nn::load_f32(dout + r * c + i) * nm::layernorm_norm_f32(x[r * c + i], mean[r], rstd[r]);
+    return cuda_nn::load_f32(dout + r * c + i) *
+           nm::layernorm_norm_f32(cuda_nn::load_f32(x + r * c + i), mean[r], rstd[r]);
   }
 };
 
 template <class T>
-void rmsnorm_backward_launch(T* dx, float* dw, const T* dout, const float* x, const float* w, const float* rstd,
+void rmsnorm_backward_launch(T* dx, float* dw, const T* dout, const T* x, const float* w, const float* rstd,
                              int64_t n, int64_t c, float* scratch, cudaStream_t stream) {
   if (n <= 0) return;
   rmsnorm_backward_dx_kernel<<<unsigned(n), kThreads, 0, stream>>>(dx, dout, x, w, rstd, c);
@@ -126,7 +133,7 @@ void rmsnorm_backward_launch(T* dx, float* dw, const T* dout, const float* x, co
 }
 
 template <class T>
-void layernorm_backward_launch(T* dx, float* dw, float* db, const T* dout, const float* x, const float* w,
+void layernorm_backward_launch(T* dx, float* dw, float* db, const T* dout, const T* x, const float* w,
                                const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
                                cudaStream_t stream) {
   if (n <= 0) return;
@@ -137,16 +144,16 @@ void layernorm_backward_launch(T* dx, float* dw, float* db, const T* dout, const
   cuda_nn::column_sum_accumulate(db, scratch, n, c, cuda_nn::StridedRowTerm<T>{dout, c}, stream);
 }
 
-template <class Out>
-void rmsnorm_forward_launch(Out* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
+template <class Out, class In>
+void rmsnorm_forward_launch(Out* out, float* rstd, const In* x, const float* w, int64_t n, int64_t c, float eps,
                             cudaStream_t stream) {
   if (n <= 0) return;
   rmsnorm_forward_kernel<<<unsigned(n), kThreads, 0, stream>>>(out, rstd, x, w, c, eps);
   cuda_nn::check_launch();
 }
 
-template <class Out>
-void layernorm_forward_launch(Out* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+template <class Out, class In>
+void layernorm_forward_launch(Out* out, float* mean, float* rstd, const In* x, const float* w, const float* b,
                               int64_t n, int64_t c, float eps, cudaStream_t stream) {
   if (n <= 0) return;
   layernorm_forward_kernel<<<unsigned(n), kThreads, 0, stream>>>(out, mean, rstd, x, w, b, c, eps);
@@ -165,12 +172,16 @@ void rmsnorm_forward_cuda(uint16_t* out, float* rstd, const float* x, const floa
                           cudaStream_t stream) {
   rmsnorm_forward_launch(out, rstd, x, w, n, c, eps, stream);
 }
+void rmsnorm_forward_cuda(uint16_t* out, float* rstd, const uint16_t* x, const float* w, int64_t n, int64_t c,
+                          float eps, cudaStream_t stream) {
+  rmsnorm_forward_launch(out, rstd, x, w, n, c, eps, stream);
+}
 
 void rmsnorm_backward_cuda(float* dx, float* dw, const float* dout, const float* x, const float* w,
                            const float* rstd, int64_t n, int64_t c, float* scratch, cudaStream_t stream) {
   rmsnorm_backward_launch(dx, dw, dout, x, w, rstd, n, c, scratch, stream);
 }
-void rmsnorm_backward_cuda(uint16_t* dx, float* dw, const uint16_t* dout, const float* x, const float* w,
+void rmsnorm_backward_cuda(uint16_t* dx, float* dw, const uint16_t* dout, const uint16_t* x, const float* w,
                            const float* rstd, int64_t n, int64_t c, float* scratch, cudaStream_t stream) {
   rmsnorm_backward_launch(dx, dw, dout, x, w, rstd, n, c, scratch, stream);
 }
@@ -183,14 +194,18 @@ void layernorm_forward_cuda(uint16_t* out, float* mean, float* rstd, const float
                             int64_t n, int64_t c, float eps, cudaStream_t stream) {
   layernorm_forward_launch(out, mean, rstd, x, w, b, n, c, eps, stream);
 }
+void layernorm_forward_cuda(uint16_t* out, float* mean, float* rstd, const uint16_t* x, const float* w,
+                            const float* b, int64_t n, int64_t c, float eps, cudaStream_t stream) {
+  layernorm_forward_launch(out, mean, rstd, x, w, b, n, c, eps, stream);
+}
 
 void layernorm_backward_cuda(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                              const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
                              cudaStream_t stream) {
   layernorm_backward_launch(dx, dw, db, dout, x, w, mean, rstd, n, c, scratch, stream);
 }
-void layernorm_backward_cuda(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const float* x, const float* w,
-                             const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
+void layernorm_backward_cuda(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const uint16_t* x,
+                             const float* w, const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
                              cudaStream_t stream) {
   layernorm_backward_launch(dx, dw, db, dout, x, w, mean, rstd, n, c, scratch, stream);
 }

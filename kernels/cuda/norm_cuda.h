@@ -21,19 +21,24 @@ void rmsnorm_forward_cuda(float* out, float* rstd, const float* x, const float* 
                           cudaStream_t stream);
 void rmsnorm_forward_cuda(uint16_t* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
                           cudaStream_t stream);
-// The backwards' dx and dout are fp32, or both bf16 (as nn_cpu.h's bf16 forms).
+// ... and from a bf16 x (the residual stream under bf16 activations), widened exactly.
+void rmsnorm_forward_cuda(uint16_t* out, float* rstd, const uint16_t* x, const float* w, int64_t n, int64_t c,
+                          float eps, cudaStream_t stream);
+// The backwards' dx, dout and x are fp32, or all bf16 (as nn_cpu.h's bf16 forms).
 void rmsnorm_backward_cuda(float* dx, float* dw, const float* dout, const float* x, const float* w,
                            const float* rstd, int64_t n, int64_t c, float* scratch, cudaStream_t stream);
-void rmsnorm_backward_cuda(uint16_t* dx, float* dw, const uint16_t* dout, const float* x, const float* w,
+void rmsnorm_backward_cuda(uint16_t* dx, float* dw, const uint16_t* dout, const uint16_t* x, const float* w,
                            const float* rstd, int64_t n, int64_t c, float* scratch, cudaStream_t stream);
 void layernorm_forward_cuda(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                             int64_t n, int64_t c, float eps, cudaStream_t stream);
 void layernorm_forward_cuda(uint16_t* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                             int64_t n, int64_t c, float eps, cudaStream_t stream);
+void layernorm_forward_cuda(uint16_t* out, float* mean, float* rstd, const uint16_t* x, const float* w,
+                            const float* b, int64_t n, int64_t c, float eps, cudaStream_t stream);
 void layernorm_backward_cuda(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                              const float* mean, const float* rstd, int64_t n, int64_t c, float* scratch,
                              cudaStream_t stream);
-void layernorm_backward_cuda(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const float* x,
+void layernorm_backward_cuda(uint16_t* dx, float* dw, float* db, const uint16_t* dout, const uint16_t* x,
                              const float* w, const float* mean, const float* rstd, int64_t n, int64_t c,
                              float* scratch, cudaStream_t stream);
 

@@ -22,14 +22,16 @@ namespace farthing::models {
 // scratch for one chunk of rows. n1 and n2 (and their statistics) may share storage when nothing
 // reads n1 after the MLP, as in the decoder. lse is attention's log-sum-exp per (sequence, head,
 // position), kept for backward; the decoder has none. n1, n2 and act are read only by GEMMs, att
-// only by GEMMs and attention's backward, qkv only by RoPE and attention, and fc (the MLP's
-// in-projection) only by SwiGLU or GELU and their backwards, so under bf16 compute they may be
-// stored as bf16 (framework/backend/act_ref.h).
+// only by GEMMs and attention's backward, qkv only by RoPE and attention, fc (the MLP's
+// in-projection) only by SwiGLU or GELU and their backwards, and mid (the residual stream
+// between attention and the MLP) only by the second norm, its backward and the MLP's residual
+// add, so under bf16 compute they may be stored as bf16 (framework/backend/act_ref.h).
 struct BlockActs {
   ActRef n1;
   float *n1_mean, *n1_rstd;
   ActRef qkv, att;
-  float *lse, *mid;
+  float* lse;
+  ActRef mid;
   ActRef n2;
   float *n2_mean, *n2_rstd;
   ActRef fc, act;
@@ -50,10 +52,11 @@ class BlockHooks {
  public:
   // The fp32 values of a 1-D tensor (norm weight, bias) at a global flat offset.
   virtual const float* vector(int64_t offset) = 0;
-  // y(rows, n) (+)= x(rows, k) W^T (+ bias; bias < 0: none), W at global offset w stored per
-  // orient. A bf16 y (the MLP's in-projection under bf16 activations) is written, never added to.
+  // y(rows, n) = residual + x(rows, k) W^T (+ bias; bias < 0: none), W at global offset w
+  // stored per orient. residual: none (ActRef()), y itself, or another array of y's type (the
+  // residual stream the branch adds to; under bf16 activations a bf16 y is rounded once).
   virtual void linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t rows, int64_t k, int64_t n,
-                      WeightOrientation orient, bool accumulate) = 0;
+                      WeightOrientation orient, ActRef residual) = 0;
   // a.att (rows, dim) from a.qkv (rows, qkv_dim; rotary embedding applied): training attends
   // causally within each sequence of the micro-batch and keeps a.lse; the decoder caches the
   // rows' keys and values and attends over every cached position.
@@ -66,11 +69,12 @@ class BlockHooks {
 // out = norm(x) over rows rows: RMSNorm (Llama; mean unused) or LayerNorm (GPT-2), with the
 // weight (and bias) at global offsets w (b).
 void block_norm_forward(const TransformerSpec& spec, NnOps& ops, BlockHooks& hooks, ActRef out, float* mean,
-                        float* rstd, const float* x, int64_t w, int64_t b, int64_t rows);
+                        float* rstd, ActRef x, int64_t w, int64_t b, int64_t rows);
 
 // y = block `layer`(x), keeping its activations in a. y may be x (the decoder updates its
-// residual stream in place): x is read only before y is written.
+// residual stream in place): x is read only before y is written. x, y and a.mid (the residual
+// stream) share one storage type.
 void block_forward(const TransformerSpec& spec, NnOps& ops, BlockHooks& hooks, int64_t layer, const BlockActs& a,
-                   const float* x, float* y, const BlockRows& rows);
+                   ActRef x, ActRef y, const BlockRows& rows);
 
 }  // namespace farthing::models

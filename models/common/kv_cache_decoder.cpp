@@ -52,7 +52,8 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   float* qkv = nullptr;
   float* fc = nullptr;
   float* act = nullptr;
-  float** slots[] = {&x_, &n, &mean, &rstd, &qkv, &att, &acts_.mid, &fc, &act, &logits_};
+  float* mid = nullptr;
+  float** slots[] = {&x_, &n, &mean, &rstd, &qkv, &att, &mid, &fc, &act, &logits_};
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = cursor;
     cursor += round16(sizes[i]);
@@ -60,6 +61,7 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   acts_.n1 = acts_.n2 = n;  // fp32: the decoder's GEMMs are fp32
   acts_.qkv = qkv;
   acts_.att = att;
+  acts_.mid = mid;
   acts_.fc = fc;
   acts_.act = act;
   acts_.n1_mean = acts_.n2_mean = mean;
@@ -115,10 +117,10 @@ void KvCacheDecoder::forward_rows(const int32_t* tokens, int64_t rows) {
                                    : BlockRows{rows, rows, nullptr, nullptr};
   for (int64_t l = 0; l < c.n_layers; ++l) block_forward(spec_, ops_, *this, l, acts_, x_, x_, block_rows);
   // Only the last row's logits are wanted: final norm and head on that row alone.
-  const float* last = x_ + (rows - 1) * C;
+  float* last = x_ + (rows - 1) * C;
   block_norm_forward(spec_, ops_, *this, acts_.n1, acts_.n1_mean, acts_.n1_rstd, last, spec_.final_norm_w,
                      spec_.final_norm_b, 1);
-  linear(logits_, acts_.n1, spec_.head_w, -1, 1, C, V, WeightOrientation::kOutIn, false);
+  linear(logits_, acts_.n1, spec_.head_w, -1, 1, C, V, WeightOrientation::kOutIn, ActRef());
   position_ += rows;
 }
 
@@ -137,9 +139,11 @@ void KvCacheDecoder::attention(int64_t layer, const BlockActs& a, int64_t rows) 
 }
 
 void KvCacheDecoder::linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t rows,
-                            int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
+                            int64_t kdim, int64_t n, WeightOrientation orient, ActRef residual) {
   GemmShape s{rows, n, kdim};
   s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
+  const bool accumulate = residual.data != nullptr;
+  if (accumulate && residual.data != y.data) ops_.copy(y.f32(), residual.f32(), rows * n);
   ops_.matmul(GemmDtype::kF32, s, x.f32(), params_ + w, y.f32(), accumulate);
   if (bias >= 0) ops_.bias_add(y.f32(), params_ + bias, rows, n, n);
 }

@@ -53,7 +53,7 @@ class KvCacheDecoder : private BlockHooks {
   const float* vector(int64_t offset) override { return params_ + offset; }
   // y(rows, N) (+)= x(rows, K) W^T + bias, W stored per `orient`.
   void linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t rows, int64_t k, int64_t n,
-              WeightOrientation orient, bool accumulate) override;
+              WeightOrientation orient, ActRef residual) override;
   // Caches the rows' keys and values, then attends causally from each row (at position_ + r)
   // over every cached position.
   void attention(int64_t layer, const BlockActs& a, int64_t rows) override;

@@ -167,9 +167,8 @@ void Transformer::upload_ids(int32_t* to, const int32_t* from) {
 
 // Slot 0: what linear_forward narrows (x, where it is fp32) and linear_backward's dy where it is
 // fp32 (up to the widest projection, or a chunk of logits). Slot 1: linear_backward's x. Under
-// bf16 activations every GEMM input (the norms' outputs, attention's output, the MLP's activation)
-// and every gradient a GEMM reads but the logits' is stored as bf16: slot 1 is unused, and slot 0
-// narrows only the logits' gradients.
+// bf16 activations every GEMM operand is stored as bf16: slot 1 is unused, and slot 0 holds a
+// chunk of the logits' gradient, which cross-entropy writes there as bf16.
 std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
                                                       const ModelOptions& options) {
   if (options.compute == ComputeMode::kF32) return {0, 0};
@@ -189,7 +188,7 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const int64_t sets = options.checkpointing == Checkpointing::kPerBlock ? 1 : c.n_layers;
   const GemmDtype stored = stored_act_dtype(options);
-  out.resid = acts.take((c.n_layers + 1) * M * C);
+  out.resid = acts.take_act((c.n_layers + 1) * M * C, stored);
   for (int64_t s = 0; s < sets; ++s) {
     BlockActs a;
     a.n1 = acts.take_act(M * C, stored);
@@ -198,7 +197,7 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
     a.qkv = acts.take_act(M * Sq, stored);
     a.att = acts.take_act(M * C, stored);
     a.lse = acts.take(batch * c.n_heads * seq);
-    a.mid = acts.take(M * C);
+    a.mid = acts.take_act(M * C, stored);
     a.n2 = acts.take_act(M * C, stored);
     a.n2_mean = acts.take(M);
     a.n2_rstd = acts.take(M);
@@ -420,15 +419,18 @@ const void* Transformer::gemm_operand(const float* x, int64_t count, int slot) {
 }
 
 void Transformer::linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m,
-                                 int64_t kdim, int64_t n, WeightOrientation orient, bool accumulate) {
+                                 int64_t kdim, int64_t n, WeightOrientation orient, ActRef residual) {
   const GemmDtype dt = gemm_dtype_of(options_.compute);
   GemmShape s{m, n, kdim};
   s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
-  if (y.is_bf16()) {  // stored as bf16: the bias joins the fp32 sum before its one rounding
-    FARTHING_CHECK(!accumulate, "a bf16 activation is written by its GEMM, never added to");
-    ops_.matmul_bf16_out(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), bias >= 0 ? P(bias) : nullptr, y.bf16());
+  const bool accumulate = residual.data != nullptr;
+  if (y.is_bf16()) {  // stored as bf16: the residual and the bias join the fp32 sum before its one rounding
+    const uint16_t* add = accumulate ? residual.bf16() : nullptr;
+    ops_.matmul_bf16_out(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), bias >= 0 ? P(bias) : nullptr, add,
+                         y.bf16());
     return;
   }
+  if (accumulate && residual.data != y.data) ops_.copy(y.f32(), residual.f32(), m * n);
   if (fp8_ && fp8_->covers(w)) {
     fp8_->forward(y.f32(), x.f32(), w, m, orient, accumulate);
   } else if (fp4_ && fp4_->forward_covers(w)) {
@@ -459,7 +461,7 @@ void Transformer::linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy,
   sx.trans_b = orient == WeightOrientation::kOutIn ? Trans::kN : Trans::kT;
   sx.ldb = orient == WeightOrientation::kOutIn ? kdim : n;
   if (dx.is_bf16()) {
-    ops_.matmul_bf16_out(dt, sx, dy_op, weight_ptr(w), nullptr, dx.bf16());
+    ops_.matmul_bf16_out(dt, sx, dy_op, weight_ptr(w), nullptr, nullptr, dx.bf16());
   } else {
     ops_.matmul(dt, sx, dy_op, weight_ptr(w), dx.f32(), false);
   }
@@ -474,12 +476,11 @@ void Transformer::linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy,
   if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
 }
 
-void Transformer::norm_forward(ActRef out, float* mean, float* rstd, const float* x, int64_t w,
-                               int64_t b) {
+void Transformer::norm_forward(ActRef out, float* mean, float* rstd, ActRef x, int64_t w, int64_t b) {
   block_norm_forward(spec_, ops_, *this, out, mean, rstd, x, w, b, batch_ * seq_);
 }
 
-void Transformer::norm_backward(ActRef dx, ActRef dout, const float* x, int64_t w, int64_t b, const float* mean,
+void Transformer::norm_backward(ActRef dx, ActRef dout, ActRef x, int64_t w, int64_t b, const float* mean,
                                 const float* rstd) {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_;
@@ -514,7 +515,7 @@ void Transformer::embed(const int32_t* tokens) {
 }
 
 // The block's maths is block_forward's (block_forward.h), shared with the KV-cache decoder.
-void Transformer::block_forward(int64_t layer, const BlockActs& a, const float* x, float* y) {
+void Transformer::block_forward(int64_t layer, const BlockActs& a, ActRef x, ActRef y) {
   models::block_forward(spec_, ops_, *this, layer, a, x, y, BlockRows{batch_ * seq_, seq_, rope_cos_, rope_sin_});
 }
 
@@ -528,7 +529,7 @@ void Transformer::attention(int64_t /*layer*/, const BlockActs& a, int64_t rows)
   ops_.attention_forward(attention_shape(), a.att, a.lse, a.qkv);
 }
 
-void Transformer::block_backward(int64_t layer, const BlockActs& a, const float* x) {
+void Transformer::block_backward(int64_t layer, const BlockActs& a, ActRef x) {
   const ModelConfig& c = config();
   const BlockOffsets& w = spec_.blocks[size_t(layer)];
   const int64_t M = batch_ * seq_, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();
@@ -556,7 +557,7 @@ void Transformer::block_backward(int64_t layer, const BlockActs& a, const float*
 
 void Transformer::final_norm() {
   const int64_t MC = batch_ * seq_ * config().dim;
-  norm_forward(nf_, nf_mean_, nf_rstd_, resid_ + config().n_layers * MC, spec_.final_norm_w,
+  norm_forward(nf_, nf_mean_, nf_rstd_, resid_.offset(config().n_layers * MC), spec_.final_norm_w,
                spec_.final_norm_b);
 }
 
@@ -580,12 +581,15 @@ int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float
   for (int64_t r0 = 0; r0 < M; r0 += R) {
     const int64_t rows = std::min(R, M - r0);
     // logits (rows, V) = nf Whead^T
-    linear_forward(logits_, nf_.offset(r0 * C), spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, false);
+    linear_forward(logits_, nf_.offset(r0 * C), spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, ActRef());
     if (logits_out) ops_.copy(logits_out + r0 * V, logits_, rows * V);
     if (!targets) continue;
-    ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, grad_scale, want_grad, loss_sum);
+    // NOTE: the logits stay fp32 (the loss reads them); under bf16 activations their gradient is
+    // written as bf16, which the head's GEMMs read in place.
+    const ActRef dlogits = dn_.is_bf16() ? ActRef::bf16(bf16_slots_[0]) : ActRef(logits_);
+    ops_.cross_entropy_rows(logits_, dlogits, targets_ + r0, rows, V, grad_scale, want_grad, loss_sum);
     if (want_grad) {
-      linear_backward(dn_.offset(r0 * C), spec_.head_w, -1, logits_, nf_.offset(r0 * C), rows, C, V,
+      linear_backward(dn_.offset(r0 * C), spec_.head_w, -1, dlogits, nf_.offset(r0 * C), rows, C, V,
                       WeightOrientation::kOutIn);
     }
   }
@@ -692,7 +696,7 @@ void Transformer::backward_from_head() {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, MC = M * c.dim;
   backend_for(ops_.device()).fill_bytes(dres_.data, 0, size_t(MC * dres_.element_bytes()));  // +0 in fp32 and bf16
-  norm_backward(dres_, dn_, resid_ + c.n_layers * MC, spec_.final_norm_w, spec_.final_norm_b,
+  norm_backward(dres_, dn_, resid_.offset(c.n_layers * MC), spec_.final_norm_w, spec_.final_norm_b,
                 nf_mean_, nf_rstd_);
   // The head unit (final norm, and the output head when untied) is finished; a tied head's
   // gradient went to the embedding unit, which stays until the very end.
@@ -706,9 +710,9 @@ void Transformer::backward_from_head() {
     if (l > 0) prefetch_unit(block_unit(l - 1));
     if (options_.checkpointing == Checkpointing::kPerBlock) {
       // Recompute the block from its stored input; it rewrites resid(l+1) with equal bits.
-      block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
+      block_forward(l, a, resid_.offset(l * MC), resid_.offset((l + 1) * MC));
     }
-    block_backward(l, a, resid_ + l * MC);
+    block_backward(l, a, resid_.offset(l * MC));
     unit_grads_done(unit);
     release_unit(unit);
   }
@@ -737,7 +741,7 @@ void Transformer::forward_trunk(const int32_t* tokens, bool backward_follows) {
     const int unit = block_unit(l);
     acquire_unit(unit);
     prefetch_unit(l + 1 < c.n_layers ? block_unit(l + 1) : head);
-    block_forward(l, a, resid_ + l * MC, resid_ + (l + 1) * MC);
+    block_forward(l, a, resid_.offset(l * MC), resid_.offset((l + 1) * MC));
     release_unit(unit);
   }
   acquire_unit(head);

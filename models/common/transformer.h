@@ -61,8 +61,11 @@ struct ModelOptions {
   Fp8Options fp8;
   // FP4 linear layers (fp4_linears.h) on top of kBF16 compute; off without a recipe.
   Fp4Options fp4;
-  // Under kBF16 compute without FP8 or FP4 layers, store these activations as bf16
-  // (framework/backend/act_ref.h), each rounded once to nearest even:
+  // Under kBF16 compute without FP8 or FP4 layers, store every activation and gradient but the
+  // logits as bf16 (framework/backend/act_ref.h), each rounded once to nearest even:
+  // - the residual stream: the embedding's output, rounded once, and each residual branch's sum,
+  //   which the out and down projections' GEMMs form onto the stream read as their C and round
+  //   once (NnOps::matmul_bf16_out's add); the norms read it widened;
   // - the GEMMs' inputs (each norm's output, attention's output, the MLP's activation): the bits
   //   the GEMMs read narrowed, at half the bytes and with no narrowing pass. Attention's backward
   //   reads its output rounded, as cuDNN's does (NnOps::attention_backward);
@@ -80,7 +83,9 @@ struct ModelOptions {
   //   written as bf16 by the GEMMs that read the norm's output (their dgrad, the head's chunk by
   //   chunk), and each norm's backward adds into the residual stream's gradient, rounding once,
   //   which the residual branches' GEMMs (the out and down projections) read in place and the
-  //   embedding's backward sums, widened.
+  //   embedding's backward sums, widened;
+  // - the logits' gradient, which cross-entropy writes as bf16 for the head's GEMMs. The logits
+  //   themselves stay fp32: the loss reads them (a bf16 logit near 20 is off by up to 0.06).
   // false keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4
   // layers quantize from fp32 activations and write fp32, so they keep fp32.
   bool bf16_activations = true;
@@ -225,7 +230,7 @@ class Transformer : private BlockHooks {
  private:
   struct Carver;
   struct Carved {  // where carve() put each array
-    float* resid = nullptr;
+    ActRef resid;
     std::vector<BlockActs> layer_acts;
     ActRef nf;
     float *nf_mean = nullptr, *nf_rstd = nullptr;
@@ -249,27 +254,26 @@ class Transformer : private BlockHooks {
   void unit_grads_done(int unit);
   void release_all_units();
   void embed(const int32_t* tokens);
-  void block_forward(int64_t layer, const BlockActs& a, const float* x, float* y);
+  void block_forward(int64_t layer, const BlockActs& a, ActRef x, ActRef y);
   // BlockHooks: the block's 1-D tensors, its projections (FP8, 16-bit or fp32 operands) and
   // attention within each sequence of the micro-batch.
   const float* vector(int64_t offset) override { return P(offset); }
   void linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k, int64_t n,
-              WeightOrientation orient, bool accumulate) override {
-    linear_forward(y, x, w, bias, m, k, n, orient, accumulate);
+              WeightOrientation orient, ActRef residual) override {
+    linear_forward(y, x, w, bias, m, k, n, orient, residual);
   }
   void attention(int64_t layer, const BlockActs& a, int64_t rows) override;
   AttentionShape attention_shape() const;
-  void block_backward(int64_t layer, const BlockActs& a, const float* x);
+  void block_backward(int64_t layer, const BlockActs& a, ActRef x);
   void final_norm();
   // Embed, blocks, final norm (no grad); backward_follows: prefetch the last block for it.
   void forward_trunk(const int32_t* tokens, bool backward_follows = false);
   void prefetch_unit(int unit);
-  void norm_forward(ActRef out, float* mean, float* rstd, const float* x, int64_t w, int64_t b);
-  void norm_backward(ActRef dx, ActRef dout, const float* x, int64_t w, int64_t b, const float* mean,
-                     const float* rstd);
-  // y(M,N) (+)= x(M,K) W^T (+ bias)
+  void norm_forward(ActRef out, float* mean, float* rstd, ActRef x, int64_t w, int64_t b);
+  void norm_backward(ActRef dx, ActRef dout, ActRef x, int64_t w, int64_t b, const float* mean, const float* rstd);
+  // y(M,N) = residual + x(M,K) W^T (+ bias); residual: none, y itself or another array (BlockHooks::linear)
   void linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k,
-                      int64_t n, WeightOrientation orient, bool accumulate);
+                      int64_t n, WeightOrientation orient, ActRef residual);
   // dx(M,K) = dy W (overwrite; a bf16 dx is the fp32 product rounded once); dW += dy^T x;
   // dbias += sum dy
   void linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy, ActRef x,
@@ -308,8 +312,9 @@ class Transformer : private BlockHooks {
   double* own_loss_sum_ = nullptr;
   int32_t *tokens_ = nullptr, *targets_ = nullptr;
   float *rope_cos_ = nullptr, *rope_sin_ = nullptr;
-  // Carved from acts_: residual stream (L+1) x (BT, C); per-layer (or one) BlockActs; final norm.
-  float* resid_ = nullptr;
+  // Carved from acts_: residual stream (L+1) x (BT, C), stored as the activations are; per-layer
+  // (or one) BlockActs; final norm.
+  ActRef resid_;
   std::vector<BlockActs> layer_acts_;
   ActRef nf_;
   float *nf_mean_ = nullptr, *nf_rstd_ = nullptr;

@@ -97,14 +97,15 @@ TEST(StrictDevice, CopyRejectsTensorsTaggedForTheWrongMemory) {
 
 TEST(StrictDevice, ModelOpMatchesTheCpuBitwise) {
   const int64_t n = 5, c = 48;
-  const std::vector<float> x = normal_vector(3, size_t(n * c), 1.0), w = normal_vector(4, size_t(c), 1.0);
+  std::vector<float> x = normal_vector(3, size_t(n * c), 1.0);
+  const std::vector<float> w = normal_vector(4, size_t(c), 1.0);
   std::vector<float> out_cpu(static_cast<size_t>(n * c)), rstd_cpu(static_cast<size_t>(n));
   backend_for(Device::cpu()).nn().rmsnorm_forward(out_cpu.data(), rstd_cpu.data(), x.data(), w.data(), n, c, 1e-5f);
   Buffer dx = upload(x, DType::kF32), dw = upload(w, DType::kF32);
   Buffer out(Device::strict(), size_t(n * c) * 4, MemoryCategory::kActivations);
   Buffer rstd(Device::strict(), size_t(n) * 4, MemoryCategory::kActivations);
   strict().nn().rmsnorm_forward(static_cast<float*>(out.data()), static_cast<float*>(rstd.data()),
-                                static_cast<const float*>(dx.data()), static_cast<const float*>(dw.data()), n, c, 1e-5f);
+                                static_cast<float*>(dx.data()), static_cast<const float*>(dw.data()), n, c, 1e-5f);
   const std::vector<float> got = download<float>(out, DType::kF32);
   EXPECT_EQ(0, std::memcmp(got.data(), out_cpu.data(), got.size() * 4));
 }

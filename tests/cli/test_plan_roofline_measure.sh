@@ -54,14 +54,15 @@ PY
 "$farthing" plan "$stories" --preset stories260k --set train.device=cpu --roofline h200 --measure-ops \
   > "$tmp/llama.txt" 2> "$tmp/err" || { cat "$tmp/err"; fail "plan --measure-ops (stories260k) exited non-zero"; }
 check_table "$tmp/llama.txt" stories260k "rmsnorm forward" "rmsnorm backward" rope "attention forward" \
-  "attention backward" "swiglu backward" "matmul qkv wgrad" "narrow GEMM operands to bf16" "cross-entropy (+grad)" \
+  "attention backward" "swiglu backward" "matmul qkv wgrad" "matmul down fwd" "cross-entropy (+grad)" \
   || { cat "$tmp/llama.txt"; fail "the stories260k table is wrong (above)"; }
 
 "$farthing" plan "$stories" --preset gpt2-124m --set train.device=cpu --set train.micro_batch=1 --set data.seq_len=64 \
   --roofline h200 --measure-ops > "$tmp/gpt2.txt" 2> "$tmp/err" \
   || { cat "$tmp/err"; fail "plan --measure-ops (gpt2-124m) exited non-zero"; }
 check_table "$tmp/gpt2.txt" gpt2-124m "layernorm forward" "layernorm backward" "gelu forward" "gelu backward" \
-  "bias add" "bias backward" "embedding backward" || { cat "$tmp/gpt2.txt"; fail "the gpt2-124m table is wrong (above)"; }
+  "bias add" "bias backward" "embedding backward" "narrow GEMM outputs to bf16" "widen residual for bias GEMM" \
+  || { cat "$tmp/gpt2.txt"; fail "the gpt2-124m table is wrong (above)"; }
 
 "$farthing" plan "$stories" --preset stories260k --measure-ops > "$tmp/out" 2> "$tmp/err" && fail "--measure-ops without --roofline exited 0"
 [ "$(wc -l < "$tmp/err")" -eq 1 ] && grep -q -- "--measure-ops needs --roofline" "$tmp/err" \

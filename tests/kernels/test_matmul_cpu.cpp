@@ -177,7 +177,7 @@ TEST(MatmulCpu, Bf16OutputIsTheFp32ResultRoundedOnce) {
             std::vector<float> c32(size_t(c.m * ldc), 0.0f);
             matmul_cpu(dt, s, a.data(), b.data(), c32.data(), false);
             std::vector<uint16_t> c16(size_t(c.m * ldc), 0xABCD);
-            matmul_bf16_out_cpu(dt, s, a.data(), b.data(), with_bias ? bias.data() : nullptr, c16.data());
+            matmul_bf16_out_cpu(dt, s, a.data(), b.data(), with_bias ? bias.data() : nullptr, nullptr, c16.data());
             size_t differ = 0, padding_written = 0;
             for (int64_t i = 0; i < c.m; ++i) {
               for (int64_t j = 0; j < ldc; ++j) {

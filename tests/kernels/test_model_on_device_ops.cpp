@@ -48,11 +48,12 @@ class StagedOps final : public NnOps {
     ops_.matmul(dtype, s, da, db, k.inout(c, extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 4), accumulate);
   }
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, const float* bias,
-                       uint16_t* c) override {
+                       const uint16_t* add, uint16_t* c) override {
     Call k(*this);
     const auto [da, db] = gemm_operands(k, dtype, s, a, b);
-    ops_.matmul_bf16_out(dtype, s, da, db, bias ? k.in(bias, s.n * 4) : nullptr,
-                         k.inout(c, extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 2));
+    const int64_t c_bytes = extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 2;
+    ops_.matmul_bf16_out(dtype, s, da, db, bias ? k.in(bias, s.n * 4) : nullptr, add ? k.in(add, c_bytes) : nullptr,
+                         k.inout(c, c_bytes));
   }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     Call k(*this);
@@ -106,28 +107,28 @@ class StagedOps final : public NnOps {
                           k.in(qkv, ((rows - 1) * s.qkv_stride() + s.q_heads * s.head_dim) * 4), rows, first,
                           k.in(k_cache, kv), k.in(v_cache, kv));
   }
-  void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+  void rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                        float eps) override {
     Call k(*this);
-    ops_.rmsnorm_forward(staged(k, out, n * c), k.inout(rstd, n * 4), k.in(x, n * c * 4), k.in(w, c * 4), n, c, eps);
+    ops_.rmsnorm_forward(staged(k, out, n * c), k.inout(rstd, n * 4), staged(k, x, n * c), k.in(w, c * 4), n, c, eps);
   }
-  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w, const float* rstd,
+  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, const float* w, const float* rstd,
                         int64_t n, int64_t c) override {
     Call k(*this);
-    ops_.rmsnorm_backward(staged(k, dx, n * c), k.inout(dw, c * 4), staged(k, dout, n * c), k.in(x, n * c * 4),
+    ops_.rmsnorm_backward(staged(k, dx, n * c), k.inout(dw, c * 4), staged(k, dout, n * c), staged(k, x, n * c),
                           k.in(w, c * 4), k.in(rstd, n * 4), n, c);
   }
-  void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+  void layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w, const float* b,
                          int64_t n, int64_t c, float eps) override {
     Call k(*this);
-    ops_.layernorm_forward(staged(k, out, n * c), k.inout(mean, n * 4), k.inout(rstd, n * 4), k.in(x, n * c * 4),
+    ops_.layernorm_forward(staged(k, out, n * c), k.inout(mean, n * 4), k.inout(rstd, n * 4), staged(k, x, n * c),
                            k.in(w, c * 4), k.in(b, c * 4), n, c, eps);
   }
-  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x, const float* w,
+  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override {
     Call k(*this);
     ops_.layernorm_backward(staged(k, dx, n * c), k.inout(dw, c * 4), k.inout(db, c * 4), staged(k, dout, n * c),
-                            k.in(x, n * c * 4), k.in(w, c * 4), k.in(mean, n * 4), k.in(rstd, n * 4), n, c);
+                            staged(k, x, n * c), k.in(w, c * 4), k.in(mean, n * 4), k.in(rstd, n * 4), n, c);
   }
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
@@ -152,16 +153,16 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.gelu_backward(staged(k, dx, count), staged(k, dout, count), staged(k, x, count), count);
   }
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+  void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override {
     Call k(*this);
-    ops_.embedding_forward(k.inout(out, n * c * 4), k.in(tokens, n * 4), k.in(wte, table_rows(tokens, n) * c * 4),
+    ops_.embedding_forward(staged(k, out, n * c), k.in(tokens, n * 4), k.in(wte, table_rows(tokens, n) * c * 4),
                            k.in(wpe, std::min(n, seq) * c * 4), n, seq, c);
   }
-  void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
+  void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
                               int64_t seq, int64_t c) override {
     Call k(*this);
-    ops_.embedding_forward_bf16(k.inout(out, n * c * 4), k.in(tokens, n * 4),
+    ops_.embedding_forward_bf16(staged(k, out, n * c), k.in(tokens, n * 4),
                                 k.in(wte, table_rows(tokens, n) * c * 2), k.in(wpe, std::min(n, seq) * c * 2), n,
                                 seq, c);
   }
@@ -179,11 +180,13 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.bias_backward(k.inout(dbias, c * 4), staged(k, dout, (n - 1) * stride + c), n, c, stride);
   }
-  void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                          bool want_grad, double* loss_sum) override {
+  void cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
+                          float grad_scale, bool want_grad, double* loss_sum) override {
     Call k(*this);
-    ops_.cross_entropy_rows(k.inout(logits, rows * vocab * 4), k.in(targets, rows * 4), rows, vocab, grad_scale,
-                            want_grad, k.inout(loss_sum, sizeof(double)));
+    float* device_logits = k.inout(logits, rows * vocab * 4);
+    const ActRef device_grad = grad.is_bf16() ? staged(k, grad, rows * vocab) : ActRef(device_logits);
+    ops_.cross_entropy_rows(device_logits, device_grad, k.in(targets, rows * 4), rows, vocab, grad_scale, want_grad,
+                            k.inout(loss_sum, sizeof(double)));
   }
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override {
     Call k(*this);

@@ -275,19 +275,21 @@ void add(std::string name, Tol tol, std::function<Outputs(Arena&, Rng&)> run) {
   g_cases.push_back(Case{std::move(name), tol, std::move(run)});
 }
 
-// The norms' backwards with dx and dout stored as bf16 (the residual stream's gradient and the
-// norm's output's, under bf16 activations): on each backend, dx must be the fp32 form's on the
-// widened dx and dout, narrowed, and the weight gradients its exactly, bit for bit; then the rows
-// compare the backends (dx is a bf16 store of an fp32 reduction).
-Outputs norm_backward_bf16_outputs(Arena& a, Rng& rng, int64_t n, int64_t c, int64_t weight_grads,
-                                   const std::function<void(ActRef dx, ActRef dout, float* dweights)>& op) {
+// The norms' backwards with dx, dout and x stored as bf16 (the residual stream's gradient, the
+// norm's output's and the residual stream, under bf16 activations): on each backend, dx must be
+// the fp32 form's on the widened dx, dout and x, narrowed, and the weight gradients its exactly,
+// bit for bit; then the rows compare the backends (dx is a bf16 store of an fp32 reduction).
+Outputs norm_backward_bf16_outputs(Arena& a, Rng& rng, int64_t n, int64_t c, int64_t weight_grads, float x_lo,
+                                   float x_hi,
+                                   const std::function<void(ActRef dx, ActRef dout, ActRef x, float* dweights)>& op) {
   const std::vector<uint16_t> dx_bits = to_bf16(rng.floats(n * c)), dout_bits = to_bf16(rng.floats(n * c));
+  const std::vector<uint16_t> x_bits = to_bf16(rng.floats(n * c, x_lo, x_hi));
   const std::vector<float> dweights = rng.floats(weight_grads * c);
-  uint16_t *dx16 = a.put(dx_bits), *dout16 = a.put(dout_bits);
-  float *dx32 = a.put(widened_bf16(dx_bits)), *dout32 = a.put(widened_bf16(dout_bits));
+  uint16_t *dx16 = a.put(dx_bits), *dout16 = a.put(dout_bits), *x16 = a.put(x_bits);
+  float *dx32 = a.put(widened_bf16(dx_bits)), *dout32 = a.put(widened_bf16(dout_bits)), *x32 = a.put(widened_bf16(x_bits));
   float *dw16 = a.put(dweights), *dw32 = a.put(dweights);
-  op(ActRef::bf16(dx16), ActRef::bf16(dout16), dw16);
-  op(dx32, dout32, dw32);
+  op(ActRef::bf16(dx16), ActRef::bf16(dout16), ActRef::bf16(x16), dw16);
+  op(dx32, dout32, x32, dw32);
   const std::vector<uint16_t> stored = a.get_u16(dx16, size_t(n * c)), narrowed = to_bf16(a.get(dx32, size_t(n * c)));
   int64_t differ = 0;
   for (size_t i = 0; i < stored.size(); ++i) differ += stored[i] != narrowed[i];
@@ -300,19 +302,17 @@ Outputs norm_backward_bf16_outputs(Arena& a, Rng& rng, int64_t n, int64_t c, int
 
 void add_norm_backward_bf16_cases(const std::string& label, int64_t n, int64_t c) {
   add("rmsnorm_backward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
-    const float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
     const float* rstd = a.put(rng.floats(n, 0.6f, 1.2f));
-    return norm_backward_bf16_outputs(a, rng, n, c, 1, [&](ActRef dx, ActRef dout, float* dw) {
+    return norm_backward_bf16_outputs(a, rng, n, c, 1, -2.0f, 2.0f, [&](ActRef dx, ActRef dout, ActRef x, float* dw) {
       a.nn().rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
     });
   });
   add("layernorm_backward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
-    const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
     const float* mean = a.put(rng.floats(n, 0.4f, 0.6f));
     const float* rstd = a.put(rng.floats(n, 0.6f, 0.8f));
-    return norm_backward_bf16_outputs(a, rng, n, c, 2, [&](ActRef dx, ActRef dout, float* dwb) {
+    return norm_backward_bf16_outputs(a, rng, n, c, 2, -2.0f, 3.0f, [&](ActRef dx, ActRef dout, ActRef x, float* dwb) {
       a.nn().layernorm_backward(dx, dwb, dwb + c, dout, x, w, mean, rstd, n, c);
     });
   });
@@ -320,7 +320,7 @@ void add_norm_backward_bf16_cases(const std::string& label, int64_t n, int64_t c
 
 void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
   add("rmsnorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
-    const float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
+    float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
     float* out = a.put(std::vector<float>(size_t(n * c)));
     float* rstd = a.put(std::vector<float>(size_t(n)));
@@ -331,10 +331,26 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     return o;
   });
   add("rmsnorm_forward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
-    const float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
+    float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
     float* rstd = a.put(std::vector<float>(size_t(n)));
     return bf16_store_outputs(a, n * c, [&](ActRef out) { a.nn().rmsnorm_forward(out, rstd, x, w, n, c, 1e-5f); });
+  });
+  // From a bf16 x (the residual stream under bf16 activations): on each backend the fp32 form's
+  // output on the widened x, narrowed, and its statistics, bit for bit.
+  add("rmsnorm_forward_bf16x_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> x_bits = to_bf16(rng.floats(n * c, -2.0f, 2.0f));
+    uint16_t* x16 = a.put(x_bits);
+    float* x32 = a.put(widened_bf16(x_bits));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    float *rstd16 = a.put(std::vector<float>(size_t(n))), *rstd32 = a.put(std::vector<float>(size_t(n)));
+    Outputs o = bf16_store_outputs(a, n * c, [&](ActRef out) {
+      if (out.is_bf16()) a.nn().rmsnorm_forward(out, rstd16, ActRef::bf16(x16), w, n, c, 1e-5f);
+      else a.nn().rmsnorm_forward(out, rstd32, x32, w, n, c, 1e-5f);
+    });
+    Outputs r = same_bits_outputs(a, rstd16, rstd32, n, "rstd");
+    o.add("rstd", std::move(r.arrays.front().second));
+    return o;
   });
   add("rmsnorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     const auto xs = rng.floats(n * c, -2.0f, 2.0f);
@@ -344,7 +360,7 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
       for (int64_t i = 0; i < c; ++i) ss += double(xs[size_t(r * c + i)]) * xs[size_t(r * c + i)];
       rstds[size_t(r)] = float(1.0 / std::sqrt(ss / double(c) + 1e-5));
     }
-    const float* x = a.put(xs);
+    float* x = a.put(xs);
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
     float* dout = a.put(rng.floats(n * c));
     const float* rstd = a.put(rstds);
@@ -357,7 +373,7 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     return o;
   });
   add("layernorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
-    const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
+    float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
     const float* b = a.put(rng.floats(c));
     float* out = a.put(std::vector<float>(size_t(n * c)));
@@ -371,7 +387,7 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     return o;
   });
   add("layernorm_forward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
-    const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
+    float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
     const float* b = a.put(rng.floats(c));
     float* mean = a.put(std::vector<float>(size_t(n)));
@@ -379,8 +395,23 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     return bf16_store_outputs(
         a, n * c, [&](ActRef out) { a.nn().layernorm_forward(out, mean, rstd, x, w, b, n, c, 1e-5f); });
   });
+  add("layernorm_forward_bf16x_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> x_bits = to_bf16(rng.floats(n * c, -2.0f, 3.0f));
+    uint16_t* x16 = a.put(x_bits);
+    float* x32 = a.put(widened_bf16(x_bits));
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    const float* b = a.put(rng.floats(c));
+    float *mean16 = a.put(std::vector<float>(size_t(2 * n))), *mean32 = a.put(std::vector<float>(size_t(2 * n)));
+    Outputs o = bf16_store_outputs(a, n * c, [&](ActRef out) {
+      if (out.is_bf16()) a.nn().layernorm_forward(out, mean16, mean16 + n, ActRef::bf16(x16), w, b, n, c, 1e-5f);
+      else a.nn().layernorm_forward(out, mean32, mean32 + n, x32, w, b, n, c, 1e-5f);
+    });
+    Outputs r = same_bits_outputs(a, mean16, mean32, 2 * n, "mean_rstd");
+    o.add("mean_rstd", std::move(r.arrays.front().second));
+    return o;
+  });
   add("layernorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
-    const float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
+    float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
     float* dout = a.put(rng.floats(n * c));
     const float* mean = a.put(rng.floats(n, 0.4f, 0.6f));
@@ -567,6 +598,21 @@ void add_embedding_cases(const std::string& label, int64_t vocab, int64_t n, int
     o.add("out", a.get(out, size_t(n * c)));
     return o;
   });
+  // Into a bf16 out (the residual stream under bf16 activations), from fp32 and from bf16 tables:
+  // on each backend the fp32 lookup's sums, narrowed.
+  add("embedding_forward_bf16out_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int32_t* tok = a.put(rng.tokens(n, vocab));
+    const float* wte = a.put(rng.floats(vocab * c));
+    const float* wpe = with_wpe ? a.put(rng.floats(seq * c)) : nullptr;
+    return bf16_store_outputs(a, n * c, [&](ActRef out) { a.nn().embedding_forward(out, tok, wte, wpe, n, seq, c); });
+  });
+  add("embedding_forward_bf16_bf16out_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int32_t* tok = a.put(rng.tokens(n, vocab));
+    const uint16_t* wte = a.put(to_bf16(rng.floats(vocab * c)));
+    const uint16_t* wpe = with_wpe ? a.put(to_bf16(rng.floats(seq * c))) : nullptr;
+    return bf16_store_outputs(a, n * c,
+                              [&](ActRef out) { a.nn().embedding_forward_bf16(out, tok, wte, wpe, n, seq, c); });
+  });
   // Row order per token on both sides (embedding_cuda.h), so the gradients are bitwise.
   add("embedding_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int32_t* tok = a.put(rng.tokens(n, vocab));
@@ -637,10 +683,36 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
     float* logits = a.put(rng.floats(rows * vocab, -8.0f, 8.0f));
     // The op adds to the sum it is given: start it at 0.5, which both sides must keep.
     double* loss_sum = a.put(std::vector<double>{0.5});
-    a.nn().cross_entropy_rows(logits, a.put(targets), rows, vocab, 0.25f, want_grad, loss_sum);
+    a.nn().cross_entropy_rows(logits, logits, a.put(targets), rows, vocab, 0.25f, want_grad, loss_sum);
     Outputs o;
     o.add("logits", a.get(logits, size_t(rows * vocab)));
     o.scalars.emplace_back("loss", a.get_f64(loss_sum));
+    return o;
+  });
+  if (!want_grad) return;
+  // The gradient written as bf16 (bf16 activations): on each backend the in-place form's
+  // gradient narrowed and its loss, bit for bit; across backends a bf16 store of an fp32 reduction.
+  add("cross_entropy_bf16grad_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    std::vector<int32_t> targets = rng.tokens(rows, vocab);
+    if (rows > 2) targets[1] = -1;
+    const std::vector<float> values = rng.floats(rows * vocab, -8.0f, 8.0f);
+    const int32_t* t = a.put(targets);
+    float *logits16 = a.put(values), *logits32 = a.put(values);
+    uint16_t* grad16 = a.put(std::vector<uint16_t>(size_t(rows * vocab), 0x7fc0));  // NaNs: every value must be written
+    double *sum16 = a.put(std::vector<double>{0.5}), *sum32 = a.put(std::vector<double>{0.5});
+    a.nn().cross_entropy_rows(logits16, ActRef::bf16(grad16), t, rows, vocab, 0.25f, true, sum16);
+    a.nn().cross_entropy_rows(logits32, logits32, t, rows, vocab, 0.25f, true, sum32);
+    const std::vector<uint16_t> got = a.get_u16(grad16, size_t(rows * vocab));
+    const std::vector<uint16_t> narrowed = to_bf16(a.get(logits32, size_t(rows * vocab)));
+    int64_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += got[i] != narrowed[i];
+    EXPECT_EQ(differ, 0) << "the bf16 gradient differs from the in-place one, narrowed, in " << differ << " elements on "
+                         << a.nn().device().name();
+    const double loss16 = a.get_f64(sum16), loss32 = a.get_f64(sum32);
+    EXPECT_EQ(std::memcmp(&loss16, &loss32, sizeof(double)), 0) << loss16 << " vs " << loss32;
+    Outputs o;
+    o.add("grad_bf16", widened_bf16(got));
+    o.scalars.emplace_back("loss", loss16);
     return o;
   });
 }
@@ -814,8 +886,13 @@ void add_matmul_case(const std::string& label, GemmDtype dtype, GemmShape g, boo
 }
 
 // A bf16 GEMM output: within the GEMM tolerance across backends; on the CPU bit for bit the
-// fp32 GEMM plus the bias, narrowed (NnOps::matmul_bf16_out).
-void add_matmul_bf16_out_case(const std::string& label, GemmDtype dtype, GemmShape g, bool with_bias) {
+// fp32 GEMM plus the bias, narrowed (NnOps::matmul_bf16_out). With a residual (the residual
+// stream under bf16 activations), on the CPU bit for bit the fp32 GEMM accumulated onto the
+// widened residual, plus the bias, narrowed; `in_place` adds onto C itself (the KV-cache
+// decoder's form).
+enum class Residual { kNone, kOther, kInPlace };
+void add_matmul_bf16_out_case(const std::string& label, GemmDtype dtype, GemmShape g, bool with_bias,
+                              Residual residual = Residual::kNone) {
   add("matmul_bf16out_" + label, Tol::kGemm, [=](Arena& a, Rng& rng) {
     const bool ta = g.trans_a == Trans::kT, tb = g.trans_b == Trans::kT;
     const int64_t lda = g.lda ? g.lda : (ta ? g.m : g.k), ldb = g.ldb ? g.ldb : (tb ? g.k : g.n);
@@ -824,18 +901,20 @@ void add_matmul_bf16_out_case(const std::string& label, GemmDtype dtype, GemmSha
     const void* B = dtype == GemmDtype::kF32 ? static_cast<const void*>(a.put(bv)) : a.put(to_bf16(bv));
     const std::vector<float> bias_values = rng.floats(g.n, -2.0f, 2.0f);
     const float* bias = with_bias ? a.put(bias_values) : nullptr;
-    uint16_t* c16 = a.put(std::vector<uint16_t>(size_t(g.m * g.n)));
-    a.nn().matmul_bf16_out(dtype, g, A, B, bias, c16);
+    const std::vector<uint16_t> residual_bits = to_bf16(rng.floats(g.m * g.n, -4.0f, 4.0f));
+    uint16_t* c16 = a.put(residual == Residual::kInPlace ? residual_bits : std::vector<uint16_t>(size_t(g.m * g.n)));
+    const uint16_t* add = residual == Residual::kOther ? a.put(residual_bits) : residual == Residual::kInPlace ? c16 : nullptr;
+    a.nn().matmul_bf16_out(dtype, g, A, B, bias, add, c16);
     const std::vector<uint16_t> got = a.get_u16(c16, size_t(g.m * g.n));
     if (a.nn().device().is_cpu()) {
-      float* c32 = a.put(std::vector<float>(size_t(g.m * g.n)));
-      a.nn().matmul(dtype, g, A, B, c32, false);
+      float* c32 = a.put(residual == Residual::kNone ? std::vector<float>(size_t(g.m * g.n)) : widened_bf16(residual_bits));
+      a.nn().matmul(dtype, g, A, B, c32, residual != Residual::kNone);
       if (with_bias) a.nn().bias_add(c32, bias, g.m, g.n, g.n);
       const std::vector<uint16_t> narrowed = to_bf16(a.get(c32, size_t(g.m * g.n)));
       int64_t differ = 0;
       for (size_t i = 0; i < got.size(); ++i) differ += got[i] != narrowed[i];
-      EXPECT_EQ(differ, 0) << "the CPU's bf16 GEMM output differs from its narrowed fp32 GEMM (+ bias) in " << differ
-                           << " elements";
+      EXPECT_EQ(differ, 0) << "the CPU's bf16 GEMM output differs from its narrowed fp32 GEMM (+ residual, + bias) in "
+                           << differ << " elements";
     }
     Outputs o;
     o.add("c_bf16", widened_bf16(got));
@@ -1096,6 +1175,12 @@ void add_sim_cases() {
   add_matmul_case("sim_f16_dw_acc", GemmDtype::kF16, GemmShape{40, 72, 17, 0, 0, 0, T::kT, T::kN}, true);
   add_matmul_bf16_out_case("sim_up", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kT}, false);
   add_matmul_bf16_out_case("sim_up_bias", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kT}, true);
+  add_matmul_bf16_out_case("sim_residual", GemmDtype::kBF16, GemmShape{17, 40, 72, 0, 0, 0, T::kN, T::kT}, false,
+                           Residual::kOther);
+  add_matmul_bf16_out_case("sim_residual_bias", GemmDtype::kBF16, GemmShape{17, 40, 72, 0, 0, 0, T::kN, T::kT}, true,
+                           Residual::kOther);
+  add_matmul_bf16_out_case("sim_residual_in_place", GemmDtype::kBF16, GemmShape{17, 40, 72, 0, 0, 0, T::kN, T::kT},
+                           false, Residual::kInPlace);
   add_copy_cases();
   const auto e4 = Fp8Format::kE4M3, e5 = Fp8Format::kE5M2;
   for (Fp8Tiling t : {Fp8Tiling::kTensor, Fp8Tiling::kRow1x128, Fp8Tiling::kCol128x1, Fp8Tiling::kBlock128}) {
@@ -1195,6 +1280,13 @@ const std::vector<Case>& cases() {
   // bf16 GEMM outputs: the MLP's in-projection (SmolLM2's gate|up; GPT-2's up with its bias).
   add_matmul_bf16_out_case("smollm2_gate_up", GemmDtype::kBF16, GemmShape{67, 3072, 576, 0, 0, 0, T::kN, T::kT}, false);
   add_matmul_bf16_out_case("gpt2_up_bias", GemmDtype::kBF16, GemmShape{33, 3072, 768, 0, 0, 0, T::kN, T::kT}, true);
+  // ... added to the residual stream: SmolLM2's down projection, GPT-2's out projection (bias).
+  add_matmul_bf16_out_case("smollm2_down_residual", GemmDtype::kBF16, GemmShape{67, 576, 1536, 0, 0, 0, T::kN, T::kT},
+                           false, Residual::kOther);
+  add_matmul_bf16_out_case("gpt2_o_residual_bias", GemmDtype::kBF16, GemmShape{33, 768, 768, 0, 0, 0, T::kN, T::kT},
+                           true, Residual::kOther);
+  add_matmul_bf16_out_case("smollm2_o_residual_in_place", GemmDtype::kBF16,
+                           GemmShape{67, 576, 576, 0, 0, 0, T::kN, T::kT}, false, Residual::kInPlace);
   add_copy_cases();
   add_fp8_cases();
   return g_cases;

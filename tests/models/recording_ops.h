@@ -15,7 +15,7 @@
 namespace farthing::models::testing {
 
 // Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
-// Six switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
+// Seven switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
 // holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
 // bit for bit: round_attention_output rounds attention's output after the forward,
 // round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it, and
@@ -25,8 +25,10 @@ namespace farthing::models::testing {
 // and round_attention_grads attention's: dO before attention's backward reads it, dqkv after it is
 // written and again after the inverse RoPE, and round_residual_grads the residual stream's: each
 // norm's d(out) before its backward reads it (as the GEMMs' bf16 dgrads store it) and the
-// residual stream's gradient after the norm's backward adds into it. The backwards then read the
-// rounded values, as they read the bf16 ones.
+// residual stream's gradient after the norm's backward adds into it, and round_residual the
+// residual stream: each array of it (the embedding's output, mid, each block's output) before a
+// norm reads it, which is before anything else does (the next residual add, the norms'
+// backwards). The backwards then read the rounded values, as they read the bf16 ones.
 class RecordingOps final : public NnOps {
  public:
   std::map<std::string, int> calls;
@@ -37,6 +39,7 @@ class RecordingOps final : public NnOps {
   bool round_mlp_grads = false;
   bool round_attention_grads = false;
   bool round_residual_grads = false;
+  bool round_residual = false;
 
   Device device() const override { return cpu_.device(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
@@ -46,10 +49,10 @@ class RecordingOps final : public NnOps {
     cpu_.matmul(dtype, shape, a, b, c, accumulate);
   }
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
-                       uint16_t* c) override {
+                       const uint16_t* add, uint16_t* c) override {
     ++calls["matmul_bf16_out"];
     if (refuse_matmul) throw std::runtime_error("matmul_bf16_out refused by the test");
-    cpu_.matmul_bf16_out(dtype, shape, a, b, bias, c);
+    cpu_.matmul_bf16_out(dtype, shape, a, b, bias, add, c);
   }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     ++calls["fp8_quantize"];
@@ -82,24 +85,26 @@ class RecordingOps final : public NnOps {
     ++calls["attention_decode"];
     cpu_.attention_decode(s, out, qkv, rows, first_position, k_cache, v_cache);
   }
-  void rmsnorm_forward(ActRef out, float* rstd, const float* x, const float* w, int64_t n, int64_t c,
+  void rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                        float eps) override {
     ++calls["rmsnorm_forward"];
+    if (round_residual) round_in_place(x, n * c);
     cpu_.rmsnorm_forward(out, rstd, x, w, n, c, eps);
   }
-  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, const float* x, const float* w, const float* rstd,
+  void rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, const float* w, const float* rstd,
                         int64_t n, int64_t c) override {
     ++calls["rmsnorm_backward"];
     if (round_residual_grads) round_in_place(dout, n * c);
     cpu_.rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
     if (round_residual_grads) round_in_place(dx, n * c);
   }
-  void layernorm_forward(ActRef out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+  void layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w, const float* b,
                          int64_t n, int64_t c, float eps) override {
     ++calls["layernorm_forward"];
+    if (round_residual) round_in_place(x, n * c);
     cpu_.layernorm_forward(out, mean, rstd, x, w, b, n, c, eps);
   }
-  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, const float* x, const float* w,
+  void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override {
     ++calls["layernorm_backward"];
     if (round_residual_grads) round_in_place(dout, n * c);
@@ -136,12 +141,12 @@ class RecordingOps final : public NnOps {
     cpu_.gelu_backward(dx, dout, x, count);
     if (round_mlp_grads) round_in_place(dx, count);
   }
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
+  void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
                          int64_t seq, int64_t c) override {
     ++calls["embedding_forward"];
     cpu_.embedding_forward(out, tokens, wte, wpe, n, seq, c);
   }
-  void embedding_forward_bf16(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
+  void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
                               int64_t seq, int64_t c) override {
     ++calls["embedding_forward_bf16"];
     cpu_.embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c);
@@ -159,10 +164,10 @@ class RecordingOps final : public NnOps {
     ++calls["bias_backward"];
     cpu_.bias_backward(dbias, dout, n, c, stride);
   }
-  void cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+  void cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
                           bool want_grad, double* loss_sum) override {
     ++calls["cross_entropy_rows"];
-    cpu_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad, loss_sum);
+    cpu_.cross_entropy_rows(logits, grad, targets, rows, vocab, grad_scale, want_grad, loss_sum);
   }
   void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override {
     ++calls["widen"];

@@ -147,6 +147,7 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
       fp32_ops.round_mlp_grads = rounded;
       fp32_ops.round_attention_grads = rounded;
       fp32_ops.round_residual_grads = rounded;
+      fp32_ops.round_residual = rounded;
       ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
       narrowed.bf16_activations = false;
       narrowed.ops = &fp32_ops;
@@ -171,8 +172,8 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   }
 }
 
-// n1, qkv, attention's output, n2, the MLP's in-projection and act per stored block set, the
-// final norm, and in backward's scratch the gradients of the residual stream, of a norm's output,
+// The residual stream (L + 1 arrays, carved as one), and n1, qkv, attention's output, mid, n2,
+// the MLP's in-projection and act per stored block set, the final norm, and in backward's scratch the gradients of the residual stream, of a norm's output,
 // of qkv, attention's output and the MLP's two arrays, take half the bytes (each array rounded up
 // to 16 floats, as the model carves). The second 16-bit narrowing slot (backward's x operands, up
 // to the MLP's M x H) is not needed, and the first narrows only a chunk of logits.
@@ -197,7 +198,8 @@ TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
     const int64_t sets = ck == Checkpointing::kNone ? c.n_layers : 1;
     const int64_t expected =
-        4 * (sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) + saved_floats(M * F) +
+        4 * (saved_floats((c.n_layers + 1) * M * c.dim) +
+             sets * (4 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) + saved_floats(M * F) +
                      saved_floats(M * c.hidden_dim)) +
              saved_floats(M * c.dim) + 2 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) +
              saved_floats(M * c.dim) + saved_floats(M * F) + saved_floats(M * c.hidden_dim)) +

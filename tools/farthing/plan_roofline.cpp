@@ -41,12 +41,12 @@ void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& 
               "memory %.0f GB/s):\n",
               device.name, device.bf16_flops / 1e12, device.fp8_flops / 1e12, device.bytes_per_s / 1e9);
   std::printf("%s, micro-batch %lld x seq %lld, grad_accum %lld%s%s. 'built': the code as it is today:\n"
-              "fp32 activations%s, the other GEMM operands narrowed to bf16 first; 'design': bf16 activations (issue 36).\n"
+              "%s; 'design': bf16 activations (issue 36).\n"
               "Each op at the larger of FLOPs / peak and bytes / bandwidth: a lower bound (no launch gaps, no host waits).\n\n",
               model.name.c_str(), (long long)step.inputs.micro_batch, (long long)step.inputs.seq, (long long)step.inputs.grad_accum,
               step.inputs.recompute ? ", blocks recomputed in backward" : "", step.inputs.fp8 ? ", FP8 linear layers" : "",
-              step.inputs.fp8 ? "" : " but bf16 GEMM inputs (the norms', attention's and the MLP's outputs), qkv, MLP in-projection and\n"
-                                    "all gradients but the logits'");
+              step.inputs.fp8 ? "fp32 activations, every GEMM operand narrowed to bf16 (or quantized) first"
+                              : "bf16 activations and gradients but the logits (fp32, read by the loss)");
   std::vector<double> measured;
   std::string where;
   if (measure_ops) {

@@ -65,7 +65,8 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       const bool accumulate = call.trans_a;  // weight gradients add up; the other GEMMs overwrite
       if (call.bf16_out && bf16_inputs) {
         auto* out16 = reinterpret_cast<uint16_t*>(out);
-        return timed([&] { nn.matmul_bf16_out(options.gemm, shape, a, b, nullptr, out16); });
+        const auto* residual = call.adds_residual ? static_cast<const uint16_t*>(s.bytes(call.m * call.n * 2)) : nullptr;
+        return timed([&] { nn.matmul_bf16_out(options.gemm, shape, a, b, nullptr, residual, out16); });
       }
       return timed([&] { nn.matmul(options.gemm, shape, a, b, out, accumulate); });
     }
@@ -77,13 +78,16 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       const bool layernorm = c.family == models::ModelFamily::kGpt2;
       if (call.op == RooflineOp::kNormForward) {
         return timed([&] {
-          if (layernorm) nn.layernorm_forward(gemm_input(y), mean, rstd, x, w, b, call.m, call.n, c.norm_eps);
-          else nn.rmsnorm_forward(gemm_input(y), rstd, x, w, call.m, call.n, c.norm_eps);
+          if (layernorm) nn.layernorm_forward(gemm_input(y), mean, rstd, gemm_input(x), w, b, call.m, call.n, c.norm_eps);
+          else nn.rmsnorm_forward(gemm_input(y), rstd, gemm_input(x), w, call.m, call.n, c.norm_eps);
         });
       }
       return timed([&] {
-        if (layernorm) nn.layernorm_backward(y, dw, db, dy, x, w, mean, rstd, call.m, call.n);
-        else nn.rmsnorm_backward(y, dw, dy, x, w, rstd, call.m, call.n);
+        if (layernorm) {
+          nn.layernorm_backward(gemm_input(y), dw, db, gemm_input(dy), gemm_input(x), w, mean, rstd, call.m, call.n);
+        } else {
+          nn.rmsnorm_backward(gemm_input(y), dw, gemm_input(dy), gemm_input(x), w, rstd, call.m, call.n);
+        }
       });
     }
     case RooflineOp::kRope: {
@@ -129,20 +133,27 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       const int32_t* tok = s.tokens(call.m, call.k);
       float *table = s.floats(call.k * call.n), *rows = s.floats(call.m * call.n);
       if (call.op == RooflineOp::kEmbeddingForward) {
-        return timed([&] { nn.embedding_forward(rows, tok, table, nullptr, call.m, in.seq, call.n); });
+        return timed([&] { nn.embedding_forward(gemm_input(rows), tok, table, nullptr, call.m, in.seq, call.n); });
       }
-      return timed([&] { nn.embedding_backward(table, nullptr, rows, tok, call.m, in.seq, call.n); });
+      return timed([&] { nn.embedding_backward(table, nullptr, gemm_input(rows), tok, call.m, in.seq, call.n); });
     }
     case RooflineOp::kCrossEntropy: {
       float* logits = s.floats(call.m * call.n);
       const int32_t* targets = s.tokens(call.m, call.n);
       auto* loss_sum = static_cast<double*>(s.bytes(sizeof(double)));
-      return timed([&] { nn.cross_entropy_rows(logits, targets, call.m, call.n, 1.0f, true, loss_sum); });
+      // Under bf16 activations the gradient is written as bf16 (the logits stay fp32).
+      const ActRef grad = bf16_inputs ? ActRef::bf16(static_cast<uint16_t*>(s.bytes(call.m * call.n * 2))) : ActRef(logits);
+      return timed([&] { nn.cross_entropy_rows(logits, grad, targets, call.m, call.n, 1.0f, true, loss_sum); });
     }
     case RooflineOp::kNarrow: {
       const float* src = s.floats(call.m);
       auto* dst = static_cast<uint16_t*>(s.bytes(2 * call.m));
       return timed([&] { nn.narrow(GemmDtype::kBF16, dst, src, call.m); });
+    }
+    case RooflineOp::kWiden: {
+      const auto* src = static_cast<const uint16_t*>(s.bytes(2 * call.m));
+      float* dst = s.floats(call.m);
+      return timed([&] { nn.widen(GemmDtype::kBF16, dst, src, call.m); });
     }
     case RooflineOp::kBiasAdd:
     case RooflineOp::kBiasBackward: {

@@ -97,20 +97,33 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   // dgrad writes) are fp32 unless `stored` says bf16. An fp32 x or dy is narrowed to bf16 first
   // (read 4, write 2 bytes each). A bf16 y with a bias is formed in fp32, the bias added, then
   // narrowed, as NnOps::matmul_bf16_out does on CUDA. dW is accumulated in fp32 (read + write).
-  // Design: bf16 in and out, no narrowing. The GEMMs' shapes are linear_forward /
+  // `residual`: y is the residual stream, the product added to its input (the out and down
+  // projections). Stored as bf16, the GEMM reads that input as its C and writes y as D (with a
+  // bias, the input is widened into the fp32 staging first); in fp32, y is a copy of the input
+  // that the GEMM accumulates onto (the "residual add" row). Design: bf16 in and out, no
+  // narrowing, the residual read as the GEMM's C. The GEMMs' shapes are linear_forward /
   // linear_backward's with W stored (out, in).
   struct Bf16Arrays {
-    bool x = false, y = false, dy = false, dx = false;
+    bool x = false, y = false, dy = false, dx = false, residual = false;
   };
   const auto linear = [&](const std::string& name, int64_t fwd_calls, int64_t bwd_calls, int64_t out_dim,
                           int64_t in_dim, bool fp8, bool bias, Bf16Arrays stored) {
     const double out = double(out_dim), inp = double(in_dim);
     const double flops = 2.0 * n * out * inp, weight = kBf16 * out * inp, dweight = 2.0 * kFp32 * out * inp;
     const double y_bytes = stored.y && !bias ? kBf16 : kFp32, dx_bytes = stored.dx ? kBf16 : kFp32;
+    const double c_read = stored.residual ? y_bytes * n * out : 0.0;  // the residual input, as the GEMM's C
     RooflineCall forward = call(Op::kGemm, tokens, out_dim, in_dim, false, true);
     forward.bf16_out = stored.y && !bias;
-    rows.add(name + " fwd", fwd_calls, forward, flops,
-             kBf16 * n * inp + weight + y_bytes * n * out, kBf16 * n * inp + weight + kBf16 * n * out, fp8);
+    forward.adds_residual = forward.bf16_out && stored.residual;
+    rows.add(name + " fwd", fwd_calls, forward, flops, kBf16 * n * inp + weight + y_bytes * n * out + c_read,
+             kBf16 * n * inp + weight + kBf16 * n * out + (stored.residual ? kBf16 * n * out : 0.0), fp8);
+    if (stored.residual && stored.y && bias) {  // the bf16 residual widened into the fp32 staging
+      rows.add("widen residual for bias GEMM", fwd_calls, call(Op::kWiden, tokens * out_dim), 0.0,
+               (kBf16 + kFp32) * n * out, 0.0);
+    }
+    if (stored.residual && !stored.y) {  // y = a copy of the residual input, which the GEMM then reads as C
+      rows.add("residual add", fwd_calls, call(Op::kResidualAdd, tokens * out_dim), 0.0, 2.0 * kFp32 * n * out, 0.0);
+    }
     RooflineCall dgrad = call(Op::kGemm, tokens, in_dim, out_dim, false, false);
     dgrad.bf16_out = stored.dx;
     rows.add(name + " dgrad", bwd_calls, dgrad, flops,
@@ -142,9 +155,10 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     }
   };
 
-  // A norm's forward reads x (fp32) and writes its output (a GEMM input); design: bf16 both.
+  // A norm's forward reads x (the residual stream) and writes its output (a GEMM input), both
+  // stored as the activations are; design: bf16 both.
   const auto norm_forward = [&](int64_t calls) {
-    rows.add(norm + " forward", calls, row_norm, 4.0 * n * C, (kFp32 + act_bytes) * n * C, kBf16 * 2.0 * n * C);
+    rows.add(norm + " forward", calls, row_norm, 4.0 * n * C, 2.0 * act_bytes * n * C, kBf16 * 2.0 * n * C);
   };
 
   // The blocks.
@@ -167,9 +181,8 @@ RooflineStep roofline_step(const RooflineInputs& in) {
            act_bytes * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
   rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
            act_bytes * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
-  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2, {.x = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
-  const RooflineCall residual = call(Op::kResidualAdd, tokens * c.dim);
-  rows.activations("residual add", 2 * block_forwards, residual, 3.0 * n * C);
+  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2,
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16, .residual = true});
   norm_forward(block_forwards);
   const int64_t hidden = c.hidden_dim, up_width = gpt2 ? hidden : 2 * hidden;
   linear("matmul up (gate_up)", block_forwards, L, up_width, c.dim, in.fp8, gpt2,
@@ -188,29 +201,33 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     rows.add("swiglu backward", L, call(Op::kSwigluBackward, tokens, hidden), 0.0, act_bytes * n * (2 * F + H),
              kBf16 * n * (2 * F + H));
   }
-  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2, {.x = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
+  linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2,
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16, .residual = true});
   // Backward of the two norms: read dy (the norm output's gradient) and x, and add into the
   // residual stream's gradient (read and write), which is how the gradient stream's residual adds
-  // happen: there is no separate add. As built x (the residual stream) is fp32 and the gradients
-  // are stored as the activations are.
+  // happen: there is no separate add. All four stored as the activations are.
   const auto norm_backward = [&](int64_t calls) {
-    rows.add(norm + " backward", calls, row_norm_bwd, 8.0 * n * C, (kFp32 + 3.0 * act_bytes) * n * C,
-             kBf16 * 4.0 * n * C);
+    rows.add(norm + " backward", calls, row_norm_bwd, 8.0 * n * C, 4.0 * act_bytes * n * C, kBf16 * 4.0 * n * C);
   };
   norm_backward(2 * L);
 
   // Outside the blocks: embedding, the final norm, the head (bf16 whatever train.precision says),
   // and the loss over the logits (read, then written back as gradients, in chunks).
-  rows.activations("embedding forward", micro, call(Op::kEmbeddingForward, tokens, c.dim, c.vocab_size), 2.0 * n * C);
+  // The embedding's forward reads table rows and writes the residual stream's first array.
+  rows.add("embedding forward", micro, call(Op::kEmbeddingForward, tokens, c.dim, c.vocab_size), 0.0,
+           (kFp32 + act_bytes) * n * C, kBf16 * 2.0 * n * C);
   // The embedding's backward reads the residual stream's gradient (stored as the activations are)
   // and adds it into fp32 table rows (read and write).
   rows.add("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 0.0,
            (act_bytes + 2.0 * kFp32) * n * C, kBf16 * 3.0 * n * C);
   norm_forward(micro);
   norm_backward(micro);
-  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false, {.x = acts_bf16, .dx = acts_bf16});
-  rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0, kFp32 * 2.0 * n * V,
-           kBf16 * 2.0 * n * V);
+  // As built the logits stay fp32 (the loss reads them) and, with bf16 activations, the loss
+  // writes their gradient as bf16, which the head's GEMMs read in place.
+  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false,
+         {.x = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
+  rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0,
+           (kFp32 + act_bytes) * n * V, kBf16 * 2.0 * n * V);
 
   // The optimizer step, once per optimizer step.
   rows.add("optimizer step", 1, call(Op::kOptimizerStep, 0), 0.0, in.optimizer_bytes, in.optimizer_bytes);

@@ -46,6 +46,7 @@ enum class RooflineOp {
   kEmbeddingBackward,  //   likewise
   kCrossEntropy,       // m rows of n logits, with the gradient
   kNarrow,             // m elements fp32 -> bf16
+  kWiden,              // m elements bf16 -> fp32
   kBiasAdd,            // m rows of n
   kBiasBackward,       //   likewise
   kFp8Quantize,        // not run by --measure-ops (bench numerics measures the quantizers)
@@ -61,9 +62,11 @@ struct RooflineCall {
   // A GEMM whose output is stored as bf16 (NnOps::matmul_bf16_out), RoPE on bf16 rows, a bias
   // backward over a bf16 gradient.
   bool bf16_out = false;
+  // A bf16-output GEMM whose product is added to the residual stream it reads (matmul_bf16_out's add).
+  bool adds_residual = false;
   bool same_shape(const RooflineCall& o) const {
     return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b &&
-           bf16_out == o.bf16_out;
+           bf16_out == o.bf16_out && adds_residual == o.adds_residual;
   }
 };
 

@@ -79,21 +79,20 @@ TEST(Roofline, TheDesignNeverMovesMoreBytesThanAsBuilt) {
         EXPECT_EQ(r.bytes_design, 0.0);
       }
     }
-    EXPECT_TRUE(saw_narrow);
+    EXPECT_EQ(saw_narrow, fp8) << "bf16 activations narrow no GEMM operand; FP8's fp32 ones are narrowed";
   }
 }
 
-// As built, every GEMM's x (the norms', attention's and the MLP activation's outputs) and every
-// gradient a GEMM reads but the logits' are stored as bf16 without FP8 (models::stored_act_dtype),
-// so only the head's dy is narrowed, once per micro-batch. FP8 keeps fp32 GEMM inputs and
-// gradients: every x and dy is narrowed.
+// As built, every GEMM operand is stored as bf16 without FP8 (models::stored_act_dtype; the
+// loss writes the logits' gradient as bf16), so nothing is narrowed. FP8 keeps fp32 GEMM inputs
+// and gradients: every x and dy is narrowed.
 TEST(Roofline, NarrowingSkipsTheGemmInputsStoredAsBf16) {
   for (bool fp8 : {false, true}) {
     const RooflineInputs in = inputs("qwen2.5-7b", true, fp8);
     const RooflineStep step = roofline_step(in);
     const int64_t L = in.model.n_layers * in.grad_accum, forwards = 2 * L, micro = in.grad_accum;
-    const int64_t expected = fp8 ? 4 * forwards + 8 * L + 3 * micro : micro;
-    int64_t calls = -1;
+    const int64_t expected = fp8 ? 4 * forwards + 8 * L + 3 * micro : 0;
+    int64_t calls = 0;  // no row: no narrowing
     for (const RooflineRow& r : step.rows) {
       if (r.op == "narrow GEMM operands to bf16") calls = r.calls;
     }
@@ -101,12 +100,12 @@ TEST(Roofline, NarrowingSkipsTheGemmInputsStoredAsBf16) {
   }
 }
 
-// qkv, the MLP's in-projection and, in backward, every gradient but the logits' are stored as
-// bf16 without FP8: their GEMMs (qkv's and the in-projection's forward, every dgrad) write bf16
-// (the calls say so, for --measure-ops), and SwiGLU's forward and backward, RoPE (both ways) and
-// attention's backward move bf16 only, as the design has it. With a bias (Qwen's qkv, GPT-2's
-// both) the product is formed in fp32 and narrowed: a row of its own, once per such GEMM forward.
-// FP8 keeps fp32.
+// qkv, the MLP's in-projection, the residual stream and, in backward, every gradient but the
+// logits' are stored as bf16 without FP8: their GEMMs (every block GEMM's forward, every dgrad)
+// write bf16 (the calls say so, for --measure-ops), and the norms, SwiGLU's forward and backward,
+// RoPE (both ways) and attention's backward move bf16 only, as the design has it. With a bias
+// (Qwen's qkv, GPT-2's four) the product is formed in fp32 and narrowed: a row of its own, once
+// per such GEMM forward. FP8 keeps fp32.
 TEST(Roofline, QkvTheMlpInProjectionAndItsGradientsAreWrittenAsBf16) {
   const auto row = [](const RooflineStep& step, const std::string& op) -> const RooflineRow* {
     for (const RooflineRow& r : step.rows) {
@@ -119,7 +118,7 @@ TEST(Roofline, QkvTheMlpInProjectionAndItsGradientsAreWrittenAsBf16) {
     for (const char* op :
          {"matmul qkv fwd", "matmul up (gate_up) fwd", "swiglu forward", "matmul down dgrad", "swiglu backward",
           "matmul o dgrad", "rope", "attention backward", "matmul qkv dgrad", "matmul up (gate_up) dgrad",
-          "matmul lm head dgrad"}) {
+          "matmul lm head dgrad", "matmul o fwd", "matmul down fwd", "rmsnorm forward", "rmsnorm backward"}) {
       const RooflineRow* r = row(step, op);
       ASSERT_NE(r, nullptr) << op;
       for (const RooflineCall& c : r->shapes) {
@@ -134,8 +133,22 @@ TEST(Roofline, QkvTheMlpInProjectionAndItsGradientsAreWrittenAsBf16) {
       }
     }
     EXPECT_EQ(row(step, "narrow GEMM outputs to bf16"), nullptr) << "no biases, nothing staged";
+    // The residual branches' GEMMs add onto the residual stream: read as their C under bf16 (no
+    // separate add; the calls say so), a copy the GEMM accumulates onto under FP8.
+    for (const char* op : {"matmul o fwd", "matmul down fwd"}) {
+      for (const RooflineCall& c : row(step, op)->shapes) EXPECT_EQ(c.adds_residual, !fp8) << op;
+    }
+    const RooflineRow* residual_add = row(step, "residual add");
+    if (fp8) {
+      ASSERT_NE(residual_add, nullptr);
+      EXPECT_EQ(residual_add->calls, 2 * 2 * step.inputs.model.n_layers * step.inputs.grad_accum);
+    } else {
+      EXPECT_EQ(residual_add, nullptr);
+    }
   }
-  const std::pair<const char*, int> staged[] = {{"qwen2.5-7b", 1}, {"gpt2-124m", 2}};  // GEMMs with a bias
+  // GEMMs with a bias: Qwen's qkv; GPT-2's qkv, out, up and down (the out and down ones also widen
+  // the residual into the staging).
+  const std::pair<const char*, int> staged[] = {{"qwen2.5-7b", 1}, {"gpt2-124m", 4}};
   for (const auto& [preset, per_block] : staged) {
     const RooflineStep step = roofline_step(inputs(preset, true, false));
     const RooflineRow* narrowed = row(step, "narrow GEMM outputs to bf16");
@@ -143,6 +156,13 @@ TEST(Roofline, QkvTheMlpInProjectionAndItsGradientsAreWrittenAsBf16) {
     // forward and recompute, per micro-batch
     EXPECT_EQ(narrowed->calls, per_block * 2 * step.inputs.model.n_layers * step.inputs.grad_accum) << preset;
     for (const RooflineCall& c : row(step, "matmul qkv fwd")->shapes) EXPECT_FALSE(c.bf16_out) << preset;
+    const RooflineRow* widen = row(step, "widen residual for bias GEMM");
+    if (per_block == 4) {
+      ASSERT_NE(widen, nullptr);
+      EXPECT_EQ(widen->calls, 2 * 2 * step.inputs.model.n_layers * step.inputs.grad_accum);
+    } else {
+      EXPECT_EQ(widen, nullptr) << preset;
+    }
   }
 }
 
