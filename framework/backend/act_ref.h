@@ -77,10 +77,4 @@ inline void check_one_storage(const char* op, std::initializer_list<NamedAct> ar
   FARTHING_FAIL(op, ": these arrays are stored alike (all fp32 or all bf16), but they are ", types);
 }
 
-// Cross-entropy writes its gradient over the fp32 logits themselves, or into a bf16 array.
-inline void check_cross_entropy_grad(const float* logits, ActRef grad) {
-  FARTHING_CHECK(grad.is_bf16() || grad.data == logits,
-                 "cross_entropy_rows: an fp32 gradient is written over the logits in place, but another array was given");
-}
-
 }  // namespace farthing

@@ -168,11 +168,13 @@ void CpuNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, in
   k::bias_backward_cpu(dbias, dout.f32(), n, c, stride);
 }
 
-void CpuNnOps::cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
+void CpuNnOps::cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab,
                                   float grad_scale, bool want_grad, double* loss_sum) {
-  check_cross_entropy_grad(logits, grad);
-  uint16_t* grad_bf16 = grad.is_bf16() ? grad.bf16() : nullptr;
-  *loss_sum += k::cross_entropy_rows_cpu(logits, grad_bf16, targets, rows, vocab, grad_scale, want_grad);
+  if (logits.is_bf16()) {
+    *loss_sum += k::cross_entropy_rows_cpu(logits.bf16(), targets, rows, vocab, grad_scale, want_grad);
+    return;
+  }
+  *loss_sum += k::cross_entropy_rows_cpu(logits.f32(), targets, rows, vocab, grad_scale, want_grad);
 }
 
 void CpuNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

@@ -341,13 +341,14 @@ void CudaNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, i
   k::bias_backward_cuda(dbias, dout.f32(), n, c, stride, scratch, STREAM);
 }
 
-void CudaNnOps::cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
+void CudaNnOps::cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab,
                                    float grad_scale, bool want_grad, double* loss_sum) {
-  check_cross_entropy_grad(logits, grad);
   double* row_losses = static_cast<double*>(workspace(size_t(rows) * sizeof(double)));
-  uint16_t* grad_bf16 = grad.is_bf16() ? grad.bf16() : nullptr;
-  k::cross_entropy_rows_cuda(logits, grad_bf16, targets, rows, vocab, grad_scale, want_grad, row_losses, loss_sum,
-                             STREAM);
+  if (logits.is_bf16()) {
+    return k::cross_entropy_rows_cuda(logits.bf16(), targets, rows, vocab, grad_scale, want_grad, row_losses, loss_sum,
+                                      STREAM);
+  }
+  k::cross_entropy_rows_cuda(logits.f32(), targets, rows, vocab, grad_scale, want_grad, row_losses, loss_sum, STREAM);
 }
 
 void CudaNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

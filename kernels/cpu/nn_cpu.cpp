@@ -429,51 +429,79 @@ void accumulate_cpu(float* dst, const float* a, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dst[i] += a[i];
 }
 
-double cross_entropy_rows_cpu(float* logits, uint16_t* grad_bf16, const int32_t* targets, int64_t rows,
-                              int64_t vocab, float grad_scale, bool want_grad) {
+namespace {
+
+// One row of fp32 logits, in place: becomes its gradient (want_grad); returns its loss.
+double cross_entropy_row(float* l, int32_t target, int64_t vocab, float grad_scale, bool want_grad) {
+  float m = l[0];
+  for (int64_t i = 1; i < vocab; ++i) m = std::max(m, l[i]);
+  const float target_logit = l[target];
+  // e^(l - m) a chunk at a time (vectorized), summed in index order in double.
+  double sum = 0.0;
+  constexpr int64_t kChunk = 256;
+  alignas(64) float e[kChunk];
+  for (int64_t i0 = 0; i0 < vocab; i0 += kChunk) {
+    const int64_t n = std::min(kChunk, vocab - i0);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) e[i] = nm::exp_f32(l[i0 + i] - m);
+    for (int64_t i = 0; i < n; ++i) sum += double(e[i]);
+    if (want_grad) std::memcpy(l + i0, e, size_t(n) * 4);
+  }
+  if (want_grad) {
+    const float k = float(double(grad_scale) / sum);
+#pragma omp simd
+    for (int64_t i = 0; i < vocab; ++i) l[i] *= k;
+    l[target] -= grad_scale;
+  }
+  return (double(m) + std::log(sum)) - double(target_logit);
+}
+
+// T: fp32 logits (in place), or bf16 ones (each row widened into a per-thread fp32 copy, run as
+// the fp32 row, and each gradient value rounded once on the way back).
+template <class T>
+double cross_entropy_rows_any(T* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                              bool want_grad) {
   // NOTE: each row's loss is kept and the losses are summed in row order afterwards, so the
   // total does not depend on the thread count (an OpenMP reduction combines per-thread partial
   // sums, whose split depends on it: the parity harness caught a last-bit difference).
   std::vector<double> row_loss(size_t(std::max<int64_t>(rows, 0)), 0.0);
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* l = logits + r * vocab;
-    uint16_t* g = grad_bf16 != nullptr ? grad_bf16 + r * vocab : nullptr;
-    const int32_t target = targets[r];
-    if (target < 0) {
-      if (want_grad) std::memset(g != nullptr ? static_cast<void*>(g) : l, 0, size_t(vocab) * (g != nullptr ? 2 : 4));
-      continue;
-    }
-    float m = l[0];
-    for (int64_t i = 1; i < vocab; ++i) m = std::max(m, l[i]);
-    const float target_logit = l[target];
-    // e^(l - m) a chunk at a time (vectorized), summed in index order in double.
-    double sum = 0.0;
-    constexpr int64_t kChunk = 256;
-    alignas(64) float e[kChunk];
-    for (int64_t i0 = 0; i0 < vocab; i0 += kChunk) {
-      const int64_t n = std::min(kChunk, vocab - i0);
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) e[i] = nm::exp_f32(l[i0 + i] - m);
-      for (int64_t i = 0; i < n; ++i) sum += double(e[i]);
-      if (want_grad) std::memcpy(l + i0, e, size_t(n) * 4);
-    }
-    const double lse = double(m) + std::log(sum);
-    row_loss[size_t(r)] = lse - double(target_logit);
-    if (want_grad) {
-      const float k = float(double(grad_scale) / sum);
-#pragma omp simd
-      for (int64_t i = 0; i < vocab; ++i) l[i] *= k;
-      l[target] -= grad_scale;
-      if (g != nullptr) {  // the bf16 gradient: the in-place form's values, rounded once
-#pragma omp simd
-        for (int64_t i = 0; i < vocab; ++i) store(g + i, l[i]);
+#pragma omp parallel
+  {
+    std::vector<float> widened_row(std::is_same_v<T, float> ? 0 : size_t(vocab));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* l = logits + r * vocab;
+      const int32_t target = targets[r];
+      if (target < 0) {
+        if (want_grad) std::memset(l, 0, size_t(vocab) * sizeof(T));
+        continue;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        row_loss[size_t(r)] = cross_entropy_row(l, target, vocab, grad_scale, want_grad);
+      } else {
+        float* f = widened_row.data();
+        for (int64_t i = 0; i < vocab; ++i) f[i] = widened(l[i]);
+        row_loss[size_t(r)] = cross_entropy_row(f, target, vocab, grad_scale, want_grad);
+        if (want_grad) {
+          for (int64_t i = 0; i < vocab; ++i) store(l + i, f[i]);
+        }
       }
     }
   }
   double total = 0.0;
   for (const double loss : row_loss) total += loss;
   return total;
+}
+
+}  // namespace
+
+double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                              bool want_grad) {
+  return cross_entropy_rows_any(logits, targets, rows, vocab, grad_scale, want_grad);
+}
+double cross_entropy_rows_cpu(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                              float grad_scale, bool want_grad) {
+  return cross_entropy_rows_any(logits, targets, rows, vocab, grad_scale, want_grad);
 }
 
 void f32_to_bf16_cpu(uint16_t* dst, const float* src, int64_t count) {

@@ -110,11 +110,14 @@ void accumulate_cpu(float* dst, const float* a, int64_t count);
 
 // Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
 // (softmax - onehot) * grad_scale, or zeros where target < 0 (ignored). Returns the sum of
-// the rows' losses (double). Rows are independent, so callers feed chunks of rows. grad_bf16:
-// null, or a bf16 (R, V) array that also gets the gradient, each value rounded once (bf16
-// activations; the head's GEMMs read it in place).
-double cross_entropy_rows_cpu(float* logits, uint16_t* grad_bf16, const int32_t* targets, int64_t rows,
-                              int64_t vocab, float grad_scale, bool want_grad);
+// the rows' losses (double). Rows are independent, so callers feed chunks of rows. The bf16 form
+// (the logits as a bf16 GEMM writes them under bf16 activations) widens each row exactly, runs
+// the fp32 form on it and rounds each gradient value once: the fp32 form's loss and its
+// gradient narrowed, bit for bit.
+double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                              float grad_scale, bool want_grad);
+double cross_entropy_rows_cpu(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                              float grad_scale, bool want_grad);
 
 // Narrowing with round-to-nearest-even (bf16/fp16 compute modes feed GEMMs this way).
 void f32_to_bf16_cpu(uint16_t* dst, const float* src, int64_t count);

@@ -16,9 +16,11 @@
 
 namespace farthing::kernels {
 
-// grad_bf16: null (the gradient over the logits, in place), or a bf16 (R, V) array for it (each
-// value rounded once; the logits are left holding e^(l - max)).
-void cross_entropy_rows_cuda(float* logits, uint16_t* grad_bf16, const int32_t* targets, int64_t rows, int64_t vocab,
-                             float grad_scale, bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream);
+// logits: fp32, or bf16 (widened exactly; each gradient value rounded once, as nn_cpu.h's bf16 form).
+void cross_entropy_rows_cuda(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                             bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream);
+void cross_entropy_rows_cuda(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                             float grad_scale, bool want_grad, double* row_loss, double* loss_sum,
+                             cudaStream_t stream);
 
 }  // namespace farthing::kernels

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "framework/backend/backend.h"
+#include "kernels/numerics/bf16.h"
 
 namespace farthing::models {
 
@@ -167,16 +168,16 @@ void Transformer::upload_ids(int32_t* to, const int32_t* from) {
 
 // Slot 0: what linear_forward narrows (x, where it is fp32) and linear_backward's dy where it is
 // fp32 (up to the widest projection, or a chunk of logits). Slot 1: linear_backward's x. Under
-// bf16 activations every GEMM operand is stored as bf16: slot 1 is unused, and slot 0 holds a
-// chunk of the logits' gradient, which cross-entropy writes there as bf16.
+// bf16 activations every GEMM operand is stored as bf16, the logits and their gradient too:
+// neither slot is needed.
 std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
                                                       const ModelOptions& options) {
   if (options.compute == ComputeMode::kF32) return {0, 0};
   const int64_t M = batch * seq, C = c.dim, H = c.hidden_dim, F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const bool bf16_inputs = stored_act_dtype(options) == GemmDtype::kBF16;
-  const int64_t widest = bf16_inputs ? 0 : M * std::max({C, H, F, c.qkv_dim()});
-  return {round16(std::max(widest, R * c.vocab_size)), bf16_inputs ? 0 : round16(M * std::max(C, H))};
+  if (bf16_inputs) return {0, 0};
+  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)), round16(M * std::max(C, H))};
 }
 
 // The activations (residual stream, each stored block's activations, the final norm) and the
@@ -216,7 +217,7 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
   out.dfc = scratch.take_act(M * F, stored);
   out.dact = scratch.take_act(M * H, stored);
   out.att_scratch = scratch.take(2 * batch * c.n_heads * seq * c.head_dim());
-  out.logits = scratch.take(R * c.vocab_size);
+  out.logits = scratch.take_act(R * c.vocab_size, stored);
 }
 
 TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq,
@@ -582,18 +583,27 @@ int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float
     const int64_t rows = std::min(R, M - r0);
     // logits (rows, V) = nf Whead^T
     linear_forward(logits_, nf_.offset(r0 * C), spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, ActRef());
-    if (logits_out) ops_.copy(logits_out + r0 * V, logits_, rows * V);
+    if (logits_out) copy_logits_out(logits_out + r0 * V, rows * V);
     if (!targets) continue;
-    // NOTE: the logits stay fp32 (the loss reads them); under bf16 activations their gradient is
-    // written as bf16, which the head's GEMMs read in place.
-    const ActRef dlogits = dn_.is_bf16() ? ActRef::bf16(bf16_slots_[0]) : ActRef(logits_);
-    ops_.cross_entropy_rows(logits_, dlogits, targets_ + r0, rows, V, grad_scale, want_grad, loss_sum);
+    ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, grad_scale, want_grad, loss_sum);  // now their gradient
     if (want_grad) {
-      linear_backward(dn_.offset(r0 * C), spec_.head_w, -1, dlogits, nf_.offset(r0 * C), rows, C, V,
+      linear_backward(dn_.offset(r0 * C), spec_.head_w, -1, logits_, nf_.offset(r0 * C), rows, C, V,
                       WeightOrientation::kOutIn);
     }
   }
   return counted;
+}
+
+// A chunk of logits to the caller's fp32 array (host or the ops' memory). bf16 logits are copied
+// as they are, two to a 4-byte word (the chunk's allocation is rounded up to 16 floats, so an odd
+// count's last word is the buffer's own), and widened exactly on the host.
+void Transformer::copy_logits_out(float* dst, int64_t count) {
+  if (!logits_.is_bf16()) return ops_.copy(dst, logits_.f32(), count);
+  std::vector<uint16_t> bits(size_t(count + 1) / 2 * 2);
+  ops_.copy(reinterpret_cast<float*>(bits.data()), reinterpret_cast<const float*>(logits_.bf16()), (count + 1) / 2);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) values[size_t(i)] = numerics::bf16_to_f32(bits[size_t(i)]);
+  ops_.copy(dst, values.data(), count);
 }
 
 // own_loss_sum_ serves the callers that want the loss at once (evaluation, scoring, tests): the

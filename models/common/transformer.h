@@ -84,8 +84,9 @@ struct ModelOptions {
   //   chunk), and each norm's backward adds into the residual stream's gradient, rounding once,
   //   which the residual branches' GEMMs (the out and down projections) read in place and the
   //   embedding's backward sums, widened;
-  // - the logits' gradient, which cross-entropy writes as bf16 for the head's GEMMs. The logits
-  //   themselves stay fp32: the loss reads them (a bf16 logit near 20 is off by up to 0.06).
+  // - the logits (a chunk of rows at a time), written by the head's GEMM as bf16, which the loss
+  //   reads widened and turns into their gradient in place, rounding once, for the head's GEMMs
+  //   to read (as Hugging Face's bf16 models compute the loss: from bf16 logits, in fp32).
   // false keeps them fp32 and narrows before each GEMM (tests compare the two). FP8 and FP4
   // layers quantize from fp32 activations and write fp32, so they keep fp32.
   bool bf16_activations = true;
@@ -234,8 +235,8 @@ class Transformer : private BlockHooks {
     std::vector<BlockActs> layer_acts;
     ActRef nf;
     float *nf_mean = nullptr, *nf_rstd = nullptr;
-    float *att_scratch = nullptr, *logits = nullptr;
-    ActRef dres, dn, dqkv, datt, dfc, dact;
+    float* att_scratch = nullptr;
+    ActRef logits, dres, dn, dqkv, datt, dfc, dact;
   };
   static void carve(const ModelConfig& c, int64_t batch, int64_t seq, const ModelOptions& options, Carver& acts,
                     Carver& scratch, Carved& out);
@@ -290,6 +291,7 @@ class Transformer : private BlockHooks {
   int64_t loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, double* loss_sum,
                         float loss_grad_scale = -1.0f);
   LossSum loss_and_head_read(const int32_t* targets, bool want_grad);
+  void copy_logits_out(float* dst, int64_t count);
   void zero_own_loss_sum();
   double read_own_loss_sum();
   void backward_from_head();
@@ -319,7 +321,10 @@ class Transformer : private BlockHooks {
   ActRef nf_;
   float *nf_mean_ = nullptr, *nf_rstd_ = nullptr;
   // Carved from scratch_.
-  float *att_scratch_ = nullptr, *logits_ = nullptr;
+  float* att_scratch_ = nullptr;
+  // A chunk of logits (rows, V), a GEMM output stored as the activations are; the loss turns it
+  // into its gradient in place.
+  ActRef logits_;
   // The gradients of the residual stream (dres_: dL/dy on entering a block, dL/dx on leaving it),
   // of a norm's output (dn_), of qkv, attention's output, the MLP's in-projection and its
   // activation: fp32, or bf16 under bf16 activations.

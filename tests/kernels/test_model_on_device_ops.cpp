@@ -180,12 +180,10 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.bias_backward(k.inout(dbias, c * 4), staged(k, dout, (n - 1) * stride + c), n, c, stride);
   }
-  void cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab,
-                          float grad_scale, bool want_grad, double* loss_sum) override {
+  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+                          bool want_grad, double* loss_sum) override {
     Call k(*this);
-    float* device_logits = k.inout(logits, rows * vocab * 4);
-    const ActRef device_grad = grad.is_bf16() ? staged(k, grad, rows * vocab) : ActRef(device_logits);
-    ops_.cross_entropy_rows(device_logits, device_grad, k.in(targets, rows * 4), rows, vocab, grad_scale, want_grad,
+    ops_.cross_entropy_rows(staged(k, logits, rows * vocab), k.in(targets, rows * 4), rows, vocab, grad_scale, want_grad,
                             k.inout(loss_sum, sizeof(double)));
   }
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override {

@@ -683,35 +683,35 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
     float* logits = a.put(rng.floats(rows * vocab, -8.0f, 8.0f));
     // The op adds to the sum it is given: start it at 0.5, which both sides must keep.
     double* loss_sum = a.put(std::vector<double>{0.5});
-    a.nn().cross_entropy_rows(logits, logits, a.put(targets), rows, vocab, 0.25f, want_grad, loss_sum);
+    a.nn().cross_entropy_rows(logits, a.put(targets), rows, vocab, 0.25f, want_grad, loss_sum);
     Outputs o;
     o.add("logits", a.get(logits, size_t(rows * vocab)));
     o.scalars.emplace_back("loss", a.get_f64(loss_sum));
     return o;
   });
-  if (!want_grad) return;
-  // The gradient written as bf16 (bf16 activations): on each backend the in-place form's
-  // gradient narrowed and its loss, bit for bit; across backends a bf16 store of an fp32 reduction.
-  add("cross_entropy_bf16grad_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+  // bf16 logits (a bf16 GEMM's output under bf16 activations), with and without the gradient:
+  // on each backend the fp32 form's loss on the widened logits and its gradient narrowed, bit
+  // for bit; across backends a bf16 store of an fp32 reduction.
+  add("cross_entropy_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
     std::vector<int32_t> targets = rng.tokens(rows, vocab);
     if (rows > 2) targets[1] = -1;
-    const std::vector<float> values = rng.floats(rows * vocab, -8.0f, 8.0f);
+    const std::vector<uint16_t> bits = to_bf16(rng.floats(rows * vocab, -8.0f, 8.0f));
     const int32_t* t = a.put(targets);
-    float *logits16 = a.put(values), *logits32 = a.put(values);
-    uint16_t* grad16 = a.put(std::vector<uint16_t>(size_t(rows * vocab), 0x7fc0));  // NaNs: every value must be written
+    uint16_t* logits16 = a.put(bits);
+    float* logits32 = a.put(widened_bf16(bits));
     double *sum16 = a.put(std::vector<double>{0.5}), *sum32 = a.put(std::vector<double>{0.5});
-    a.nn().cross_entropy_rows(logits16, ActRef::bf16(grad16), t, rows, vocab, 0.25f, true, sum16);
-    a.nn().cross_entropy_rows(logits32, logits32, t, rows, vocab, 0.25f, true, sum32);
-    const std::vector<uint16_t> got = a.get_u16(grad16, size_t(rows * vocab));
+    a.nn().cross_entropy_rows(ActRef::bf16(logits16), t, rows, vocab, 0.25f, want_grad, sum16);
+    a.nn().cross_entropy_rows(logits32, t, rows, vocab, 0.25f, want_grad, sum32);
+    const std::vector<uint16_t> got = a.get_u16(logits16, size_t(rows * vocab));
     const std::vector<uint16_t> narrowed = to_bf16(a.get(logits32, size_t(rows * vocab)));
     int64_t differ = 0;
     for (size_t i = 0; i < got.size(); ++i) differ += got[i] != narrowed[i];
-    EXPECT_EQ(differ, 0) << "the bf16 gradient differs from the in-place one, narrowed, in " << differ << " elements on "
+    EXPECT_EQ(differ, 0) << "the bf16 row differs from the fp32 form's, narrowed, in " << differ << " elements on "
                          << a.nn().device().name();
     const double loss16 = a.get_f64(sum16), loss32 = a.get_f64(sum32);
     EXPECT_EQ(std::memcmp(&loss16, &loss32, sizeof(double)), 0) << loss16 << " vs " << loss32;
     Outputs o;
-    o.add("grad_bf16", widened_bf16(got));
+    o.add("logits_bf16", widened_bf16(got));
     o.scalars.emplace_back("loss", loss16);
     return o;
   });

@@ -15,7 +15,7 @@
 namespace farthing::models::testing {
 
 // Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
-// Seven switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
+// Eight switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
 // holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
 // bit for bit: round_attention_output rounds attention's output after the forward,
 // round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it, and
@@ -28,7 +28,9 @@ namespace farthing::models::testing {
 // residual stream's gradient after the norm's backward adds into it, and round_residual the
 // residual stream: each array of it (the embedding's output, mid, each block's output) before a
 // norm reads it, which is before anything else does (the next residual add, the norms'
-// backwards). The backwards then read the rounded values, as they read the bf16 ones.
+// backwards), and round_logits the logits before the loss reads them (their gradient, which only
+// the head's GEMMs read, is narrowed by those anyway). The backwards then read the rounded
+// values, as they read the bf16 ones.
 class RecordingOps final : public NnOps {
  public:
   std::map<std::string, int> calls;
@@ -40,6 +42,7 @@ class RecordingOps final : public NnOps {
   bool round_attention_grads = false;
   bool round_residual_grads = false;
   bool round_residual = false;
+  bool round_logits = false;
 
   Device device() const override { return cpu_.device(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
@@ -164,10 +167,11 @@ class RecordingOps final : public NnOps {
     ++calls["bias_backward"];
     cpu_.bias_backward(dbias, dout, n, c, stride);
   }
-  void cross_entropy_rows(float* logits, ActRef grad, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
+  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
                           bool want_grad, double* loss_sum) override {
     ++calls["cross_entropy_rows"];
-    cpu_.cross_entropy_rows(logits, grad, targets, rows, vocab, grad_scale, want_grad, loss_sum);
+    if (round_logits) round_in_place(logits, rows * vocab);
+    cpu_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad, loss_sum);
   }
   void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override {
     ++calls["widen"];

@@ -85,9 +85,10 @@ TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
     // block writes bf16 (matmul_bf16_out): qkv and the MLP's in-projection, and the out and down
     // projections, which add onto the bf16 residual stream; so does every dgrad: the MLP's
     // activation's and attention's output's gradients (the down and out projections'), and the
-    // norms' outputs' (qkv's, the in-projection's and the head's, per chunk).
+    // norms' outputs' (qkv's, the in-projection's and the head's, per chunk); and the head's
+    // forward writes the logits as bf16, per chunk.
     const bool bf16 = compute == ComputeMode::kBF16;
-    const int64_t bf16_out = bf16 ? 8 * L + chunks : 0;
+    const int64_t bf16_out = bf16 ? 8 * L + 2 * chunks : 0;
     EXPECT_EQ(ops.calls["matmul"], 12 * L + 3 * chunks - bf16_out);
     EXPECT_EQ(ops.calls["matmul_bf16_out"], bf16_out);
     EXPECT_EQ(ops.calls["attention_forward"], L);
@@ -111,7 +112,7 @@ TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
       EXPECT_EQ(ops.calls["narrow"], 0);
     } else {
       // The working weights once; every GEMM operand is stored as bf16 (act_ref.h) and read in
-      // place, the logits' gradient too (cross-entropy writes it as bf16).
+      // place, the logits' gradient too (cross-entropy turns the bf16 logits into it in place).
       EXPECT_EQ(ops.calls["narrow"], 1);
     }
   }

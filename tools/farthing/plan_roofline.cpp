@@ -46,7 +46,7 @@ void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& 
               model.name.c_str(), (long long)step.inputs.micro_batch, (long long)step.inputs.seq, (long long)step.inputs.grad_accum,
               step.inputs.recompute ? ", blocks recomputed in backward" : "", step.inputs.fp8 ? ", FP8 linear layers" : "",
               step.inputs.fp8 ? "fp32 activations, every GEMM operand narrowed to bf16 (or quantized) first"
-                              : "bf16 activations and gradients but the logits (fp32, read by the loss)");
+                              : "bf16 activations and gradients (the logits too)");
   std::vector<double> measured;
   std::string where;
   if (measure_ops) {

@@ -141,9 +141,7 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       float* logits = s.floats(call.m * call.n);
       const int32_t* targets = s.tokens(call.m, call.n);
       auto* loss_sum = static_cast<double*>(s.bytes(sizeof(double)));
-      // Under bf16 activations the gradient is written as bf16 (the logits stay fp32).
-      const ActRef grad = bf16_inputs ? ActRef::bf16(static_cast<uint16_t*>(s.bytes(call.m * call.n * 2))) : ActRef(logits);
-      return timed([&] { nn.cross_entropy_rows(logits, grad, targets, call.m, call.n, 1.0f, true, loss_sum); });
+      return timed([&] { nn.cross_entropy_rows(gemm_input(logits), targets, call.m, call.n, 1.0f, true, loss_sum); });
     }
     case RooflineOp::kNarrow: {
       const float* src = s.floats(call.m);

@@ -222,12 +222,12 @@ RooflineStep roofline_step(const RooflineInputs& in) {
            (act_bytes + 2.0 * kFp32) * n * C, kBf16 * 3.0 * n * C);
   norm_forward(micro);
   norm_backward(micro);
-  // As built the logits stay fp32 (the loss reads them) and, with bf16 activations, the loss
-  // writes their gradient as bf16, which the head's GEMMs read in place.
+  // The logits are a GEMM output stored as the activations are; the loss reads them and writes
+  // their gradient in place, which the head's GEMMs read.
   linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false,
-         {.x = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
-  rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0,
-           (kFp32 + act_bytes) * n * V, kBf16 * 2.0 * n * V);
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
+  rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0, 2.0 * act_bytes * n * V,
+           kBf16 * 2.0 * n * V);
 
   // The optimizer step, once per optimizer step.
   rows.add("optimizer step", 1, call(Op::kOptimizerStep, 0), 0.0, in.optimizer_bytes, in.optimizer_bytes);
