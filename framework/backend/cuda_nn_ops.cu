@@ -8,6 +8,7 @@
 
 #include "framework/backend/cuda_attention_engine.h"
 #include "framework/backend/cuda_ops_workspace.h"
+#include "framework/backend/fp4_op_checks.h"
 #include "framework/backend/fp8_op_checks.h"
 #include "framework/core/error.h"
 #include "framework/core/memory.h"
@@ -22,7 +23,10 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/embedding_cuda.h"
 #include "kernels/cuda/fp8_cuda.h"
+#include "kernels/cuda/fp4_cuda.h"
+#include "kernels/cuda/gemm_fp4_cublaslt.h"
 #include "kernels/cuda/gemm_fp8_cublaslt.h"
+#include "kernels/numerics/fp4_workspace.h"
 #include "kernels/cuda/matmul_cublaslt.h"
 #include "kernels/cuda/norm_cuda.h"
 #include "kernels/cuda/rope_cuda.h"
@@ -129,6 +133,27 @@ void CudaNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp
                            bool accumulate, void* workspace) {
   check_fp8_matmul_operands(shape, a, b);
   matmul_fp8_->run(shape, a, b, c, accumulate, workspace, STREAM);
+}
+
+void CudaNnOps::fp4_quantize(const Fp4QuantizeArgs& args) {
+  check_fp4_quantize_args(args);
+  k::fp4_quantize_cuda(args, workspace(size_t(k::kFp4QuantizeScratchBytes)), STREAM);
+}
+
+int64_t CudaNnOps::fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k, int block) const {
+  return numerics::fp4_matmul_workspace_bytes(numerics::Fp4GemmEngine::kCublasLt, m, n, k, block);
+}
+
+void CudaNnOps::matmul_fp4(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const Fp4Operand& b, float* c,
+                           bool accumulate, void* workspace) {
+  check_fp4_matmul_operands(m, n, k, a, b);
+  cudaStream_t stream = STREAM;
+  if (matmul_fp4_ == nullptr) {
+    int major = 0;
+    FARTHING_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index_));
+    matmul_fp4_ = std::make_unique<k::MatmulFp4Lt>(*matmul_, major >= 10);  // FP4 tensor cores from sm_100
+  }
+  matmul_fp4_->run(m, n, k, a, b, c, accumulate, workspace, stream);
 }
 
 namespace {

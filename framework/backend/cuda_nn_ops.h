@@ -9,7 +9,8 @@
 // by every later op on the stream; the memory tracker counts it as activations (workspace_bytes).
 // Includable from plain C++ (the stream is opaque).
 // FP8: fp8_quantize through kernels/cuda/fp8_cuda.h (bitwise the CPU's), matmul_fp8 through
-// kernels/cuda/gemm_fp8_cublaslt.h (cuBLASLt FP8, or its exact dense fallback).
+// kernels/cuda/gemm_fp8_cublaslt.h (cuBLASLt FP8, or its exact dense fallback). FP4 likewise:
+// kernels/cuda/fp4_cuda.h and gemm_fp4_cublaslt.h (cuBLASLt FP4 on sm_100+, or the exact emulation).
 // Relies on: kernels/cuda/*_cuda.h, matmul_cublaslt.h, gemm_fp8_cublaslt.h, backend/fp8_op_checks.h.
 // Tested by: tests/kernels/test_nn_ops_parity.cpp
 // (CUDA against CpuNnOps, op by op; skips without a GPU).
@@ -25,6 +26,7 @@ namespace farthing {
 namespace kernels {
 class MatmulLt;
 class MatmulFp8Lt;
+class MatmulFp4Lt;
 }
 class CudaAttentionEngine;
 
@@ -47,6 +49,10 @@ class CudaNnOps final : public NnOps {
   int64_t workspace_bytes() const override { return int64_t(workspace_bytes_); }
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
+  void fp4_quantize(const Fp4QuantizeArgs& args) override;
+  int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k, int block) const override;
+  void matmul_fp4(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const Fp4Operand& b, float* c,
+                  bool accumulate, void* workspace) override;
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override;
   void attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
                           const float* lse, ActRef qkv) override;
@@ -96,6 +102,7 @@ class CudaNnOps final : public NnOps {
   size_t workspace_bytes_ = 0;
   std::unique_ptr<kernels::MatmulLt> matmul_;
   std::unique_ptr<kernels::MatmulFp8Lt> matmul_fp8_;  // after matmul_: its fallback uses it
+  std::unique_ptr<kernels::MatmulFp4Lt> matmul_fp4_;  // made on first use (it asks the device for FP4 tensor cores)
   std::unique_ptr<CudaAttentionEngine> attention_engine_;  // cuDNN attention or the fp32 kernel
 };
 

@@ -10,6 +10,7 @@
 #include "framework/backend/nn_ops.h"
 #include "framework/core/error.h"
 #include "kernels/cpu/fp4_cpu.h"
+#include "kernels/numerics/fp4_workspace.h"
 
 namespace farthing {
 
@@ -41,8 +42,8 @@ struct HostOperand {
 
 }  // namespace
 
-int64_t NnOps::fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k) {
-  return kernels::fp4_matmul_workspace_bytes(m, n, k);
+int64_t NnOps::fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k, int block) const {
+  return numerics::fp4_matmul_workspace_bytes(numerics::Fp4GemmEngine::kEmulated, m, n, k, block);
 }
 
 void NnOps::fp4_quantize(const Fp4QuantizeArgs& args) {

@@ -77,13 +77,18 @@ class NnOps {
   // FP4 operands with fp32 accumulation, exactly as kernels/cpu/fp4_cpu.h emulates it.
   // NOTE: the defaults emulate on the host for any backend: they copy the inputs into host
   // memory, run the CPU kernels and copy the results back (fp4_host_emulation.cpp), so a device
-  // computes the CPU's bits, slowly. The CPU set runs the kernels in place. A CUDA device runs
-  // FP4 only where the recipe opts into emulation (train.fp4_gpu_emulation); see trainer.cpp.
+  // computes the CPU's bits, slowly (the strict device's test of exactly that). The CPU set runs
+  // the kernels in place. The CUDA set quantizes on the device (kernels/cuda/fp4_cuda.h, the
+  // CPU's bits) and multiplies through cuBLASLt's FP4 GEMM or its exact emulation on the device
+  // (kernels/cuda/gemm_fp4_cublaslt.h); below sm_100 the trainer runs FP4 only where the recipe
+  // opts into that emulation (train.fp4_gpu_emulation; framework/run/train/model_options.cpp).
   virtual void fp4_quantize(const Fp4QuantizeArgs& args);
   virtual void matmul_fp4(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const Fp4Operand& b, float* c,
                           bool accumulate, void* workspace);
-  // Scratch that matmul_fp4 needs (device memory).
-  static int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k);
+  // Bytes of device scratch matmul_fp4 needs: kernels/numerics/fp4_workspace.h's for this
+  // backend's engine (the emulation's here; CUDA's cuBLASLt engine, which also holds its
+  // emulation). models/common/fp4_linears.h's fp4_gemm_engine says which, for plans without ops.
+  virtual int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k, int block) const;
 
   // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride). out is fp32,
   // or bf16 (ActRef): each value computed in fp32, then rounded once to nearest even. qkv is fp32,

@@ -7,6 +7,8 @@
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/fp4_block.h"
+#include "kernels/numerics/fp4_scale_rules.h"
+#include "kernels/numerics/fp4_workspace.h"
 #include "kernels/numerics/hadamard.h"
 
 namespace farthing::kernels {
@@ -35,20 +37,6 @@ void hadamard_rows(float* x, int64_t rows, int64_t cols, const float* signs, int
   }
 }
 
-// The scale code of a block of this amax.
-uint8_t block_scale(float amax, Fp4Scale scale, float encode_scale) {
-  return scale == Fp4Scale::kE8M0 ? nm::mxfp4_scale_from_amax(amax) : nm::nvfp4_block_scale(amax, encode_scale);
-}
-
-float encode_multiplier(uint8_t code, Fp4Scale scale, float decode_scale) {
-  return scale == Fp4Scale::kE8M0 ? nm::mxfp4_encode_multiplier(code) : nm::nvfp4_encode_multiplier(code, decode_scale);
-}
-
-// The block scale's value (without the tensor scale): exact.
-float scale_value(uint8_t code, Fp4Scale scale) {
-  return scale == Fp4Scale::kE8M0 ? nm::e8m0_to_f32(code) : nm::e4m3_to_f32(code);
-}
-
 }  // namespace
 
 void fp4_quantize_cpu(const Fp4QuantizeArgs& a) {
@@ -64,9 +52,9 @@ void fp4_quantize_cpu(const Fp4QuantizeArgs& a) {
     for (int64_t r = 0; r < a.rows; ++r) {
       m = nm::fp8_amax_bits_max(m, nm::f32_to_bits(nm::fp4_block_amax(x + r * a.cols, int(a.cols))));
     }
-    encode_scale = nm::nvfp4_global_encode_scale(nm::bits_to_f32(m));
+    encode_scale = fp4_tensor_encode_scale(a.scale, nm::bits_to_f32(m));
   }
-  const float decode_scale = a.scale == Fp4Scale::kE4M3 ? nm::nvfp4_global_decode_scale(encode_scale) : 1.0f;
+  const float decode_scale = fp4_tensor_decode_scale(a.scale, encode_scale);
   *a.decode_scale = decode_scale;
 
   // Block scales: per row and block of columns, or per block x block tile (the amax of its rows'
@@ -83,7 +71,7 @@ void fp4_quantize_cpu(const Fp4QuantizeArgs& a) {
       for (int64_t r = r0; r < r1; ++r) {
         m = nm::fp8_amax_bits_max(m, nm::f32_to_bits(nm::fp4_block_amax(x + r * a.cols + c0, n)));
       }
-      const uint8_t code = block_scale(nm::bits_to_f32(m), a.scale, encode_scale);
+      const uint8_t code = fp4_block_scale_code(a.scale, nm::bits_to_f32(m), encode_scale);
       for (int64_t r = r0; r < r1; ++r) a.scales[r * bpr + b] = code;
     }
   }
@@ -92,7 +80,7 @@ void fp4_quantize_cpu(const Fp4QuantizeArgs& a) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < a.rows; ++r) {
     for (int64_t b = 0; b < bpr; ++b) {
-      const float multiplier = encode_multiplier(a.scales[r * bpr + b], a.scale, decode_scale);
+      const float multiplier = fp4_element_multiplier(a.scale, a.scales[r * bpr + b], decode_scale);
       const int64_t c1 = std::min(a.cols, (b + 1) * a.block);
       for (int64_t c = b * a.block; c < c1; ++c) {
         const int64_t i = r * a.cols + c;
@@ -113,10 +101,10 @@ void dequantize_blocks(const Fp4Operand& x, Out* out, Widen widen) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < x.rows; ++r) {
     for (int64_t b = 0; b < bpr; ++b) {
-      const float s = scale_value(x.scales[r * bpr + b], x.scale);
+      const uint8_t s = x.scales[r * bpr + b];
       const int64_t c1 = std::min(x.cols, (b + 1) * x.block);
       for (int64_t c = b * x.block; c < c1; ++c) {
-        out[r * x.cols + c] = widen(nm::canonical_nan(nm::e2m1_to_f32(x.codes[r * x.cols + c]) * s));
+        out[r * x.cols + c] = widen(fp4_element_unscaled(x.scale, x.codes[r * x.cols + c], s));
       }
     }
   }
@@ -129,7 +117,9 @@ void fp4_dequantize_f32_cpu(const Fp4Operand& x, float* out) {
   dequantize_blocks(x, out, [s_dec](float v) { return nm::canonical_nan(v * s_dec); });
 }
 
-int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k) { return (m * k + n * k) * 2 + m * n * 4; }
+int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k) {
+  return nm::fp4_matmul_workspace_bytes(nm::Fp4GemmEngine::kEmulated, m, n, k, nm::kNvfp4BlockElems);
+}
 
 void fp4_matmul_cpu(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const Fp4Operand& b, float* c,
                     bool accumulate, void* workspace) {
@@ -142,10 +132,10 @@ void fp4_matmul_cpu(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const 
   GemmShape shape{m, n, k};
   shape.trans_b = Trans::kT;
   matmul_cpu(GemmDtype::kBF16, shape, wa, wb, product, false);
-  // The tensor scales, as the tensor-core GEMM's alpha: one rounding for alpha, one for the product.
-  const float alpha = *a.decode_scale * *b.decode_scale;
+  // The tensor scales, as the tensor-core GEMM's alpha.
+  const float alpha = fp4_gemm_alpha(*a.decode_scale, *b.decode_scale);
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < m * n; ++i) c[i] = accumulate ? c[i] + alpha * product[i] : alpha * product[i];
+  for (int64_t i = 0; i < m * n; ++i) c[i] = fp4_gemm_output(c[i], alpha, product[i], accumulate);
 }
 
 }  // namespace farthing::kernels

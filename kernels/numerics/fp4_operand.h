@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "kernels/numerics/host_device.h"
 #include "kernels/numerics/stochastic_round.h"
 
 namespace farthing::kernels {
@@ -20,7 +21,7 @@ namespace farthing::kernels {
 // The block scale: E4M3 with an fp32 per-tensor scale (NVFP4), or E8M0 (MXFP4).
 enum class Fp4Scale : uint8_t { kE4M3, kE8M0 };
 
-inline int64_t fp4_blocks_per_row(int64_t cols, int block) { return (cols + block - 1) / block; }
+FARTHING_HD int64_t fp4_blocks_per_row(int64_t cols, int block) { return (cols + block - 1) / block; }
 
 struct Fp4Operand {
   const uint8_t* codes = nullptr;   // rows * cols

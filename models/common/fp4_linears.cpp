@@ -22,13 +22,16 @@ struct Fp4BufferLayout {
   int64_t total() const { return 2 * slot + cast_workspace + signs + gemm_workspace; }
 };
 
-Fp4BufferLayout buffer_layout(const std::vector<Fp4Projection>& projections, int64_t m, const Fp4Recipe& recipe) {
+Fp4BufferLayout buffer_layout(const std::vector<Fp4Projection>& projections, int64_t m, const Fp4Recipe& recipe,
+                              nm::Fp4GemmEngine engine) {
   Fp4BufferLayout l;
   int64_t gemm = 0;
+  const auto gemm_bytes = [&](int64_t rows, int64_t cols, int64_t k) {
+    return nm::fp4_matmul_workspace_bytes(engine, rows, cols, k, recipe.block);
+  };
   for (const Fp4Projection& p : projections) {
     l.slot_elems = std::max({l.slot_elems, m * p.k, m * p.n, p.k * p.n});
-    gemm = std::max({gemm, NnOps::fp4_matmul_workspace_bytes(m, p.n, p.k), NnOps::fp4_matmul_workspace_bytes(m, p.k, p.n),
-                     NnOps::fp4_matmul_workspace_bytes(p.n, p.k, m)});
+    gemm = std::max({gemm, gemm_bytes(m, p.n, p.k), gemm_bytes(m, p.k, p.n), gemm_bytes(p.n, p.k, m)});
   }
   // Scales: at most one per block of a row; a row of the largest operand may be as short as one
   // block's tail, so bound by elements (every block holds at least one element).
@@ -55,9 +58,14 @@ std::vector<Fp4Projection> Fp4Linears::projections(const TransformerSpec& spec, 
   return out;
 }
 
-int64_t Fp4Linears::buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq, const Fp4Recipe& recipe) {
+numerics::Fp4GemmEngine fp4_gemm_engine(Device device) {
+  return device.kind == DeviceKind::kCuda ? numerics::Fp4GemmEngine::kCublasLt : numerics::Fp4GemmEngine::kEmulated;
+}
+
+int64_t Fp4Linears::buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq, const Fp4Recipe& recipe,
+                                 numerics::Fp4GemmEngine engine) {
   const std::vector<Fp4Projection> ps = projections(spec, recipe);
-  return ps.empty() ? 0 : buffer_layout(ps, batch * seq, recipe).total();
+  return ps.empty() ? 0 : buffer_layout(ps, batch * seq, recipe, engine).total();
 }
 
 Fp4Linears::Fp4Linears(const TransformerSpec& spec, int64_t batch, int64_t seq, const Fp4Options& options,
@@ -65,7 +73,7 @@ Fp4Linears::Fp4Linears(const TransformerSpec& spec, int64_t batch, int64_t seq, 
     : recipe_(*options.recipe), seed_(options.seed), ops_(ops), projections_(projections(spec, recipe_)) {
   for (size_t i = 0; i < projections_.size(); ++i) index_[projections_[i].weight] = i;
   if (projections_.empty()) return;
-  const Fp4BufferLayout l = buffer_layout(projections_, batch * seq, recipe_);
+  const Fp4BufferLayout l = buffer_layout(projections_, batch * seq, recipe_, fp4_gemm_engine(ops.device()));
   buffer_ = Buffer(ops.device(), size_t(l.total()), MemoryCategory::kActivations);
   auto* at = static_cast<uint8_t*>(buffer_.data());
   for (Slot& s : slots_) {

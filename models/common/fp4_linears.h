@@ -27,6 +27,7 @@
 #include "framework/backend/buffer.h"
 #include "framework/backend/fp4_policy.h"
 #include "framework/backend/nn_ops.h"
+#include "kernels/numerics/fp4_workspace.h"
 #include "models/common/transformer_spec.h"
 
 namespace farthing::models {
@@ -34,7 +35,13 @@ namespace farthing::models {
 struct Fp4Options {
   const Fp4Recipe* recipe = nullptr;  // nullptr: no FP4 (not owned)
   uint64_t seed = 0;                  // train.seed: keys the Hadamard signs and stochastic rounding
+  // The GEMM engine a plan (no ops yet) sizes the workspace for; with ops, their device decides.
+  numerics::Fp4GemmEngine planned_engine = numerics::Fp4GemmEngine::kEmulated;
 };
+
+// The FP4 GEMM engine of a device: cuBLASLt's (with its exact device emulation) on CUDA, the
+// host emulation's elsewhere.
+numerics::Fp4GemmEngine fp4_gemm_engine(Device device);
 
 // One FP4 projection: its weight's global offset and its GEMM dims (K in, N out).
 struct Fp4Projection {
@@ -48,7 +55,8 @@ class Fp4Linears {
   static std::vector<Fp4Projection> projections(const TransformerSpec& spec, const Fp4Recipe& recipe);
   // What the constructor allocates (kActivations): two operand slots, the cast's fp32 workspace,
   // the Hadamard signs and the GEMM workspace.
-  static int64_t buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq, const Fp4Recipe& recipe);
+  static int64_t buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq, const Fp4Recipe& recipe,
+                              numerics::Fp4GemmEngine engine);
 
   Fp4Linears(const TransformerSpec& spec, int64_t batch, int64_t seq, const Fp4Options& options, NnOps& ops);
 

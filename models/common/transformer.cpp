@@ -242,7 +242,11 @@ TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, in
     b.fp8 = Fp8Linears::buffer_bytes(spec, batch, seq, *options.fp8.recipe, engine);
     if (options.unit_storage == nullptr) b.working += Fp8Linears::flat_weight_bytes(spec, *options.fp8.recipe);
   }
-  if (options.fp4.recipe != nullptr) b.fp8 += Fp4Linears::buffer_bytes(spec, batch, seq, *options.fp4.recipe);
+  if (options.fp4.recipe != nullptr) {
+    const numerics::Fp4GemmEngine engine =
+        options.ops != nullptr ? fp4_gemm_engine(options.ops->device()) : options.fp4.planned_engine;
+    b.fp8 += Fp4Linears::buffer_bytes(spec, batch, seq, *options.fp4.recipe, engine);
+  }
   return b;
 }
 

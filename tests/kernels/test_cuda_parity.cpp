@@ -24,6 +24,8 @@
 #include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "kernels/cuda/bias_cuda.h"
+#include "kernels/cuda/fp4_cuda.h"
+#include "kernels/numerics/fp4_lt_layout.h"
 #include "tests/support/test_support.h"
 
 namespace farthing {
@@ -389,6 +391,43 @@ TEST(CudaParity, ColumnSumsBeyondTheGridLimitLoopOverChunks) {
       magnitude += std::fabs(dout[size_t(r * stride + col)]);
     }
     EXPECT_NEAR(got[size_t(col)], want, chain * u * magnitude) << "column " << col;
+  }
+}
+
+// cuBLASLt's FP4 operand layout (kernels/numerics/fp4_lt_layout.h; its offsets are tested against
+// the reshape-and-permute form in tests/numerics/test_fp4_lt_layout.cpp): the packing and tiling
+// kernels of the FP4 GEMM's path on sm_100 (gemm_fp4_cublaslt.cu) against a host loop over the
+// header's functions, bit for bit, on ragged shapes (partial 128 x 4 tiles, whose padding must be
+// zero: the destination starts as 0xEE).
+TEST(CudaParity, Fp4OperandsPackAndTileAsCublasLtReadsThem) {
+  for (const auto& [rows, blocks] : {std::pair<int64_t, int64_t>{130, 13}, {5, 2}, {256, 8}}) {
+    const int64_t count = rows * blocks * 16, tiled_bytes = nm::fp4_lt_scale_bytes(rows, blocks);
+    std::vector<uint8_t> codes(static_cast<size_t>(count)), scales(static_cast<size_t>(rows * blocks));
+    uint32_t s = 97u;
+    for (uint8_t& c : codes) c = uint8_t((s = s * 1664525u + 1013904223u) >> 28);
+    for (uint8_t& c : scales) c = uint8_t((s = s * 1664525u + 1013904223u) >> 24);
+    std::vector<uint8_t> want_packed(static_cast<size_t>(count / 2)), want_tiled(static_cast<size_t>(tiled_bytes), 0);
+    for (int64_t j = 0; j < count / 2; ++j) {
+      want_packed[size_t(j)] = nm::fp4_lt_pack_pair(codes[size_t(2 * j)], codes[size_t(2 * j + 1)]);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        want_tiled[size_t(nm::fp4_lt_scale_offset(r, b, blocks))] = scales[size_t(r * blocks + b)];
+      }
+    }
+    std::vector<uint8_t> poison_packed(want_packed.size(), 0xEE), poison_tiled(want_tiled.size(), 0xEE);
+    DeviceArray d_codes = DeviceArray::upload(host_view(codes.data(), DType::kU8, count));
+    DeviceArray d_scales = DeviceArray::upload(host_view(scales.data(), DType::kU8, rows * blocks));
+    DeviceArray d_packed = DeviceArray::upload(host_view(poison_packed.data(), DType::kU8, count / 2));
+    DeviceArray d_tiled = DeviceArray::upload(host_view(poison_tiled.data(), DType::kU8, tiled_bytes));
+    gpu().synchronize();
+    kernels::fp4_pack_codes_cuda(static_cast<const uint8_t*>(d_codes.tensor.data()), count,
+                                 static_cast<uint8_t*>(d_packed.tensor.data()), nullptr);
+    kernels::fp4_tile_scales_cuda(static_cast<const uint8_t*>(d_scales.tensor.data()), rows, blocks,
+                                  static_cast<uint8_t*>(d_tiled.tensor.data()), nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_same_bits(want_packed, download(d_packed.tensor), 1, "packed FP4 codes");
+    expect_same_bits(want_tiled, download(d_tiled.tensor), 1, "tiled FP4 scales");
   }
 }
 

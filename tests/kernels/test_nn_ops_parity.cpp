@@ -16,7 +16,9 @@
 // FP8 rows: fp8_quantize for every tiling, fp32 and bf16 inputs, odd shapes, T = 1, NaN, inf and
 // all-zero tiles, current and delayed scaling (codes, s_inv and amax bitwise); matmul_fp8 for
 // the model's three GEMMs (forward, dgrad, wgrad) with per-tensor and block tilings, on operands
-// each backend quantized itself (class kFp8Gemm).
+// each backend quantized itself (class kFp8Gemm). FP4 rows likewise: fp4_quantize of NVFP4 and
+// MXFP4 operands as the recipes make them (2D tiles, the Hadamard transform, stochastic rounding,
+// transposed and bf16 sources, specials) bitwise; matmul_fp4 in the GEMM class.
 // With FARTHING_SIM_SIZES (the gpu-sim entry, tools/gpu/sim_check.sh) the table is sim_cases():
 // small rows for a GPU simulator at edges (odd sizes, several blocks, partial tiles, GQA,
 // ignored rows, repeated token ids); its GEMM rows run a test double there (sim_check.sh).
@@ -1139,6 +1141,130 @@ void add_fp8_cases() {
                       {Fp8Tiling::kTensor, Fp8Tiling::kTensor, e4, e4, false}, true);
 }
 
+// ---- FP4 ------------------------------------------------------------------------------------
+
+using kernels::Fp4Scale;
+
+struct Fp4QuantizeCase {
+  Fp4Scale scale = Fp4Scale::kE4M3;  // block 16 (NVFP4) with E4M3, 32 (MXFP4) with E8M0
+  bool block_2d = false;
+  int rht_size = 0;
+  bool stochastic = false;
+  bool bf16_input = false;
+  bool transposed = false;
+  bool specials = false;
+};
+
+int fp4_block_of(Fp4Scale scale) { return scale == Fp4Scale::kE4M3 ? 16 : 32; }
+
+// The quantization of fp4_operand.h on each backend: codes, block scales and the tensor's decode
+// scale, bit for bit. Inputs vary over 2^-9..2^9 (fp8_inputs: neighbouring blocks get other
+// scales, and MXFP4 blocks land on E8M0 codes far from 127), with NaN, inf and all-zero blocks
+// where asked; a transposed source is stored (cols, rows).
+void add_fp4_quantize_case(const std::string& label, int64_t rows, int64_t cols, Fp4QuantizeCase q) {
+  const std::string name = std::string("fp4_quantize_") + (q.scale == Fp4Scale::kE4M3 ? "nvfp4_" : "mxfp4_") + label;
+  add(name, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int block = fp4_block_of(q.scale);
+    const int64_t scale_count = rows * kernels::fp4_blocks_per_row(cols, block);
+    const auto xs = q.transposed ? fp8_inputs(rng, cols, rows, q.specials) : fp8_inputs(rng, rows, cols, q.specials);
+    Fp4QuantizeArgs args;
+    if (q.bf16_input) {
+      args.x_bf16 = a.put(to_bf16(xs));
+    } else {
+      args.x_f32 = a.put(xs);
+    }
+    args.rows = rows;
+    args.cols = cols;
+    args.transposed = q.transposed;
+    args.block = block;
+    args.scale = q.scale;
+    args.block_2d = q.block_2d;
+    if (q.rht_size > 0) {
+      std::vector<float> signs(size_t(q.rht_size));
+      for (float& s : signs) s = (rng.bits() & 1u) != 0u ? -1.0f : 1.0f;
+      args.rht_size = q.rht_size;
+      args.rht_signs = a.put(signs);
+    }
+    args.stochastic = q.stochastic;
+    args.key = numerics::RandomKey{1234, 7, numerics::RandomPurpose::kFp4Gradient};
+    args.first_index = uint64_t(3) << 40;
+    args.codes = a.put(std::vector<uint8_t>(size_t(rows * cols), 0xAB));
+    args.scales = a.put(std::vector<uint8_t>(size_t(scale_count), 0xCD));
+    args.decode_scale = a.put(std::vector<float>{-1.0f});
+    args.workspace = a.put(std::vector<float>(size_t(rows * cols)));
+    a.nn().fp4_quantize(args);
+    Outputs o;
+    o.add("codes", a.get_u8_as_f32(args.codes, size_t(rows * cols)));
+    o.add("scales", a.get_u8_as_f32(args.scales, size_t(scale_count)));
+    o.add("decode_scale", a.get(args.decode_scale, 1));
+    return o;
+  });
+}
+
+// C (m, n) (+)= A (m, k) · B (n, k)^T of operands each backend quantized itself (round to nearest,
+// rows of magnitudes 2^-2..2^2 so blocks get different scales). Every product of two dequantized
+// elements is exact, so only the order of the fp32 sums differs: the GEMM class. On a GPU with FP4
+// tensor cores this is cuBLASLt's FP4 GEMM where it takes the shape (k a multiple of 32), else
+// the device emulation (gemm_fp4_cublaslt.h).
+void add_fp4_matmul_case(const std::string& label, int64_t m, int64_t n, int64_t k, Fp4Scale scale, bool accumulate) {
+  add(std::string("matmul_fp4_") + (scale == Fp4Scale::kE4M3 ? "nvfp4_" : "mxfp4_") + label, Tol::kGemm,
+      [=](Arena& a, Rng& rng) {
+        const int block = fp4_block_of(scale);
+        const auto quantize = [&](int64_t rows) {
+          std::vector<float> v = rng.floats(rows * k);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < k; ++c) v[size_t(r * k + c)] *= std::ldexp(1.0f, int(r % 5) - 2);
+          }
+          Fp4QuantizeArgs args;
+          args.x_f32 = a.put(v);
+          args.rows = rows;
+          args.cols = k;
+          args.block = block;
+          args.scale = scale;
+          args.codes = a.put(std::vector<uint8_t>(size_t(rows * k)));
+          args.scales = a.put(std::vector<uint8_t>(size_t(rows * kernels::fp4_blocks_per_row(k, block))));
+          args.decode_scale = a.put(std::vector<float>{0.0f});
+          args.workspace = a.put(std::vector<float>(size_t(rows * k)));
+          a.nn().fp4_quantize(args);
+          return Fp4Operand{args.codes, args.scales, args.decode_scale, rows, k, block, scale};
+        };
+        const Fp4Operand A = quantize(m), B = quantize(n);
+        void* workspace = a.raw(size_t(a.nn().fp4_matmul_workspace_bytes(m, n, k, block)));
+        float* c = a.put(rng.floats(m * n));
+        a.nn().matmul_fp4(m, n, k, A, B, c, accumulate, workspace);
+        Outputs o;
+        o.add("c", a.get(c, size_t(m * n)));
+        return o;
+      });
+}
+
+// The recipes' operands: NVFP4 activations (1D) and weights (2D 16 x 16 tiles, from bf16),
+// wgrad's transposed operands with the 16-point transform and stochastic rounding; MXFP4's
+// backward operands with the 64-point transform and stochastic rounding; odd shapes (a short last
+// block, a row shorter than the transform), T = 1, and NaN, inf and all-zero blocks.
+void add_fp4_cases(bool sim) {
+  const Fp4Scale nv = Fp4Scale::kE4M3, mx = Fp4Scale::kE8M0;
+  const int64_t rows = sim ? 33 : 130, cols = sim ? 136 : 200;
+  add_fp4_quantize_case("act_specials", rows, cols, {nv, false, 0, false, false, false, true});
+  add_fp4_quantize_case("weight_2d_bf16", rows, cols, {nv, true, 0, false, true, false, false});
+  add_fp4_quantize_case("wgrad_rht16_sr_transposed", rows, cols, {nv, false, 16, true, false, true, false});
+  add_fp4_quantize_case("t1_sr", 1, cols, {nv, false, 0, true, false, false, false});
+  add_fp4_quantize_case("specials", rows, cols, {mx, false, 0, false, false, false, true});
+  add_fp4_quantize_case("backward_rht64_sr_bf16_transposed", rows, cols, {mx, false, 64, true, true, true, false});
+  add_fp4_quantize_case("row_shorter_than_rht", 7, 40, {mx, false, 64, true, false, false, false});
+  if (sim) {
+    add_fp4_matmul_case("sim_17x24x64", 17, 24, 64, nv, false);
+    add_fp4_matmul_case("sim_9x40x96_acc", 9, 40, 96, mx, true);
+    add_fp4_matmul_case("sim_odd_k_5x7x50", 5, 7, 50, nv, true);
+    return;
+  }
+  add_fp4_matmul_case("fwd_256x512x384", 256, 512, 384, nv, false);
+  add_fp4_matmul_case("wgrad_acc_384x512x256", 384, 512, 256, nv, true);
+  add_fp4_matmul_case("dgrad_256x384x512", 256, 384, 512, mx, false);
+  add_fp4_matmul_case("odd_k_130x200x200", 130, 200, 200, nv, true);  // k % 32 != 0: emulated everywhere
+  add_fp4_matmul_case("t1_k4096", 1, 512, 4096, mx, false);
+}
+
 // The rows a GPU simulator can run in a few minutes (~2M thread-instructions/s): every op at
 // small shapes that keep the edges; no matmul_fp8 rows (cuBLASLt's FP8 path).
 void add_sim_cases() {
@@ -1192,6 +1318,7 @@ void add_sim_cases() {
   add_fp8_quantize_case("delayed_e5m2_t1", 1, 200, {Fp8Tiling::kTensor, e5, true, false, 0, true, 0.25f});
   add_fp8_quantize_case("sim_delayed_130x136", 130, 136, {Fp8Tiling::kTensor, e4, false, true, 0, true, 1.0f});
   add_fp8_quantize_case("sim_margin2_not_pow2_rows", 130, 136, {Fp8Tiling::kRow1x128, e5, true, true, 2, false});
+  add_fp4_cases(true);
 }
 
 const std::vector<Case>& cases() {
@@ -1289,6 +1416,7 @@ const std::vector<Case>& cases() {
                            GemmShape{67, 576, 576, 0, 0, 0, T::kN, T::kT}, false, Residual::kInPlace);
   add_copy_cases();
   add_fp8_cases();
+  add_fp4_cases(false);
   return g_cases;
 }
 

@@ -229,6 +229,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   const bool on_cuda = t.device == recipe::TrainDevice::kCuda ||
                        (t.device == recipe::TrainDevice::kAuto && visible_cuda_devices() > 0);
   model_options.fp8.planned_engine = on_cuda ? numerics::Fp8GemmEngine::kCublasLt : numerics::Fp8GemmEngine::kEmulated;
+  model_options.fp4.planned_engine = on_cuda ? numerics::Fp4GemmEngine::kCublasLt : numerics::Fp4GemmEngine::kEmulated;
   e.model_buffers = models::Transformer::buffer_bytes(spec, t.micro_batch, config.data.seq_len, model_options);
   e.model_buffers.params = e.model_buffers.grads = e.model_buffers.working = 0;
 
