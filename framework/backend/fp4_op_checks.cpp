@@ -12,6 +12,8 @@ void check_fp4_quantize_args(const kernels::Fp4QuantizeArgs& a) {
   FARTHING_CHECK(a.block == 16 || a.block == 32, "fp4_quantize: block of ", a.block, " elements, expected 16 or 32");
   FARTHING_CHECK(a.rht_size == 0 || (numerics::hadamard_size_ok(a.rht_size) && a.rht_signs != nullptr),
                  "fp4_quantize: Hadamard size ", a.rht_size, ", expected 0 (none), 4, 16, 64 or 256 with its signs");
+  FARTHING_CHECK(!a.sr_prescale || a.scale == kernels::Fp4Scale::kE8M0,
+                 "fp4_quantize: the 3/4 pre-scale (sr_prescale) is for E8M0 scales only");
   FARTHING_CHECK(a.codes != nullptr && a.scales != nullptr && a.decode_scale != nullptr && a.workspace != nullptr,
                  "fp4_quantize: codes, scales, decode_scale and workspace are required");
 }

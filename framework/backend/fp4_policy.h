@@ -40,6 +40,7 @@ struct Fp4Recipe {
   int rht_size = 16;                               // chunk of the transform: 4 | 16 | 64 | 256
   Fp4Sr sr = Fp4Sr::kGradOutput;
   double bf16_last_fraction = 0.15;                // share of the last blocks kept in bf16 (rounded up)
+  bool sr_prescale = false;                        // e8m0: SR operands encoded at 3/4 (fp4_scale_rules.h)
 
   bool operator==(const Fp4Recipe&) const = default;
 };
@@ -49,12 +50,12 @@ struct Fp4Recipe {
 // (16) on wgrad's operands only; SR on the gradients, round to nearest elsewhere; the last blocks
 // in bf16.
 inline constexpr Fp4Recipe kNvfp4Paper{16, Fp4Scale::kE4M3, Fp4WeightScaling::k2D, Fp4Gemms::kAll,
-                                       Fp4Rht::kWgrad, 16, Fp4Sr::kGradOutput, 0.15};
+                                       Fp4Rht::kWgrad, 16, Fp4Sr::kGradOutput, 0.15, false};
 // Tseng et al.'s MXFP4 recipe: 32-element blocks with E8M0 scales; the backward GEMMs in MXFP4
-// (the forward in bf16); the RHT on both backward GEMMs' operands; SR on every backward operand;
-// no bf16 blocks.
+// (the forward in bf16); the RHT on both backward GEMMs' operands; SR on every backward operand,
+// each pre-scaled by 3/4 so that no element clips; no bf16 blocks.
 inline constexpr Fp4Recipe kMxfp4Paper{32, Fp4Scale::kE8M0, Fp4WeightScaling::k1D, Fp4Gemms::kBackward,
-                                       Fp4Rht::kBackward, 64, Fp4Sr::kBackward, 0.0};
+                                       Fp4Rht::kBackward, 64, Fp4Sr::kBackward, 0.0, true};
 
 // Names as the recipe spells them (the nvfp4 and mxfp4 sections), in the order errors list them.
 inline constexpr std::array<std::pair<Fp4Scale, std::string_view>, 2> kFp4ScaleNames{{

@@ -54,8 +54,8 @@ void fp4_quantize_cpu(const Fp4QuantizeArgs& a) {
     }
     encode_scale = fp4_tensor_encode_scale(a.scale, nm::bits_to_f32(m));
   }
-  const float decode_scale = fp4_tensor_decode_scale(a.scale, encode_scale);
-  *a.decode_scale = decode_scale;
+  const float s_dec = fp4_tensor_decode_scale(a.scale, encode_scale, false);  // without the pre-scale
+  *a.decode_scale = fp4_tensor_decode_scale(a.scale, encode_scale, a.sr_prescale);
 
   // Block scales: per row and block of columns, or per block x block tile (the amax of its rows'
   // segments: a NaN-dominant max, so the order does not matter), written to each of its rows.
@@ -80,7 +80,7 @@ void fp4_quantize_cpu(const Fp4QuantizeArgs& a) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < a.rows; ++r) {
     for (int64_t b = 0; b < bpr; ++b) {
-      const float multiplier = fp4_element_multiplier(a.scale, a.scales[r * bpr + b], decode_scale);
+      const float multiplier = fp4_element_multiplier(a.scale, a.scales[r * bpr + b], s_dec, a.sr_prescale);
       const int64_t c1 = std::min(a.cols, (b + 1) * a.block);
       for (int64_t c = b * a.block; c < c1; ++c) {
         const int64_t i = r * a.cols + c;

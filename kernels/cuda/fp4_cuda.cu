@@ -82,13 +82,15 @@ __global__ void __launch_bounds__(kThreads)
 // 5. A thread per element.
 __global__ void __launch_bounds__(kThreads)
     encode_kernel(const float* x, int64_t rows, int64_t cols, int block, Fp4Scale scale, const uint32_t* amax_bits,
-                  const uint8_t* scales, bool stochastic, nm::RandomKey key, uint64_t first_index, uint8_t* codes,
-                  float* decode_scale) {
+                  const uint8_t* scales, bool stochastic, bool sr_prescale, nm::RandomKey key, uint64_t first_index,
+                  uint8_t* codes, float* decode_scale) {
   const int64_t bpr = fp4_blocks_per_row(cols, block);
-  const float decode = fp4_tensor_decode_scale(scale, encode_scale_of(scale, amax_bits));
-  if (blockIdx.x == 0 && threadIdx.x == 0) *decode_scale = decode;
+  const float encode = encode_scale_of(scale, amax_bits);
+  const float s_dec = fp4_tensor_decode_scale(scale, encode, false);  // without the pre-scale
+  if (blockIdx.x == 0 && threadIdx.x == 0) *decode_scale = fp4_tensor_decode_scale(scale, encode, sr_prescale);
   FARTHING_GRID_STRIDE(i, rows * cols) {
-    const float multiplier = fp4_element_multiplier(scale, scales[(i / cols) * bpr + (i % cols) / block], decode);
+    const float multiplier =
+        fp4_element_multiplier(scale, scales[(i / cols) * bpr + (i % cols) / block], s_dec, sr_prescale);
     codes[i] = stochastic ? nm::fp4_encode_element_sr(x[i], multiplier,
                                                       nm::random_bits_for_element(key, first_index + uint64_t(i)))
                           : nm::fp4_encode_element(x[i], multiplier);
@@ -152,7 +154,8 @@ void fp4_quantize_cuda(const Fp4QuantizeArgs& a, void* scratch, cudaStream_t str
                                                                          amax_bits, a.scales);
   check_launch();
   encode_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, a.rows, a.cols, a.block, a.scale, amax_bits, a.scales,
-                                                         a.stochastic, a.key, a.first_index, a.codes, a.decode_scale);
+                                                         a.stochastic, a.sr_prescale, a.key, a.first_index, a.codes,
+                                                         a.decode_scale);
   check_launch();
 }
 

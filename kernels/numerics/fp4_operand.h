@@ -38,7 +38,9 @@ struct Fp4Operand {
 //      with rht_signs (rht_size floats, ±1); a short tail chunk is left as it is (still orthogonal);
 //   2. the E4M3 scale's tensor scale from the amax of the whole (transformed) operand;
 //   3. block scales over 1 x block (block_2d: block x block tiles), elements rounded to nearest
-//      even, or stochastically with element (r, c)'s bits at index first_index + r * cols + c.
+//      even, or stochastically with element (r, c)'s bits at index first_index + r * cols + c;
+//      with sr_prescale (E8M0 only, Tseng et al.'s 3/4), each element is encoded with 3/4 of its
+//      block's multiplier and the decode scale is 4/3 (fp4_scale_rules.h).
 // workspace: rows * cols floats (the operand as fp32 before its cast).
 struct Fp4QuantizeArgs {
   const float* x_f32 = nullptr;  // exactly one of x_f32 / x_bf16
@@ -51,6 +53,7 @@ struct Fp4QuantizeArgs {
   int rht_size = 0;
   const float* rht_signs = nullptr;
   bool stochastic = false;
+  bool sr_prescale = false;
   numerics::RandomKey key{};
   uint64_t first_index = 0;
   uint8_t* codes = nullptr;

@@ -22,9 +22,20 @@ FARTHING_HD float fp4_tensor_encode_scale(Fp4Scale scale, float tensor_amax) {
   return scale == Fp4Scale::kE4M3 ? numerics::nvfp4_global_encode_scale(tensor_amax) : 1.0f;
 }
 
+// Tseng et al.'s 3/4 pre-scale ("Training LLMs with MXFP4", arXiv 2502.20586, §3): MX v1.0's
+// floor rule puts a block's largest |x| / X in [4, 8), so elements above 6 clip, and a clipped
+// element's stochastic rounding is biased (always down to 6). Encoding with 3/4 of the
+// multiplier maps [4, 8) to [3, 6): nothing clips, every element's SR is unbiased, and the
+// operand's decode scale 4/3 (the GEMM's output is scaled by 16/9 for two such operands) undoes
+// it. The block scale still comes from the unscaled amax. 3/4 times a power of two is exact, so
+// the product x * (3/4 · 2^-e) is the one rounding, as x * 2^-e was none.
+inline constexpr float kFp4SrPrescale = 0.75f;
+inline constexpr float kFp4SrPrescaleDecode = 4.0f / 3.0f;  // fp32(4/3), rounded once to nearest
+
 // s_dec, what the GEMM's output (or a dequantized value) is finally multiplied by.
-FARTHING_HD float fp4_tensor_decode_scale(Fp4Scale scale, float encode_scale) {
-  return scale == Fp4Scale::kE4M3 ? numerics::nvfp4_global_decode_scale(encode_scale) : 1.0f;
+FARTHING_HD float fp4_tensor_decode_scale(Fp4Scale scale, float encode_scale, bool sr_prescale) {
+  const float unscaled = scale == Fp4Scale::kE4M3 ? numerics::nvfp4_global_decode_scale(encode_scale) : 1.0f;
+  return sr_prescale ? kFp4SrPrescaleDecode : unscaled;  // E8M0 only (fp4_op_checks.cpp)
 }
 
 // The scale code of a block (or 2D tile) of this amax.
@@ -33,10 +44,11 @@ FARTHING_HD uint8_t fp4_block_scale_code(Fp4Scale scale, float block_amax, float
                                   : numerics::nvfp4_block_scale(block_amax, encode_scale);
 }
 
-// The multiplier a block's elements are encoded with.
-FARTHING_HD float fp4_element_multiplier(Fp4Scale scale, uint8_t code, float decode_scale) {
-  return scale == Fp4Scale::kE8M0 ? numerics::mxfp4_encode_multiplier(code)
-                                  : numerics::nvfp4_encode_multiplier(code, decode_scale);
+// The multiplier a block's elements are encoded with. decode_scale: the tensor's s_dec (E4M3).
+FARTHING_HD float fp4_element_multiplier(Fp4Scale scale, uint8_t code, float decode_scale, bool sr_prescale) {
+  const float multiplier = scale == Fp4Scale::kE8M0 ? numerics::mxfp4_encode_multiplier(code)
+                                                    : numerics::nvfp4_encode_multiplier(code, decode_scale);
+  return sr_prescale ? multiplier * kFp4SrPrescale : multiplier;
 }
 
 // The block scale's value without the tensor scale: exact.

@@ -104,6 +104,7 @@ Fp4Operand Fp4Linears::quantize(int slot, Source src, int64_t rows, int64_t cols
     a.rht_signs = signs_;
   }
   a.stochastic = fp4_rounds_stochastically(recipe_, gemm, role);
+  a.sr_prescale = a.stochastic && recipe_.sr_prescale;
   if (a.stochastic) {
     a.key = nm::RandomKey{seed_, step_, nm::RandomPurpose::kFp4Gradient};
     a.first_index = stochastic_casts_++ << 40;

@@ -1153,6 +1153,7 @@ struct Fp4QuantizeCase {
   bool bf16_input = false;
   bool transposed = false;
   bool specials = false;
+  bool sr_prescale = false;  // Tseng et al.'s 3/4 (E8M0)
 };
 
 int fp4_block_of(Fp4Scale scale) { return scale == Fp4Scale::kE4M3 ? 16 : 32; }
@@ -1186,6 +1187,7 @@ void add_fp4_quantize_case(const std::string& label, int64_t rows, int64_t cols,
       args.rht_signs = a.put(signs);
     }
     args.stochastic = q.stochastic;
+    args.sr_prescale = q.sr_prescale;
     args.key = numerics::RandomKey{1234, 7, numerics::RandomPurpose::kFp4Gradient};
     args.first_index = uint64_t(3) << 40;
     args.codes = a.put(std::vector<uint8_t>(size_t(rows * cols), 0xAB));
@@ -1240,8 +1242,9 @@ void add_fp4_matmul_case(const std::string& label, int64_t m, int64_t n, int64_t
 
 // The recipes' operands: NVFP4 activations (1D) and weights (2D 16 x 16 tiles, from bf16),
 // wgrad's transposed operands with the 16-point transform and stochastic rounding; MXFP4's
-// backward operands with the 64-point transform and stochastic rounding; odd shapes (a short last
-// block, a row shorter than the transform), T = 1, and NaN, inf and all-zero blocks.
+// backward operands with the 64-point transform, stochastic rounding and Tseng et al.'s 3/4
+// pre-scale; odd shapes (a short last block, a row shorter than the transform), T = 1, and NaN,
+// inf and all-zero blocks.
 void add_fp4_cases(bool sim) {
   const Fp4Scale nv = Fp4Scale::kE4M3, mx = Fp4Scale::kE8M0;
   const int64_t rows = sim ? 33 : 130, cols = sim ? 136 : 200;
@@ -1250,7 +1253,8 @@ void add_fp4_cases(bool sim) {
   add_fp4_quantize_case("wgrad_rht16_sr_transposed", rows, cols, {nv, false, 16, true, false, true, false});
   add_fp4_quantize_case("t1_sr", 1, cols, {nv, false, 0, true, false, false, false});
   add_fp4_quantize_case("specials", rows, cols, {mx, false, 0, false, false, false, true});
-  add_fp4_quantize_case("backward_rht64_sr_bf16_transposed", rows, cols, {mx, false, 64, true, true, true, false});
+  add_fp4_quantize_case("backward_rht64_sr_prescale_bf16_transposed", rows, cols,
+                        {mx, false, 64, true, true, true, false, true});
   add_fp4_quantize_case("row_shorter_than_rht", 7, 40, {mx, false, 64, true, false, false, false});
   if (sim) {
     add_fp4_matmul_case("sim_17x24x64", 17, 24, 64, nv, false);

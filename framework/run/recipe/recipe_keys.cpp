@@ -69,6 +69,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(nvfp4, rht_size),
       RECIPE_KEY(nvfp4, sr),
       RECIPE_KEY(nvfp4, bf16_last_fraction),
+      RECIPE_KEY(nvfp4, sr_prescale),
 
       RECIPE_KEY(mxfp4, block),
       RECIPE_KEY(mxfp4, scale),
@@ -78,6 +79,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(mxfp4, rht_size),
       RECIPE_KEY(mxfp4, sr),
       RECIPE_KEY(mxfp4, bf16_last_fraction),
+      RECIPE_KEY(mxfp4, sr_prescale),
 
       RECIPE_KEY(train, steps),
       RECIPE_KEY(train, micro_batch),

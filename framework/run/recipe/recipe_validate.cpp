@@ -253,6 +253,9 @@ class Checker {
     FARTHING_CHECK(f.bf16_last_fraction >= 0.0 && f.bf16_last_fraction <= 1.0, at(section + ".bf16_last_fraction"),
                    " is ", num(f.bf16_last_fraction),
                    ", expected a number in 0..1 (the share of the last blocks kept in bf16, rounded up)");
+    FARTHING_CHECK(!f.sr_prescale || f.scale == kernels::Fp4Scale::kE8M0, at(section + ".sr_prescale"),
+                   " is true with scale e4m3; the 3/4 pre-scale is for e8m0 scales (whose floor rule can clip a "
+                   "block's largest values); set it false or scale: e8m0");
   }
 
   void check_train() const {

@@ -5,8 +5,9 @@
 // 2. Which GEMMs are FP4, which get the Hadamard transform, which operands round stochastically
 //    and which are 2D-scaled, for both papers and the ablations.
 // 3. How many last blocks stay bf16 (rounded up; none at 0, all at 1).
-// 4. A CUDA device is refused in one line (sm_90: no FP4 tensor cores; sm_100: not wired) unless
-//    train.fp4_gpu_emulation opts in; the CPU is never refused.
+// 4. A CUDA device below sm_100 (no FP4 tensor cores) is refused in one line unless
+//    train.fp4_gpu_emulation opts in; sm_100 and later, and the CPU, are never refused.
+// 5. The 3/4 pre-scale (sr_prescale) is mxfp4's default and refused with e4m3 scales.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -73,6 +74,22 @@ TEST(Fp4Policy, Mxfp4Paper) {
     EXPECT_FALSE(fp4_block_2d(r, role));
   }
   EXPECT_EQ(fp4_bf16_last_blocks(r, 30), 0);
+  EXPECT_TRUE(r.sr_prescale);  // Tseng et al.'s 3/4, so no SR operand clips
+  EXPECT_FALSE(kNvfp4Paper.sr_prescale);
+}
+
+TEST(Fp4Policy, ThreeQuarterPrescaleIsForE8M0Only) {
+  EXPECT_FALSE(parse({"train.precision=mxfp4", "mxfp4.sr_prescale=false"}).mxfp4.sr_prescale);
+  try {
+    parse({"train.precision=nvfp4", "nvfp4.sr_prescale=true"});
+    FAIL() << "nvfp4.sr_prescale with e4m3 scales was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("nvfp4.sr_prescale"), std::string::npos) << what;
+    EXPECT_NE(what.find("e8m0"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  EXPECT_TRUE(parse({"train.precision=nvfp4", "nvfp4.scale=e8m0", "nvfp4.sr_prescale=true"}).nvfp4.sr_prescale);
 }
 
 TEST(Fp4Policy, Ablations) {

@@ -4,7 +4,8 @@
 #  - both recipes train (the loss drops); nvfp4's first loss differs from bf16's (its forward GEMMs
 #    are FP4), mxfp4's equals that of bf16 with fp32 activation storage (model.bf16_activations
 #    false: FP4 layers quantize from fp32 activations, so they keep them) and then departs;
-#  - each nvfp4 ablation (no SR, no RHT, no bf16 blocks, 1D weights) changes the losses;
+#  - each nvfp4 ablation (no SR, no RHT, no bf16 blocks, 1D weights) changes the losses, and so
+#    does mxfp4 without its 3/4 pre-scale;
 #  - exact resume: nvfp4 stopped at step 3 and resumed gives the straight run's losses and final
 #    checkpoint bit for bit (the Hadamard signs and SR bits are keyed by the seed and the step);
 #  - the thread count and the strict test device (NnOps' host emulation) do not change the bits;
@@ -43,6 +44,12 @@ for ablation in nvfp4.sr=none nvfp4.rht=none nvfp4.bf16_last_fraction=0 nvfp4.we
     || fail "the ablation $ablation did not change nvfp4's losses"
   echo "ok: $ablation changes the run (last loss $(last_loss $name) vs $(last_loss nvfp4))"
 done
+
+# mxfp4's 3/4 pre-scale (Tseng et al.) is on by default and is a live knob.
+run mxfp4-no-prescale --set train.precision=mxfp4 --set mxfp4.sr_prescale=false
+! diff -q <(losses "$WORK/mxfp4/metrics.jsonl") <(losses "$WORK/mxfp4-no-prescale/metrics.jsonl") >/dev/null \
+  || fail "mxfp4.sr_prescale=false did not change mxfp4's losses"
+echo "ok: mxfp4.sr_prescale=false changes the run (last loss $(last_loss mxfp4-no-prescale) vs $(last_loss mxfp4))"
 
 # Exact resume.
 run split --set train.precision=nvfp4 --stop-at 3
