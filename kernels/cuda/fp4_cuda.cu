@@ -14,6 +14,7 @@ namespace farthing::kernels {
 namespace nm = farthing::numerics;
 using cuda_nn::blocks_for;
 using cuda_nn::check_launch;
+using cuda_nn::warp_max_bits;
 
 namespace {
 
@@ -40,11 +41,6 @@ __global__ void __launch_bounds__(kThreads)
   FARTHING_GRID_STRIDE(t, rows * chunks_per_row) {
     nm::random_hadamard_chunk(x + (t / chunks_per_row) * cols + (t % chunks_per_row) * n, signs, n);
   }
-}
-
-__device__ uint32_t warp_max_bits(uint32_t v) {
-  for (int m = 16; m > 0; m >>= 1) v = nm::fp8_amax_bits_max(v, __shfl_xor_sync(0xffffffffu, v, m));
-  return v;
 }
 
 // 3. The amax bits of all n elements into *amax_bits (zeroed first).

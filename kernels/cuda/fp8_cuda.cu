@@ -15,6 +15,7 @@ namespace farthing::kernels {
 namespace nm = farthing::numerics;
 using cuda_nn::blocks_for;
 using cuda_nn::check_launch;
+using cuda_nn::warp_max_bits;
 
 namespace {
 
@@ -30,12 +31,6 @@ struct Bf16In {
   const uint16_t* p;
   __device__ float operator()(int64_t i) const { return nm::bf16_to_f32(p[i]); }
 };
-
-// Max of the lanes' bits, the same in every lane (xor butterfly; max is order-free).
-__device__ uint32_t warp_max_bits(uint32_t v) {
-  for (int m = 16; m > 0; m >>= 1) v = nm::fp8_amax_bits_max(v, __shfl_xor_sync(0xffffffffu, v, m));
-  return v;
-}
 
 // The matrix's amax folded into *amax as a max of bits (the caller zeroes it for one matrix's
 // alone; an amax is never negative, so its float bits order as |x| bits do).

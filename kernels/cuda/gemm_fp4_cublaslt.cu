@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "kernels/cuda/cublaslt_check.h"
+#include "kernels/cuda/cublaslt_plan.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp4_cuda.h"
 #include "kernels/cuda/matmul_cublaslt.h"
@@ -30,22 +31,10 @@ int64_t up(int64_t x) { return nm::fp4_lt_round_up(x, kAlign); }
 // (m, n, k, block, scale format)
 using Key = std::tuple<int64_t, int64_t, int64_t, int, int>;
 
-struct Plan {
+struct Plan : LtPlan {
   bool fp4 = false;       // false: the emulation
   bool verified = false;  // a cuBLASLt call has succeeded (until then a refusal falls back)
   std::string reason;     // why the emulation, where the GPU has FP4 tensor cores
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t layout_bk = nullptr, layout_ak = nullptr, layout_c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  Plan() = default;
-  Plan(const Plan&) = delete;
-  Plan& operator=(const Plan&) = delete;
-  ~Plan() {
-    if (layout_c != nullptr) cublasLtMatrixLayoutDestroy(layout_c);
-    if (layout_ak != nullptr) cublasLtMatrixLayoutDestroy(layout_ak);
-    if (layout_bk != nullptr) cublasLtMatrixLayoutDestroy(layout_bk);
-    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
-  }
 };
 
 // The workspace's parts, each on a kAlign boundary (fp4_workspace.h sizes the larger layout).
@@ -101,32 +90,15 @@ bool plan_fp4(cublasLtHandle_t handle, Plan& p, int64_t m, int64_t n, int64_t k,
           CUBLAS_STATUS_SUCCESS) {
     return fail("FP4 descriptor attributes", st);
   }
-  if ((st = cublasLtMatrixLayoutCreate(&p.layout_bk, CUDA_R_4F_E2M1, uint64_t(k), uint64_t(n), k)) !=
+  if ((st = cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_4F_E2M1, uint64_t(k), uint64_t(n), k)) !=
           CUBLAS_STATUS_SUCCESS ||
-      (st = cublasLtMatrixLayoutCreate(&p.layout_ak, CUDA_R_4F_E2M1, uint64_t(k), uint64_t(m), k)) !=
+      (st = cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_4F_E2M1, uint64_t(k), uint64_t(m), k)) !=
           CUBLAS_STATUS_SUCCESS ||
       (st = cublasLtMatrixLayoutCreate(&p.layout_c, CUDA_R_32F, uint64_t(n), uint64_t(m), n)) != CUBLAS_STATUS_SUCCESS) {
     return fail("FP4 matrix layouts", st);
   }
-  cublasLtMatmulPreference_t preference = nullptr;
-  if ((st = cublasLtMatmulPreferenceCreate(&preference)) != CUBLAS_STATUS_SUCCESS) return fail("preference", st);
-  const uint64_t lt_bytes = uint64_t(nm::kFp4LtScratchBytes);
-  const uint32_t no_split_k = CUBLASLT_REDUCTION_SCHEME_NONE;
-  st = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lt_bytes, sizeof lt_bytes);
-  if (st == CUBLAS_STATUS_SUCCESS) {
-    st = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &no_split_k,
-                                              sizeof no_split_k);
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS) {
-    st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.layout_bk, p.layout_ak, p.layout_c, p.layout_c, preference, 1,
-                                        &result, &found);
-  }
-  cublasLtMatmulPreferenceDestroy(preference);
-  if (st != CUBLAS_STATUS_SUCCESS) return fail("the heuristic declined", st);
-  if (found == 0) return fail("the heuristic found no algorithm", CUBLAS_STATUS_NOT_SUPPORTED);
-  p.algo = result.algo;
+  st = lt_find_algorithm(handle, p, uint64_t(nm::kFp4LtScratchBytes), 0);
+  if (st != CUBLAS_STATUS_SUCCESS) return fail("the heuristic gave no algorithm", st);
   return true;
 }
 
@@ -194,7 +166,7 @@ void MatmulFp4Lt::run(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, cons
     fp4_tile_scales_cuda(a.scales, m, blocks, lt.ak_scales, stream);
     const float alpha = 1.0f, beta = 0.0f;
     const cublasStatus_t status =
-        cublasLtMatmul(st.handle, p.desc, &alpha, lt.bk_codes, p.layout_bk, lt.ak_codes, p.layout_ak, &beta, lt.product,
+        cublasLtMatmul(st.handle, p.desc, &alpha, lt.bk_codes, p.layout_b, lt.ak_codes, p.layout_a, &beta, lt.product,
                        p.layout_c, lt.product, p.layout_c, &p.algo, lt.lt, size_t(nm::kFp4LtScratchBytes), stream);
     if (status == CUBLAS_STATUS_SUCCESS) {
       p.verified = true;

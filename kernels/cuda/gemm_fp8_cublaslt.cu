@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "kernels/cuda/cublaslt_check.h"
+#include "kernels/cuda/cublaslt_plan.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_cuda.h"
 #include "kernels/cuda/matmul_cublaslt.h"
@@ -87,23 +88,11 @@ int alignment_of(uintptr_t bits) {
 // (m, n, k, ldc, trans_a, trans_b, tiling_a, tiling_b, format_a, format_b, alignment)
 using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int, int, int, int, int, int>;
 
-struct Plan {
+struct Plan : LtPlan {
   bool fp8 = false;        // false: the dense fallback
   bool verified = false;   // a cuBLASLt call has succeeded (until then a refusal falls back)
   std::string reason;      // why the fallback
   Side bk, ak;             // cuBLASLt's A (our B side) and B (our A side)
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t layout_bk = nullptr, layout_ak = nullptr, layout_c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  Plan() = default;
-  Plan(const Plan&) = delete;
-  Plan& operator=(const Plan&) = delete;
-  ~Plan() {
-    if (layout_c != nullptr) cublasLtMatrixLayoutDestroy(layout_c);
-    if (layout_ak != nullptr) cublasLtMatrixLayoutDestroy(layout_ak);
-    if (layout_bk != nullptr) cublasLtMatrixLayoutDestroy(layout_bk);
-    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
-  }
 };
 
 // Builds the FP8 descriptor and asks the heuristic; false (with the reason) when cuBLASLt
@@ -142,37 +131,16 @@ bool plan_fp8(cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Ope
     return fail("FP8 scale pointers", st);
   }
   // Column-major: Bk is (k x n), ld k, transposed; Ak is (k x m), ld k; C is (n x m), ld ldc.
-  if ((st = cublasLtMatrixLayoutCreate(&p.layout_bk, fp8_type(b.format), uint64_t(s.k), uint64_t(s.n), s.k)) !=
+  if ((st = cublasLtMatrixLayoutCreate(&p.layout_b, fp8_type(b.format), uint64_t(s.k), uint64_t(s.n), s.k)) !=
           CUBLAS_STATUS_SUCCESS ||
-      (st = cublasLtMatrixLayoutCreate(&p.layout_ak, fp8_type(a.format), uint64_t(s.k), uint64_t(s.m), s.k)) !=
+      (st = cublasLtMatrixLayoutCreate(&p.layout_a, fp8_type(a.format), uint64_t(s.k), uint64_t(s.m), s.k)) !=
           CUBLAS_STATUS_SUCCESS ||
       (st = cublasLtMatrixLayoutCreate(&p.layout_c, CUDA_R_32F, uint64_t(s.n), uint64_t(s.m), s.ldc)) !=
           CUBLAS_STATUS_SUCCESS) {
     return fail("FP8 matrix layouts", st);
   }
-  cublasLtMatmulPreference_t preference = nullptr;
-  if ((st = cublasLtMatmulPreferenceCreate(&preference)) != CUBLAS_STATUS_SUCCESS) return fail("preference", st);
-  const uint64_t lt_bytes = uint64_t(MatmulFp8Lt::kLtWorkspaceBytes);
-  const uint32_t no_split_k = CUBLASLT_REDUCTION_SCHEME_NONE, align = uint32_t(alignment);
-  st = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lt_bytes, sizeof lt_bytes);
-  if (st == CUBLAS_STATUS_SUCCESS) {
-    st = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &no_split_k,
-                                              sizeof no_split_k);
-  }
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(preference, attr, &align, sizeof align);
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS) {
-    st = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.layout_bk, p.layout_ak, p.layout_c, p.layout_c, preference, 1,
-                                        &result, &found);
-  }
-  cublasLtMatmulPreferenceDestroy(preference);
-  if (st != CUBLAS_STATUS_SUCCESS) return fail("the heuristic declined", st);
-  if (found == 0) return fail("the heuristic found no algorithm", CUBLAS_STATUS_NOT_SUPPORTED);
-  p.algo = result.algo;
+  st = lt_find_algorithm(handle, p, uint64_t(MatmulFp8Lt::kLtWorkspaceBytes), alignment);
+  if (st != CUBLAS_STATUS_SUCCESS) return fail("the heuristic gave no algorithm", st);
   return true;
 }
 
@@ -301,7 +269,7 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &ak_scales, sizeof ak_scales));
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     const cublasStatus_t status =
-        cublasLtMatmul(st.handle, p.desc, &alpha, bk_codes, p.layout_bk, ak_codes, p.layout_ak, &beta, c, p.layout_c, c,
+        cublasLtMatmul(st.handle, p.desc, &alpha, bk_codes, p.layout_b, ak_codes, p.layout_a, &beta, c, p.layout_c, c,
                        p.layout_c, &p.algo, lt_ws, size_t(kLtWorkspaceBytes), stream);
     if (status == CUBLAS_STATUS_SUCCESS) {
       p.verified = true;

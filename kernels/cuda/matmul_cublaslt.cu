@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "kernels/cuda/cublaslt_check.h"
+#include "kernels/cuda/cublaslt_plan.h"
 #include "kernels/cuda/cuda_check.h"
 
 
@@ -39,20 +40,7 @@ cudaDataType_t data_type(GemmDtype dtype) {
   }
 }
 
-struct Plan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t layout_b = nullptr, layout_a = nullptr, layout_c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  Plan() = default;
-  Plan(const Plan&) = delete;
-  Plan& operator=(const Plan&) = delete;
-  ~Plan() {
-    if (layout_c != nullptr) cublasLtMatrixLayoutDestroy(layout_c);
-    if (layout_a != nullptr) cublasLtMatrixLayoutDestroy(layout_a);
-    if (layout_b != nullptr) cublasLtMatrixLayoutDestroy(layout_b);
-    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
-  }
-};
+using Plan = LtPlan;
 
 }  // namespace
 
@@ -126,35 +114,13 @@ void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, con
                                                  uint64_t(ta ? s.k : s.m), s.lda));
     FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_c, c_bf16 ? CUDA_R_16BF : CUDA_R_32F, uint64_t(s.n),
                                                        uint64_t(s.m), s.ldc));
-    cublasLtMatmulPreference_t preference = nullptr;
-    FARTHING_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t status = [&] {
-      const uint32_t no_split_k = CUBLASLT_REDUCTION_SCHEME_NONE;
-      const uint32_t align = uint32_t(alignment);
-      cublasStatus_t r = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                              &st.workspace_bytes, sizeof st.workspace_bytes);
-      if (r == CUBLAS_STATUS_SUCCESS) {
-        r = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &no_split_k,
-                                                 sizeof no_split_k);
-      }
-      for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-        if (r == CUBLAS_STATUS_SUCCESS) r = cublasLtMatmulPreferenceSetAttribute(preference, attr, &align, sizeof align);
-      }
-      if (r != CUBLAS_STATUS_SUCCESS) return r;
-      return cublasLtMatmulAlgoGetHeuristic(st.handle, plan->desc, plan->layout_b, plan->layout_a, plan->layout_c,
-                                            plan->layout_c, preference, 1, &result, &found);
-    }();
-    cublasLtMatmulPreferenceDestroy(preference);
-    FARTHING_CUBLASLT_CHECK(status);
-    if (found == 0) {
+    const cublasStatus_t status = lt_find_algorithm(st.handle, *plan, uint64_t(st.workspace_bytes), alignment);
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) FARTHING_CUBLASLT_CHECK(status);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
       throw Error(error_detail::concat("matmul: cuBLASLt has no algorithm for dtype ", int(dtype),
                                        c_bf16 ? " (bf16 output)" : "", " m=", s.m, " n=", s.n, " k=", s.k, " lda=", s.lda, " ldb=", s.ldb, " ldc=", s.ldc,
                                        " alignment ", alignment));
     }
-    plan->algo = result.algo;
     it = st.plans.emplace(key, std::move(plan)).first;
   }
   Plan& p = *it->second;

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/numerics/fp8_scaling.h"
 
 namespace farthing::kernels::cuda_nn {
 
@@ -66,6 +67,12 @@ __device__ inline float warp_sum(float v) {
 }
 __device__ inline float warp_max(float v) {
   for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+  return v;
+}
+// The largest of the lanes' |x| bit patterns (FP8 / FP4 amaxes, kernels/numerics/fp8_scaling.h):
+// an unsigned max, exact in any order, the same in every lane.
+__device__ inline uint32_t warp_max_bits(uint32_t v) {
+  for (int m = 16; m > 0; m >>= 1) v = numerics::fp8_amax_bits_max(v, __shfl_xor_sync(0xffffffffu, v, m));
   return v;
 }
 
