@@ -79,8 +79,9 @@ RunConfig unusual_config() {
   c.fp8.amax_compute = Fp8AmaxCompute::kMostRecent;
   c.fp8.layers = Fp8Layers::kAttention;
   c.nvfp4 = Fp4Recipe{32, Fp4Scale::kE8M0, Fp4WeightScaling::k1D, Fp4Gemms::kBackward, Fp4Rht::kBackward, 64,
-                      Fp4Sr::kBackward, 1.0 / 3.0};
-  c.mxfp4 = Fp4Recipe{16, Fp4Scale::kE4M3, Fp4WeightScaling::k2D, Fp4Gemms::kAll, Fp4Rht::kNone, 256, Fp4Sr::kNone, 0.7};
+                      Fp4Sr::kBackward, 1.0 / 3.0, true};
+  c.mxfp4 = Fp4Recipe{16, Fp4Scale::kE4M3, Fp4WeightScaling::k2D, Fp4Gemms::kAll, Fp4Rht::kNone, 256, Fp4Sr::kNone, 0.7,
+                      false};
   c.train.steps = 1000000000000;
   c.train.micro_batch = 3;
   c.train.grad_accum = 5;
@@ -124,7 +125,7 @@ TEST(RecipeResolved, DefaultsRoundTripAndEveryKeyIsWritten) {
     EXPECT_TRUE(value.IsDefined() && value.IsScalar()) << key.path() << " missing from:\n" << yaml;
     ++keys_seen;
   }
-  EXPECT_EQ(keys_seen, 83u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
+  EXPECT_EQ(keys_seen, 85u);  // every field of run_config.h (a new field must join recipe_keys.cpp)
   size_t written = 0;
   for (const auto& section : root) written += section.second.size();
   EXPECT_EQ(written, keys_seen);
