@@ -8,13 +8,16 @@ after it wrote the JSON; it can be rerun by hand:
 
 Writes precision_loss.png, precision_unchanged.png and precision_underflow.png and prints their
 paths; from the precision_fp4.json of `bench precision --fp4`, precision_fp4_loss.png only. Exit 2 for bad input (no such file, not the suite's JSON), 3 when matplotlib is not installed.
-Needs: matplotlib (pip install matplotlib, or Debian's python3-matplotlib for /usr/bin/python3).
+Needs: matplotlib (pip install matplotlib, or Debian's python3-matplotlib, which tools/setup.sh
+installs; a python3 without it hands over to /usr/bin/python3's: pyplot_import.py).
 Tested by: tests/run/train/test_bench_precision.sh.
 """
 import argparse
 import json
 import os
 import sys
+
+from pyplot_import import import_pyplot
 
 
 def fail(message, code=2):
@@ -116,13 +119,7 @@ def main():
     p.add_argument("--out-dir", help="where to write the PNGs (default: the JSON's folder)")
     a = p.parse_args()
     doc = read_report(a.json)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")  # files only, no display
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        fail(f"needs matplotlib, which {sys.executable} cannot import ({e}); install it with "
-             "`python3 -m pip install matplotlib` (or Debian's python3-matplotlib for /usr/bin/python3)", 3)
+    plt = import_pyplot(__file__, fail, "plot_precision")
     out_dir = a.out_dir or os.path.dirname(os.path.abspath(a.json))
     written = []
     figures = ((("precision_fp4_loss.png", plot_loss),) if doc.get("fp4_comparison") else

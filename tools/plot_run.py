@@ -11,7 +11,8 @@ Prints the PNG's path and how many points each curve has. Exit 2 for bad input (
 metrics.jsonl, no loss record, a line that is not JSON), 3 when matplotlib is not installed.
 Needs: matplotlib (pip install matplotlib, or Debian's python3-matplotlib, which tools/setup.sh
 installs). When the python3 on PATH cannot import it (a pyenv or venv Python does not see
-Debian's dist-packages), the script runs itself once more under /usr/bin/python3, and says so.
+Debian's dist-packages), the script runs itself once more under /usr/bin/python3, and says so
+(pyplot_import.py).
 Tested by: tests/cli/test_plot.sh.
 """
 import argparse
@@ -19,9 +20,7 @@ import json
 import os
 import sys
 
-# Debian's interpreter, which sees python3-matplotlib; FALLBACK_MARK stops a second hand-over.
-SYSTEM_PYTHON = "/usr/bin/python3"
-FALLBACK_MARK = "FARTHING_PLOT_FALLBACK_FROM"
+from pyplot_import import import_pyplot
 
 
 def fail(message, code=2):
@@ -58,24 +57,7 @@ def main():
     p.add_argument("--out", help="PNG to write (default: RUN_DIR/loss.png; FIRST_RUN_DIR/compare.png for several)")
     a = p.parse_args()
     runs = [(d, *read_metrics(os.path.join(d, "metrics.jsonl"))) for d in a.run_dir]
-    try:
-        import matplotlib
-        matplotlib.use("Agg")  # files only, no display
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        first = os.environ.get(FALLBACK_MARK)
-        if first is None and os.access(SYSTEM_PYTHON, os.X_OK):
-            # The PATH python lacks matplotlib; Debian's may have it (python3-matplotlib).
-            os.environ[FALLBACK_MARK] = sys.executable
-            sys.stdout.flush()
-            os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
-        tried = f"neither {first} nor {sys.executable} can" if first else f"{sys.executable} cannot"
-        fail(f"needs matplotlib, which {tried} import ({e}); install it with "
-             "`python3 -m pip install matplotlib` (or Debian's python3-matplotlib for /usr/bin/python3: "
-             "tools/setup.sh installs it)", 3)
-    if os.environ.get(FALLBACK_MARK):
-        print(f"farthing plot: {os.environ[FALLBACK_MARK]} has no matplotlib; drew with {sys.executable}'s",
-              file=sys.stderr)
+    plt = import_pyplot(__file__, fail, "farthing plot")
 
     several = len(runs) > 1
     out = a.out or os.path.join(a.run_dir[0], "compare.png" if several else "loss.png")

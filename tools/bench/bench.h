@@ -23,6 +23,7 @@ struct BenchOptions {
   std::string device = "cpu";  // "cpu" or "cuda" (numerics, optim, train, ops and gemm suites; device 0)
   bool quick = false;          // precision suite: stories260K and short runs instead of SmolLM2-135M
   bool fp4 = false;            // precision suite: only the FP4 comparison (bf16, fp8 block, nvfp4 and its ablations, mxfp4)
+  std::string only;            // precision suite --fp4: only the rows whose name contains this, beside bf16 compute
   long long steps = 0;         // precision suite: steps per trajectory (0: the study's)
   long long seed = 0;          // precision suite: train.seed of every run (0: 1234)
   std::string out;             // precision suite: where the report, JSON and plots go ("": its default);

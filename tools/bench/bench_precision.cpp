@@ -95,6 +95,8 @@ const Setting kFp4Comparison[] = {
     {"nvfp4 without bf16 blocks", "nvfp4", "f32", "f32", "nearest", "auto",
      [](recipe::RunConfig& c) { c.nvfp4.bf16_last_fraction = 0.0; }},
     {"mxfp4, the paper's recipe (f32 moments + master)", "mxfp4", "f32", "f32", "nearest"},
+    {"mxfp4 without the 3/4 pre-scale", "mxfp4", "f32", "f32", "nearest", "auto",
+     [](recipe::RunConfig& c) { c.mxfp4.sr_prescale = false; }},
 };
 
 struct RunRecord {
@@ -303,12 +305,26 @@ std::string draw_figures(const fs::path& json_path, const fs::path& out_dir) {
 // `--fp4`: only kFp4Comparison's runs, each against bf16 compute: precision_fp4.{md,json} and
 // precision_fp4_loss.png.
 int run_fp4_comparison(const BenchOptions& options, const Study& st, const fs::path& out_dir, Clock::time_point t0) {
+  // --only: the named rows beside bf16 compute, the reference each is measured against.
+  std::vector<const Setting*> chosen;
+  for (const Setting& s : kFp4Comparison) {
+    if (s.name == std::string(kBf16Compute) || std::string(s.name).find(options.only) != std::string::npos) {
+      chosen.push_back(&s);
+    }
+  }
+  if (chosen.size() == 1) {
+    std::string names;
+    for (const Setting& s : kFp4Comparison) names += std::string(names.empty() ? "" : "; ") + s.name;
+    FARTHING_CHECK(false, "bench precision --only '", options.only, "': no FP4 comparison row's name contains it (rows: ",
+                   names, ")");
+  }
   const fs::path scratch = out_dir / ("scratch_" + std::to_string(getpid()));
   std::fprintf(stderr, "bench precision --fp4: %s on %s, %lld x %lld tokens per step, %lld steps, seed %lld, %d threads\n",
                st.model_name.c_str(), st.data_name.c_str(), (long long)st.batch, (long long)st.seq, (long long)st.steps,
                (long long)st.seed, omp_get_max_threads());
   std::vector<RunRecord> runs;
-  for (const Setting& s : kFp4Comparison) {
+  for (const Setting* chosen_setting : chosen) {
+    const Setting& s = *chosen_setting;
     runs.push_back(run_setting(st, s, st.lr, st.steps, st.eval_every, {}, scratch / ("run" + std::to_string(runs.size()))));
     FARTHING_CHECK(runs.back().refused.empty(), "bench precision --fp4: the trainer refused '", s.name, "': ",
                    runs.back().refused);
@@ -367,6 +383,8 @@ int run_precision_bench(const BenchOptions& options) {
                                                : fs::path(options.out);
   fs::create_directories(out_dir);
   const Study st = make_study(options, out_dir);
+  FARTHING_CHECK(options.only.empty() || options.fp4, "bench precision --only '", options.only,
+                 "': it picks rows of the FP4 comparison; add --fp4");
   if (options.fp4) return run_fp4_comparison(options, st, out_dir, t0);
   const fs::path scratch = out_dir / ("scratch_" + std::to_string(getpid()));
   int run_number = 0;
@@ -558,7 +576,8 @@ int run_precision_bench(const BenchOptions& options) {
           " (DeepSeek-V3's figure: within 0.25%).\n";
   }
   for (const char* name : {"nvfp4, the paper's recipe (f32 moments + master)", "nvfp4 without SR", "nvfp4 without RHT",
-                           "nvfp4 without bf16 blocks", "mxfp4, the paper's recipe (f32 moments + master)"}) {
+                           "nvfp4 without bf16 blocks", "mxfp4, the paper's recipe (f32 moments + master)",
+                           "mxfp4 without the 3/4 pre-scale"}) {
     const RunRecord* fp4 = named(name);
     if (bf16 == nullptr || fp4 == nullptr) continue;
     md += std::string(fp4 == named("nvfp4, the paper's recipe (f32 moments + master)") ? "\n" : "") + "FP4: " + name +

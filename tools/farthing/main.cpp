@@ -30,6 +30,7 @@ constexpr const char* kUsage =
     "                 [--device cpu|cuda]   (numerics, optim, train, ops: cuda measures the GPU; gemm: cuda only)\n"
     "                 [--quick] [--out DIR]   (precision suite: stories260K in ~2 min; where its report goes)\n"
     "                 [--fp4] [--steps N] [--seed S]   (precision suite: only the FP4 comparison; run length; seed)\n"
+    "                 [--only TEXT]   (precision suite --fp4: only the rows whose name contains TEXT, beside bf16)\n"
     "                 [--out FILE] [--profile FILE]   (dist suite: write this world size's measurements;\n"
     "                 predict from another run's, e.g. np 1's) [--reduce-bucket-mib M]   (dist: reductions in flight)\n"
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
@@ -91,6 +92,7 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--torch-amp") options.torch_amp = true;
     else if (a == "--quick") options.quick = true;
     else if (a == "--fp4") options.fp4 = true;
+    else if (a == "--only") options.only = value();
     else if (a == "--steps" || a == "--seed") {
       const std::string v = value();
       char* end = nullptr;

@@ -199,8 +199,9 @@ struct TrainSection {
   // fp32 | bf16 | fp16 | fp8 (bf16 + FP8 linear layers: fp8 section) | nvfp4 | mxfp4 (bf16 + FP4
   // linear layers: the nvfp4 / mxfp4 section)
   Precision precision = Precision::kBf16;
-  // nvfp4 / mxfp4 on a CUDA device: its FP4 GEMMs emulated through host copies (slow, the CPU's
-  // bits). Off: refused on a GPU (no FP4 tensor-core path is wired yet; docs/fp4.md).
+  // nvfp4 / mxfp4 on a CUDA device below compute capability 10 (no FP4 tensor cores): true runs
+  // the exact emulation on the device (bf16 GEMMs of the dequantized operands); false refuses.
+  // From sm_100 cuBLASLt's block-scaled FP4 GEMM runs whatever this says (docs/fp4.md).
   bool fp4_gpu_emulation = false;
   // One backward's kept gradient: auto (fp32 under precision fp32, else bf16) | fp32 | bf16.
   // Sums over micro-batches or ranks are fp32 whatever this says.

@@ -17,9 +17,16 @@ FARTHING_SHARED_DIR="$SHARED" FARTHING_PLOT_PRECISION_SCRIPT="$SRC/tools/plot_pr
 echo "ok: bench precision --quick ran in $(( $(date +%s) - start )) s"
 
 for f in precision.md precision.json; do [ -s "$OUT/$f" ] || fail "$OUT/$f missing or empty"; done
-if python3 -c "import matplotlib" 2>/dev/null; then
+# The plot script hands over to /usr/bin/python3 when the PATH python3 lacks matplotlib
+# (tools/pyplot_import.py), so figures are expected wherever either has it.
+have_matplotlib=0
+if python3 -c "import matplotlib" 2>/dev/null || { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import matplotlib" 2>/dev/null; }; then
+  have_matplotlib=1
+fi
+is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
+if ((have_matplotlib)); then
   for f in precision_loss.png precision_unchanged.png precision_underflow.png; do
-    [ "$(head -c 8 "$OUT/$f" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "$OUT/$f is not a PNG"
+    is_png "$OUT/$f" || fail "$OUT/$f is not a PNG"
   done
   echo "ok: three PNG figures"
 else
@@ -68,7 +75,8 @@ expected = ["reference: f32 moments + f32 master", "reference with bf16 gradient
             "8-bit, no master, RN", "4-bit, no master, SR", "bf16 compute (f32 moments + master)",
             "fp8 block scaling (f32 moments + master)", "nvfp4, the paper's recipe (f32 moments + master)",
             "nvfp4 without SR", "nvfp4 without RHT", "nvfp4 without bf16 blocks",
-            "mxfp4, the paper's recipe (f32 moments + master)", "fp16 + dynamic loss scaling (f32 moments + master)"]
+            "mxfp4, the paper's recipe (f32 moments + master)", "mxfp4 without the 3/4 pre-scale",
+            "fp16 + dynamic loss scaling (f32 moments + master)"]
 check([r["name"] for r in t["runs"]] == expected, f"trajectories: {[r['name'] for r in t['runs']]}")
 for r in t["runs"]:
     check(f"| {r['name']} |" in md, f"precision.md lacks the trajectory row '{r['name']}'")
@@ -128,14 +136,19 @@ PY
 echo "ok: report, JSON and figures hold every section; SR sticks less than RN at lr 1e-6"
 
 # --fp4: only the FP4 comparison. With the study's steps and seed its runs are the full study's
-# rows bit for bit (the same trainer, data and seed); --steps and --seed reach every run.
-for args in "" "--steps 20 --seed 7"; do
-  dir="$WORK/fp4${args:+_short}"
-  # shellcheck disable=SC2086  # $args is two options or none
+# rows bit for bit (the same trainer, data and seed), shown on the rows --only mxfp4 keeps (bf16
+# compute beside them; every row runs through the same code); --steps and --seed reach every row.
+for args in "--only mxfp4" "--steps 20 --seed 7"; do
+  dir="$WORK/fp4"
+  [[ $args == --steps* ]] && dir="$WORK/fp4_short"
+  # shellcheck disable=SC2086  # $args is options
   FARTHING_SHARED_DIR="$SHARED" FARTHING_PLOT_PRECISION_SCRIPT="$SRC/tools/plot_precision.py" \
     "$FARTHING" bench precision --quick --fp4 $args --out "$dir" > "$WORK/fp4_stdout.txt" 2> "$WORK/fp4_stderr.txt" \
     || fail "bench precision --quick --fp4 $args failed: $(tail -5 "$WORK/fp4_stderr.txt")"
   for f in precision_fp4.md precision_fp4.json; do [ -s "$dir/$f" ] || fail "$dir/$f missing or empty"; done
+  if ((have_matplotlib)); then
+    is_png "$dir/precision_fp4_loss.png" || fail "$dir/precision_fp4_loss.png is not a PNG"
+  fi
 done
 python3 - "$OUT/precision.json" "$WORK/fp4/precision_fp4.json" "$WORK/fp4_short/precision_fp4.json" \
   "$WORK/fp4/precision_fp4.md" <<'PY' || fail "bench precision --fp4 is wrong (above)"
@@ -144,12 +157,14 @@ full, fp4, short = (json.load(open(p)) for p in sys.argv[1:4])
 md = open(sys.argv[4]).read()
 names = ["bf16 compute (f32 moments + master)", "fp8 block scaling (f32 moments + master)",
          "nvfp4, the paper's recipe (f32 moments + master)", "nvfp4 without SR", "nvfp4 without RHT",
-         "nvfp4 without bf16 blocks", "mxfp4, the paper's recipe (f32 moments + master)"]
+         "nvfp4 without bf16 blocks", "mxfp4, the paper's recipe (f32 moments + master)",
+         "mxfp4 without the 3/4 pre-scale"]
+only_mxfp4 = [names[0]] + [n for n in names if "mxfp4" in n]
 errors = []
-for doc, steps, seed in ((fp4, 200, 1234), (short, 20, 7)):
+for doc, steps, seed, rows in ((fp4, 200, 1234, only_mxfp4), (short, 20, 7, names)):
     t = doc["trajectories"]
     got = [r["name"] for r in t["runs"]]
-    if got != names:
+    if got != rows:
         errors.append(f"--fp4 rows {got}")
     if t["steps"] != steps or doc["seed"] != seed:
         errors.append(f"--fp4: steps {t['steps']} seed {doc['seed']}, expected {steps} and {seed}")
@@ -173,4 +188,17 @@ for e in errors:
     print("FAIL:", e, file=sys.stderr)
 sys.exit(1 if errors else 0)
 PY
-echo "ok: --fp4 runs the full study's seven FP4 rows bit for bit; --steps and --seed reach every run"
+echo "ok: --fp4 --only mxfp4 runs bf16 and the two mxfp4 rows of the full study bit for bit; --steps and --seed reach all eight rows"
+
+# --only naming no row, or without --fp4: refused in one line that says why.
+refused_only() {  # $1: the options, $2: what the error must say
+  # shellcheck disable=SC2086  # $1 is options
+  if FARTHING_SHARED_DIR="$SHARED" "$FARTHING" bench precision --quick $1 --out "$WORK/only_refused" \
+       > /dev/null 2> "$WORK/only_stderr.txt"; then
+    fail "bench precision --quick $1 was accepted"
+  fi
+  grep -qF -- "$2" "$WORK/only_stderr.txt" || fail "bench precision --quick $1: expected '$2', got: $(tail -2 "$WORK/only_stderr.txt")"
+}
+refused_only "--fp4 --only nvfp5" "--only 'nvfp5': no FP4 comparison row's name contains it (rows: bf16 compute"
+refused_only "--only mxfp4" "--only 'mxfp4': it picks rows of the FP4 comparison; add --fp4"
+echo "ok: --only naming no row, and --only without --fp4, are refused in one line"
