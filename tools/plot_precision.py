@@ -55,7 +55,9 @@ def plot_loss(plt, doc, out):
         ax.plot(steps, losses, style, marker="o", markersize=3, linewidth=1.2, label=run["name"])
     ax.set_xlabel("step")
     ax.set_ylabel("held-out loss (nats/token)")
-    ax.set_title(f"{doc['model']}: held-out loss, lr {t['lr']:g} (constant)")
+    # The model's name can be long (SmolLM2's names its GGUF and package): the run's settings go on a
+    # second line so the title fits the figure.
+    ax.set_title(f"{doc['model']}\nheld-out loss, lr {t['lr']:g} (constant), seed {doc.get('seed', '?')}", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
