@@ -4,7 +4,7 @@
 1. Includes run down the layer order only (docs/layers.md):
      kernels/numerics -> kernels/{cpu, cuda} -> framework/core -> framework/backend
      -> framework/optim -> framework/dist -> framework/ckpt -> framework/data
-     -> models -> framework/run/recipe -> framework/run/train -> tools
+     -> models -> train/recipe -> train/loop -> train/plan -> tools
    A file may include its own folder and any folder before it; kernels/cpu and kernels/cuda are
    siblings and include neither each other. The few includes that still run upward are listed in
    KNOWN_UPWARD with the reason; the check fails on any other, and on an entry that is no longer
@@ -37,8 +37,9 @@ LAYERS = [
     "framework/ckpt",
     "framework/data",
     "models",
-    "framework/run/recipe",
-    "framework/run/train",
+    "train/recipe",
+    "train/loop",
+    "train/plan",
     "tools",
 ]
 
@@ -70,7 +71,7 @@ def source_files(root, folders):
 
 def check_includes(root, findings):
     used = set()
-    for path in source_files(root, ["kernels", "framework", "models", "tools"]):
+    for path in source_files(root, ["kernels", "framework", "models", "train", "tools"]):
         if not path.endswith(SOURCE_EXT):
             continue
         here = level_of(path)
@@ -112,7 +113,7 @@ def cited_tests(header_text):
 
 
 def check_tested_by(root, findings):
-    for path in source_files(root, ["kernels", "framework", "models", "tools", "tests"]):
+    for path in source_files(root, ["kernels", "framework", "models", "train", "tools", "tests"]):
         if not path.endswith(SOURCE_EXT + (".sh", ".py", ".cmake")):
             continue
         head = open(os.path.join(root, path), errors="replace").read(8000)
@@ -224,7 +225,7 @@ def expand_cited(token):
 
 
 def check_comment_citations(root, findings):
-    for path in source_files(root, ["kernels", "framework", "models", "tools", "tests"]):
+    for path in source_files(root, ["kernels", "framework", "models", "train", "tools", "tests"]):
         text = open(os.path.join(root, path), errors="replace").read()
         for line_no, comment in comments_of(path, text):
             for m in CITED_TEST_PATH.finditer(comment):
@@ -233,14 +234,16 @@ def check_comment_citations(root, findings):
                         findings.append(f"{path}:{line_no}: a comment cites {cited}, which does not exist")
 
 
-# Folders that moved since issue 22 was filed, under their current names.
-RENAMED = {"framework/recipe": "framework/run/recipe", "framework/train": "framework/run/train"}
+# Folders that moved since issue 22 was filed, under their current names. The trainer's folder
+# split in two (train/loop, train/plan); an older tree's files are counted under train/loop.
+RENAMED = {"framework/recipe": "train/recipe", "framework/train": "train/loop",
+           "framework/run/recipe": "train/recipe", "framework/run/train": "train/loop"}
 
 
 def folder_edges(root):
     """{(from folder, to folder): number of include lines} between layered folders of a tree."""
     edges = {}
-    for path in source_files(root, ["kernels", "framework", "models", "tools"]):
+    for path in source_files(root, ["kernels", "framework", "models", "train", "tools"]):
         if not path.endswith(SOURCE_EXT):
             continue
         here = level_of(RENAMED.get(folder_of(path), folder_of(path)))
@@ -259,7 +262,7 @@ def folder_of(path):
     parts = path.split("/")
     if parts[0] in ("models", "tools"):
         return parts[0]
-    if parts[:2] == ["framework", "run"]:
+    if parts[:2] == ["framework", "run"]:  # an older tree's layout
         return "/".join(parts[:3])
     return "/".join(parts[:2])
 

@@ -10,7 +10,7 @@ Writes precision_loss.png, precision_unchanged.png and precision_underflow.png a
 paths; from the precision_fp4.json of `bench precision --fp4`, precision_fp4_loss.png only. Exit 2 for bad input (no such file, not the suite's JSON), 3 when matplotlib is not installed.
 Needs: matplotlib (pip install matplotlib, or Debian's python3-matplotlib, which tools/setup.sh
 installs; a python3 without it hands over to /usr/bin/python3's: pyplot_import.py).
-Tested by: tests/run/train/test_bench_precision.sh.
+Tested by: tests/train/loop/test_bench_precision.sh.
 """
 import argparse
 import json

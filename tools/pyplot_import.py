@@ -3,7 +3,7 @@
 tools/setup.sh installs Debian's python3-matplotlib, which only /usr/bin/python3 sees: a pyenv or
 venv python3 first on PATH does not. So when the python3 running a script cannot import
 matplotlib, the script runs itself once more under /usr/bin/python3, and says so on stderr.
-Tested by: tests/cli/test_plot.sh (plot_run.py), tests/run/train/test_bench_precision.sh.
+Tested by: tests/cli/test_plot.sh (plot_run.py), tests/train/loop/test_bench_precision.sh.
 """
 import os
 import sys

@@ -9,7 +9,7 @@ Each recipe's header carries one block, replaced in place on every run:
   #   [with optimizer.offload host, two more lines: the host memory the optimizer holds]
 
 The preset is the one the header names ("preset P"); the world size is the command's
-`mpirun -np N` (1 without it). tests/run/recipe/test_recipe_files.cpp recomputes these figures
+`mpirun -np N` (1 without it). tests/train/recipe/test_recipe_files.cpp recomputes these figures
 with the same estimate and fails when one is more than 5% off, so a change to the trainer's
 memory that is not rerun here shows up in the test suite.
 

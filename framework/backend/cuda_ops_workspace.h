@@ -1,12 +1,12 @@
 // cuda_ops_workspace.h — what CudaNnOps carves from its device workspace, in plain C++ so that
-// `farthing plan` (framework/run/train/memory_estimate.cpp) counts the same bytes the ops take.
+// `farthing plan` (train/plan/memory_estimate.cpp) counts the same bytes the ops take.
 //
 // bf16 attention through cuDNN works on bf16 copies of its fp32 operands, carved after cuDNN's
 // own workspace: forward qkv and O where they are fp32; backward qkv, O, dO and dqkv where they
 // are fp32 (none under bf16 activations). Each part starts on a 256-byte boundary. A bf16 GEMM output with a bias
 // stages its fp32 product there too. cuDNN's own bytes are known only
 // once its graph is built on the GPU, so a plan counts the copies alone: a lower bound.
-// Relies on: kernels/numerics/op_shapes.h. Tested by: tests/run/train/test_memory_estimate.cpp
+// Relies on: kernels/numerics/op_shapes.h. Tested by: tests/train/plan/test_memory_estimate.cpp
 // (the plan's count), tests/kernels/test_nn_ops_parity.cpp (the tracker follows the workspace).
 #pragma once
 

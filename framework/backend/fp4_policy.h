@@ -8,7 +8,7 @@
 //   forward  y  = x · W^T     [K]    operands x, W
 //   dgrad    dx = dy · W      [N]    operands dy, W^T
 //   wgrad    dW = dy^T · x    [M]    operands dy^T, x^T
-// Relies on: kernels/numerics/fp4_operand.h. Tested by: tests/run/train/test_fp4_recipe.cpp.
+// Relies on: kernels/numerics/fp4_operand.h. Tested by: tests/train/loop/test_fp4_recipe.cpp.
 #pragma once
 
 #include <array>

@@ -12,8 +12,8 @@
 //     runs and the compute stream is not blocked by the host;
 //   CPU and the strict test device: Backend::copy, done when the call returns (on the strict
 //     device this is the only way its memory reaches the host: every transfer is explicit).
-// Relies on: backend.h, core/memory.h. Tested by: tests/run/train/test_train_offload.sh (strict
-// device, bit for bit), tests/run/train/test_offload_timeline.cpp.
+// Relies on: backend.h, core/memory.h. Tested by: tests/train/loop/test_train_offload.sh (strict
+// device, bit for bit), tests/train/loop/test_offload_timeline.cpp.
 #pragma once
 
 #include <cstddef>

@@ -81,7 +81,7 @@ class NnOps {
   // the kernels in place. The CUDA set quantizes on the device (kernels/cuda/fp4_cuda.h, the
   // CPU's bits) and multiplies through cuBLASLt's FP4 GEMM or its exact emulation on the device
   // (kernels/cuda/gemm_fp4_cublaslt.h); below sm_100 the trainer runs FP4 only where the recipe
-  // opts into that emulation (train.fp4_gpu_emulation; framework/run/train/model_options.cpp).
+  // opts into that emulation (train.fp4_gpu_emulation; train/loop/model_options.cpp).
   virtual void fp4_quantize(const Fp4QuantizeArgs& args);
   virtual void matmul_fp4(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, const Fp4Operand& b, float* c,
                           bool accumulate, void* workspace);

@@ -12,9 +12,9 @@
 // waits for the device), each synchronize(), and each allocation, telling apart those that
 // memory freed earlier could not serve (the arena grew: on CUDA the stream-ordered pool would
 // have to ask the driver), so that a test can hold a training step to its budget
-// (tests/run/train/test_step_host_waits.cpp).
+// (tests/train/loop/test_step_host_waits.cpp).
 // Relies on: cpu_backend.h, guarded_arena.h. Tested by: tests/backend/test_strict_device.cpp,
-// tests/run/train/test_train_strict_device.sh.
+// tests/train/loop/test_train_strict_device.sh.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
 // train_checkpoint_model.h — the model inside a farthing training checkpoint (HDF5, written by
-// framework/run/train/train_checkpoint), as the ModelFile every other reader returns, so that
+// train/loop/train_checkpoint), as the ModelFile every other reader returns, so that
 // `farthing export`, `generate` and `eval` take training checkpoints like any model file.
 //
 // Weights: the bf16 working weights (model/<name>, widened exactly) — the model the run computed
@@ -7,7 +7,7 @@
 // asked (an fp32/fp16 export), the fp32 master where the run kept one (optim/<range>/master: the
 // same model before its rounding to bf16, stochastic or nearest). The config is the checkpoint's
 // model_config (HF config.json). Checksums are verified first.
-// Relies on: h5_checkpoint_reader.h, model_file.h. Tested by: tests/run/train/test_train_export.sh.
+// Relies on: h5_checkpoint_reader.h, model_file.h. Tested by: tests/train/loop/test_train_export.sh.
 #pragma once
 
 #include <filesystem>

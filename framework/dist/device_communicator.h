@@ -8,7 +8,7 @@
 // Every rank makes the same choice (agreed over the host communicator), since a collective
 // cannot mix NCCL and MPI.
 // Relies on: staged_communicator.h, nccl_communicator.h (CUDA builds), backend/.
-// Tested by: tests/run/train/test_train_strict_device.sh (the staged path at np 2); the NCCL path
+// Tested by: tests/train/loop/test_train_strict_device.sh (the staged path at np 2); the NCCL path
 // has not run (no GPU yet).
 #pragma once
 

@@ -32,9 +32,9 @@
 // Sizes: planned_bytes (held for the run) and planned_unit_bytes (a unit in use, moment by
 // moment) are the store's own statement of what it allocates, for `farthing plan`.
 // Relies on: dist/{zero_layout,communicator,zero_collectives,unit_storage}.h, backend/backend.h.
-// Tested by: tests/run/train/test_train_mpi.sh (np 1/2/3 × stages 1-3), test_train_resume.sh,
+// Tested by: tests/train/loop/test_train_mpi.sh (np 1/2/3 × stages 1-3), test_train_resume.sh,
 // tests/dist/test_param_store_plan.cpp (planned_unit_bytes against the tracker, call by call),
-// tests/run/train/test_memory_estimate.cpp (every buffer of real training steps, to the byte).
+// tests/train/plan/test_memory_estimate.cpp (every buffer of real training steps, to the byte).
 #pragma once
 
 #include <cstdint>

@@ -9,7 +9,7 @@
 // NOTE: the copies run on the thread that issues or waits (never on the host communicator's
 // worker), so the backend is only ever driven from the caller's thread. Host staging is charged
 // to MemoryCategory::kCommBuffers on the host.
-// Relies on: communicator.h, backend/backend.h. Tested by: tests/run/train/test_train_strict_device.sh
+// Relies on: communicator.h, backend/backend.h. Tested by: tests/train/loop/test_train_strict_device.sh
 // (np 2 at ZeRO-3 on the strict device, bitwise the CPU run).
 #pragma once
 

@@ -1,11 +1,11 @@
 // timed_communicator.h — a Communicator that forwards every collective to another and records
 // when this rank was inside it: the issue of each collective and every wait or test on its
 // handle, as spans on the steady clock. What remains of a step outside those spans is the rank's
-// own work; `farthing bench dist` and the scaling model (framework/run/train/step_timeline.h)
+// own work; `farthing bench dist` and the scaling model (train/loop/step_timeline.h)
 // split a step that way.
 // NOTE: host time. On the CPU a collective's work happens inside those calls; a GPU communicator's
 // happens on its stream, and the spans then show only what the host waited for.
-// Relies on: framework/dist/communicator.h. Tested by: tests/run/train/test_scaling_model.cpp.
+// Relies on: framework/dist/communicator.h. Tested by: tests/train/plan/test_scaling_model.cpp.
 #pragma once
 
 #include <vector>

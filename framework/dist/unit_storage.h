@@ -6,7 +6,7 @@
 // Calls come in the same order on every rank, so an implementation may run collectives in them.
 // The trainer's implementation is ParamStore (param_store.h), at every ZeRO stage; a model with
 // no storage owns whole fp32 buffers instead (inference, tests).
-// Relies on: nothing. Tested by: tests/run/train/ (through ParamStore), tests/models/test_model_modes.cpp.
+// Relies on: nothing. Tested by: tests/train/loop/ (through ParamStore), tests/models/test_model_modes.cpp.
 #pragma once
 
 #include <cstdint>

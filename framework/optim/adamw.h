@@ -25,7 +25,7 @@
 // passed in stay on the backend's device; the gradient inspection runs there.
 // Relies on: optim_config.h, grad_clip.h, step_diagnostics.h, backend/backend.h, core/memory.h.
 // Tested by: tests/optim/*, tests/backend/test_strict_device.cpp (on the strict test device),
-// tests/run/train/test_train_offload.sh and test_offload_timeline.cpp (offloaded, on the strict device).
+// tests/train/loop/test_train_offload.sh and test_offload_timeline.cpp (offloaded, on the strict device).
 #pragma once
 
 #include <cstddef>

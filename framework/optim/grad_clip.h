@@ -8,7 +8,7 @@
 // caller's policy. GradHistogram: an optional diagnostic (gradient magnitudes by power of two),
 // which the trainer fills only when asked (Trainer::set_grad_histogram).
 // Relies on: nothing but the standard library. Tested by: tests/optim/test_optim_config.cpp (GradClip.*),
-// tests/run/train/test_bench_precision.sh (GradHistogram, through `farthing bench precision`).
+// tests/train/loop/test_bench_precision.sh (GradHistogram, through `farthing bench precision`).
 #pragma once
 
 #include <cstdint>

@@ -12,7 +12,7 @@
 // joins. The thread runs OpenMP regions with the thread count its creator had (omp_get_max_threads
 // is per thread), so the CPU kernels' per-thread partial sums are split as the creator's would be.
 // Relies on: <thread>, <condition_variable>, OpenMP. Tested by: tests/optim/test_host_step_worker.cpp,
-// tests/run/train/test_offload_timeline.cpp, tests/run/train/test_train_offload.sh.
+// tests/train/loop/test_offload_timeline.cpp, tests/train/loop/test_train_offload.sh.
 #pragma once
 
 #include <condition_variable>

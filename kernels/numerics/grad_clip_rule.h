@@ -3,7 +3,7 @@
 // the optimizer kernels that read the sums in the device's memory (AdamWSegment::clip_sums), so
 // that clipping decided on the device gives the host's bits.
 // Relies on: host_device.h. Tested by: tests/optim/test_optim_config.cpp (GradClip.*), and through
-// the trainer by tests/run/train/test_step_host_waits.cpp (clipped on the device = on the host).
+// the trainer by tests/train/loop/test_step_host_waits.cpp (clipped on the device = on the host).
 #pragma once
 
 #include <cmath>

@@ -2,7 +2,7 @@
 // families (Llama-style and GPT-2), filled by a preset per size (models/llama, models/gpt2)
 // or parsed from a Hugging Face config.json.
 //
-// Relies on: framework/core/error.h, nlohmann/json. Tested by: tests/models/test_flat_layout.cpp, tests/run/recipe/test_recipe_files.cpp.
+// Relies on: framework/core/error.h, nlohmann/json. Tested by: tests/models/test_flat_layout.cpp, tests/train/recipe/test_recipe_files.cpp.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // presets.h — every model preset by name ("gpt2-124m", "smollm2-135m", ...), and the
 // family dispatch from a config to its TransformerSpec.
-// Relies on: models/llama, models/gpt2. Tested by: tests/models/test_flat_layout.cpp, tests/run/recipe/test_recipe_files.cpp.
+// Relies on: models/llama, models/gpt2. Tested by: tests/models/test_flat_layout.cpp, tests/train/recipe/test_recipe_files.cpp.
 #pragma once
 
 #include <string>

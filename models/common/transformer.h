@@ -19,7 +19,7 @@
 // together). Relies on: framework/backend/nn_ops.h, framework/core/memory.h,
 // framework/dist/unit_storage.h. Tested by: tests/models/test_model_goldens.cpp,
 // test_gradcheck.cpp, test_model_modes.cpp, tests/dist/test_param_store.cpp (over the store),
-// tests/run/train/test_memory_estimate.cpp (the sizes and the schedule, against real training steps).
+// tests/train/plan/test_memory_estimate.cpp (the sizes and the schedule, against real training steps).
 #pragma once
 
 #include <array>

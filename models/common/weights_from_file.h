@@ -2,7 +2,7 @@
 // onto a model: its config, and its tensors copied into a flat buffer of the model's layout
 // under their Hugging Face names, every shape checked.
 // Relies on: framework/ckpt/model_file.h, model_config.h, flat_layout.h.
-// Tested by: tests/models/test_stories260k_greedy.cpp, tests/run/train/.
+// Tested by: tests/models/test_stories260k_greedy.cpp, tests/train/loop/.
 #pragma once
 
 #include "framework/ckpt/model_file.h"

@@ -20,7 +20,7 @@ namespace nm = farthing::numerics;
 
 TEST(Fp8Policy, NameTablesNameEveryValueOnce) {
   // The recipe parses and prints the fp8 section through these tables (recipe/run_config.h);
-  // tests/run/recipe check the refusals of unknown names.
+  // tests/train/recipe check the refusals of unknown names.
   const std::vector<std::string_view> scalings = {"block", "tensor_current", "tensor_delayed"};
   for (size_t i = 0; i < kFp8ScalingNames.size(); ++i) {
     EXPECT_EQ(kFp8ScalingNames[i].second, scalings[i]);

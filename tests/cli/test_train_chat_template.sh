@@ -8,7 +8,7 @@
 # (ids 0-255 bytes, 256 <s>, 257 </s>, 258 <|end|>, 259 "is": inside stories260K's 512-token
 # vocabulary).
 # usage: test_train_chat_template.sh FARTHING SHARED_DIR SOURCE_DIR   (exit 77: skipped)
-source "$3/tests/run/train/train_test_common.sh"
+source "$3/tests/train/loop/train_test_common.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 writes this test's tokenizer.json and data"; exit 77; }
 
 python3 - "$WORK" <<'EOF'

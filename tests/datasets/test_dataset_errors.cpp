@@ -44,7 +44,7 @@ TEST_F(DatasetErrors, TextNeedsATokenizer) {
 }
 
 TEST_F(DatasetErrors, Formats) {
-  // An unknown format name is the recipe's error (tests/run/recipe/test_recipe_errors.cpp).
+  // An unknown format name is the recipe's error (tests/train/recipe/test_recipe_errors.cpp).
   DatasetOptions o = options(8);
   const auto llmc = write_file(dir / "llmc.bin", std::string("\x20\x0c\x35\x01", 4) + std::string(60, '\0'));
   expect_error([&] { load_split_data(llmc, "", options(8), &tok, 260); }, {"llmc.bin", "FTOK", "farthing tokenize"});

@@ -6,7 +6,7 @@
 // acquire_bf16_params, release_params, acquire_grads, grads_ready and the fused hook inside it)
 // equal the planned figures to the byte, category by category and in total. Runs at np 1 (no
 // mpirun), 2 and 3, where ranks own unequal parts of each unit and the collectives' temporaries
-// appear. `farthing plan` composes these figures (tests/run/train/test_memory_estimate.cpp checks the
+// appear. `farthing plan` composes these figures (tests/train/plan/test_memory_estimate.cpp checks the
 // composition against whole training steps).
 #include <gtest/gtest.h>
 

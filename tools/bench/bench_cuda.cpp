@@ -1,6 +1,6 @@
 // bench_cuda.cpp — see bench_cuda.h.
 #include "tools/bench/bench_cuda.h"
-#include "tools/bench/bench_timing.h"
+#include "train/plan/time_best.h"
 
 #include <algorithm>
 #include <chrono>
@@ -53,7 +53,7 @@ std::string cuda_device_summary() {
 
 double cuda_time_best(const std::function<void()>& queue, double min_seconds) {
 #if FARTHING_WITH_CUDA
-  return time_best(queue, [] { FARTHING_CUDA_CHECK(cudaDeviceSynchronize()); }, min_seconds);
+  return train::time_best(queue, [] { FARTHING_CUDA_CHECK(cudaDeviceSynchronize()); }, min_seconds);
 #else
   static_cast<void>(queue);
   static_cast<void>(min_seconds);

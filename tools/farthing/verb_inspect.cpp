@@ -7,7 +7,7 @@
 // bring (HF safetensors dir or file, .gguf, llama2.c .bin) get their format, config and tensors;
 // they carry no checksums.
 // Relies on: framework/ckpt (H5CheckpointReader, read_model_file), models/common/model_config.h.
-// Tested by: tests/run/train/test_train_resume.sh (the 8-bit map, text and --json); the rest
+// Tested by: tests/train/loop/test_train_resume.sh (the 8-bit map, text and --json); the rest
 // checked by hand on a trained checkpoint, a bit-flipped copy (exit 1 naming the dataset),
 // --json, --recipe, llama2.c and safetensors files.
 #include <algorithm>
@@ -25,9 +25,9 @@
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/core/error.h"
-#include "framework/run/recipe/recipe.h"
-#include "framework/run/train/memory_estimate.h"
-#include "framework/run/train/train_checkpoint.h"
+#include "train/recipe/recipe.h"
+#include "train/plan/memory_estimate.h"
+#include "train/loop/train_checkpoint.h"
 #include "kernels/numerics/dynamic_map.h"
 #include "models/common/model_config.h"
 #include "models/common/weights_from_file.h"

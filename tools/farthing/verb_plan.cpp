@@ -3,15 +3,15 @@
 // what a run will hold per rank, before anything is allocated — bytes per parameter by
 // category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget;
 // with --interconnect, how long its step takes at each ZeRO stage on that many ranks
-// (framework/run/train/scaling_model.h).
+// (train/plan/scaling_model.h).
 // The parameter store's choices are explained in the table's notes: what is held whole or
 // sharded, what a unit in use costs, what happens to gradients, and when the step peaks.
 // The model's architecture comes from its preset, or from the config of model.path (only
 // config.json for a safetensors model, the stored model_config of a training checkpoint; GGUF
 // and llama2.c files are read whole, which costs their size in fp32 for a moment).
-// Relies on: framework/run/recipe/recipe.h, framework/run/train/{memory_estimate,scaling_model,scaling_profile}.h,
+// Relies on: train/recipe/recipe.h, train/plan/{memory_estimate,scaling_model,scaling_profile}.h,
 // framework/ckpt.
-// Tested by: tests/run/train/test_memory_estimate.cpp (the arithmetic and the budget check).
+// Tested by: tests/train/plan/test_memory_estimate.cpp (the arithmetic and the budget check).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -26,14 +26,14 @@
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/core/error.h"
-#include "framework/run/recipe/recipe.h"
-#include "framework/run/train/memory_estimate.h"
-#include "framework/run/train/model_options.h"
-#include "framework/run/train/scaling_model.h"
-#include "framework/run/train/scaling_profile.h"
+#include "train/recipe/recipe.h"
+#include "train/plan/memory_estimate.h"
+#include "train/loop/model_options.h"
+#include "train/plan/scaling_model.h"
+#include "train/plan/scaling_profile.h"
 #include "models/common/presets.h"
 #include "models/common/weights_from_file.h"
-#include "tools/farthing/plan_roofline.h"
+#include "train/plan/roofline_table.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
@@ -87,8 +87,8 @@ struct PlanArgs {
   std::string interconnect;  // step time: the links
   std::string profile;       // step time: measured compute
   double compute_tflops = 0.0, memory_gbs = 3350.0;
-  std::string roofline;  // a device name: the step on paper (plan_roofline.h)
-  bool measure_ops = false;  // and each op's time here (plan_roofline_measure.h)
+  std::string roofline;  // a device name: the step on paper (roofline_table.h)
+  bool measure_ops = false;  // and each op's time here (roofline_measure.h)
   bool json = false;
   bool help = false;
 };
@@ -631,7 +631,7 @@ int run_plan(const std::vector<std::string>& args) {
     print_table(a, config, model, estimate);
     if (step_time) print_step_time(a, config, *step_time);
     if (!a.roofline.empty()) {
-      farthing::cli::print_roofline(config, model.config, estimate, *farthing::train::roofline_device(a.roofline),
+      farthing::train::print_roofline(config, model.config, estimate, *farthing::train::roofline_device(a.roofline),
                                     a.measure_ops);
     }
   }

@@ -1,8 +1,8 @@
 // verb_train.cpp — `farthing train RECIPE [--set key=value]... [--resume latest|PATH]` and
 // `farthing eval RECIPE [--set ...] [--checkpoint latest|PATH] [--batches N]`.
 // The recipe is validated before anything is allocated; every rank of an mpirun job runs the
-// same command. Relies on: framework/run/recipe/recipe.h, framework/run/train/trainer.h.
-// Tested by: tests/run/train/test_train_resume.sh, test_train_bad_input.sh, test_train_preempt.sh (the CLI end to end).
+// same command. Relies on: train/recipe/recipe.h, train/loop/trainer.h.
+// Tested by: tests/train/loop/test_train_resume.sh, test_train_bad_input.sh, test_train_preempt.sh (the CLI end to end).
 #include <omp.h>
 
 #include <algorithm>
@@ -13,9 +13,9 @@
 
 #include "framework/core/error.h"
 #include "framework/dist/mpi_communicator.h"
-#include "framework/run/recipe/recipe.h"
-#include "framework/run/train/stop_signals.h"
-#include "framework/run/train/trainer.h"
+#include "train/recipe/recipe.h"
+#include "train/loop/stop_signals.h"
+#include "train/loop/trainer.h"
 #include "tools/farthing/verbs.h"
 
 namespace {

@@ -10,7 +10,7 @@ skipped) when the tensorboard package is not installed.
     python3 tools/goldens/check_tensorboard.py runs/demo [--expect-files N] [--require TAG ...]
     python3 tools/goldens/check_tensorboard.py --print-record-goldens   # bytes for the C++ test
 
-Needs: pip install tensorboard. Run by ctest as train_tensorboard (tests/run/train/test_train_tensorboard.sh).
+Needs: pip install tensorboard. Run by ctest as train_tensorboard (tests/train/loop/test_train_tensorboard.sh).
 """
 import argparse
 import glob
@@ -28,7 +28,7 @@ except ImportError as e:
     print(f"SKIP: the tensorboard package is not installed ({e}); pip install tensorboard")
     sys.exit(77)
 
-# metrics.jsonl key -> tag, as kTensorBoardTags in framework/run/train/metrics_log.h.
+# metrics.jsonl key -> tag, as kTensorBoardTags in train/loop/metrics_log.h.
 TAGS = {
     "loss": "train/loss",
     "eval_loss": "eval/loss",

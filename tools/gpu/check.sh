@@ -192,11 +192,11 @@ run_step bench-train 90 "$PKG/bin/farthing" bench train --device cuda --min-seco
 for preset_case in llama-1b llama-8b llama-8b-fp8 qwen-7b llama-8b-offload; do
   run_step "train-$preset_case" 90 "$here/train_presets.sh" "$PKG/bin/farthing" "$presets_work" "$preset_case"
 done
-# The same 8B recipe on paper at this GPU's datasheet rates (framework/run/train/roofline.h), for the
+# The same 8B recipe on paper at this GPU's datasheet rates (train/plan/roofline.h), for the
 # report to set beside the measured step: each op's time at the roofline and the MFU it allows.
 run_step roofline-8b 20 "$PKG/bin/farthing" plan "$root/recipes/llama3_1/8b_full_single_device.yaml" \
   --preset llama3.1-8b --roofline h200
-# And each of its rows run on this GPU, op by op at the step's shapes (tools/farthing/plan_roofline_measure.h):
+# And each of its rows run on this GPU, op by op at the step's shapes (train/plan/roofline_measure.h):
 # the measured time beside each roofline row, and the MFU the ops allow with no gaps between them.
 run_step roofline-8b-measured 90 "$PKG/bin/farthing" plan "$root/recipes/llama3_1/8b_full_single_device.yaml" \
   --preset llama3.1-8b --set train.device=cuda --roofline h200 --measure-ops

@@ -13,7 +13,7 @@
 #    lacks it. Each fault leaves latest and the previous checkpoint intact and --resume latest
 #    reaches the uninterrupted run's checkpoint bit for bit.
 # Skips (77) without stories260K, root or network namespaces.
-source "$(dirname "$0")/../../run/train/train_test_common.sh"
+source "$(dirname "$0")/../../train/loop/train_test_common.sh"
 source "$(dirname "$0")/hosts.sh"
 # No thread pin: np 1 runs on every core, each rank on its share (issue 32: the bits do not depend on it).
 unset OMP_NUM_THREADS

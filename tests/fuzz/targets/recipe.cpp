@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/run/recipe/recipe.h"
+#include "train/recipe/recipe.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
