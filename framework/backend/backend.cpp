@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "framework/backend/cpu_backend.h"
+#include "framework/backend/profiling_backend.h"
 #include "framework/backend/strict_device_backend.h"
 #if defined(FARTHING_WITH_CUDA)
 #include "framework/backend/cuda_backend.h"
@@ -13,6 +14,8 @@
 namespace farthing {
 
 Backend& backend_for(Device device) {
+  // A step profile in progress wraps its device's backend (profiling_backend.h).
+  if (Backend* profiling = installed_backend_override(device)) return *profiling;
   if (device.is_cpu()) {
     static CpuBackend cpu;
     return cpu;
@@ -33,6 +36,13 @@ Backend& backend_for(Device device) {
                 " requested, but this farthing was built without CUDA (configure with "
                 "-DFARTHING_CUDA=ON on a machine with the CUDA toolkit)");
 #endif
+}
+
+std::unique_ptr<OpClock> Backend::make_op_clock() {
+  // Off the host, the marks are read after a synchronize: free where the ops ran as they were
+  // called (the strict device), and the one wait a device's event clock costs per step.
+  if (device().is_cpu()) return std::make_unique<HostOpClock>();
+  return std::make_unique<HostOpClock>([this] { synchronize(); });
 }
 
 void moment_to_f32_on_host(const kernels::MomentRef& moment, numerics::MapSign sign, float* dst, size_t n) {

@@ -9,8 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "framework/backend/nn_ops.h"
+#include "framework/backend/op_profiler.h"
 #include "framework/core/tensor.h"
 #include "kernels/numerics/adamw_segment.h"
 #include "kernels/numerics/block_quant.h"
@@ -84,6 +86,13 @@ class Backend {
   // A CUDA device's compute capability as major * 10 + minor (90 for Hopper, 100 for B200); 0
   // for devices that are not CUDA GPUs. FP4 tensor cores (NVFP4, MXFP4) start at 100.
   virtual int cuda_compute_capability() const { return 0; }
+  // The device's model as its runtime names it ("NVIDIA H200"); empty for devices without one.
+  virtual std::string device_model() const { return {}; }
+
+  // The clock a step profile (op_profiler.h) marks this device's work with: the host's steady
+  // clock here, which is right where an op has finished when its call returns; CUDA events on
+  // the backend's stream on a GPU.
+  virtual std::unique_ptr<OpClock> make_op_clock();
 };
 
 // The backend of a device; the CPU and strict test backends always exist, CUDA ones when built

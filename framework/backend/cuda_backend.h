@@ -52,6 +52,9 @@ class CudaBackend final : public Backend {
   // From the device's name (cudaGetDeviceProperties) and a table of NVIDIA's datasheet figures.
   double dense_bf16_peak_flops() const override;
   int cuda_compute_capability() const override;
+  std::string device_model() const override;
+  // CUDA events on this backend's stream (cuda_op_clock.cu).
+  std::unique_ptr<OpClock> make_op_clock() override;
 
  private:
   void check_on_this_device(const Tensor& tensor, const char* op) const;

@@ -73,6 +73,11 @@ double CudaBackend::dense_bf16_peak_flops() const {
   return 0.0;
 }
 
+std::string CudaBackend::device_model() const {
+  cudaDeviceProp props{};
+  return cudaGetDeviceProperties(&props, device_index_) == cudaSuccess ? std::string(props.name) : std::string();
+}
+
 int CudaBackend::cuda_compute_capability() const {
   int major = 0, minor = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index_) != cudaSuccess ||

@@ -297,6 +297,7 @@ float* ParamStore::acquire_grads(int unit) {
   const size_t u = size_t(unit);
   FARTHING_CHECK(accumulators_[u].data() == nullptr, "unit ", unit, "'s gradients acquired twice in one backward");
   const int64_t padded = zero_.padded_elems(u);
+  const OpPhaseScope phase(OpPhase::kGradients);
   accumulators_[u] = Buffer(backend_.device(), size_t(padded) * 4, MemoryCategory::kGrads);  // planned: accumulator
   backend_.nn().zero(static_cast<float*>(accumulators_[u].data()), padded);
   return static_cast<float*>(accumulators_[u].data());
@@ -307,6 +308,7 @@ float* ParamStore::acquire_grads(int unit) {
 void ParamStore::keep_gradients(int unit, int64_t micro_batch, const float* src, int64_t begin, int64_t end) {
   const int64_t n = end - begin;
   if (n == 0) return;
+  const OpPhaseScope phase(OpPhase::kGradients);
   const int64_t index = whole_grads_ ? begin : compact_offset_[size_t(shard_of(unit))];
   const Device device = backend_.device();
   if (grad_dtype_ == DType::kBF16) {  // one backward: the cast is the whole story

@@ -568,6 +568,7 @@ void Transformer::final_norm() {
 
 int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, double* loss_sum,
                                   float loss_grad_scale) {
+  const OpPhaseScope phase(OpPhase::kHeadLoss);
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, C = c.dim, V = c.vocab_size;
   const int64_t R = std::min(options_.loss_chunk_rows, M);
@@ -707,6 +708,7 @@ UnitSchedule Transformer::unit_schedule(const TransformerSpec& spec) {
 
 // Final norm, blocks in reverse, embeddings: after loss_and_head left d(final norm out) in dn_.
 void Transformer::backward_from_head() {
+  const OpPhaseScope phase(OpPhase::kBackward);
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_, MC = M * c.dim;
   backend_for(ops_.device()).fill_bytes(dres_.data, 0, size_t(MC * dres_.element_bytes()));  // +0 in fp32 and bf16
@@ -724,6 +726,7 @@ void Transformer::backward_from_head() {
     if (l > 0) prefetch_unit(block_unit(l - 1));
     if (options_.checkpointing == Checkpointing::kPerBlock) {
       // Recompute the block from its stored input; it rewrites resid(l+1) with equal bits.
+      const OpPhaseScope recompute(OpPhase::kRecompute);
       block_forward(l, a, resid_.offset(l * MC), resid_.offset((l + 1) * MC));
     }
     block_backward(l, a, resid_.offset(l * MC));
@@ -740,6 +743,7 @@ void Transformer::backward_from_head() {
 
 // Embedding, every block and the final norm: the forward every pass shares.
 void Transformer::forward_trunk(const int32_t* tokens, bool backward_follows) {
+  const OpPhaseScope phase(OpPhase::kForward);
   const ModelConfig& c = config();
   const int64_t MC = batch_ * seq_ * c.dim;
   const int head = unit_of(spec_.final_norm_w);

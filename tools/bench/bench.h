@@ -30,6 +30,8 @@ struct BenchOptions {
                                // dist suite: a JSON file of this world size's links and compute
   std::string profile;         // dist suite: another run's --out file, whose compute predicts this one
   double reduce_bucket_mib = 0.0;  // dist suite: the runs' distributed.reduce_bucket_mib (> 0: reductions in flight)
+  bool profile_ops = false;        // train suite: train.profile: ops, each row's step profile on stderr
+  bool torch_compile = false;      // train suite on cuda: also the torch peer through torch.compile
 };
 
 struct BenchSuite {

@@ -33,6 +33,7 @@
 #include "framework/core/memory.h"
 #include "framework/dist/mpi_communicator.h"
 #include "train/loop/trainer.h"
+#include "train/plan/step_profile_report.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "models/common/presets.h"
 #include "tools/bench/bench.h"
@@ -69,7 +70,8 @@ struct StepResult {
 };
 
 // The PyTorch peer, kept loaded between turns: a transformers model from the preset's config,
-// on argv[6] ("cpu" or "cuda"), bf16 autocast (argv[5] == "bf16") or fp32; one step = forward + loss + backward +
+// on argv[6] ("cpu" or "cuda"), bf16 autocast (argv[5] "bf16", or "bf16+compile": the model through
+// torch.compile, compiled by the warm-up step) or fp32; one step = forward + loss + backward +
 // clip_grad_norm_(1.0) + torch.optim.AdamW (fused where this torch has it on the CPU, else
 // foreach) + zero_grad. Each mode runs in its own process so peak RSS is its own.
 // Prints "version V", "optimizer fused|foreach", then "ready" after a warm-up step (or
@@ -86,7 +88,8 @@ def rss(field):
         if line.startswith(field): return int(line.split()[1]) * 1024
     return 0
 cfg, batch, seq, threads = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-amp = sys.argv[5] == "bf16"
+amp = sys.argv[5].startswith("bf16")
+compiled = sys.argv[5].endswith("+compile")
 dev = sys.argv[6]
 if dev == "cuda" and not torch.cuda.is_available():
     print("no-torch-cuda", flush=True); sys.exit(0)
@@ -106,6 +109,11 @@ else:
     m = (transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**kw)) if cfg["qkv_bias"]
          else transformers.LlamaForCausalLM(transformers.LlamaConfig(**kw)))
 m.to(dev).train()
+if compiled:
+    try:
+        m = torch.compile(m)
+    except Exception as e:
+        print("no-torch-compile", type(e).__name__, flush=True); sys.exit(0)
 ids = torch.randint(0, cfg["vocab"], (batch, seq), device=dev)
 try:
     opt = torch.optim.AdamW(m.parameters(), lr=2e-5, weight_decay=0.01, fused=True)
@@ -219,7 +227,7 @@ struct TrainerRun {
 // gradients, activations.
 StepResult run_farthing(const TrainerRun& run, const std::string& preset, const std::filesystem::path& tokens,
                         const std::filesystem::path& run_dir, int64_t batch, int64_t seq, double min_seconds,
-                        const std::vector<TorchPeer*>& peers, Device device = Device::cpu()) {
+                        const std::vector<TorchPeer*>& peers, Device device = Device::cpu(), bool profile_ops = false) {
   StepResult r;
   r.mode = run.name;
   recipe::RunConfig rc;
@@ -248,6 +256,7 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
   }
   rc.checkpoint.run_dir = run_dir.string();
   rc.train.device = device.is_cpu() ? recipe::TrainDevice::kCpu : recipe::TrainDevice::kCuda;
+  if (profile_ops) rc.train.profile = recipe::StepProfileMode::kOps;
 
   MemoryTracker& tracker = memory_tracker(device);
   tracker.reset_peaks();
@@ -285,13 +294,19 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
   r.flops_per_s = trainer.model().flops_per_step() / best;
   r.tracked_peak_bytes = tracker.snapshot().total_peak_bytes - base;
   r.rss_growth_bytes = proc_status_bytes("VmHWM:") - rss0;
+  if (const train::RunStepProfile* profile = trainer.step_profile()) {  // --profile-ops; the timed steps' own
+    const std::string model = backend.device_model();
+    const train::StepProfileContext context = train::step_profile_context(
+        rc, trainer.model().config(), 1, device.name() + (model.empty() ? "" : " (" + model + ")"), model);
+    std::fprintf(stderr, "\n== %s%s", run.name, train::step_profile_table(*profile, context).c_str());
+  }
   return r;
 }
 
 // Every configuration in turn on `device`, over one synthetic token file in a temporary folder.
 std::vector<StepResult> run_rows(std::span<const TrainerRun> runs, const std::string& preset,
                                  const models::ModelConfig& config, int64_t batch, int64_t seq, double min_seconds,
-                                 const std::vector<TorchPeer*>& peers, Device device) {
+                                 const std::vector<TorchPeer*>& peers, Device device, bool profile_ops) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() /
                        ("farthing_bench_train_" + device.name() + "_" + std::to_string(getpid()));
@@ -299,7 +314,7 @@ std::vector<StepResult> run_rows(std::span<const TrainerRun> runs, const std::st
   const fs::path tokens = synthetic_token_file(dir, 64 * batch * (seq + 1), config.vocab_size);
   std::vector<StepResult> rows;
   for (const TrainerRun& run : runs) {
-    rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_seconds, peers, device));
+    rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_seconds, peers, device, profile_ops));
   }
   fs::remove_all(dir);
   return rows;
@@ -391,7 +406,8 @@ int run_train_bench(const BenchOptions& options) {
       {"fp32 ckpt, 8bit+SR", "fp32", "8bit", "none", "stochastic", "per_block"},
       {"8bit+SR in backward", "fp32", "8bit", "none", "stochastic", "none", true},
   };
-  const std::vector<StepResult> rows = run_rows(runs, preset, config, batch, seq, min_s, peers, Device::cpu());
+  const std::vector<StepResult> rows = run_rows(runs, preset, config, batch, seq, min_s, peers, Device::cpu(),
+                                                options.profile_ops);
   for (TorchPeer* peer : peers) peer->finish();
 
   const double f32_after = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &shape_tmp);
@@ -525,6 +541,15 @@ int run_train_bench_cuda(const BenchOptions& options) {
   TorchPeer torch_amp(config, batch, seq, threads, "bf16", "cuda");
   std::vector<TorchPeer*> peers;
   if (torch_amp.ready()) peers.push_back(&torch_amp);
+  // --torch-compile: the same peer through torch.compile, a second row where this torch compiles
+  // the model (its first step compiles: minutes for a large model).
+  std::unique_ptr<TorchPeer> torch_compiled;
+  if (options.torch_compile && torch_amp.ready()) {
+    torch_compiled = std::make_unique<TorchPeer>(config, batch, seq, threads, "bf16+compile", "cuda");
+    if (torch_compiled->ready()) peers.push_back(torch_compiled.get());
+    else std::fprintf(stderr, "bench train: torch.compile peer unavailable: %s\n", torch_compiled->note().c_str());
+  }
+  const bool has_compiled = peers.size() > 1;
 
   const TrainerRun runs[] = {
       {"bf16, f32 AdamW", "bf16", "f32", "f32", "nearest", "none"},
@@ -532,7 +557,7 @@ int run_train_bench_cuda(const BenchOptions& options) {
       {"bf16 ckpt, 8bit+SR", "bf16", "8bit", "none", "stochastic", "per_block"},
       {"8bit+SR in backward", "bf16", "8bit", "none", "stochastic", "none", true},
   };
-  const std::vector<StepResult> rows = run_rows(runs, preset, config, batch, seq, min_s, peers, device);
+  const std::vector<StepResult> rows = run_rows(runs, preset, config, batch, seq, min_s, peers, device, options.profile_ops);
   for (TorchPeer* p : peers) p->finish();
   ceiling = std::max(ceiling, device_gemm_ceiling(device, min_s));  // best of before and after
 
@@ -556,7 +581,9 @@ int run_train_bench_cuda(const BenchOptions& options) {
                              {"model_flops_per_s", r.flops_per_s}, {"mfu", peak > 0 ? r.flops_per_s / peak : 0.0},
                              {"gemm_ceiling_fraction", r.flops_per_s / ceiling},
                              {"device_peak_bytes", r.tracked_peak_bytes}, {"loss", r.loss},
-                             {"torch_speed_ratio", peer_s < 1e30 ? peer_s / r.seconds : 0.0}});
+                             {"torch_speed_ratio", peer_s < 1e30 ? peer_s / r.seconds : 0.0},
+                             {"torch_compile_speed_ratio",
+                              has_compiled && r.peer_seconds[1] < 1e30 ? r.peer_seconds[1] / r.seconds : 0.0}});
     }
     if (torch_amp.ready() || torch_amp.best_seconds() < 1e30) {
       out["torch"] = {{"version", torch_amp.version()}, {"step_s", torch_amp.best_seconds()},
@@ -572,14 +599,15 @@ int run_train_bench_cuda(const BenchOptions& options) {
               (long long)batch, (long long)seq, double(config.num_params()) / 1e6, summary.c_str());
   std::printf("ceilings: bf16 GEMM 8192^3 through NnOps::matmul %.1f TFLOP/s (same run); dense bf16 peak %s\n\n",
               ceiling / 1e12, peak > 0 ? (std::to_string(int(peak / 1e12)) + " TFLOP/s (datasheet)").c_str() : "unknown");
-  std::printf("%-20s %9s %11s %9s %8s %9s %14s %9s\n", "run", "step s", "tokens/s", "TFLOP/s", "MFU", "of GEMM",
-              "device peak", "vs torch");
+  std::printf("%-20s %9s %11s %9s %8s %9s %14s %9s%s\n", "run", "step s", "tokens/s", "TFLOP/s", "MFU", "of GEMM",
+              "device peak", "vs torch", has_compiled ? "  vs compiled" : "");
   for (const StepResult& r : rows) {
     const double peer_s = peers.empty() ? 1e30 : r.peer_seconds[0];
-    std::printf("%-20s %9.4f %11.0f %9.1f %8s %9s %10.1f MiB %9s\n", r.mode.c_str(), r.seconds, r.tokens_per_s,
+    std::printf("%-20s %9.4f %11.0f %9.1f %8s %9s %10.1f MiB %9s%s\n", r.mode.c_str(), r.seconds, r.tokens_per_s,
                 r.flops_per_s / 1e12, percent(peak > 0 ? r.flops_per_s / peak : 0).c_str(),
                 percent(r.flops_per_s / ceiling).c_str(), double(r.tracked_peak_bytes) / 1048576.0,
-                ratio(peer_s < 1e30 ? peer_s / r.seconds : 0).c_str());
+                ratio(peer_s < 1e30 ? peer_s / r.seconds : 0).c_str(),
+                has_compiled ? ("  " + ratio(r.peer_seconds[1] < 1e30 ? r.peer_seconds[1] / r.seconds : 0)).c_str() : "");
   }
   if (torch_amp.best_seconds() < 1e30) {
     std::printf("%-20s %9.4f %11.0f %9s %8s %9s %10.1f MiB\n", "torch bf16 autocast", torch_amp.best_seconds(),

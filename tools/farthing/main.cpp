@@ -27,6 +27,8 @@ constexpr const char* kUsage =
     "verbs:\n"
     "  bench SUITE [--json] [--elements N] [--min-seconds S] [--threads T]\n"
     "                 [--preset NAME] [--seq T] [--batch B] [--torch-amp]   (train, gemm suites)\n"
+                 "                 [--profile-ops]   (train suite: every op of each row's steps timed; the profile on stderr)\n"
+                 "                 [--torch-compile]   (train suite, cuda: also the torch peer through torch.compile)\n"
     "                 [--device cpu|cuda]   (numerics, optim, train, ops: cuda measures the GPU; gemm: cuda only)\n"
     "                 [--quick] [--out DIR]   (precision suite: stories260K in ~2 min; where its report goes)\n"
     "                 [--fp4] [--steps N] [--seed S]   (precision suite: only the FP4 comparison; run length; seed)\n"
@@ -90,6 +92,8 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--seq") options.seq = std::stoll(value());
     else if (a == "--batch") options.batch = std::stoll(value());
     else if (a == "--torch-amp") options.torch_amp = true;
+    else if (a == "--profile-ops") options.profile_ops = true;
+    else if (a == "--torch-compile") options.torch_compile = true;
     else if (a == "--quick") options.quick = true;
     else if (a == "--fp4") options.fp4 = true;
     else if (a == "--only") options.only = value();

@@ -16,6 +16,7 @@
 #include "train/recipe/recipe.h"
 #include "train/loop/stop_signals.h"
 #include "train/loop/trainer.h"
+#include "train/plan/step_profile_report.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
@@ -110,6 +111,7 @@ int run_train(const std::vector<std::string>& args) {
     }
     return farthing::train::kExitPreempted;
   }
+  farthing::train::report_step_profile(trainer, comm->rank());  // train.profile: ops
   if (comm->rank() == 0) {
     std::printf("trained to step %lld in %.1f s; last loss %.4f", (long long)r.final_step, r.seconds, r.last_loss);
     if (r.eval_before) std::printf("; held-out loss before %.4f", r.eval_before->loss);

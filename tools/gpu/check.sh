@@ -4,7 +4,11 @@
 # suite, and write gpu-report.md.
 #
 # Steps, in order of what matters most when time is short: unpack; nvidia-smi; find the
-# machine's CUDA and NCCL libraries; the package's library closure (closure.sh) and how this
+# machine's CUDA and NCCL libraries; the first part: every op of real training steps timed
+# (train.profile: ops) for GPT-2 124M and Llama-3.2-1B beside PyTorch on this GPU (bench train:
+# eager with bf16 autocast, SDPA and fused AdamW, and torch.compile for GPT-2), the Llama-3.1-8B
+# and Qwen2.5-7B recipes' own step (micro-batch 2, two micro-batches, clipping) beside the
+# low-memory fused 8B step, each run's MFU also against the GEMM ceiling this visit measured; the package's library closure (closure.sh) and how this
 # machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda; the NnOps
 # parity table (test_nn_ops_parity: CUDA vs CPU per op and shape; test_ptx_numerics skips there
 # without nvcc); the FP8 GEMMs' plans (cuBLASLt FP8 or the dense fallback) and FP8 vs BF16 TFLOP/s
@@ -27,6 +31,8 @@
 #   FARTHING_CHECK_BUDGET_S  the whole run's budget in seconds (default 420)
 #   FARTHING_CHECK_STEP_MAX_S  the longest any step may run (default 90; dry_run.sh raises it
 #                            for this 2-core machine's CPU suite)
+#   FARTHING_CHECK_PART      "profile": only the first part (about 5 minutes), the step profiles
+#                            beside their peers (below); unset: the first part, then everything else
 #   FARTHING_CHECK_ONLY      an extended regular expression: only the steps whose names match run
 #                            (besides unpack, which every step needs); the others are listed as
 #                            "not selected". For a second, shorter visit that reruns what failed.
@@ -40,7 +46,9 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 archive="${FARTHING_GPU_PACKAGE:-$root/.gpu/farthing-gpu.tar.xz}"
-budget_s="${FARTHING_CHECK_BUDGET_S:-420}"
+part="${FARTHING_CHECK_PART:-}"
+[[ -z $part || $part == profile ]] || { echo "check.sh: FARTHING_CHECK_PART is '$part'; expected 'profile' or unset" >&2; exit 3; }
+budget_s="${FARTHING_CHECK_BUDGET_S:-$([[ $part == profile ]] && echo 330 || echo 600)}"
 report_dir="${OUT:-$PWD}"
 log_dir="$report_dir/farthing-check"
 report="$report_dir/gpu-report.md"
@@ -61,7 +69,7 @@ run_step() {
     printf '%s\t-\tnot selected\t0\n' "$name" >>"$steps_tsv"
     return 0
   fi
-  ((max_s > step_max_s)) && max_s=$step_max_s
+  ((max_s > step_max_s)) && [[ $name != profile-* ]] && max_s=$step_max_s  # the first part sets its own
   [[ $name == cpu-tests-* ]] && max_s=$step_max_s  # the CPU suite's chunks scale with the machine
   limit=$((left - 5 < max_s ? left - 5 : max_s))
   if ((limit < 1)); then
@@ -133,6 +141,37 @@ if command -v readelf >/dev/null; then
 fi
 run_step resolve 60 "$here/resolve.sh" "$PKG" "$here/gpu_machine_libs.txt"
 
+# The first part: the step profiles (train/plan/step_profile_report.h prints each: wall = busy +
+# idle, time by phase, each op kind beside its roofline at this GPU's datasheet rates, the
+# largest idle gaps, the host's launches, copies and waits) beside their peers.
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)"
+case "$gpu_name" in *H100*) roofline=h100 ;; *) roofline=h200 ;; esac
+echo "== device: ${gpu_name:-none visible}; roofline and memory figures for the $roofline"
+presets_work="$log_dir/train-presets-work"
+run_step profile-gpt2 150 "$PKG/bin/farthing" bench train --device cuda --profile-ops --torch-compile --min-seconds 0.3
+# The bf16 GEMM ceiling that run measured (NnOps::matmul at 8192^3), for every MFU below.
+ceiling="$(grep -o 'bf16 GEMM 8192^3 through NnOps::matmul [0-9.]*' "$log_dir/profile-gpt2.log" 2>/dev/null | awk '{print $NF}' | head -n1)"
+export FARTHING_GEMM_CEILING_TFLOPS="${ceiling:-0}"
+run_step profile-llama-1b 150 "$PKG/bin/farthing" bench train --device cuda --preset llama3.2-1b --seq 2048 --batch 4 \
+  --profile-ops --min-seconds 0.3
+for preset_case in llama-8b-recipe llama-8b qwen-7b-recipe; do
+  run_step "profile-$preset_case" 110 env TRAIN_PRESETS_PROFILE=1 "$here/train_presets.sh" "$PKG/bin/farthing" \
+    "$presets_work" "$preset_case"
+done
+if [[ $part == profile ]]; then
+  python3 "$here/report.py" "$log_dir" "$archive" "$root" >"$report" || echo "check.sh: report.py failed" >&2
+  echo "== first part done: report $report (logs: $log_dir), total $SECONDS s"
+  cat "$report"
+  grep -qE $'\t(FAIL|TIMEOUT|NOT-RUN)\t' "$steps_tsv" && exit 1
+  exit 0
+fi
+# The A/B pairs on the same warm machine: the head and loss over the whole micro-batch against
+# 64-row chunks, and the recipe without recomputation, each against llama-8b-recipe above.
+for preset_case in llama-8b-head-whole llama-8b-no-recompute; do
+  run_step "ab-$preset_case" 110 env TRAIN_PRESETS_PROFILE=1 "$here/train_presets.sh" "$PKG/bin/farthing" \
+    "$presets_work" "$preset_case"
+done
+
 # ctest on the package's relocated test list. WORKING_DIRECTORY folders are created first.
 ctest_dir="$PKG/ctest"
 sed -e "s|@PKG@|$PKG|g" -e "s|@SRC@|$root|g" "$ctest_dir/CTestTestfile.cmake.in" >"$ctest_dir/CTestTestfile.cmake"
@@ -172,7 +211,6 @@ run_step cuda-tests-model-on-device-135m-fp8 90 "$PKG/bin/test_model_on_device_o
 # The one-GPU trainer: GPT-2 124M, 4 steps on cuda and on the cpu, losses within 2% (train_smoke.sh).
 run_step train-smoke 90 "$here/train_smoke.sh" "$PKG/bin/farthing" "$log_dir/train-smoke-work"
 # Exact resume on the GPU (SmolLM2-135M: 3 steps + resume == 6 straight) and its curve against the CPU.
-presets_work="$log_dir/train-presets-work"
 run_step train-resume-135m 90 "$here/train_presets.sh" "$PKG/bin/farthing" "$presets_work" resume-135m
 # Two ranks under the package's mpirun (Open MPI's launcher, carried): the collectives on the host
 # (test_collectives at np 2), then ZeRO-3 over two ranks sharing this GPU through the host-staged
@@ -189,17 +227,17 @@ run_step bench-train 90 "$PKG/bin/farthing" bench train --device cuda --min-seco
 # peak and MFU with 8-bit AdamW + SR, no master, the optimizer in backward; then the same in FP8;
 # Qwen2.5-7B's tokens/s; last, Llama-3.1-8B with the optimizer on the host (tokens/s and device
 # peak beside the device-resident run's, and its losses bit for bit).
-for preset_case in llama-1b llama-8b llama-8b-fp8 qwen-7b llama-8b-offload; do
+for preset_case in llama-1b llama-8b-fp8 qwen-7b llama-8b-offload; do  # llama-8b ran in the first part
   run_step "train-$preset_case" 90 "$here/train_presets.sh" "$PKG/bin/farthing" "$presets_work" "$preset_case"
 done
 # The same 8B recipe on paper at this GPU's datasheet rates (train/plan/roofline.h), for the
 # report to set beside the measured step: each op's time at the roofline and the MFU it allows.
 run_step roofline-8b 20 "$PKG/bin/farthing" plan "$root/recipes/llama3_1/8b_full_single_device.yaml" \
-  --preset llama3.1-8b --roofline h200
+  --preset llama3.1-8b --roofline "$roofline"
 # And each of its rows run on this GPU, op by op at the step's shapes (train/plan/roofline_measure.h):
 # the measured time beside each roofline row, and the MFU the ops allow with no gaps between them.
 run_step roofline-8b-measured 90 "$PKG/bin/farthing" plan "$root/recipes/llama3_1/8b_full_single_device.yaml" \
-  --preset llama3.1-8b --set train.device=cuda --roofline h200 --measure-ops
+  --preset llama3.1-8b --set train.device=cuda --roofline "$roofline" --measure-ops
 # The elementwise and optimizer kernels' rates last among the GPU steps: the trainer's runs above
 # say more per second of GPU time.
 run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda

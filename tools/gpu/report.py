@@ -81,6 +81,17 @@ def main():
             out.append(f"| {s[0]} | {s[2]} | {s[1]} | {s[3]} |")
     out.append("")
 
+    # The first part: the step profiles and their peers, then the A/B pairs (check.sh), each
+    # log without the trainer's progress lines.
+    profiled = [s[0] for s in steps if len(s) == 4 and s[0].startswith(("profile-", "ab-"))]
+    if profiled:
+        out.append("## Step profiles (the first part)")
+        for step in profiled:
+            text = read(os.path.join(log_dir, step + ".log"))
+            keep = [l for l in (text or "(did not run)").splitlines() if not (l.startswith("step ") and " | " in l)]
+            out += ["", f"### {step}", "", "```", "\n".join(keep).rstrip(), "```"]
+        out.append("")
+
     rows = []
     for name, group in (("cuda-tests", "cuda"), ("cpu-tests", "cpu")):
         for f in sorted(os.listdir(log_dir)):

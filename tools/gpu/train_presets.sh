@@ -15,6 +15,15 @@
 #                ran in the same WORK_DIR
 #   qwen-7b      Qwen2.5-7B, seq 2048, micro-batch 2, its recipe's 8-bit AdamW + SR, no master:
 #                tokens/s beside llm.q's published 14k tok/s (one H100, BF16)
+#   llama-8b-recipe, qwen-7b-recipe  the step the roofline models: the recipe's own configuration
+#                (micro-batch 2, clipping on, the optimizer after backward, blocks recomputed),
+#                with grad_accum 2 so that gradients accumulate across micro-batches
+#   llama-8b-head-whole  llama-8b-recipe with the loss over the whole micro-batch at once
+#                (model.loss_chunk_rows 4096 against the recipe's 64): an A/B pair with it
+#   llama-8b-no-recompute  llama-8b-recipe without recomputation (activation_checkpointing none)
+# TRAIN_PRESETS_PROFILE=1 adds train.profile: ops to every run: each prints its step profile
+# (every op timed on CUDA events, by phase, beside the roofline) and writes profile.json.
+# FARTHING_GEMM_CEILING_TFLOPS (the bf16 GEMM rate measured this visit) adds the MFU against it.
 # The throughput cases write no checkpoint (checkpoint.save_final=false): on the first GPU run
 # (2026-12-04) Llama-3.1-8B was still writing its final checkpoint when the step's 80 s ran out.
 # Prints each run's last step (loss, tokens/s, MFU, peak) as metrics.jsonl has it; the figures
@@ -39,8 +48,10 @@ case "$case_name" in
   llama-8b) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device.yaml ;;
   llama-8b-fp8) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_fp8.yaml ;;
   llama-8b-offload) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_offload.yaml ;;
-  qwen-7b) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device.yaml ;;
-  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b)" >&2; exit 2 ;;
+  qwen-7b|qwen-7b-recipe) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device.yaml ;;
+  llama-8b-recipe|llama-8b-head-whole|llama-8b-no-recompute)
+    preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device.yaml ;;
+  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b|llama-8b-recipe|qwen-7b-recipe|llama-8b-head-whole|llama-8b-no-recompute)" >&2; exit 2 ;;
 esac
 if [[ -n ${TRAIN_PRESETS_PRESET:-} ]]; then
   preset="$TRAIN_PRESETS_PRESET"
@@ -54,6 +65,7 @@ tokens="$work/tokens-$vocab-$seq.tok"
 common=(--set "model.preset=$preset" --set model.path= --set model.tokenizer= --set "data.train=$tokens"
         --set data.format=tokens --set "data.seq_len=$seq" --set train.eval_batches=1 --set train.eval_every=0
         --set schedule.warmup_steps=1 --set train.log_every=1)
+[[ ${TRAIN_PRESETS_PROFILE:-0} == 1 ]] && common+=(--set train.profile=ops)
 run() {  # run NAME DEVICE [extra --set ...]: a training run into $work/NAME
   local name="$1" dev="$2"; shift 2
   local start=$SECONDS
@@ -63,8 +75,9 @@ run() {  # run NAME DEVICE [extra --set ...]: a training run into $work/NAME
 losses() { grep -o '"loss":[^,}]*' "$work/$1/metrics.jsonl"; }
 # The last step's figures (later steps than the first: the first carries the warm-up).
 summary() {
-  python3 - "$work/$1/metrics.jsonl" "$1" <<'PY'
+  python3 - "$work/$1/metrics.jsonl" "$1" "${FARTHING_GEMM_CEILING_TFLOPS:-0}" <<'PY'
 import json, sys
+ceiling = float(sys.argv[3]) * 1e12
 rows = [r for r in map(json.loads, open(sys.argv[1])) if "loss" in r]
 last = rows[-1]
 steady = rows[1:] or rows
@@ -73,6 +86,8 @@ mfu = last.get("mfu")
 print(f"train_presets: {sys.argv[2]}: {len(rows)} steps, last loss {last['loss']:.5f}, "
       f"{tok_s:.0f} tokens/s over steps 2-{len(rows)}, "
       + (f"MFU {100 * mfu:.1f}% (last step), " if mfu is not None else "MFU n/a (no datasheet peak), ")
+      + (f"{100 * last['model_flops_per_s'] / ceiling:.1f}% of the GEMM ceiling measured this visit, "
+         if ceiling > 0 and "model_flops_per_s" in last else "")
       + f"device peak {last['peak_mem_bytes'] / 2**30:.2f} GiB")
 with open(sys.argv[1] + ".tokens_per_s", "w") as f:
     f.write(f"{tok_s}\n")
@@ -115,6 +130,23 @@ PY
       --set checkpoint.save_every=0 --set checkpoint.save_final=false
     summary "$case_name"
     echo "train_presets: qwen-7b: llm.q publishes 14k tokens/s for Qwen2.5-7B on one H100 in BF16 (not this GPU)"
+    ;;
+  llama-8b-recipe|qwen-7b-recipe|llama-8b-head-whole|llama-8b-no-recompute)
+    # The recipe as written (micro-batch 2, clipping, the optimizer after backward), with two
+    # micro-batches per step rather than 16 so that three steps fit a check's timeout.
+    ab=()
+    [[ $case_name == llama-8b-head-whole ]] && ab=(--set model.loss_chunk_rows=4096)
+    [[ $case_name == llama-8b-no-recompute ]] && ab=(--set model.activation_checkpointing=none)
+    rm -rf "$work/$case_name"
+    run "$case_name" "$device" --set train.steps=3 --set train.micro_batch=2 --set train.grad_accum=2 \
+      --set checkpoint.save_every=0 --set checkpoint.save_final=false "${ab[@]}"
+    summary "$case_name"
+    for base in llama-8b-recipe; do  # the A/B pair's other half, when it ran in this WORK_DIR
+      if [[ $case_name != "$base" && $case_name == llama-8b-* && -f "$work/$base/metrics.jsonl.tokens_per_s" ]]; then
+        python3 -c 'import sys; a, b = (float(open(p).read()) for p in sys.argv[1:3]); print(f"train_presets: {sys.argv[3]} against the recipe: {b / a:.3f}x tokens/s")' \
+          "$work/$base/metrics.jsonl.tokens_per_s" "$work/$case_name/metrics.jsonl.tokens_per_s" "$case_name"
+      fi
+    done
     ;;
   llama-8b|llama-8b-fp8|llama-8b-offload)
     # The aim's setting: no gradients kept (each unit steps as backward finishes it), so no

@@ -129,6 +129,10 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
                          "rates (farthing bench precision measures it); 'stochastic' keeps them on average\n");
   }
   device_ = resolve_train_device(t.device, comm_.local_rank());  // a CUDA rank takes its node-local GPU
+  if (t.profile == recipe::StepProfileMode::kOps) {  // before anything takes the device's backend
+    profiling_backend_ = std::make_unique<ProfilingBackend>(backend_for(device_));
+    profiling_install_.emplace(*profiling_backend_);
+  }
   device_peak_flops_ = backend_for(device_).dense_bf16_peak_flops();  // once: a device query, not per step
   check_fp4_device(config_, device_, backend_for(device_).cuda_compute_capability());
   const bool bf16_compute = t.precision != recipe::Precision::kFp32 && t.precision != recipe::Precision::kFp16;
@@ -148,6 +152,10 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   if (output_.timeline != nullptr) {
     timed_comm_ = std::make_unique<dist::TimedCommunicator>(*data_comm_ptr, output_.timeline->comm_spans);
     data_comm_ptr = timed_comm_.get();
+  }
+  if (profiling_backend_) {
+    profiled_comm_ = std::make_unique<dist::TimedCommunicator>(*data_comm_ptr, profiled_comm_observer_);
+    data_comm_ptr = profiled_comm_.get();
   }
   Communicator& data_comm = *data_comm_ptr;
   const dist::ParamStoreOptions store_options = store_options_of(config_, setup.config.master_mode);
@@ -265,6 +273,7 @@ double Trainer::scaler_options_and_schedule() {
 // step and read at its end (train_step), where non-finite gradients fail the run.
 void Trainer::step_unit(int /*unit*/, int shard, const Tensor& grads) {
   if (shard < 0) return;
+  const OpPhaseScope phase(OpPhase::kOptimizer);
   const size_t ids[] = {size_t(shard)};
   const Tensor g[] = {grads}, w[] = {store_->weights(size_t(shard))};
   optimizer_->add_grad_sums(ids, g);
@@ -309,6 +318,7 @@ Trainer::StepOutcome Trainer::train_step() {
   const int64_t A = t.grad_accum, mb = t.micro_batch, T = config_.data.seq_len;
   const int64_t W = comm_.world_size(), r = comm_.rank();
   StepTimeline* timeline = output_.timeline;
+  if (profiling_backend_) profiling_backend_->profiler().begin_step();
   if (timeline) {
     timeline->clear();
     timeline->begin = StepTimeline::now();
@@ -359,6 +369,7 @@ Trainer::StepOutcome Trainer::train_step() {
   out.loss = counted > 0 ? loss_total / double(counted) : 0.0;
   out.tokens = W * A * mb * T;
 
+  const OpPhaseScope optimizer_phase(OpPhase::kOptimizer);
   if (t.optimizer_in_backward) {  // every unit stepped as backward finished it (step_unit)
     mark(&StepTimeline::optimizer_begin);
     const optim::StepDiagnostics d = optimizer_->finish_step();
@@ -418,6 +429,7 @@ Trainer::StepOutcome Trainer::train_step() {
   progress_.loss_scale_clean_steps = scaler_->clean_steps();
   ++progress_.step;
   mark(&StepTimeline::end);
+  if (profiling_backend_) step_profile_.add(profiling_backend_->profiler().end_step(), progress_.step);
   return out;
 }
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "framework/backend/buffer.h"
+#include "framework/backend/profiling_backend.h"
 #include "framework/core/memory.h"
 #include "framework/data/dataset.h"
 #include "framework/data/sampler.h"
@@ -45,6 +46,7 @@
 #include "train/loop/metrics_log.h"
 #include "train/loop/model_source.h"
 #include "train/loop/progress.h"
+#include "train/loop/step_profile.h"
 #include "train/loop/step_timeline.h"
 #include "train/loop/train_checkpoint.h"
 #include "models/common/transformer.h"
@@ -120,7 +122,10 @@ class Trainer {
   std::filesystem::path resolve_checkpoint(const std::string& which) const;
 
   const recipe::RunConfig& config() const { return config_; }
+  Device device() const { return device_; }  // train.device as resolved on this rank
+  int world_size() const { return comm_.world_size(); }
   models::Transformer& model() { return *model_; }
+  const models::Transformer& model() const { return *model_; }
   const data::Tokenizer* tokenizer() const { return source_.tokenizer.get(); }
   const data::SplitData& data() const { return data_; }
   const optim::AdamW& optimizer() const { return *optimizer_; }
@@ -131,6 +136,8 @@ class Trainer {
   int64_t loading_peak_bytes() const { return loading_peak_bytes_; }
   // Optimizer ranges that could not take 8-bit state (off a block boundary).
   int64_t demoted_ranges() const { return demoted_; }
+  // train.profile: ops: every op of the steps trained so far (step_profile.h); null when off.
+  const RunStepProfile* step_profile() const { return profiling_backend_ ? &step_profile_ : nullptr; }
 
  private:
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
@@ -150,6 +157,13 @@ class Trainer {
   std::unique_ptr<data::EpochSampler> sampler_;
   Device device_;  // train.device: where the store, the optimizer state and the activations live
   double device_peak_flops_ = 0.0;  // its datasheet dense bf16 peak (0: none), the denominator of MFU
+  // train.profile: ops: device_'s backend, timed, and installed as backend_for(device_) for the
+  // trainer's life (declared before everything that holds the backend, so it outlives them).
+  std::unique_ptr<ProfilingBackend> profiling_backend_;
+  std::optional<ProfilingBackend::Install> profiling_install_;
+  dist::ProfilerCommObserver profiled_comm_observer_;
+  std::unique_ptr<dist::TimedCommunicator> profiled_comm_;  // the ZeRO collectives' one, as communication spans
+  RunStepProfile step_profile_;
   std::unique_ptr<Communicator> device_comm_;  // off the host: the ZeRO collectives, staged through comm_
   std::unique_ptr<dist::TimedCommunicator> timed_comm_;  // the ZeRO collectives' one, with TrainerOutput::timeline
   std::unique_ptr<dist::ZeroLayout> zero_;

@@ -107,48 +107,48 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     bool x = false, y = false, dy = false, dx = false, residual = false;
   };
   const auto linear = [&](const std::string& name, int64_t fwd_calls, int64_t bwd_calls, int64_t out_dim,
-                          int64_t in_dim, bool fp8, bool bias, Bf16Arrays stored) {
-    const double out = double(out_dim), inp = double(in_dim);
+                          int64_t in_dim, bool fp8, bool bias, Bf16Arrays stored, int64_t m_rows) {
+    const double out = double(out_dim), inp = double(in_dim), n = double(m_rows);
     const double flops = 2.0 * n * out * inp, weight = kBf16 * out * inp, dweight = 2.0 * kFp32 * out * inp;
     const double y_bytes = stored.y && !bias ? kBf16 : kFp32, dx_bytes = stored.dx ? kBf16 : kFp32;
     const double c_read = stored.residual ? y_bytes * n * out : 0.0;  // the residual input, as the GEMM's C
-    RooflineCall forward = call(Op::kGemm, tokens, out_dim, in_dim, false, true);
+    RooflineCall forward = call(Op::kGemm, m_rows, out_dim, in_dim, false, true);
     forward.bf16_out = stored.y && !bias;
     forward.adds_residual = forward.bf16_out && stored.residual;
     rows.add(name + " fwd", fwd_calls, forward, flops, kBf16 * n * inp + weight + y_bytes * n * out + c_read,
              kBf16 * n * inp + weight + kBf16 * n * out + (stored.residual ? kBf16 * n * out : 0.0), fp8);
     if (stored.residual && stored.y && bias) {  // the bf16 residual widened into the fp32 staging
-      rows.add("widen residual for bias GEMM", fwd_calls, call(Op::kWiden, tokens * out_dim), 0.0,
+      rows.add("widen residual for bias GEMM", fwd_calls, call(Op::kWiden, m_rows * out_dim), 0.0,
                (kBf16 + kFp32) * n * out, 0.0);
     }
     if (stored.residual && !stored.y) {  // y = a copy of the residual input, which the GEMM then reads as C
-      rows.add("residual add", fwd_calls, call(Op::kResidualAdd, tokens * out_dim), 0.0, 2.0 * kFp32 * n * out, 0.0);
+      rows.add("residual add", fwd_calls, call(Op::kResidualAdd, m_rows * out_dim), 0.0, 2.0 * kFp32 * n * out, 0.0);
     }
-    RooflineCall dgrad = call(Op::kGemm, tokens, in_dim, out_dim, false, false);
+    RooflineCall dgrad = call(Op::kGemm, m_rows, in_dim, out_dim, false, false);
     dgrad.bf16_out = stored.dx;
     rows.add(name + " dgrad", bwd_calls, dgrad, flops,
              kBf16 * n * out + weight + dx_bytes * n * inp, kBf16 * n * out + weight + kBf16 * n * inp, fp8);
-    rows.add(name + " wgrad", bwd_calls, call(Op::kGemm, out_dim, in_dim, tokens, true, false), flops,
+    rows.add(name + " wgrad", bwd_calls, call(Op::kGemm, out_dim, in_dim, m_rows, true, false), flops,
              kBf16 * n * (out + inp) + dweight, kBf16 * n * (out + inp) + dweight, fp8);
     // Forward narrows x; backward narrows dy and x, one call each (each only where it is fp32).
     const std::string narrow = "narrow GEMM operands to bf16";
-    if (!stored.x) rows.add(narrow, fwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
+    if (!stored.x) rows.add(narrow, fwd_calls, call(Op::kNarrow, m_rows * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
     if (stored.y && bias) {
-      rows.add("narrow GEMM outputs to bf16", fwd_calls, call(Op::kNarrow, tokens * out_dim), 0.0,
+      rows.add("narrow GEMM outputs to bf16", fwd_calls, call(Op::kNarrow, m_rows * out_dim), 0.0,
                (kFp32 + kBf16) * n * out, 0.0);
     }
-    if (!stored.dy) rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * out_dim), 0.0, (kFp32 + kBf16) * n * out, 0.0);
-    if (!stored.x) rows.add(narrow, bwd_calls, call(Op::kNarrow, tokens * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
+    if (!stored.dy) rows.add(narrow, bwd_calls, call(Op::kNarrow, m_rows * out_dim), 0.0, (kFp32 + kBf16) * n * out, 0.0);
+    if (!stored.x) rows.add(narrow, bwd_calls, call(Op::kNarrow, m_rows * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
     if (fp8) {  // the operands quantized to FP8 (1 byte) first: x and W forward, dy and x backward
-      const RooflineCall quantize = call(Op::kFp8Quantize, tokens, out_dim, in_dim);
+      const RooflineCall quantize = call(Op::kFp8Quantize, m_rows, out_dim, in_dim);
       rows.add("fp8 quantize operands", fwd_calls, quantize, 0.0, (kFp32 + 1) * n * inp + (kBf16 + 1) * out * inp,
                (kBf16 + 1) * n * inp + (kBf16 + 1) * out * inp);
       rows.add("fp8 quantize operands", bwd_calls, quantize, 0.0, (kFp32 + 1) * n * (out + inp),
                (kBf16 + 1) * n * (out + inp));
     }
     if (bias) {
-      rows.activations("bias add", fwd_calls, call(Op::kBiasAdd, tokens, out_dim), 2.0 * n * out);
-      RooflineCall bias_backward = call(Op::kBiasBackward, tokens, out_dim);
+      rows.activations("bias add", fwd_calls, call(Op::kBiasAdd, m_rows, out_dim), 2.0 * n * out);
+      RooflineCall bias_backward = call(Op::kBiasBackward, m_rows, out_dim);
       bias_backward.bf16_out = stored.dy;  // reads a bf16 dy
       rows.add("bias backward", bwd_calls, bias_backward, 0.0, (stored.dy ? kBf16 : kFp32) * n * out + kFp32 * out,
                kBf16 * n * out + kFp32 * out);
@@ -164,7 +164,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   // The blocks.
   norm_forward(block_forwards);
   linear("matmul qkv", block_forwards, L, c.qkv_dim(), c.dim, in.fp8, gpt2 || c.qkv_bias,
-         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16}, tokens);
   if (!gpt2) {  // forward on qkv as stored, backward (inverse) on its gradient as stored
     RooflineCall rope = call(Op::kRope, tokens, c.n_heads + c.n_kv_heads, c.head_dim());
     rope.bf16_out = acts_bf16;
@@ -182,11 +182,11 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
            act_bytes * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
   linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2,
-         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16, .residual = true});
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16, .residual = true}, tokens);
   norm_forward(block_forwards);
   const int64_t hidden = c.hidden_dim, up_width = gpt2 ? hidden : 2 * hidden;
   linear("matmul up (gate_up)", block_forwards, L, up_width, c.dim, in.fp8, gpt2,
-         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16}, tokens);
   // The activation's forward reads the up projection and writes a GEMM input; its backward reads
   // the up projection and the gradient, and writes the up projection's gradient (all three stored
   // as the activations are).
@@ -202,7 +202,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
              kBf16 * n * (2 * F + H));
   }
   linear("matmul down", block_forwards, L, c.dim, hidden, in.fp8, gpt2,
-         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16, .residual = true});
+         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16, .residual = true}, tokens);
   // Backward of the two norms: read dy (the norm output's gradient) and x, and add into the
   // residual stream's gradient (read and write), which is how the gradient stream's residual adds
   // happen: there is no separate add. All four stored as the activations are.
@@ -223,15 +223,37 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   norm_forward(micro);
   norm_backward(micro);
   // The logits are a GEMM output stored as the activations are; the loss reads them and writes
-  // their gradient in place, which the head's GEMMs read.
-  linear("matmul lm head", micro, micro, c.vocab_size, c.dim, false, false,
-         {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16});
-  rows.add("cross-entropy (+grad)", micro, call(Op::kCrossEntropy, tokens, c.vocab_size), 0.0, 2.0 * act_bytes * n * V,
-           kBf16 * 2.0 * n * V);
+  // their gradient in place, which the head's GEMMs read. In chunks of loss_chunk_rows rows
+  // (transformer.cpp's loss_and_head): each chunk's three GEMMs read the whole head weight again
+  // and read and write its whole fp32 gradient, so small chunks multiply that traffic.
+  const int64_t chunk = in.loss_chunk_rows > 0 ? std::min(in.loss_chunk_rows, tokens) : tokens;
+  const int64_t full_chunks = tokens / chunk, last_chunk = tokens % chunk;
+  for (const auto& [chunks, rows_each] : {std::pair{full_chunks, chunk}, std::pair{int64_t(last_chunk > 0), last_chunk}}) {
+    if (chunks == 0) continue;
+    linear("matmul lm head", micro * chunks, micro * chunks, c.vocab_size, c.dim, false, false,
+           {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16}, rows_each);
+    const double logits = double(rows_each) * V;
+    rows.add("cross-entropy (+grad)", micro * chunks, call(Op::kCrossEntropy, rows_each, c.vocab_size), 0.0,
+             2.0 * act_bytes * logits, kBf16 * 2.0 * logits);
+  }
 
   // The optimizer step, once per optimizer step.
   rows.add("optimizer step", 1, call(Op::kOptimizerStep, 0), 0.0, in.optimizer_bytes, in.optimizer_bytes);
   return step;
+}
+
+RooflineInputs roofline_inputs(const recipe::RunConfig& config, const models::ModelConfig& model,
+                               const MemoryEstimate& estimate) {
+  RooflineInputs in;
+  in.model = model;
+  in.micro_batch = config.train.micro_batch;
+  in.seq = config.data.seq_len;
+  in.grad_accum = config.train.grad_accum;
+  in.recompute = config.model.activation_checkpointing == models::Checkpointing::kPerBlock;
+  in.fp8 = config.train.precision == recipe::Precision::kFp8;
+  in.loss_chunk_rows = config.model.loss_chunk_rows;
+  in.optimizer_bytes = optimizer_step_bytes(estimate);
+  return in;
 }
 
 double optimizer_step_bytes(const MemoryEstimate& e) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/common/model_config.h"
+#include "train/recipe/run_config.h"
 
 namespace farthing::train {
 
@@ -85,6 +86,9 @@ struct RooflineInputs {
   int64_t micro_batch = 1, seq = 1, grad_accum = 1;
   bool recompute = false;  // activation_checkpointing per_block: each block's forward again in backward
   bool fp8 = false;        // the blocks' linear layers in FP8 (the head stays bf16)
+  // model.loss_chunk_rows: the head and the loss run over this many rows at a time (0: the whole
+  // micro-batch); each chunk re-reads the head's weight and its fp32 gradient.
+  int64_t loss_chunk_rows = 0;
   // As built, the activations ModelOptions::bf16_activations names (each norm's output, qkv,
   // attention's output, the MLP's in-projection and activation, and their gradients and the
   // residual stream's) are stored as bf16 unless the blocks run FP8, which quantizes from fp32
@@ -101,6 +105,12 @@ struct RooflineStep {
 };
 
 RooflineStep roofline_step(const RooflineInputs& in);
+
+// A recipe's step as the roofline takes it: its shapes, recomputation, FP8, loss chunks, and the
+// optimizer's bytes from the plan's estimate of the busiest rank.
+struct MemoryEstimate;
+RooflineInputs roofline_inputs(const recipe::RunConfig& config, const models::ModelConfig& model,
+                               const MemoryEstimate& estimate);
 
 // The bytes one optimizer step moves on the plan's peak rank: its owned bf16 weights read and
 // written, their gradients read, the master and AdamW's state read and written.

@@ -27,24 +27,21 @@ RooflineMeasureOptions measure_options_of(const recipe::RunConfig& config) {
 
 void print_roofline(const recipe::RunConfig& config, const models::ModelConfig& model,
                     const train::MemoryEstimate& estimate, const train::RooflineDevice& device, bool measure_ops) {
-  train::RooflineInputs in;
-  in.model = model;
-  in.micro_batch = config.train.micro_batch;
-  in.seq = config.data.seq_len;
-  in.grad_accum = config.train.grad_accum;
-  in.recompute = config.model.activation_checkpointing == models::Checkpointing::kPerBlock;
-  in.fp8 = config.train.precision == recipe::Precision::kFp8;
-  in.optimizer_bytes = train::optimizer_step_bytes(estimate);
-  const train::RooflineStep step = train::roofline_step(in);
+  const train::RooflineStep step = train::roofline_step(roofline_inputs(config, model, estimate));
 
   std::printf("\nRoofline of one optimizer step on an %s at its datasheet rates (bf16 %.1f TFLOP/s, fp8 %.1f, "
               "memory %.0f GB/s):\n",
               device.name, device.bf16_flops / 1e12, device.fp8_flops / 1e12, device.bytes_per_s / 1e9);
-  std::printf("%s, micro-batch %lld x seq %lld, grad_accum %lld%s%s. 'built': the code as it is today:\n"
-              "%s; 'design': bf16 activations (issue 36).\n"
+  const int64_t rows = step.inputs.micro_batch * step.inputs.seq;
+  const std::string chunks = step.inputs.loss_chunk_rows > 0 && step.inputs.loss_chunk_rows < rows
+                                 ? ", the head and loss in chunks of " + std::to_string(step.inputs.loss_chunk_rows) + " rows"
+                                 : "";
+  std::printf("%s, micro-batch %lld x seq %lld, grad_accum %lld%s%s%s. 'built': the code as it is:\n"
+              "%s; 'design': bf16 activations and no narrowing.\n"
               "Each op at the larger of FLOPs / peak and bytes / bandwidth: a lower bound (no launch gaps, no host waits).\n\n",
               model.name.c_str(), (long long)step.inputs.micro_batch, (long long)step.inputs.seq, (long long)step.inputs.grad_accum,
               step.inputs.recompute ? ", blocks recomputed in backward" : "", step.inputs.fp8 ? ", FP8 linear layers" : "",
+              chunks.c_str(),
               step.inputs.fp8 ? "fp32 activations, every GEMM operand narrowed to bf16 (or quantized) first"
                               : "bf16 activations and gradients (the logits too)");
   std::vector<double> measured;

@@ -95,6 +95,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(train, eval_batches),
       RECIPE_KEY(train, log_every),
       RECIPE_KEY(train, nonfinite),
+      RECIPE_KEY(train, profile),
 
       RECIPE_KEY(checkpoint, run_dir),
       RECIPE_KEY(checkpoint, save_every),

@@ -53,6 +53,12 @@ enum class Nonfinite : uint8_t { kSkip, kFail };
 inline constexpr std::array<std::pair<Nonfinite, std::string_view>, 2> kNonfiniteNames{{
     {Nonfinite::kSkip, "skip"}, {Nonfinite::kFail, "fail"}}};
 
+// train.profile: off, or ops (every op of each step timed: backend/op_profiler.h; profile.json
+// in the run directory and a table at the run's end).
+enum class StepProfileMode : uint8_t { kOff, kOps };
+inline constexpr std::array<std::pair<StepProfileMode, std::string_view>, 2> kStepProfileModeNames{{
+    {StepProfileMode::kOff, "off"}, {StepProfileMode::kOps, "ops"}}};
+
 // train.grad_dtype: what one backward's kept gradient is stored as (one rank, grad_accum 1; sums
 // over micro-batches or ranks are fp32 whatever this says: docs/parameter_store.md). auto: fp32
 // under precision fp32 (the reference setting must not round its gradients), bf16 otherwise.
@@ -78,6 +84,7 @@ inline constexpr std::array<std::pair<ReduceOrder, std::string_view>, 2> kReduce
 template <> struct EnumNames<TrainDevice> { static constexpr const auto& table = kTrainDeviceNames; };
 template <> struct EnumNames<ReduceOrder> { static constexpr const auto& table = kReduceOrderNames; };
 template <> struct EnumNames<Nonfinite> { static constexpr const auto& table = kNonfiniteNames; };
+template <> struct EnumNames<StepProfileMode> { static constexpr const auto& table = kStepProfileModeNames; };
 template <> struct EnumNames<GradDtype> { static constexpr const auto& table = kGradDtypeNames; };
 template <> struct EnumNames<DataFormat> { static constexpr const auto& table = kDataFormatNames; };
 template <> struct EnumNames<OptimizerName> { static constexpr const auto& table = kOptimizerNames; };
@@ -217,6 +224,8 @@ struct TrainSection {
   int64_t eval_batches = 4;          // micro-batches per evaluation (0: the whole eval set)
   int64_t log_every = 1;             // progress line every N steps (metrics.jsonl gets every step; 0: none)
   Nonfinite nonfinite = Nonfinite::kSkip;  // non-finite gradients: skip the step (counted) | fail
+  // ops: time every Backend and NnOps call of each step (off: nothing extra runs).
+  StepProfileMode profile = StepProfileMode::kOff;
 
   bool operator==(const TrainSection&) const = default;
 };

@@ -66,6 +66,36 @@ TEST(Roofline, RecomputationAddsOneForwardOfTheBlocks) {
   EXPECT_EQ(again.model_flops, plain.model_flops);  // MFU does not count recomputation
 }
 
+// The head and loss in chunks (model.loss_chunk_rows): the same FLOPs and logits, but each chunk's
+// three GEMMs read the head's weight (V x C bf16) again and read and write its fp32 gradient, so
+// the head moves exactly (chunks - 1) more of those per micro-batch; a last short chunk counts.
+TEST(Roofline, LossChunksReReadTheHeadWeightAndItsGradient) {
+  RooflineInputs whole = inputs("llama3.1-8b"), chunked = whole, uneven = whole;
+  chunked.loss_chunk_rows = 64;   // 1024 rows per micro-batch: 16 chunks
+  uneven.loss_chunk_rows = 1000;  // 1000 + 24
+  const models::ModelConfig c = whole.model;
+  const double V = double(c.vocab_size), C = double(c.dim), micro = double(whole.grad_accum);
+  const double weight = 2.0 * V * C, gradient = 2.0 * 4.0 * V * C;  // bf16 read; fp32 read + write
+  // Per chunk: the weight read by the forward and the dgrad GEMMs, the gradient by the wgrad GEMM.
+  const double per_chunk = 2.0 * weight + gradient;
+  auto head = [](const RooflineStep& s, double RooflineRow::*field) {
+    double sum = 0.0;
+    for (const RooflineRow& r : s.rows) {
+      if (r.op.find("lm head") != std::string::npos || r.op == "cross-entropy (+grad)") sum += r.*field;
+    }
+    return sum;
+  };
+  const RooflineStep a = roofline_step(whole), b = roofline_step(chunked), u = roofline_step(uneven);
+  EXPECT_NEAR(head(b, &RooflineRow::flops), head(a, &RooflineRow::flops), 1e-9 * head(a, &RooflineRow::flops));
+  EXPECT_NEAR(head(b, &RooflineRow::bytes_built) - head(a, &RooflineRow::bytes_built), micro * 15 * per_chunk,
+              1e-9 * head(b, &RooflineRow::bytes_built));
+  EXPECT_NEAR(head(u, &RooflineRow::bytes_built) - head(a, &RooflineRow::bytes_built), micro * 1 * per_chunk,
+              1e-9 * head(u, &RooflineRow::bytes_built));
+  for (const RooflineRow& r : b.rows) {
+    if (r.op == "cross-entropy (+grad)") EXPECT_EQ(r.calls, 3 * 16);
+  }
+}
+
 TEST(Roofline, TheDesignNeverMovesMoreBytesThanAsBuilt) {
   for (bool fp8 : {false, true}) {
     const RooflineStep step = roofline_step(inputs("qwen2.5-7b", true, fp8));
