@@ -33,6 +33,8 @@
 #include "train/plan/scaling_profile.h"
 #include "models/common/presets.h"
 #include "models/common/weights_from_file.h"
+#include "train/loop/train_device.h"
+#include "train/plan/device_fit.h"
 #include "train/plan/roofline_table.h"
 #include "tools/farthing/verbs.h"
 
@@ -74,6 +76,9 @@ constexpr const char* kPlanUsage =
     "  --roofline DEVICE   also the step on paper at DEVICE's datasheet rates (h100, h200, rtx4090):\n"
     "                      every op's FLOPs and bytes, its time at the roofline, and the MFU the design\n"
     "                      can reach, with fp32 activations (as built) and bf16 (issue 36); a table only\n"
+    "  --fit DEVICE        the cut of the recipe's batch (micro_batch x grad_accum), recomputation and\n"
+    "                      model.loss_chunk_rows that fit DEVICE's memory (h100, h200, rtx4090; 90% of\n"
+    "                      it) and run fastest at its roofline, beside the recipe as written; a table only\n"
     "  --measure-ops       with --roofline: also run each row's calls on this machine's device (the\n"
     "                      recipe's train.device; auto: a GPU where one is visible), shape by shape,\n"
     "                      and print the measured time beside the roofline's\n";
@@ -89,6 +94,7 @@ struct PlanArgs {
   double compute_tflops = 0.0, memory_gbs = 3350.0;
   std::string roofline;  // a device name: the step on paper (roofline_table.h)
   bool measure_ops = false;  // and each op's time here (roofline_measure.h)
+  std::string fit;           // a device name: the settings that fit it (device_fit.h)
   bool json = false;
   bool help = false;
 };
@@ -106,6 +112,11 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
     else if (a == "--json") p.json = true;
     else if (a == "--preset") p.preset = value();
     else if (a == "--measure-ops") p.measure_ops = true;
+    else if (a == "--fit") {
+      p.fit = value();
+      FARTHING_CHECK(farthing::train::fit_device(p.fit) != nullptr, "farthing plan: --fit '", p.fit,
+                     "' is not a known device (", farthing::train::kRooflineDeviceNames, ")");
+    }
     else if (a == "--roofline") {
       p.roofline = value();
       FARTHING_CHECK(farthing::train::roofline_device(p.roofline) != nullptr, "farthing plan: --roofline '", p.roofline,
@@ -146,6 +157,7 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
   }
   FARTHING_CHECK(p.help || !p.recipe.empty(), "farthing plan: no RECIPE given (see --help)");
   FARTHING_CHECK(p.roofline.empty() || !p.json, "farthing plan: --roofline prints a table; it has no --json form yet");
+  FARTHING_CHECK(p.fit.empty() || !p.json, "farthing plan: --fit prints a table; it has no --json form yet");
   FARTHING_CHECK(!p.measure_ops || !p.roofline.empty(), "farthing plan: --measure-ops needs --roofline DEVICE");
   const bool step_time = !p.profile.empty() || p.compute_tflops > 0.0;
   FARTHING_CHECK(p.interconnect.empty() || step_time, "farthing plan: --interconnect needs the compute: --profile FILE "
@@ -613,8 +625,17 @@ int run_plan(const std::vector<std::string>& args) {
     std::printf("%s", kPlanUsage);
     return 0;
   }
-  const farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
+  farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
   const PlannedModel model = planned_model(config.model, a.preset);
+  const train::FitDevice* fit = a.fit.empty() ? nullptr : train::fit_device(a.fit);
+  if (config.model.loss_chunk_rows == 0) {  // auto: as farthing train would size it, for the budget planned here
+    const int64_t budget = a.budget_gb > 0.0 ? int64_t(a.budget_gb * double(int64_t(1) << 30))
+                           : fit != nullptr  ? int64_t(train::kDeviceMemoryShare * double(fit->memory_bytes))
+                                             : train::training_memory_budget(train::resolve_train_device(config.train.device));
+    config.model.loss_chunk_rows = train::fit_loss_chunk_rows(config, model.config, a.world_size, budget);
+    std::fprintf(stderr, "farthing plan: model.loss_chunk_rows 0 (auto): %lld rows for a budget of %s\n",
+                 (long long)config.model.loss_chunk_rows, train::format_bytes(budget).c_str());
+  }
   const train::MemoryEstimate estimate = train::estimate_memory(config, model.config, a.world_size);
   std::optional<train::BudgetCheck> budget;
   if (a.budget_gb > 0.0) budget = train::check_budget(estimate, int64_t(a.budget_gb * double(int64_t(1) << 30)));
@@ -630,6 +651,11 @@ int run_plan(const std::vector<std::string>& args) {
   } else {
     print_table(a, config, model, estimate);
     if (step_time) print_step_time(a, config, *step_time);
+    if (fit != nullptr) {
+      const train::FitResult result = train::fit_to_device(
+          config, model.config, a.world_size, int64_t(train::kDeviceMemoryShare * double(fit->memory_bytes)), *fit->rates);
+      std::printf("%s", train::fit_table(config, model.config, a.world_size, *fit, result).c_str());
+    }
     if (!a.roofline.empty()) {
       farthing::train::print_roofline(config, model.config, estimate, *farthing::train::roofline_device(a.roofline),
                                     a.measure_ops);

@@ -16,6 +16,7 @@
 #include "train/recipe/recipe.h"
 #include "train/loop/stop_signals.h"
 #include "train/loop/trainer.h"
+#include "train/plan/device_fit.h"
 #include "train/plan/step_profile_report.h"
 #include "tools/farthing/verbs.h"
 
@@ -99,6 +100,7 @@ int run_train(const std::vector<std::string>& args) {
   share_cores_between_local_ranks(*comm);
   farthing::train::TrainerOutput output;
   output.progress = !a.quiet;
+  output.auto_loss_chunk_rows = farthing::train::auto_loss_chunk_rows(*comm);
   farthing::train::Trainer trainer(std::move(config), *comm, output);
   const farthing::train::TrainResult r = trainer.train(a.resume, a.stop_at);
   if (r.stopped_by_signal != 0) {
@@ -132,6 +134,7 @@ int run_eval(const std::vector<std::string>& args) {
   share_cores_between_local_ranks(*comm);
   farthing::train::TrainerOutput output;
   output.progress = false;
+  output.auto_loss_chunk_rows = farthing::train::auto_loss_chunk_rows(*comm);
   farthing::train::Trainer trainer(std::move(config), *comm, output);
   if (!a.checkpoint.empty()) trainer.load_checkpoint(trainer.resolve_checkpoint(a.checkpoint));
   const int64_t batches = a.batches >= 0 ? a.batches : trainer.config().train.eval_batches;

@@ -7,9 +7,10 @@
 # machine's CUDA and NCCL libraries; the first part: every op of real training steps timed
 # (train.profile: ops) for GPT-2 124M and Llama-3.2-1B beside PyTorch on this GPU (bench train:
 # eager with bf16 autocast, SDPA and fused AdamW, and torch.compile for GPT-2), the Llama-3.1-8B
-# and Qwen2.5-7B recipes' own step (micro-batch 2, two micro-batches, clipping) beside the
-# low-memory fused 8B step, each run's MFU also against the GEMM ceiling this visit measured; the package's library closure (closure.sh) and how this
-# machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda; the NnOps
+# and Qwen2.5-7B recipes' own step (the H200 recipes on an H200; two micro-batches, clipping)
+# beside the low-memory fused 8B step, each run's MFU also against the GEMM ceiling this visit
+# measured (the A/B pairs follow in a full check); the package's library closure (closure.sh) and
+# how this machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda; the NnOps
 # parity table (test_nn_ops_parity: CUDA vs CPU per op and shape; test_ptx_numerics skips there
 # without nvcc); the FP8 GEMMs' plans (cuBLASLt FP8 or the dense fallback) and FP8 vs BF16 TFLOP/s
 # at Llama-3.1-8B shapes (fp8-gemm); whole models through the CUDA ops (test_model_on_device_ops);
@@ -146,6 +147,8 @@ run_step resolve 60 "$here/resolve.sh" "$PKG" "$here/gpu_machine_libs.txt"
 # largest idle gaps, the host's launches, copies and waits) beside their peers.
 gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)"
 case "$gpu_name" in *H100*) roofline=h100 ;; *) roofline=h200 ;; esac
+# On an H200 the recipe runs are the H200 recipes' (no recomputation, micro-batch 4: plan --fit h200).
+[[ $roofline == h200 ]] && export TRAIN_PRESETS_H200=1
 echo "== device: ${gpu_name:-none visible}; roofline and memory figures for the $roofline"
 presets_work="$log_dir/train-presets-work"
 run_step profile-gpt2 150 "$PKG/bin/farthing" bench train --device cuda --profile-ops --torch-compile --min-seconds 0.3
@@ -165,9 +168,9 @@ if [[ $part == profile ]]; then
   grep -qE $'\t(FAIL|TIMEOUT|NOT-RUN)\t' "$steps_tsv" && exit 1
   exit 0
 fi
-# The A/B pairs on the same warm machine: the head and loss over the whole micro-batch against
-# 64-row chunks, and the recipe without recomputation, each against llama-8b-recipe above.
-for preset_case in llama-8b-head-whole llama-8b-no-recompute; do
+# The A/B pairs on the same warm machine, each against llama-8b-recipe above: the head and loss in
+# 64-row chunks against the whole micro-batch, and the recipe without recomputation.
+for preset_case in llama-8b-head-64 llama-8b-no-recompute; do
   run_step "ab-$preset_case" 110 env TRAIN_PRESETS_PROFILE=1 "$here/train_presets.sh" "$PKG/bin/farthing" \
     "$presets_work" "$preset_case"
 done

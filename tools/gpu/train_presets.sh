@@ -18,9 +18,11 @@
 #   llama-8b-recipe, qwen-7b-recipe  the step the roofline models: the recipe's own configuration
 #                (micro-batch 2, clipping on, the optimizer after backward, blocks recomputed),
 #                with grad_accum 2 so that gradients accumulate across micro-batches
-#   llama-8b-head-whole  llama-8b-recipe with the loss over the whole micro-batch at once
-#                (model.loss_chunk_rows 4096 against the recipe's 64): an A/B pair with it
+#   llama-8b-head-64  llama-8b-recipe with the head and loss in 64-row chunks (model.loss_chunk_rows
+#                64) against the recipe's whole micro-batch at once: an A/B pair with it
 #   llama-8b-no-recompute  llama-8b-recipe without recomputation (activation_checkpointing none)
+# TRAIN_PRESETS_H200=1: the *-recipe cases (and their A/B pairs) take the H200 recipes
+# (*_h200.yaml: micro-batch 4, no recomputation, the plan's --fit h200 choice).
 # TRAIN_PRESETS_PROFILE=1 adds train.profile: ops to every run: each prints its step profile
 # (every op timed on CUDA events, by phase, beside the roofline) and writes profile.json.
 # FARTHING_GEMM_CEILING_TFLOPS (the bf16 GEMM rate measured this visit) adds the MFU against it.
@@ -42,16 +44,19 @@ mkdir -p "$work"
 skip_without_gpu train_presets "$device"
 
 recipe_dir="$src/recipes"
+h200_suffix=""
+[[ ${TRAIN_PRESETS_H200:-0} == 1 ]] && h200_suffix=_h200
 case "$case_name" in
   resume-135m) preset=smollm2-135m vocab=49152 seq=512 recipe=smollm2/135m_full_single_device.yaml ;;
   llama-1b) preset=llama3.2-1b vocab=128256 seq=2048 recipe=llama3_2/1b_full_single_device.yaml ;;
   llama-8b) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device.yaml ;;
   llama-8b-fp8) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_fp8.yaml ;;
   llama-8b-offload) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_offload.yaml ;;
-  qwen-7b|qwen-7b-recipe) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device.yaml ;;
-  llama-8b-recipe|llama-8b-head-whole|llama-8b-no-recompute)
-    preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device.yaml ;;
-  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b|llama-8b-recipe|qwen-7b-recipe|llama-8b-head-whole|llama-8b-no-recompute)" >&2; exit 2 ;;
+  qwen-7b) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device.yaml ;;
+  qwen-7b-recipe) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device${h200_suffix}.yaml ;;
+  llama-8b-recipe|llama-8b-head-64|llama-8b-no-recompute)
+    preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device${h200_suffix}.yaml ;;
+  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b|llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute)" >&2; exit 2 ;;
 esac
 if [[ -n ${TRAIN_PRESETS_PRESET:-} ]]; then
   preset="$TRAIN_PRESETS_PRESET"
@@ -131,14 +136,14 @@ PY
     summary "$case_name"
     echo "train_presets: qwen-7b: llm.q publishes 14k tokens/s for Qwen2.5-7B on one H100 in BF16 (not this GPU)"
     ;;
-  llama-8b-recipe|qwen-7b-recipe|llama-8b-head-whole|llama-8b-no-recompute)
-    # The recipe as written (micro-batch 2, clipping, the optimizer after backward), with two
-    # micro-batches per step rather than 16 so that three steps fit a check's timeout.
+  llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute)
+    # The recipe as written (its micro-batch, clipping, the optimizer after backward), with two
+    # micro-batches per step rather than 8-16 so that three steps fit a check's timeout.
     ab=()
-    [[ $case_name == llama-8b-head-whole ]] && ab=(--set model.loss_chunk_rows=4096)
+    [[ $case_name == llama-8b-head-64 ]] && ab=(--set model.loss_chunk_rows=64)
     [[ $case_name == llama-8b-no-recompute ]] && ab=(--set model.activation_checkpointing=none)
     rm -rf "$work/$case_name"
-    run "$case_name" "$device" --set train.steps=3 --set train.micro_batch=2 --set train.grad_accum=2 \
+    run "$case_name" "$device" --set train.steps=3 --set train.grad_accum=2 \
       --set checkpoint.save_every=0 --set checkpoint.save_final=false "${ab[@]}"
     summary "$case_name"
     for base in llama-8b-recipe; do  # the A/B pair's other half, when it ran in this WORK_DIR

@@ -63,6 +63,9 @@ models::ModelOptions model_options_of(const recipe::RunConfig& config, const Fp8
   models::ModelOptions o;
   o.compute = compute_mode_of(config.train.precision);
   o.checkpointing = config.model.activation_checkpointing;
+  FARTHING_CHECK(config.model.loss_chunk_rows > 0, "model.loss_chunk_rows 0 (auto) is sized against a device's "
+                 "memory by farthing train and farthing plan (train/plan/device_fit.h) before the model is built; "
+                 "give a number of rows to build it directly");
   o.loss_chunk_rows = config.model.loss_chunk_rows;
   o.bf16_activations = config.model.bf16_activations;
   if (uses_fp8(config)) {

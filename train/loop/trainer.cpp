@@ -112,6 +112,11 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
       output_(output),
       source_(open_source(config_)),
       data_(open_data(config_, source_)) {
+  if (config_.model.loss_chunk_rows == 0) {  // auto: sized by the plan, recorded in recipe.yaml
+    FARTHING_CHECK(output_.auto_loss_chunk_rows != nullptr, "model.loss_chunk_rows is 0 (auto), which farthing train "
+                   "sizes against the device's memory; give a number of rows when building a Trainer directly");
+    config_.model.loss_chunk_rows = output_.auto_loss_chunk_rows(config_, source_.config);
+  }
   const recipe::TrainSection& t = config_.train;
   sampler_ = std::make_unique<data::EpochSampler>(data_.train.size(), t.seed, config_.data.shuffle);
   models::TransformerSpec spec = models::make_spec(source_.config);

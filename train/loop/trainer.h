@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,9 @@ struct TrainerOutput {
   // When set, each train_step records where its time went here (step_timeline.h): `farthing
   // bench dist` and the scaling model read it. Must outlive the trainer.
   StepTimeline* timeline = nullptr;
+  // Sizes model.loss_chunk_rows 0 (auto) for the recipe and its model: the plan's choice for this
+  // device (train/plan/device_fit.h), which the loop cannot call itself. Needed only for auto.
+  std::function<int64_t(const recipe::RunConfig&, const models::ModelConfig&)> auto_loss_chunk_rows;
 };
 
 class Trainer {

@@ -147,8 +147,9 @@ class Checker {
                      at("data.train"), " is '", train, "' (text; pre-tokenize it with `farthing tokenize` or give ",
                      "model.tokenizer)");
     }
-    FARTHING_CHECK(m.loss_chunk_rows >= 1, at("model.loss_chunk_rows"), " is ", m.loss_chunk_rows,
-                   ", expected a whole number >= 1 (rows of logits alive at once in the cross-entropy)");
+    FARTHING_CHECK(m.loss_chunk_rows >= 0, at("model.loss_chunk_rows"), " is ", m.loss_chunk_rows,
+                   ", expected a whole number >= 1 (rows of logits alive at once in the cross-entropy), or 0 "
+                   "for the largest the device's memory allows");
     FARTHING_CHECK(std::isfinite(m.init_std) && m.init_std > 0.0, at("model.init_std"), " is ", num(m.init_std),
                    ", expected a number > 0 (standard deviation of the random init)");
   }

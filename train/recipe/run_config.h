@@ -112,7 +112,10 @@ struct ModelSection {
                                 // ("" with a preset: random init from train.seed)
   std::string tokenizer;        // tokenizer file or dir ("": next to `path`, or from the GGUF)
   models::Checkpointing activation_checkpointing = models::Checkpointing::kNone;  // none | per_block
-  int64_t loss_chunk_rows = 64;  // rows of logits alive at once in the fused cross-entropy
+  // Rows of logits alive at once in the fused cross-entropy; each chunk re-reads the head's weight
+  // and gradient. 0 (auto): the whole micro-batch where the plan's peak with it fits the device's
+  // memory, else the largest power of two down to 64 that fits (train/plan/device_fit.h).
+  int64_t loss_chunk_rows = 64;
   double init_std = 0.02;        // random init only
   // bf16 compute (without FP8 / FP4 layers): store the activations ModelOptions::bf16_activations
   // names as bf16, each rounded once where it is produced. false keeps them fp32 and narrows each

@@ -179,7 +179,7 @@ TEST(RecipeErrors, RangesNameTheKeyValueAndBound) {
                         Case{"schedule", "min_ratio", "1.5", "expected a number in [0, 1]"},
                         Case{"schedule", "min_ratio", "-0.1", "expected a number in [0, 1]"},
                         Case{"schedule", "warmup_steps", "-1", "expected a whole number >= 0"},
-                        Case{"model", "loss_chunk_rows", "0", "expected a whole number >= 1"},
+                        Case{"model", "loss_chunk_rows", "-1", "expected a whole number >= 1"},
                         Case{"model", "init_std", "0", "expected a number > 0"},
                         Case{"loss_scale", "initial", "0", "expected a number > 0"},
                         Case{"loss_scale", "growth_factor", "1", "expected a number > 1"},

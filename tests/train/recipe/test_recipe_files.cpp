@@ -128,6 +128,8 @@ TEST(RecipeFiles, NamesFollowFamilySizeMethod) {
     if (method.ends_with("_fp8")) method.resize(method.size() - 4);
     // An _offload suffix: the same model with the optimizer on the host (optimizer.offload host).
     if (method.ends_with("_offload")) method.resize(method.size() - 8);
+    // An _h200 suffix: the same batch cut for one H200's memory (farthing plan --fit h200).
+    if (method.ends_with("_h200")) method.resize(method.size() - 5);
     // full_cpu_demo: the README's main job (tools/demo.sh), sized for a 2-core CPU.
     EXPECT_TRUE(method == "full_single_device" || method == "full_sharded" || method == "full_cpu_demo") << stem;
   }
