@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_layers.py — the source tree's layer rules, checked (ctest test_layers; issue 22).
+"""check_layers.py — the source tree's layer rules, checked (ctest test_layers).
 
 1. Includes run down the layer order only (docs/layers.md):
      kernels/numerics -> kernels/{cpu, cuda} -> framework/core -> framework/backend
@@ -234,8 +234,8 @@ def check_comment_citations(root, findings):
                         findings.append(f"{path}:{line_no}: a comment cites {cited}, which does not exist")
 
 
-# Folders that moved since issue 22 was filed, under their current names. The trainer's folder
-# split in two (train/loop, train/plan); an older tree's files are counted under train/loop.
+# An older tree's folders, under their current names (--edges compares a tree of the old layout):
+# the trainer's one folder is counted as train/loop.
 RENAMED = {"framework/recipe": "train/recipe", "framework/train": "train/loop",
            "framework/run/recipe": "train/recipe", "framework/run/train": "train/loop"}
 

@@ -8,8 +8,8 @@ tools/setup.sh
 echo "test: install and build took $((SECONDS - start)) s"
 build_dir=${FARTHING_BUILD_DIR:-build}
 
-# A package installed by hand here would keep this build green and a fresh machine red (issue 13:
-# oneDNN's CMake config needs OpenCL's headers). shared/'s check reads the build folder and
+# A package installed by hand here would keep this build green and a fresh machine red (oneDNN's
+# CMake config needs OpenCL's headers, which only an install step brings). shared/'s check reads the build folder and
 # tools/*.sh and fails on any package the build used that neither the image nor setup.sh brings.
 fresh_check=../shared/tools/fresh-machine-check
 if [[ -x $fresh_check ]]; then

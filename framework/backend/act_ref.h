@@ -1,7 +1,7 @@
 // act_ref.h — an activation array whose elements are fp32 or bf16.
 //
 // Under bf16 compute the GEMMs' input activations (each norm's output, attention's output, the
-// MLP's activation) are stored as bf16 (issue 36, item 2). The op that writes one rounds each
+// MLP's activation) are stored as bf16. The op that writes one rounds each
 // value to nearest even once, the very bits NnOps::narrow(kBF16) gives its fp32 value, so a bf16
 // GEMM reads it in place and the results are bit for bit those of an fp32 array narrowed before
 // each GEMM, on every backend, at half the bytes and without the narrowing pass. (Attention's

@@ -94,15 +94,7 @@ ModelFile read_gguf_model(const std::filesystem::path& path, bool lazy) {
       opened->dequantize(info, raw.data());
       rope_interleaved_to_half(raw.data(), dst, dims[0], dims[1], heads);
     };
-    ModelTensor t;
-    if (lazy) {
-      t.shape = shape;
-      t.decode = std::move(decode);
-    } else {
-      t = make_model_tensor(shape);
-      decode(t.f32());
-    }
-    model.tensors.emplace(std::move(name), std::move(t));
+    model.tensors.emplace(std::move(name), decoded_model_tensor(shape, std::move(decode), lazy));
   }
   return model;
 }

@@ -25,7 +25,7 @@ std::filesystem::path checkpoint_path_for_step(const std::filesystem::path& dir,
 // The temporary name a checkpoint is written under before its rename: dir/.NAME.tmp
 std::filesystem::path checkpoint_temp_path(const std::filesystem::path& final_path);
 
-// Test hook for I/O faults during a save (issue 20; tests/ckpt/test_h5_faults.sh):
+// Test hook for I/O faults during a save (tests/ckpt/test_h5_faults.sh):
 // FARTHING_CKPT_TEST_FAULT=STAGE:KIND makes the save fail at STAGE as the disk would:
 //   STAGE  dataset (the first write_tensor), attributes (commit's file attributes), fsync (of
 //          the finished temporary file), rename (into its final name), latest (the pointer file)

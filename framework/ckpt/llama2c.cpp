@@ -59,15 +59,7 @@ ModelFile read_llama2c(const std::filesystem::path& path, bool lazy) {
           std::memcpy(dst, s, size_t(elems) * 4);
         }
       };
-      ModelTensor t;
-      if (lazy) {
-        t.shape = shape;
-        t.decode = std::move(decode);
-      } else {
-        t = make_model_tensor(shape);
-        decode(t.f32());
-      }
-      model.tensors.emplace(hf_name(i), std::move(t));
+      model.tensors.emplace(hf_name(i), decoded_model_tensor(shape, std::move(decode), lazy));
     }
     r.seek(r.offset() + bytes);
   };

@@ -2,6 +2,7 @@
 #include "framework/ckpt/model_file.h"
 
 #include <cstring>
+#include <utility>
 
 namespace farthing::ckpt {
 
@@ -10,6 +11,18 @@ ModelTensor make_model_tensor(const Shape& shape) {
   t.shape = shape;
   t.data = Buffer(Device::cpu(), size_t(shape.numel()) * sizeof(float), MemoryCategory::kWeights);
   if (t.data.data()) std::memset(t.data.data(), 0, t.data.bytes());
+  return t;
+}
+
+ModelTensor decoded_model_tensor(const Shape& shape, std::function<void(float* dst)> decode, bool lazy) {
+  if (!lazy) {
+    ModelTensor t = make_model_tensor(shape);
+    decode(t.f32());
+    return t;
+  }
+  ModelTensor t;
+  t.shape = shape;
+  t.decode = std::move(decode);
   return t;
 }
 

@@ -44,6 +44,9 @@ struct ModelTensor {
 
 // An fp32 host tensor of the given shape (zero-filled).
 ModelTensor make_model_tensor(const Shape& shape);
+// A tensor whose values `decode` writes from a mapped file: kept as the decoder when lazy (the
+// values decoded on every read), else decoded once into an fp32 host buffer.
+ModelTensor decoded_model_tensor(const Shape& shape, std::function<void(float* dst)> decode, bool lazy);
 // Shape from a dims list; throws naming `what` when the rank exceeds kMaxRank or a dim is < 0.
 Shape shape_from_dims(const std::vector<int64_t>& dims, const std::string& what);
 

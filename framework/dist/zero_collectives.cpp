@@ -87,6 +87,31 @@ void ZeroCollectives::reduce_gradients(float* grads, int stage) {
   }
 }
 
+namespace {
+
+// A unit as a sharded collective sees it: values [begin, begin + span) of the flat space, padded
+// to `padded` elements, `shard` of them per rank.
+struct ShardedUnit {
+  size_t unit;
+  int64_t begin, span, padded, shard;
+};
+
+// Visits every unit with elements, in order, after adding what this rank sends of it in a
+// reduce-scatter or an all-gather (world - 1 shards of elem_bytes each) to bytes_sent.
+template <class Visit>
+void for_each_sharded_unit(const ZeroLayout& layout, int64_t elem_bytes, int64_t& bytes_sent, Visit&& visit) {
+  const int64_t world = layout.world_size();
+  for (size_t u = 0; u < layout.units().size(); ++u) {
+    const int64_t begin = layout.units()[u].begin;
+    const ShardedUnit x{u, begin, layout.aligned_end(u) - begin, layout.padded_elems(u), layout.shard_elems(u)};
+    if (x.padded == 0) continue;
+    bytes_sent += (world - 1) * x.shard * elem_bytes;
+    visit(x);
+  }
+}
+
+}  // namespace
+
 void ZeroCollectives::all_reduce_units(float* grads) {
   const int64_t world = layout_.world_size();
   std::vector<CommHandle> in_flight;
@@ -103,35 +128,29 @@ void ZeroCollectives::all_reduce_units(float* grads) {
 
 void ZeroCollectives::reduce_scatter_units(float* grads) {
   const int rank = layout_.rank();
-  const int64_t world = layout_.world_size();
   float* staging = static_cast<float*>(staging_.data());
   std::vector<CommHandle> in_flight;
   StagedCollective staged;
-  for (size_t u = 0; u < layout_.units().size(); ++u) {
-    const int64_t begin = layout_.units()[u].begin;
-    const int64_t span = layout_.aligned_end(u) - begin;
-    const int64_t padded = layout_.padded_elems(u);
-    const int64_t shard = layout_.shard_elems(u);
-    if (padded == 0) continue;
-    bytes_communicated_ += (world - 1) * shard * int64_t(sizeof(float));
-    if (!layout_.needs_staging(u)) {
+  for_each_sharded_unit(layout_, sizeof(float), bytes_communicated_, [&](const ShardedUnit& x) {
+    const int64_t begin = x.begin, span = x.span, padded = x.padded, shard = x.shard;
+    if (!layout_.needs_staging(x.unit)) {
       // NOTE: out is this rank's slot of in (in-place reduce-scatter, as NCCL defines it); the
       // MPI communicator reads all of in before it writes out.
       in_flight.push_back(comm_.reduce_scatter_async(
           Tensor(grads + begin + rank * shard, DType::kF32, {shard}, device_),
           Tensor(grads + begin, DType::kF32, {padded}, device_), ReduceOp::kSum));
-      continue;
+      return;
     }
     staged.finish();  // the staging buffer is free from here
     copy_elements(staging, grads + begin, span, DType::kF32);
     // NOTE: the padding is summed too (and dropped): zeros keep it finite and deterministic.
     backend_.fill_bytes(staging + span, 0, size_t(padded - span) * sizeof(float));
-    const UnitRange mine = layout_.owned(u, rank);
+    const UnitRange mine = layout_.owned(x.unit, rank);
     staged.start(comm_.reduce_scatter_async(Tensor(staging + rank * shard, DType::kF32, {shard}, device_),
                                             Tensor(staging, DType::kF32, {padded}, device_),
                                             ReduceOp::kSum),
                  [=, this] { copy_elements(grads + mine.begin, staging + (mine.begin - begin), mine.size(), DType::kF32); });
-  }
+  });
   staged.finish();
   wait_all(in_flight);
 }
@@ -146,26 +165,20 @@ void ZeroCollectives::gather_owned(void* values, DType dtype) {
                  " elements");
   if (layout_.world_size() == 1) return;  // the only rank owns every element already
   const int rank = layout_.rank();
-  const int64_t world = layout_.world_size();
   char* staging = static_cast<char*>(staging_.data());
   std::vector<CommHandle> in_flight;
   StagedCollective staged;
-  for (size_t u = 0; u < layout_.units().size(); ++u) {
-    const int64_t begin = layout_.units()[u].begin;
-    const int64_t span = layout_.aligned_end(u) - begin;
-    const int64_t padded = layout_.padded_elems(u);
-    const int64_t shard = layout_.shard_elems(u);
-    if (padded == 0) continue;
-    bytes_communicated_ += (world - 1) * shard * int64_t(elem_bytes);
-    if (!layout_.needs_staging(u)) {
+  for_each_sharded_unit(layout_, int64_t(elem_bytes), bytes_communicated_, [&](const ShardedUnit& x) {
+    const int64_t begin = x.begin, span = x.span, padded = x.padded, shard = x.shard;
+    if (!layout_.needs_staging(x.unit)) {
       in_flight.push_back(
           comm_.all_gather_async(Tensor(element_ptr(values, begin, elem_bytes), dtype, {padded}, device_),
                                  Tensor(element_ptr(values, begin + rank * shard, elem_bytes),
                                         dtype, {shard}, device_)));
-      continue;
+      return;
     }
     staged.finish();  // the staging buffer is free from here
-    const UnitRange mine = layout_.owned(u, rank);
+    const UnitRange mine = layout_.owned(x.unit, rank);
     char* slot = staging + size_t(rank * shard) * elem_bytes;
     copy_elements(slot, element_ptr(values, mine.begin, elem_bytes), mine.size(), dtype);
     // The slot's tail past the span is padding the peers drop; zeros keep it deterministic.
@@ -173,7 +186,7 @@ void ZeroCollectives::gather_owned(void* values, DType dtype) {
     staged.start(comm_.all_gather_async(Tensor(staging, dtype, {padded}, device_),
                                         Tensor(slot, dtype, {shard}, device_)),
                  [=, this] { copy_elements(element_ptr(values, begin, elem_bytes), staging, span, dtype); });
-  }
+  });
   staged.finish();
   wait_all(in_flight);
 }

@@ -165,20 +165,31 @@ __device__ void load_query_side(const Geometry& g, int b, int h, int64_t q0, con
 // Shared floats of the backward kernels: Q, dO, K, V tiles, P and dS, lse and delta.
 __host__ __device__ inline int backward_shared_floats(int D) { return 4 * kTile * (D + 1) + 2 * kTile * kTile + 2 * kTile; }
 
+// The backward kernels' shared memory, carved in that order: the Q, dO, K and V tiles (rows of
+// ld = D + 1 floats), the P and dS tiles, lse and delta. One layout for both kernels.
+struct BackwardTiles {
+  float *Qs, *dOs, *Ks, *Vs, *Ps, *dSs, *lse_s, *delta_s;
+};
+__device__ inline BackwardTiles backward_tiles(float* shared, int ld) {
+  BackwardTiles t;
+  t.Qs = shared;
+  t.dOs = t.Qs + kTile * ld;
+  t.Ks = t.dOs + kTile * ld;
+  t.Vs = t.Ks + kTile * ld;
+  t.Ps = t.Vs + kTile * ld;
+  t.dSs = t.Ps + kTile * kTile;
+  t.lse_s = t.dSs + kTile * kTile;
+  t.delta_s = t.lse_s + kTile;
+  return t;
+}
+
 template <int DC>
 __global__ void __launch_bounds__(kAttnThreads)
 attention_dkdv_kernel(Geometry g, float* dk_heads, float* dv_heads, const float* dout, const float* lse,
                       const float* delta, const float* qkv) {
   extern __shared__ float shared[];
   const int D = g.D, ld = D + 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  float* Qs = shared;
-  float* dOs = Qs + kTile * ld;
-  float* Ks = dOs + kTile * ld;
-  float* Vs = Ks + kTile * ld;
-  float* Ps = Vs + kTile * ld;
-  float* dSs = Ps + kTile * kTile;
-  float* lse_s = dSs + kTile * kTile;
-  float* delta_s = lse_s + kTile;
+  const auto [Qs, dOs, Ks, Vs, Ps, dSs, lse_s, delta_s] = backward_tiles(shared, ld);
   const int b = blockIdx.z, h = blockIdx.y;
   const int64_t k0 = int64_t(blockIdx.x) * kTile, T = g.T, S = g.stride();
   const float* ksrc = qkv + int64_t(b) * T * S + int64_t(g.Hq) * D + int64_t(g.kv_head(h)) * D;
@@ -237,14 +248,7 @@ attention_dq_kernel(Geometry g, float* dqkv, const float* dout, const float* lse
                     const float* qkv) {
   extern __shared__ float shared[];
   const int D = g.D, ld = D + 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  float* Qs = shared;
-  float* dOs = Qs + kTile * ld;
-  float* Ks = dOs + kTile * ld;
-  float* Vs = Ks + kTile * ld;
-  float* Ps = Vs + kTile * ld;
-  float* dSs = Ps + kTile * kTile;
-  float* lse_s = dSs + kTile * kTile;
-  float* delta_s = lse_s + kTile;
+  const auto [Qs, dOs, Ks, Vs, Ps, dSs, lse_s, delta_s] = backward_tiles(shared, ld);
   const int b = blockIdx.z, h = blockIdx.y;
   const int64_t q0 = int64_t(blockIdx.x) * kTile, T = g.T, S = g.stride();
   const float* ksrc = qkv + int64_t(b) * T * S + int64_t(g.Hq) * D + int64_t(g.kv_head(h)) * D;

@@ -98,10 +98,9 @@ struct Plan : LtPlan {
 // Builds the FP8 descriptor and asks the heuristic; false (with the reason) when cuBLASLt
 // declines. Scale pointers are set per call; the heuristic is asked with the workspace's scale
 // slots in their place (any valid 16-byte aligned device address will do).
-// NOTE: with no scale pointer set, the heuristic answered CUBLAS_STATUS_INVALID_VALUE for every
-// VEC128 / BLK128x128 pair on the first GPU run (H200, cuBLASLt 13.1, 2026-12-04), while the
-// per-tensor plans (where a null pointer means a scale of 1) were found; NVIDIA's block-scaled
-// sample sets the pointers before asking.
+// NOTE: with no scale pointer set, the heuristic answers CUBLAS_STATUS_INVALID_VALUE for every
+// VEC128 / BLK128x128 pair (H200, cuBLASLt 13.1), while the per-tensor plans (where a null pointer
+// means a scale of 1) are found; NVIDIA's block-scaled sample sets the pointers before asking.
 bool plan_fp8(cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Operand& a, const Fp8Operand& b, int alignment,
               const float* ak_scales_slot, const float* bk_scales_slot, std::string& reason) {
   const auto fail = [&](const char* what, cublasStatus_t status) {
@@ -144,8 +143,8 @@ bool plan_fp8(cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Ope
   return true;
 }
 
-// A plan that falls back is never silent (issue 36): one line per shape, whether or not plans
-// are logged.
+// A plan that falls back is never silent: one line per shape, whether or not plans are logged
+// (a silent fallback would look like a slow FP8 GEMM).
 void note_fallback(const GemmShape& s, const std::string& reason) {
   std::fprintf(stderr, "farthing: note: an FP8 GEMM (m=%lld n=%lld k=%lld) runs as dequantize + bf16 GEMM: %s\n",
                (long long)s.m, (long long)s.n, (long long)s.k, reason.c_str());

@@ -31,8 +31,8 @@ FARTHING_HD uint32_t f32_to_bits(float x) {
 // The one NaN a computed NaN is stored as. An NVIDIA GPU's float ops return this pattern for every
 // NaN result, while x86 makes 0xFFC00000 (0 * inf) or passes an operand's payload on, so an op
 // whose NaN outputs are stored (the 8-bit moments' dequantized values) maps its NaNs to this one
-// to keep both backends' bits equal. Found by the first GPU run (2026-12-04): dequantizing a block
-// whose absmax is inf gave 0xFFC00000 on the CPU and 0x7FFFFFFF on the H200.
+// to keep both backends' bits equal: dequantizing a block whose absmax is inf gives 0xFFC00000 on
+// an x86 CPU and 0x7FFFFFFF on an H200.
 inline constexpr uint32_t kCanonicalNanBits = 0x7FFFFFFFu;
 
 FARTHING_HD float bits_to_f32(uint32_t bits) {

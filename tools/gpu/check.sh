@@ -204,8 +204,8 @@ run_step cuda-tests-nn-parity 90 bash -c 'in_ctest_dir "$@"' _ -R '^(test_nn_ops
 run_step fp8-gemm 45 env FARTHING_FP8_PLAN_LOG=1 "$PKG/bin/test_nn_ops_parity" --gtest_also_run_disabled_tests \
   --gtest_filter='NnOps/Cuda.MatchesCpuWithinItsClass/matmul_fp8_*:Fp8GemmThroughput.*'
 # Whole models (a training step's loss and gradients, decoding logits) through the CUDA ops:
-# the small models, then SmolLM2-135M in fp32 and bf16, then in FP8 (on the first GPU run,
-# 2026-12-04, the twelve cases together outran one step's 85 s).
+# the small models, then SmolLM2-135M in fp32 and bf16, then in FP8 (the twelve cases together
+# outrun one step's 85 s on an H200).
 run_step cuda-tests-model-on-device 90 "$PKG/bin/test_model_on_device_ops" --gtest_filter='Models/CudaStaged.*:-*smollm2*'
 run_step cuda-tests-model-on-device-135m 90 "$PKG/bin/test_model_on_device_ops" \
   --gtest_filter='Models/CudaStaged.*smollm2_135m_f32:Models/CudaStaged.*smollm2_135m_bf16'

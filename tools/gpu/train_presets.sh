@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # train_presets.sh FARTHING WORK_DIR CASE — the one-GPU trainer at the sizes its aims name
-# (issue 17's table, issue 18's FP8 step), one case per call so that a GPU check gives each its
+# (the throughput and memory aims, the FP8 step's speed-up), one case per call so that a GPU check gives each its
 # own timeout. Random init and synthetic tokens (nothing can be downloaded there). CASE:
 #   resume-135m  SmolLM2-135M, 6 steps straight against 3 + resume: every loss bit for bit; and
 #                the same 6 steps on the CPU, each loss within 2% (bf16 GEMMs in other orders)
@@ -26,13 +26,13 @@
 # TRAIN_PRESETS_PROFILE=1 adds train.profile: ops to every run: each prints its step profile
 # (every op timed on CUDA events, by phase, beside the roofline) and writes profile.json.
 # FARTHING_GEMM_CEILING_TFLOPS (the bf16 GEMM rate measured this visit) adds the MFU against it.
-# The throughput cases write no checkpoint (checkpoint.save_final=false): on the first GPU run
-# (2026-12-04) Llama-3.1-8B was still writing its final checkpoint when the step's 80 s ran out.
+# The throughput cases write no checkpoint (checkpoint.save_final=false): Llama-3.1-8B's final
+# checkpoint alone takes longer than a check's step may run.
 # Prints each run's last step (loss, tokens/s, MFU, peak) as metrics.jsonl has it; the figures
 # are a few steps' worth, the first step (warm-up: cuBLASLt's plans, the pool) left out.
 # TRAIN_PRESETS_DEVICE=strict with TRAIN_PRESETS_PRESET=stories260k and TRAIN_PRESETS_SEQ=64: a
 # dry run of the same flow on the CPU kernels (every case then trains that small model).
-# Exit 77 without a visible GPU. Needs python3. Ran on an H200 on 2026-12-04 (docs/gpu_results.md).
+# Exit 77 without a visible GPU. Needs python3. Its runs on a GPU: docs/gpu_results.md.
 set -euo pipefail
 farthing="$1"
 work="$2"

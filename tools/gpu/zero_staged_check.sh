@@ -10,7 +10,7 @@
 # is equal bits); checkpoints are not compared (the GPU machine has no h5dump).
 # ZERO_CHECK_DEVICE=strict (or cpu): the same runs on the CPU kernels, as a dry run without a GPU
 # (with ZERO_CHECK_PRESET=stories260k to keep it short). Exit 77 without a visible GPU.
-# Needs python3 (to write the token file). Ran on an H200 on 2026-12-04 (docs/gpu_results.md).
+# Needs python3 (to write the token file). Its runs on a GPU: docs/gpu_results.md.
 set -euo pipefail
 farthing="$1"
 mpirun="$2"
@@ -36,7 +36,7 @@ common=(--set "model.preset=$preset" --set model.path= --set "data.train=$work/t
 recipe="$src/recipes/gpt2/124m_full_single_device.yaml"
 losses() { grep -o '"loss":[^,}]*' "$1/metrics.jsonl"; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# No thread pin: the CPU GEMMs' bits depend on their shapes only, as a GPU's do (issue 32), so np 1
+# No thread pin: the CPU GEMMs' bits depend on their shapes only, as a GPU's do, so np 1
 # on every core equals np 2 with the cores split between the ranks.
 
 start=$SECONDS

@@ -85,7 +85,7 @@ DType one_backward_grad_dtype_of(const recipe::TrainSection& train) {
   }
   // NOTE (numerics): precision fp32 is the setting a user picks as the reference; with bf16
   // gradients its per-tensor gradients differed from PyTorch's fp64 ones by a median of 1.7e-3
-  // relative on SmolLM2-135M (issue 38 item 7), so it says fp32 and keeps fp32.
+  // relative on SmolLM2-135M, so it says fp32 and keeps fp32.
   return train.precision == recipe::Precision::kFp32 ? DType::kF32 : DType::kBF16;
 }
 

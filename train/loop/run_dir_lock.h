@@ -1,4 +1,4 @@
-// run_dir_lock.h — one writer per run directory (issue 20). Two `farthing train` processes on
+// run_dir_lock.h — one writer per run directory. Two `farthing train` processes on
 // the same checkpoint.run_dir would interleave checkpoints, `latest` and metrics.jsonl. The
 // training job (rank 0) holds an exclusive advisory lock (flock) on RUN_DIR/train.lock for as
 // long as it trains, and writes its pid, host and start time into the file so that a second

@@ -1,4 +1,4 @@
-// stop_signals.h — graceful preemption of a training run (issue 20). Clusters announce the end of
+// stop_signals.h — graceful preemption of a training run. Clusters announce the end of
 // a job with a signal: Slurm sends SIGTERM at the time limit or on preemption, and SIGUSR1 (or
 // another signal) `--signal=USR1@SECONDS` before it. On the first SIGTERM or SIGUSR1 the trainer
 // finishes the step it is in, saves a checkpoint and exits with kExitPreempted; every rank stops

@@ -4,8 +4,8 @@
 // design can reach. Two byte counts per op: as built (without FP8, the GEMM inputs, qkv, the
 // MLP's in-projection and every gradient but the logits' stored as bf16; the residual stream,
 // the residual branches' GEMM outputs and the logits fp32, narrowed to bf16 where a GEMM reads
-// them; transformer.cpp) and the design of issue 36 (bf16 activations, no narrowing). A lower bound on time: no launch latency, no host waits, every
-// kernel at the roofline. `farthing plan RECIPE --roofline DEVICE` prints it; with --measure-ops
+// them; transformer.cpp) and the design (bf16 activations, no narrowing). A lower bound on
+// time: no launch latency, no host waits, every kernel at the roofline. `farthing plan RECIPE --roofline DEVICE` prints it; with --measure-ops
 // it also runs every row's calls, shape by shape, on this machine's device and prints the
 // measured time beside the roofline's (train/plan/roofline_measure.h).
 // Relies on: models/common/model_config.h. Tested by: tests/train/plan/test_roofline.cpp.

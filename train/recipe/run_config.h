@@ -145,7 +145,7 @@ struct DataSection {
 
 // optimizer: AdamW and how its state is stored (NUMERICS.md §4, §6, §7).
 struct OptimizerSection {
-  OptimizerName name = OptimizerName::kAdamW;  // only adamw for now
+  OptimizerName name = OptimizerName::kAdamW;  // adamw, the one optimizer
   double lr = 2e-5;
   double beta1 = 0.9;
   double beta2 = 0.999;
