@@ -23,7 +23,10 @@ bool overlaps(const Tensor& a, const Tensor& b) {
 class StrictHostTransfer final : public HostTransfer {
  public:
   explicit StrictHostTransfer(Backend& device) : device_(device) {}
-  ~StrictHostTransfer() override = default;  // the owner has landed or dropped its copies (free_host)
+  // Copies still queued are dropped: the ring orders every copy back before the device reads the
+  // weights again (finish_step), so only a step that failed leaves any, and landing them here could
+  // write device memory already freed.
+  ~StrictHostTransfer() override = default;
 
   void* allocate_host(size_t bytes, MemoryCategory category) override {
     void* data = backend_for(Device::cpu()).allocate_bytes(bytes);
@@ -31,8 +34,14 @@ class StrictHostTransfer final : public HostTransfer {
     return data;
   }
   void free_host(void* data, size_t bytes, MemoryCategory category) override {
-    land(issued_);  // as freeing pinned memory waits for the device
     if (data == nullptr) return;
+    // Queued copies out of this memory keep what it holds; copies into it are dropped (no one
+    // can read it any more).
+    const Tensor freed(data, DType::kU8, Shape{int64_t(bytes)}, Device::cpu());
+    for (Copy& queued : queue_) {
+      if (!queued.is_staged && overlaps(queued.src, freed)) stage(queued);
+    }
+    std::erase_if(queue_, [&](const Copy& c) { return overlaps(c.dst, freed); });
     backend_for(Device::cpu()).free_bytes(data);
     memory_tracker(Device::cpu()).on_free(category, int64_t(bytes));
   }

@@ -4,7 +4,7 @@
 // A copy issued here does nothing but poison its destination (every byte 0xFF: NaN in f32, bf16
 // and fp16) and join a queue. The queue runs in issue order, and only when the contract of
 // host_transfer.h says the copy must be done: wait(ticket) lands the copies up to `ticket`,
-// order_device_after_copies() and free_host() land all of them. So host code that reads a copy's
+// order_device_after_copies() lands all of them. So host code that reads a copy's
 // destination before waiting for it, or a device op that reads weights copied back before the
 // ordering, sees NaN on any machine, where the CPU's synchronous copies would hide the mistake
 // and only a GPU's timing could show it.
