@@ -1,7 +1,7 @@
-// host_transfer.cpp — see host_transfer.h: the synchronous transfer (CPU, strict device) and the
-// factory.
+// host_transfer.cpp — see host_transfer.h: the synchronous transfer (CPU) and the factory.
 #include "framework/backend/host_transfer.h"
 
+#include "framework/backend/strict_host_transfer.h"
 #include "framework/core/error.h"
 
 namespace farthing {
@@ -56,6 +56,7 @@ std::unique_ptr<HostTransfer> make_host_transfer(Backend& backend) {
 #if defined(FARTHING_WITH_CUDA)
   if (backend.device().kind == DeviceKind::kCuda) return make_cuda_host_transfer(backend);
 #endif
+  if (backend.device().kind == DeviceKind::kStrict) return make_strict_host_transfer(backend);
   return std::make_unique<SyncHostTransfer>(backend);
 }
 

@@ -10,10 +10,12 @@
 //   CUDA (cuda_host_transfer.cu): pinned host memory, cudaMemcpyAsync on a copy stream of its
 //     own ordered against the compute stream by events, so the host is not blocked while a copy
 //     runs and the compute stream is not blocked by the host;
-//   CPU and the strict test device: Backend::copy, done when the call returns (on the strict
-//     device this is the only way its memory reaches the host: every transfer is explicit).
+//   CPU: Backend::copy, done when the call returns;
+//   the strict test device (strict_host_transfer.h): deferred, each copy landing only when
+//     wait() or order_device_after_copies() says it must, its destination NaN until then, so a
+//     missing wait or ordering fails on any machine (on this device every transfer is explicit).
 // Relies on: backend.h, core/memory.h. Tested by: tests/train/loop/test_train_offload.sh (strict
-// device, bit for bit), tests/train/loop/test_offload_timeline.cpp.
+// device, bit for bit), tests/train/loop/test_offload_timeline.cpp, tests/optim/test_host_step_ring.cpp.
 #pragma once
 
 #include <cstddef>

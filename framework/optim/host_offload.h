@@ -17,7 +17,8 @@
 // finish_step, on the driving thread; copies carry their time on the device's clock where it has
 // one (CUDA events).
 // Relies on: backend/host_transfer.h, host_step_worker.h, optim_config.h. Tested by:
-// tests/train/loop/test_train_offload.sh, tests/train/loop/test_offload_timeline.cpp.
+// tests/optim/test_host_step_ring.cpp, tests/train/loop/test_train_offload.sh,
+// tests/train/loop/test_offload_timeline.cpp.
 #pragma once
 
 #include <cstddef>

@@ -274,6 +274,23 @@ std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape) {
   return tiles + entry_for(dtype, tile, false).impl;
 }
 
+std::string onednn_cpu_isa_cpu() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41: return "SSE41";
+    case isa::avx: return "AVX";
+    case isa::avx2: return "AVX2";
+    case isa::avx2_vnni: return "AVX2_VNNI";
+    case isa::avx512_mic: return "AVX512_MIC";
+    case isa::avx512_mic_4ops: return "AVX512_MIC_4OPS";
+    case isa::avx512_core: return "AVX512_CORE";
+    case isa::avx512_core_vnni: return "AVX512_CORE_VNNI";
+    case isa::avx512_core_bf16: return "AVX512_CORE_BF16";
+    case isa::avx512_core_amx: return "AVX512_CORE_AMX";
+    default: return "oneDNN cpu_isa " + std::to_string(int(dnnl::get_effective_cpu_isa()));
+  }
+}
+
 int64_t matmul_primitive_count_cpu() {
   std::lock_guard lock(g_mutex);
   return int64_t(g_cache.size());

@@ -46,6 +46,11 @@ inline bool bf16_gemm_is_native_cpu() { return gemm_is_native_cpu(GemmDtype::kBF
 // oneDNN's implementation name for a GEMM of this dtype and shape (for benchmark output).
 std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape);
 
+// The ISA oneDNN dispatches to in this process, spelled as ONEDNN_MAX_CPU_ISA spells it ("AVX2",
+// "AVX512_CORE", "AVX512_CORE_BF16", ...): the processor's own, or the cap where one is set below
+// it (tests/support/with_onednn_isa_cap.sh).
+std::string onednn_cpu_isa_cpu();
+
 // Number of distinct primitives built so far (tests check that repeated calls reuse them).
 int64_t matmul_primitive_count_cpu();
 

@@ -17,7 +17,8 @@
 // checkpoint, draws what the straight run drew. (c depends on the order of the casts, which is
 // the same at any thread count but not across world sizes: ranks see other micro-batches.)
 // Relies on: framework/backend/nn_ops.h, fp4_policy.h, transformer_spec.h.
-// Tested by: tests/train/loop/test_train_fp4.sh (through the trainer), tests/kernels/test_fp4_cpu.cpp.
+// Tested by: tests/models/test_fp4_layer_grads.cpp (each layer's y, dx and dW against a reference
+// quantizer), tests/train/loop/test_train_fp4.sh (through the trainer), tests/kernels/test_fp4_cpu.cpp.
 #pragma once
 
 #include <cstdint>

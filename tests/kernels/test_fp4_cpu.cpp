@@ -9,7 +9,8 @@
 //    and scales are W's transposed (forward and backward see one quantized weight).
 // 3. The Hadamard transform: each row's full chunks transformed (hadamard.h, tested against the
 //    dense matrix in test_hadamard), the tail chunk left alone, before the scales are taken.
-// 4. The GEMM against an fp64 sum of the dequantized operands (fp32 accumulation: a priori bound of
+// 4. The GEMM against an fp64 sum of the operands dequantized here from the formats' definitions
+//    (not the kernels' helper the GEMM itself uses) (fp32 accumulation: a priori bound of
 //    k · 2^-23 · sum |a||b|), with accumulate; and the strict device's host emulation bit for bit.
 // 5. Tseng et al.'s 3/4 pre-scale: a clipping element's stochastic rounding becomes unbiased.
 #include <gtest/gtest.h>
@@ -238,17 +239,36 @@ TEST(Fp4Cpu, HadamardTransformsFullChunksBeforeTheScales) {
   EXPECT_EQ(q.decode, ref.decode);
 }
 
-// fp64 sum of the dequantized operands' products, C (m, n) = A (m, k) · B (n, k)^T.
+// Element (r, c) of an operand from the formats' definitions, not the kernels' helpers: the E2M1
+// code (bit 3 the sign; magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) times its block's scale (E8M0:
+// 2^(code - 127); E4M3: bias 7, three mantissa bits, subnormals m 2^-9) times the decode scale.
+double element_by_definition(const Fp4Operand& x, int64_t r, int64_t c) {
+  static constexpr double kE2M1[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  const uint8_t code = x.codes[r * x.cols + c];
+  const int s = x.scales[r * fp4_blocks_per_row(x.cols, x.block) + c / x.block];
+  const int e = s >> 3, m = s & 7;
+  const double scale = x.scale == Fp4Scale::kE8M0 ? std::ldexp(1.0, s - 127)
+                       : e == 0                   ? std::ldexp(double(m), -9)
+                                                  : std::ldexp(1.0 + m / 8.0, e - 7);
+  return ((code & 8) != 0 ? -1.0 : 1.0) * kE2M1[code & 7] * scale * double(*x.decode_scale);
+}
+
+// fp64 sum of the operands' products, C (m, n) = A (m, k) · B (n, k)^T, each element dequantized
+// by element_by_definition.
 std::vector<double> reference_gemm(const Fp4Operand& a, const Fp4Operand& b, std::vector<double>& bound) {
-  std::vector<float> da(size_t(a.rows * a.cols)), db(size_t(b.rows * b.cols));
-  fp4_dequantize_f32_cpu(a, da.data());
-  fp4_dequantize_f32_cpu(b, db.data());
+  std::vector<double> da(size_t(a.rows * a.cols)), db(size_t(b.rows * b.cols));
+  for (int64_t r = 0; r < a.rows; ++r) {
+    for (int64_t c = 0; c < a.cols; ++c) da[size_t(r * a.cols + c)] = element_by_definition(a, r, c);
+  }
+  for (int64_t r = 0; r < b.rows; ++r) {
+    for (int64_t c = 0; c < b.cols; ++c) db[size_t(r * b.cols + c)] = element_by_definition(b, r, c);
+  }
   std::vector<double> c(size_t(a.rows * b.rows));
   bound.assign(c.size(), 0.0);
   for (int64_t i = 0; i < a.rows; ++i) {
     for (int64_t j = 0; j < b.rows; ++j) {
       for (int64_t l = 0; l < a.cols; ++l) {
-        const double p = double(da[size_t(i * a.cols + l)]) * double(db[size_t(j * b.cols + l)]);
+        const double p = da[size_t(i * a.cols + l)] * db[size_t(j * b.cols + l)];
         c[size_t(i * b.rows + j)] += p;
         bound[size_t(i * b.rows + j)] += std::fabs(p);
       }

@@ -9,7 +9,7 @@
 //     promise results independent of the thread count, so every output must be bitwise equal; this
 //     half runs on every machine and is what tests the harness itself here. ctest also runs it under
 //     each oneDNN ISA cap below the machine's own (ONEDNN_MAX_CPU_ISA), so an AMX machine checks the
-//     AVX2 kernels too.
+//     AVX2 kernels too, and checks there that the cap took effect (OneDnnIsaCap).
 //   Cuda/*: CpuNnOps vs the CUDA backend's NnOps under the class's tolerance; skipped (GTEST_SKIP)
 //     without a GPU.
 // Everything goes through Backend (allocate, NnOps::copy) so the test is plain C++.
@@ -30,16 +30,20 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
 #include "framework/backend/backend.h"
 #include "framework/core/memory.h"
+#include "kernels/cpu/matmul_cpu.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/fp8_scaling.h"
 #include "kernels/numerics/minifloat.h"
@@ -1683,6 +1687,40 @@ TEST(NnOpsParityTable, ToleranceComparisonFailsOutsideItsClass) {
   g_off.arrays[0].second[2] = 0.5f + 1e-5f;  // inside the class: passes, but not bitwise
   expect_same(g_ref, g_off, tolerance_of(Tol::kF32Reduction));
   EXPECT_NONFATAL_FAILURE(expect_same(g_ref, g_off, tolerance_of(Tol::kBitwise)), "differ in bits");
+}
+
+// Under tests/support/with_onednn_isa_cap.sh: the cap took effect in this process. oneDNN says it
+// dispatches to the capped ISA, and the GEMMs the CpuThreads rows run name no ISA above it
+// (uncapped, an AVX-512-BF16 machine's bf16 GEMM of 48 x 24 x 40 is brg:avx512_core_bf16, an AMX
+// machine's brg:avx512_core_amx). Skipped without a cap.
+int onednn_isa_rank(const std::string& isa) {  // the caps' order; higher ranks run more instructions
+  static const std::pair<const char*, int> kRanks[] = {
+      {"avx2", 2},        {"avx2_vnni", 3},        {"avx512_core", 4},
+      {"avx512_core_vnni", 5}, {"avx512_core_bf16", 6}, {"avx512_core_amx", 8}};
+  std::string lower;
+  for (char c : isa) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& [name, rank] : kRanks) {
+    if (lower == name) return rank;
+  }
+  return lower.find("amx") != std::string::npos ? 8 : lower.rfind("avx512", 0) == 0 ? 5 : 1;
+}
+
+TEST(OneDnnIsaCap, TheCapTookEffect) {
+  const char* cap = std::getenv("FARTHING_ONEDNN_ISA_CAP");  // the cap with_onednn_isa_cap.sh set
+  if (cap == nullptr) GTEST_SKIP() << "not under with_onednn_isa_cap.sh: nothing is capped";
+  EXPECT_EQ(kernels::onednn_cpu_isa_cpu(), cap) << "oneDNN does not dispatch to the cap it was given";
+  for (const auto& [dtype, shape] : {std::pair{GemmDtype::kF32, GemmShape{256, 256, 256}},
+                                     std::pair{GemmDtype::kBF16, GemmShape{256, 256, 256}},
+                                     std::pair{GemmDtype::kBF16, GemmShape{48, 24, 40}}}) {
+    const std::string impl = kernels::matmul_impl_name_cpu(dtype, shape);
+    std::printf("  %s GEMM capped at %s: %s\n", dtype == GemmDtype::kF32 ? "f32" : "bf16", cap,
+                impl.c_str());
+    // Implementation names are "kind:isa" (brg:avx512_core) or name no ISA (gemm:jit).
+    const std::string isa = impl.substr(impl.rfind(':') + 1);
+    if (isa.rfind("avx", 0) == 0 || isa.find("amx") != std::string::npos) {
+      EXPECT_LE(onednn_isa_rank(isa), onednn_isa_rank(cap)) << impl << " runs an ISA above the cap " << cap;
+    }
+  }
 }
 
 }  // namespace

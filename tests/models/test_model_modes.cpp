@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "models/common/presets.h"
@@ -134,40 +135,60 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
 // it and again after the inverse RoPE (round_attention_grads). So are the residual stream's
 // gradient and each norm's output's: d(out) as the GEMMs' dgrads round it, and the residual
 // gradient after each norm's backward adds into it (round_residual_grads). Then loss and gradients
-// must not change by a bit. Without that rounding they must differ.
+// must not change by a bit. Without all of that rounding they must differ, and without any one
+// of the eight switches alone the gradients must differ too: each switch stands for rounding the
+// bf16 storage really does, none is redundant.
+struct RoundingSwitch {
+  const char* name;
+  bool testing::RecordingOps::*on;
+};
+constexpr RoundingSwitch kRoundingSwitches[] = {
+    {"round_attention_output", &testing::RecordingOps::round_attention_output},
+    {"round_mlp_input", &testing::RecordingOps::round_mlp_input},
+    {"round_qkv", &testing::RecordingOps::round_qkv},
+    {"round_mlp_grads", &testing::RecordingOps::round_mlp_grads},
+    {"round_attention_grads", &testing::RecordingOps::round_attention_grads},
+    {"round_residual_grads", &testing::RecordingOps::round_residual_grads},
+    {"round_residual", &testing::RecordingOps::round_residual},
+    {"round_logits", &testing::RecordingOps::round_logits},
+};
+
 TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   const ModelConfig c = micro(GetParam());
   const Batch batch = make_batch(2, 40, c.vocab_size, 17);
+  constexpr int kAll = -1, kNone = -2;  // every switch on, every switch off; else the one switch off
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
-    for (bool rounded : {true, false}) {
+    ModelOptions stored = testing::model_options(ComputeMode::kBF16, ck, 16);
+    ASSERT_EQ(stored_act_dtype(stored), GemmDtype::kBF16);
+    float l1 = 0;
+    const auto g1 = run(c, stored, batch, 2, 40, &l1);
+    std::vector<int> cases{kAll, kNone};
+    for (int s = 0; s < int(std::size(kRoundingSwitches)); ++s) cases.push_back(s);
+    for (int off : cases) {
       testing::RecordingOps fp32_ops;
-      fp32_ops.round_attention_output = rounded;
-      fp32_ops.round_mlp_input = rounded;
-      fp32_ops.round_qkv = rounded;
-      fp32_ops.round_mlp_grads = rounded;
-      fp32_ops.round_attention_grads = rounded;
-      fp32_ops.round_residual_grads = rounded;
-      fp32_ops.round_residual = rounded;
-      fp32_ops.round_logits = rounded;
+      for (int s = 0; s < int(std::size(kRoundingSwitches)); ++s) {
+        fp32_ops.*kRoundingSwitches[s].on = off == kAll || (off != kNone && off != s);
+      }
       ModelOptions narrowed = testing::model_options(ComputeMode::kBF16, ck, 16);
       narrowed.bf16_activations = false;
       narrowed.ops = &fp32_ops;
-      ModelOptions stored = testing::model_options(ComputeMode::kBF16, ck, 16);
       ASSERT_EQ(stored_act_dtype(narrowed), GemmDtype::kF32);
-      ASSERT_EQ(stored_act_dtype(stored), GemmDtype::kBF16);
-      float l0 = 0, l1 = 0;
+      float l0 = 0;
       const auto g0 = run(c, narrowed, batch, 2, 40, &l0);
-      const auto g1 = run(c, stored, batch, 2, 40, &l1);
       ASSERT_EQ(g0.size(), g1.size());
       size_t differ = 0;
       for (size_t i = 0; i < g0.size(); ++i) differ += std::memcmp(&g0[i], &g1[i], 4) != 0;
-      if (rounded) {
+      if (off == kAll) {
         EXPECT_EQ(std::memcmp(&l0, &l1, 4), 0) << "loss " << l1 << " with bf16 activations, " << l0 << " narrowed";
         EXPECT_EQ(differ, 0u) << "of " << g0.size() << " gradients (checkpointing " << int(ck) << ")";
-      } else {
+      } else if (off == kNone) {
         EXPECT_NE(std::memcmp(&l0, &l1, 4), 0) << "the in-projection was left unrounded, yet the loss is the same";
         EXPECT_GT(differ, 0u) << "attention's output and the MLP's in-projection were left unrounded, yet no "
                                  "gradient changed";
+      } else {
+        // Some switches only touch backward, so the loss may stay; the gradients may not.
+        EXPECT_GT(differ, 0u) << kRoundingSwitches[off].name << " alone turned off, yet no gradient changed "
+                              << "(checkpointing " << int(ck) << "): the switch is not shown to matter";
       }
     }
   }

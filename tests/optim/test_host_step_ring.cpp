@@ -1,8 +1,9 @@
 // test_host_step_ring.cpp — the ring an offloaded AdamW steps through (framework/optim/host_offload.h),
-// on the CPU backend as the "device": each host step sees the copies out of its shard, its
-// weights come back into the device tensor by the end of the step; with every slot busy, step()
-// waits for the oldest host step before it reuses that slot; a host step's error fails
-// finish_step with its message.
+// on the strict device, whose copies land only when waited for or ordered (backend/strict_host_transfer.h:
+// until then their destinations read NaN): each shard's host step sees its own gradients and its own
+// weights as they were on the device, and each shard's new weights are back on the device by the end
+// of the step; with every slot busy, step() waits for the oldest host step before it reuses that slot;
+// a host step's error fails finish_step with its message.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -21,9 +22,11 @@ namespace {
 
 constexpr int64_t kShard = 512;
 
+Backend& strict() { return backend_for(Device::strict()); }
+
 struct DeviceShard {
-  Buffer grads{Device::cpu(), kShard * 4, MemoryCategory::kOther};
-  Buffer weights{Device::cpu(), kShard * 2, MemoryCategory::kOther};
+  Buffer grads{Device::strict(), kShard * 4, MemoryCategory::kOther};
+  Buffer weights{Device::strict(), kShard * 2, MemoryCategory::kOther};
   Tensor g() const { return grads.view(DType::kF32, Shape{kShard}); }
   Tensor w() const { return weights.view(DType::kBF16, Shape{kShard}); }
 };
@@ -31,32 +34,73 @@ struct DeviceShard {
 HostStepRing make_ring(int64_t slots, size_t shards) {
   std::vector<ShardSpec> specs;
   for (size_t s = 0; s < shards; ++s) specs.push_back({uint64_t(s) * kShard, uint64_t(kShard)});
-  return HostStepRing(backend_for(Device::cpu()), OffloadOptions{Offload::kHost, slots, DType::kF32}, specs);
+  return HostStepRing(strict(), OffloadOptions{Offload::kHost, slots, DType::kF32}, specs);
 }
 
-// host weight[i] <- grads[i] + shard: what the test can see came back.
-HostStepRing::HostStep write_grads_plus(uint16_t shard) {
-  return [shard](const Tensor& host_grads, const Tensor& host_weights) {
+// Shard s's gradients and weights (raw bf16 bits), different in every shard and element.
+float grad_of(size_t s, int64_t i) { return float((i * 7 + int64_t(s) * 13) % 100); }
+uint16_t weight_of(size_t s, int64_t i) { return uint16_t(1000 * s + uint64_t(i % 50) * 3); }
+
+void upload(DeviceShard& d, size_t s) {
+  std::vector<float> g(kShard);
+  std::vector<uint16_t> w(kShard);
+  for (int64_t i = 0; i < kShard; ++i) {
+    g[size_t(i)] = grad_of(s, i);
+    w[size_t(i)] = weight_of(s, i);
+  }
+  strict().copy(d.g(), Tensor(g.data(), DType::kF32, Shape{kShard}));
+  strict().copy(d.w(), Tensor(w.data(), DType::kBF16, Shape{kShard}));
+}
+
+// The device weights as they are now (a readback outside the ring's transfer: copies it has not
+// landed yet read as NaN, 0xFFFF).
+std::vector<uint16_t> download_weights(const DeviceShard& d) {
+  std::vector<uint16_t> w(kShard);
+  strict().copy(Tensor(w.data(), DType::kBF16, Shape{kShard}), d.w());
+  return w;
+}
+
+// host weight[i] <- weight[i] + grads[i] + 1 (as integers): what comes back depends on both
+// copies out of this very shard.
+HostStepRing::HostStep add_grads_to_weights() {
+  return [](const Tensor& host_grads, const Tensor& host_weights) {
     const float* g = static_cast<const float*>(host_grads.data());
     auto* w = static_cast<uint16_t*>(host_weights.data());
-    for (int64_t i = 0; i < host_grads.numel(); ++i) w[i] = uint16_t(g[i]) + shard;
+    for (int64_t i = 0; i < host_grads.numel(); ++i) w[i] = uint16_t(w[i] + uint16_t(g[i]) + 1);
   };
 }
 
+// Five shards through two slots, so slots are reused within the step and the last two come back
+// only at finish_step.
 TEST(HostStepRing, EachShardsWeightsComeBackByTheEndOfTheStep) {
   std::vector<DeviceShard> device(5);
-  for (size_t s = 0; s < device.size(); ++s) {
-    for (int64_t i = 0; i < kShard; ++i) static_cast<float*>(device[s].grads.data())[i] = float(i % 100);
-  }
+  for (size_t s = 0; s < device.size(); ++s) upload(device[s], s);
   HostStepRing ring = make_ring(2, device.size());
-  for (size_t s = 0; s < device.size(); ++s) {
-    ring.step(s, device[s].g(), device[s].w(), write_grads_plus(uint16_t(1000 * s)));
-  }
+  for (size_t s = 0; s < device.size(); ++s) ring.step(s, device[s].g(), device[s].w(), add_grads_to_weights());
   ring.finish_step();
   for (size_t s = 0; s < device.size(); ++s) {
-    const auto* w = static_cast<const uint16_t*>(device[s].weights.data());
+    const std::vector<uint16_t> w = download_weights(device[s]);
     for (int64_t i = 0; i < kShard; ++i) {
-      ASSERT_EQ(w[i], uint16_t(i % 100 + 1000 * int64_t(s))) << "shard " << s << " element " << i;
+      const auto expected = uint16_t(weight_of(s, i) + uint16_t(grad_of(s, i)) + 1);
+      ASSERT_EQ(w[size_t(i)], expected) << "shard " << s << " element " << i << " (0xffff: a copy that never landed)";
+    }
+  }
+}
+
+// Two steps in a row: the second copies out the weights the first copied back.
+TEST(HostStepRing, ASecondStepStartsFromTheFirstStepsWeights) {
+  std::vector<DeviceShard> device(3);
+  for (size_t s = 0; s < device.size(); ++s) upload(device[s], s);
+  HostStepRing ring = make_ring(2, device.size());
+  for (int step = 0; step < 2; ++step) {
+    for (size_t s = 0; s < device.size(); ++s) ring.step(s, device[s].g(), device[s].w(), add_grads_to_weights());
+    ring.finish_step();
+  }
+  for (size_t s = 0; s < device.size(); ++s) {
+    const std::vector<uint16_t> w = download_weights(device[s]);
+    for (int64_t i = 0; i < kShard; ++i) {
+      const auto expected = uint16_t(weight_of(s, i) + 2 * (uint16_t(grad_of(s, i)) + 1));
+      ASSERT_EQ(w[size_t(i)], expected) << "shard " << s << " element " << i;
     }
   }
 }
@@ -79,7 +123,7 @@ TEST(HostStepRing, WithEverySlotBusyStepWaitsForTheOldestHostStep) {
       << "step() reused the only slot while its host step was still running";
   release.set_value();
   second.get();
-  EXPECT_EQ(static_cast<const uint16_t*>(device[0].weights.data())[0], 7) << "shard 0's weights did not come back";
+  EXPECT_EQ(download_weights(device[0])[0], 7) << "shard 0's weights did not come back";
 }
 
 TEST(HostStepRing, AHostStepErrorFailsTheStepWithItsMessage) {
@@ -88,9 +132,9 @@ TEST(HostStepRing, AHostStepErrorFailsTheStepWithItsMessage) {
   ring.step(0, device[0].g(), device[0].w(), [](const Tensor&, const Tensor&) {
     FARTHING_FAIL("shard 0's host step found a broken moment");
   });
-  ring.step(1, device[1].g(), device[1].w(), write_grads_plus(1));
+  ring.step(1, device[1].g(), device[1].w(), add_grads_to_weights());
   try {
-    ring.step(2, device[2].g(), device[2].w(), write_grads_plus(2));  // reuses shard 0's slot: waits for it
+    ring.step(2, device[2].g(), device[2].w(), add_grads_to_weights());  // reuses shard 0's slot: waits for it
     ring.finish_step();
     FAIL() << "the step went on after a host step threw";
   } catch (const Error& e) {

@@ -26,5 +26,8 @@ if (($(level_of "$cap") >= machine)); then
   exit 77
 fi
 echo "with_onednn_isa_cap: ONEDNN_MAX_CPU_ISA=$cap"
-export ONEDNN_MAX_CPU_ISA="$cap"
+# FARTHING_ONEDNN_ISA_CAP tells the tests which cap to check took effect (OneDnnIsaCap in
+# tests/kernels/test_nn_ops_parity.cpp, tests/support/check_onednn_isa_cap.sh): set apart from the
+# variable oneDNN reads, so a cap that never reached oneDNN fails instead of going unchecked.
+export FARTHING_ONEDNN_ISA_CAP="$cap" ONEDNN_MAX_CPU_ISA="$cap"
 exec "$@"

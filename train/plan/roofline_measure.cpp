@@ -48,7 +48,7 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
   Scratch s(backend);
   const models::ModelConfig& c = in.model;
   const auto timed = [&](const std::function<void()>& queue) {
-    return time_best(queue, [&] { backend.synchronize(); }, options.min_seconds);
+    return time_best(queue, [&] { backend.synchronize(); }, options.min_seconds, options.clock);
   };
   // The activations the model stores as bf16 are bf16 here too (roofline.cpp's as built).
   const bool bf16_inputs = options.gemm == GemmDtype::kBF16 && in.acts_bf16();

@@ -7,9 +7,11 @@
 // shapes: no launch gaps, host waits or cache effects of the real step between them (bench train
 // measures the whole step). Not run: FP8 quantization and FP8 GEMMs (bench numerics and bench
 // gemm measure those), and the optimizer step (bench optim).
-// Relies on: framework/backend (Backend, NnOps, Buffer). Tested by: tests/cli/test_plan_roofline_measure.sh.
+// Relies on: framework/backend (Backend, NnOps, Buffer). Tested by: tests/train/plan/test_roofline_measure.cpp
+// (a stub backend: each shape's calls and each row's sum), tests/cli/test_plan_roofline_measure.sh.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "framework/backend/backend.h"
@@ -21,6 +23,7 @@ struct RooflineMeasureOptions {
   GemmDtype gemm = GemmDtype::kBF16;       // the recipe's compute: its GEMMs' operand type
   GemmDtype attention = GemmDtype::kBF16;  // AttentionShape::dtype (bf16 compute runs cuDNN's on CUDA)
   double min_seconds = 0.1;                // per shape: timed batches until this much time is spent
+  std::function<double()> clock;           // seconds; empty: the host's steady clock (time_best.h)
 };
 
 // Seconds of each row of `step` (in its order) on `backend`'s device; negative for a row that is

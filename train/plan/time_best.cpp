@@ -8,17 +8,21 @@
 
 namespace farthing::train {
 
-double time_best(const std::function<void()>& queue, const std::function<void()>& wait, double min_seconds) {
-  using Clock = std::chrono::steady_clock;
+double time_best(const std::function<void()>& queue, const std::function<void()>& wait, double min_seconds,
+                 const std::function<double()>& clock) {
+  const auto now = [&clock] {
+    if (clock) return clock();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
   queue();
   wait();
   double best = std::numeric_limits<double>::infinity(), spent = 0.0;
   int64_t batch = 1;
   for (int runs = 0; (runs < 3 || spent < min_seconds) && runs < 200; ++runs) {
-    const auto t0 = Clock::now();
+    const double t0 = now();
     for (int64_t i = 0; i < batch; ++i) queue();
     wait();
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double s = now() - t0;
     best = std::min(best, s / double(batch));
     spent += s;
     if (s < 2e-3 && batch < (int64_t(1) << 16)) batch *= 2;

@@ -4,13 +4,19 @@
 # the same losses and the same final checkpoint bit for bit. Before the CPU GEMMs were tiled by
 # shape (kernels/cpu/gemm_tiling.h), oneDNN's AVX2 kernels split their reductions by thread count
 # and this failed on AVX2 machines; ctest runs it again under each oneDNN ISA cap below the
-# machine's own (tests/support/with_onednn_isa_cap.sh), so any machine checks those kernels.
+# machine's own (tests/support/with_onednn_isa_cap.sh), so any machine checks those kernels, and
+# there first checks that oneDNN took the cap (tests/support/check_onednn_isa_cap.sh).
 source "$(dirname "$0")/train_test_common.sh"
 MPIRUN=(mpirun --oversubscribe)
 unset OMP_NUM_THREADS
 
 CFG=("${SMALL[@]}" --set train.steps=4 --set train.micro_batch=4 --set optimizer.state=8bit
      --set optimizer.master=f32 --set optimizer.weight_rounding=stochastic)
+if [ -n "${FARTHING_ONEDNN_ISA_CAP:-}" ]; then  # under with_onednn_isa_cap.sh: the cap took effect here
+  OMP_NUM_THREADS=1 ONEDNN_VERBOSE=1 "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set train.steps=2 \
+    --set schedule.warmup_steps=1 --set "checkpoint.run_dir=$WORK/isa" > "$WORK/onednn_verbose.log"
+  bash "$SRC/tests/support/check_onednn_isa_cap.sh" "$FARTHING_ONEDNN_ISA_CAP" "$WORK/onednn_verbose.log"
+fi
 OMP_NUM_THREADS=3 "$FARTHING" train "$RECIPE" "${CFG[@]}" --set train.grad_accum=2 \
   --set "checkpoint.run_dir=$WORK/np1-t3" >/dev/null
 for run in "1 1" "3 2"; do
