@@ -64,6 +64,21 @@ std::string template_from_config(const fs::path& path) {
                 "string template");
 }
 
+}  // namespace
+
+std::string_view chat_format_name(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kLlama3: return "llama3";
+    case ChatFormat::kLlama3Instruct: return "llama3_instruct";
+    case ChatFormat::kQwen2_5: return "qwen2_5";
+    case ChatFormat::kSmolLM2: return "smollm2";
+    case ChatFormat::kChatML: return "chatml";
+  }
+  return "?";
+}
+
+namespace {
+
 std::optional<ChatFormat> format_from_name(const std::string& name) {
   if (name == "llama3") return ChatFormat::kLlama3;
   if (name == "llama3_instruct") return ChatFormat::kLlama3Instruct;

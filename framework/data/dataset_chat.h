@@ -73,6 +73,9 @@ class ChatTemplate {
   std::string eos_token_;
 };
 
+// The name data.chat_template gives `format` ("smollm2", "chatml", ...).
+std::string_view chat_format_name(ChatFormat format);
+
 // The text that closes a turn in `format`: "<|eot_id|>" (Llama-3) or "<|im_end|>" (ChatML family).
 std::string_view chat_end_of_turn(ChatFormat format);
 
