@@ -105,6 +105,11 @@ TemplateText template_from_tokenizer_files(const Tokenizer& tokenizer) {
     return {std::move(jinja), source.string() + " (tokenizer.chat_template)"};
   }
   const fs::path dir = fs::is_directory(source) ? source : source.parent_path();
+  // transformers' newer save_pretrained keeps the template in its own file beside the config.
+  const fs::path jinja_file = dir / "chat_template.jinja";
+  if (!source.empty() && fs::exists(source) && fs::is_regular_file(jinja_file)) {
+    return {read_text(jinja_file), jinja_file.string()};
+  }
   const fs::path config = dir / "tokenizer_config.json";
   FARTHING_CHECK(!source.empty() && fs::exists(source) && fs::is_regular_file(config), "JSONL \"messages\" need a chat template, but there is no ",
                  config.string(), " beside tokenizer '", source.string(), "'; set chat_template to one of ",

@@ -58,9 +58,11 @@ InitData read_init_data(const fs::path& path, const data::Tokenizer* tokenizer, 
     FARTHING_CHECK(tokenizer != nullptr, "init: ", path.string(), " holds chat messages but no tokenizer is known");
     const data::ChatTemplate chat = data::resolve_chat_template("auto", *tokenizer);
     const fs::path source = tokenizer->spec().source;
-    const std::string where = source.extension() == ".gguf"
-                                  ? source.filename().string() + "'s tokenizer.chat_template"
-                                  : "tokenizer_config.json beside " + source.filename().string();
+    const fs::path dir = fs::is_directory(source) ? source : source.parent_path();
+    const std::string where =
+        source.extension() == ".gguf" ? source.filename().string() + "'s tokenizer.chat_template"
+        : fs::is_regular_file(dir / "chat_template.jinja") ? "chat_template.jinja beside " + source.filename().string()
+                                                           : "tokenizer_config.json beside " + source.filename().string();
     if (chat.format()) {
       d.chat_template = std::string(data::chat_format_name(*chat.format()));
       d.chat_template_comment = "the template in " + where + ": farthing's built-in renderer for it";
