@@ -6,7 +6,8 @@
 # counts (documents, tokens: computed here from the bytes) with no padding. The data errors of
 # `train` and `preview`, each one line writing nothing: a missing data.train or data.eval names
 # the key and where it was set (recipe file:line:column or --set), an empty document names
-# file:line; and the warning when one step takes more sequences than the training split holds.
+# file:line; `tokenize --field messages` points to the preview; and the warning when one step
+# takes more sequences than the training split holds.
 # usage: test_data_preview.sh FARTHING SHARED_DIR SOURCE_DIR   (exit 77: skipped)
 source "$3/tests/train/loop/train_test_common.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 writes this test's tokenizer.json and data"; exit 77; }
@@ -59,6 +60,11 @@ grep -qE "^  padding +0 tokens" "$WORK/preview" || fail "padding: $(grep padding
 grep -qE "^  documents cut +[0-9]+ of 40" "$WORK/preview" || fail "documents cut: $(grep cut "$WORK/preview")"
 grep -qE "^  chat template +chatml" "$WORK/preview" || fail "chat template: $(grep 'chat template' "$WORK/preview")"
 echo "ok: preview: $(grep -E '^  (tokens|trained tokens|documents cut)' "$WORK/preview" | tr -s ' ' | tr '\n' ';')"
+
+# tokenize --field messages points to the preview instead of failing on a list.
+expect_error "tokenize --field messages" "chat.jsonl:1 field 'messages' is a list (chat messages?)" "farthing data preview RECIPE" -- \
+  "$FARTHING" tokenize --tokenizer "$WORK/tokenizer.json" "$WORK/chat.jsonl" --field messages -o "$WORK/chat.bin"
+[ ! -e "$WORK/chat.bin" ] || fail "a refused tokenize wrote $WORK/chat.bin"
 
 # A missing data file: the key and where it was set, from a recipe file and from --set; nothing written.
 sed "s|^  train: .*|  train: $WORK/nope.jsonl|" "$RECIPE" >"$WORK/typo.yaml"
