@@ -341,8 +341,8 @@ int run_init(const std::vector<std::string>& args) {
        << data_line
        << (warning.empty() ? "" : "# WARNING: " + warning + ".\n")
        << "# See what the trainer sees: farthing data preview " << target << "; check memory with farthing plan.\n"
-       << "# loss_scale (fp16 only) and\n"
-       << "# model.init_std (random init only) keep their defaults (train/recipe/run_config.h).\n"
+       << "# loss_scale (fp16 only) and model.init_std (random init only) keep their defaults\n"
+       << "# (train/recipe/run_config.h).\n"
        << "# Change any knob without editing this file: --set section.key=value.\n\n"
        << yaml;
   if (out.empty()) {
