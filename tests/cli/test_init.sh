@@ -67,6 +67,9 @@ with open(os.path.join(tmp, "chat.jsonl"), "w") as f:
     for i in range(40):
         f.write(json.dumps({"messages": [{"role": "user", "content": f"What is {i} plus {i}?"},
                                          {"role": "assistant", "content": f"It is {2 * i}."}]}) + "\n")
+with open(os.path.join(tmp, "qa.jsonl"), "w") as f:
+    for i in range(40):
+        f.write(json.dumps({"prompt": f"What is {i} plus {i}? ", "response": f"It is {2 * i}."}) + "\n")
 with open(os.path.join(tmp, "tiny.jsonl"), "w") as f:
     f.write(json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]}) + "\n")
 PY
@@ -86,6 +89,13 @@ PY
   "$farthing" train "$tmp/chat.yaml" --set train.steps=2 --set schedule.warmup_steps=0 --set "checkpoint.run_dir=$tmp/chat_run" \
     --quiet >"$tmp/train" 2>&1 || { cat "$tmp/train"; fail "the chat recipe does not train"; }
   echo "ok: chat data -> $(grep -E '^  (chat_template|add_bos|add_eos|seq_len|micro_batch|steps):' "$tmp/chat.yaml" | cut -d'#' -f1 | tr -s ' ' | tr '\n' ';'); trains"
+  # Prompt/response data: the EOS after each response is trained; the template found is named.
+  "$farthing" "${chat[@]}" --data "$tmp/qa.jsonl" >"$tmp/qa.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on prompt/response data"; }
+  grep -q "^  add_eos: true  # EOS after each response is trained" "$tmp/qa.yaml" || fail "prompt/response add_eos: $(grep add_eos: "$tmp/qa.yaml")"
+  grep -q "^  add_bos: false  # the tokenizer adds no BOS when it encodes" "$tmp/qa.yaml" || fail "prompt/response add_bos: $(grep add_bos: "$tmp/qa.yaml")"
+  grep -q '^  chat_template: "chatml"  # the template in .*; prompt/response lines are joined as they are' "$tmp/qa.yaml" \
+    || fail "prompt/response chat_template: $(grep chat_template: "$tmp/qa.yaml")"
+  echo "ok: prompt/response data -> $(grep -E '^  (chat_template|add_bos|add_eos):' "$tmp/qa.yaml" | cut -d'#' -f1 | tr -s ' ' | tr '\n' ';')"
   # One conversation of 25 tokens packs into no sequence: the recipe is written, with a warning.
   "$farthing" "${chat[@]}" --data "$tmp/tiny.jsonl" >"$tmp/tiny.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on tiny data"; }
   grep -qF "warning: one step takes 1 sequences of 32 tokens, more than the 0 the training split holds" "$tmp/err" \

@@ -1,6 +1,7 @@
 // init_data.cpp — see init_data.h.
 #include "tools/farthing/init_data.h"
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -43,6 +44,31 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// At most max_bytes of text, never ending inside a UTF-8 character.
+std::string utf8_prefix(const std::string& text, size_t max_bytes) {
+  size_t n = std::min(text.size(), max_bytes);
+  while (n > 0 && n < text.size() && (uint8_t(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n);
+}
+
+// data.chat_template for a template found with the tokenizer: a built-in format's name, else
+// "auto"; the comment says where it was found.
+void name_template(const data::ChatTemplate& chat, const data::Tokenizer& tokenizer, InitData& d) {
+  const fs::path source = tokenizer.spec().source;
+  const fs::path dir = fs::is_directory(source) ? source : source.parent_path();
+  const std::string where =
+      source.extension() == ".gguf" ? source.filename().string() + "'s tokenizer.chat_template"
+      : fs::is_regular_file(dir / "chat_template.jinja") ? "chat_template.jinja beside " + source.filename().string()
+                                                         : "tokenizer_config.json beside " + source.filename().string();
+  if (chat.format()) {
+    d.chat_template = std::string(data::chat_format_name(*chat.format()));
+    d.chat_template_comment = "the template in " + where + ": farthing's built-in renderer for it";
+  } else {
+    d.chat_template = "auto";
+    d.chat_template_comment = "the template in " + where + " (rendered by the Jinja interpreter)";
+  }
+}
+
 }  // namespace
 
 InitData read_init_data(const fs::path& path, const data::Tokenizer* tokenizer, int64_t vocab_size) {
@@ -57,19 +83,7 @@ InitData read_init_data(const fs::path& path, const data::Tokenizer* tokenizer, 
   if (d.kind == "chat") {
     FARTHING_CHECK(tokenizer != nullptr, "init: ", path.string(), " holds chat messages but no tokenizer is known");
     const data::ChatTemplate chat = data::resolve_chat_template("auto", *tokenizer);
-    const fs::path source = tokenizer->spec().source;
-    const fs::path dir = fs::is_directory(source) ? source : source.parent_path();
-    const std::string where =
-        source.extension() == ".gguf" ? source.filename().string() + "'s tokenizer.chat_template"
-        : fs::is_regular_file(dir / "chat_template.jinja") ? "chat_template.jinja beside " + source.filename().string()
-                                                           : "tokenizer_config.json beside " + source.filename().string();
-    if (chat.format()) {
-      d.chat_template = std::string(data::chat_format_name(*chat.format()));
-      d.chat_template_comment = "the template in " + where + ": farthing's built-in renderer for it";
-    } else {
-      d.chat_template = "auto";
-      d.chat_template_comment = "the template in " + where + " (rendered by the Jinja interpreter)";
-    }
+    name_template(chat, *tokenizer, d);
     const std::string bos_text = tokenizer->bos_id() >= 0 ? tokenizer->token_bytes(tokenizer->bos_id()) : "";
     const std::vector<data::ChatMessage> probe = {{"user", "Hi"}, {"assistant", "Hello"}};
     const std::string rendered = chat.render(probe, false, bos_text.empty() ? "<|begin_of_text|>" : bos_text);
@@ -77,7 +91,7 @@ InitData read_init_data(const fs::path& path, const data::Tokenizer* tokenizer, 
     d.add_bos = false;
     d.add_bos_comment = one_line(template_prints_bos
                                      ? "the template starts each conversation with " + bos_text + " itself"
-                                     : "the template opens each conversation itself (\"" + rendered.substr(0, 12) +
+                                     : "the template opens each conversation itself (\"" + utf8_prefix(rendered, 12) +
                                            "...\") and apply_chat_template adds no BOS at inference, so none here");
     d.add_eos = false;
     d.add_eos_comment = "each assistant turn ends with " + std::string(chat.end_of_turn()) +
@@ -90,8 +104,18 @@ InitData read_init_data(const fs::path& path, const data::Tokenizer* tokenizer, 
                                   : "the tokenizer adds no BOS when it encodes, so inference prompts have none";
     d.add_eos = true;
     d.add_eos_comment = "EOS after each response is trained: the model learns to stop there";
-    d.chat_template_comment = "prompt/response lines are joined as they are, not rendered through a template; "
-                              "\"messages\" lines would use this";
+    // The tokenizer's template, when it has one, is written down for "messages" lines; these
+    // lines do not go through it.
+    try {
+      name_template(data::resolve_chat_template("auto", *tokenizer), *tokenizer, d);
+    } catch (const Error&) {
+      d.chat_template = "auto";
+    }
+    d.chat_template_comment = (d.chat_template_comment.starts_with("the template in")
+                                   ? d.chat_template_comment + "; "
+                                   : std::string()) +
+                              "prompt/response lines are joined as they are, not rendered through a template "
+                              "(\"messages\" lines would be)";
   }
 
   data::DatasetOptions options;

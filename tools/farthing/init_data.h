@@ -9,8 +9,9 @@
 //    token is trained and teaches the model to stop; an EOS after the conversation would be an
 //    extra token no inference prompt has).
 //  - prompt/response: add_eos true (the EOS after each response is trained: it teaches the model
-//    to stop); add_bos as the tokenizer adds BOS when it encodes. Lines are not rendered through
-//    a chat template (prompt and response are joined as they are).
+//    to stop); add_bos as the tokenizer adds BOS when it encodes. The tokenizer's template, when
+//    it has one, is named in data.chat_template for "messages" lines, with a comment saying that
+//    these lines do not go through it (prompt and response are joined as they are).
 //  - text and token files: BOS and EOS around each document, as before.
 // Each choice carries the comment init writes beside it.
 // Relies on: framework/data/dataset_documents.h, framework/data/dataset_chat.h.
