@@ -141,7 +141,7 @@ int run_preview(const std::vector<std::string>& args) {
     std::printf("  chat template   %s\n", chat.format() ? std::string(farthing::data::chat_format_name(*chat.format())).c_str()
                                                          : "a Jinja template (interpreted)");
   }
-  std::printf("  tokens          %lld (BOS/EOS included)\n", (long long)s.tokens);
+  std::printf("  tokens          %lld (with the BOS/EOS that data.add_bos/add_eos add)\n", (long long)s.tokens);
   std::printf("  sequences       %lld of seq_len %lld: %lld to train on, %lld held out%s\n", (long long)s.sequences,
               (long long)config.data.seq_len, (long long)s.train_sequences, (long long)s.eval_sequences,
               config.data.eval.empty() ? " (data.eval_fraction)" : " (data.eval is a file of its own)");
