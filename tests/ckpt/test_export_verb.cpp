@@ -134,6 +134,7 @@ void write_tiny_gguf(const fs::path& path) {
   g.add_strings("tokenizer.ggml.tokens", tokens);
   g.add_strings("tokenizer.ggml.merges", {"\xC4\xA0 t"});
   g.add_string("tokenizer.chat_template", "{{ x }}");
+  g.add_u32("tokenizer.ggml.padding_token_id", 256);
   const std::string norm(4 * 32, '\0');
   g.add_tensor("output_norm.weight", {32}, 0, norm);
   g.write(path);
@@ -155,6 +156,9 @@ TEST(ExportVerb, HfFolderKeepsItsChatTemplateAndSpecialTokens) {
   fs::create_directories(tmp);
   write_tiny_gguf(tmp / "tiny.gguf");
   ASSERT_EQ(run_export({"--from", (tmp / "tiny.gguf").string(), "--out", (tmp / "src").string()}), 0);
+  // A GGUF's padding id is the config's and generation_config's pad_token_id.
+  EXPECT_EQ(read_json(tmp / "src/config.json")["pad_token_id"], 256);
+  EXPECT_EQ(read_json(tmp / "src/generation_config.json")["pad_token_id"], 256);
   // The source folder as a chat model ships it: its own template and eos ("Ġt", id 256, which no
   // name-based guess of the tokenizer loader picks), and generation settings of its own.
   nlohmann::json tokenizer_config = read_json(tmp / "src/tokenizer_config.json");
