@@ -333,7 +333,8 @@ int run_init(const std::vector<std::string>& args) {
   const std::string target = out.empty() ? "RECIPE.yaml" : out;
   std::ostringstream text;
   text << "# build/bin/farthing train " << target << "\n"
-       << "# Written by `farthing init " << model_path << "`: a starter recipe for "
+       << "# Written by `farthing init " << model_path << (init_data ? " --data " + data : std::string())
+       << "`: a starter recipe for "
        << (model.name.empty() ? "this model" : model.name) << " (" << estimate.param_count << " parameters).\n"
        << "# Sized for " << gib(budget_bytes) << ", " << budget_source << ": " << chosen->why << ".\n"
        << "# Predicted peak per rank (farthing plan " << target << "): " << gib(double(estimate.peak_bytes))
