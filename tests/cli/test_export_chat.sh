@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test_export_chat.sh — an export that chats. stories260K as a Hugging Face folder whose
 # tokenizer_config.json carries a chat template and whose generation_config.json has settings of
-# its own is fine-tuned for 2 steps; `farthing export` of the run, given as the run directory and
-# as `--from latest --recipe`, carries that tokenizer_config.json and generation_config.json byte
-# for byte and config.json's bos/eos ids; where transformers is installed,
-# tools/goldens/check_export_chat.py loads the export, applies its chat template and generates.
-# A --from it cannot read is one error line naming the forms it takes, and writes nothing.
+# its own is fine-tuned for 2 steps; `farthing export` of the run, given as the run directory, as
+# `--from latest --recipe`, and as the checkpoint with --tokenizer FOLDER, carries that
+# tokenizer_config.json and generation_config.json byte for byte and config.json's bos/eos ids;
+# where transformers is installed, tools/goldens/check_export_chat.py loads the export, applies
+# its chat template and generates. A --from it cannot read is one error line naming the forms it
+# takes, and writes nothing.
 # usage: test_export_chat.sh FARTHING SHARED_DIR SOURCE_DIR   (exit 77: skipped)
 source "$3/tests/train/loop/train_test_common.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 edits this test's tokenizer_config.json"; exit 77; }
@@ -45,6 +46,12 @@ echo "ok: export --from RUN_DIR: the source's tokenizer_config.json (chat templa
   || { cat "$WORK/err"; fail "export --from latest --recipe"; }
 check_export "$WORK/hf_latest"
 echo "ok: export --from latest --recipe RECIPE: the same"
+
+# The issue's attempt: the checkpoint file itself with --tokenizer naming the model folder.
+"$FARTHING" export --from "$WORK/run/checkpoints/step_00000002.h5" --tokenizer "$WORK/src" --out "$WORK/hf_tok" \
+  2>"$WORK/err" || { cat "$WORK/err"; fail "export --from CKPT --tokenizer FOLDER"; }
+check_export "$WORK/hf_tok"
+echo "ok: export --from CKPT --tokenizer FOLDER: the same"
 
 expect_error "--from a path that does not exist" "does not exist; expected a run directory" "a llama2.c .bin" -- \
   "$FARTHING" export --from "$WORK/nothing" --out "$WORK/bad"
