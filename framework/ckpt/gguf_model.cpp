@@ -67,6 +67,7 @@ ModelFile read_gguf_model(const std::filesystem::path& path, bool lazy) {
   else if (gguf.has("tokenizer.ggml.tokens")) c["vocab_size"] = gguf.at("tokenizer.ggml.tokens").size();
   if (gguf.has("tokenizer.ggml.bos_token_id")) c["bos_token_id"] = gguf.get_int("tokenizer.ggml.bos_token_id");
   if (gguf.has("tokenizer.ggml.eos_token_id")) c["eos_token_id"] = gguf.get_int("tokenizer.ggml.eos_token_id");
+  if (gguf.has("tokenizer.ggml.padding_token_id")) c["pad_token_id"] = gguf.get_int("tokenizer.ggml.padding_token_id");
   c["tie_word_embeddings"] = gguf.find_tensor("output.weight") == nullptr;
   c["torch_dtype"] = "float32";
 

@@ -5,7 +5,8 @@
 // model.layers.N.self_attn.q_proj.weight, ...) and llama.cpp's q/k row permutation is undone
 // (rope_permute.h: q with head_count heads, k with head_count_kv), so the result is laid out
 // exactly as HF's LlamaForCausalLM. Other architectures keep their GGUF names, unpermuted.
-// Relies on: gguf.h, rope_permute.h. Tested by: tests/ckpt/test_gguf.cpp.
+// Relies on: gguf.h, rope_permute.h. Tested by: tests/ckpt/test_gguf.cpp, tests/ckpt/test_export_verb.cpp
+// (the special token ids, padding included).
 #pragma once
 
 #include <filesystem>

@@ -48,6 +48,8 @@ void read_text_document(const fs::path& path, const Tokenizer& tokenizer, const 
   FARTHING_CHECK(in.good(), "cannot open text file ", path.string());
   std::stringstream buffer;
   buffer << in.rdbuf();
+  FARTHING_CHECK(!buffer.str().empty(), "text file ", path.string(),
+                 " is empty: an empty document, nothing to train on; give it text, or point the recipe at another file");
   const std::vector<int32_t> ids = tokenizer.encode(buffer.str(), /*parse_special=*/false);
   check_token_ids(ids, vocab_size, path.string());
   const DocumentEnds ends{options.add_bos ? tokenizer.bos_id() : -1, true, options.add_eos ? tokenizer.eos_id() : -1,

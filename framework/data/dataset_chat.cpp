@@ -64,6 +64,21 @@ std::string template_from_config(const fs::path& path) {
                 "string template");
 }
 
+}  // namespace
+
+std::string_view chat_format_name(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kLlama3: return "llama3";
+    case ChatFormat::kLlama3Instruct: return "llama3_instruct";
+    case ChatFormat::kQwen2_5: return "qwen2_5";
+    case ChatFormat::kSmolLM2: return "smollm2";
+    case ChatFormat::kChatML: return "chatml";
+  }
+  return "?";
+}
+
+namespace {
+
 std::optional<ChatFormat> format_from_name(const std::string& name) {
   if (name == "llama3") return ChatFormat::kLlama3;
   if (name == "llama3_instruct") return ChatFormat::kLlama3Instruct;
@@ -90,6 +105,11 @@ TemplateText template_from_tokenizer_files(const Tokenizer& tokenizer) {
     return {std::move(jinja), source.string() + " (tokenizer.chat_template)"};
   }
   const fs::path dir = fs::is_directory(source) ? source : source.parent_path();
+  // transformers' newer save_pretrained keeps the template in its own file beside the config.
+  const fs::path jinja_file = dir / "chat_template.jinja";
+  if (!source.empty() && fs::exists(source) && fs::is_regular_file(jinja_file)) {
+    return {read_text(jinja_file), jinja_file.string()};
+  }
   const fs::path config = dir / "tokenizer_config.json";
   FARTHING_CHECK(!source.empty() && fs::exists(source) && fs::is_regular_file(config), "JSONL \"messages\" need a chat template, but there is no ",
                  config.string(), " beside tokenizer '", source.string(), "'; set chat_template to one of ",

@@ -73,6 +73,9 @@ class ChatTemplate {
   std::string eos_token_;
 };
 
+// The name data.chat_template gives `format` ("smollm2", "chatml", ...).
+std::string_view chat_format_name(ChatFormat format);
+
 // The text that closes a turn in `format`: "<|eot_id|>" (Llama-3) or "<|im_end|>" (ChatML family).
 std::string_view chat_end_of_turn(ChatFormat format);
 
@@ -85,8 +88,9 @@ std::vector<ChatPiece> chat_training_pieces(ChatFormat format, std::span<const C
                                             const std::string& bos_token);
 
 // The chat template DatasetOptions::chat_template (recipe key data.chat_template) names for this
-// tokenizer: "auto" (or "") reads the chat_template of tokenizer_config.json beside the
-// tokenizer's tokenizer.json, or of the GGUF it came from; a format name (llama3,
+// tokenizer: "auto" (or "") reads chat_template.jinja beside the tokenizer's tokenizer.json
+// (where newer transformers save it), else the chat_template of tokenizer_config.json there, or
+// that of the GGUF it came from; a format name (llama3,
 // llama3_instruct, qwen2_5, smollm2, chatml); a path to a tokenizer_config.json or a Jinja
 // template file; or, when it is none of those and holds "{%" or "{{", the template itself.
 // A template text that detect_chat_format recognises renders through its built-in format, any

@@ -22,13 +22,7 @@ using nlohmann::json;
 constexpr const char* kExpectedKeys =
     "\"text\", \"prompt\" + \"response\" (or \"completion\"), or \"messages\": [{\"role\", \"content\"}, ...]";
 
-struct Document {
-  std::vector<int32_t> tokens;
-  std::vector<uint8_t> loss_mask;
-  DocumentEnds ends;
-};
-
-void append_encoded(Document& doc, const Tokenizer& tokenizer, std::string_view text, bool parse_special,
+void append_encoded(JsonlDocument& doc, const Tokenizer& tokenizer, std::string_view text, bool parse_special,
                     bool trained) {
   const std::vector<int32_t> ids = tokenizer.encode(text, parse_special);
   doc.tokens.insert(doc.tokens.end(), ids.begin(), ids.end());
@@ -63,7 +57,7 @@ std::string keys_of(const json& object) {
 }
 
 // One line's document; throws without a location (the caller adds file:line).
-Document jsonl_document(std::string_view line, const Tokenizer& tokenizer, const DatasetOptions& options,
+JsonlDocument jsonl_document(std::string_view line, const Tokenizer& tokenizer, const DatasetOptions& options,
                         std::optional<ChatTemplate>& chat_format) {
   json row;
   try {
@@ -76,8 +70,9 @@ Document jsonl_document(std::string_view line, const Tokenizer& tokenizer, const
 
   const int32_t bos = options.add_bos ? tokenizer.bos_id() : -1;
   const int32_t eos = options.add_eos ? tokenizer.eos_id() : -1;
-  Document doc;
+  JsonlDocument doc;
   if (row.contains("messages")) {
+    doc.kind = "messages";
     const std::vector<ChatMessage> messages = chat_messages(row["messages"]);
     if (!chat_format) chat_format = resolve_chat_template(options.chat_template, tokenizer);
     const std::string bos_text = tokenizer.bos_id() >= 0 ? tokenizer.token_bytes(tokenizer.bos_id()) : "<|begin_of_text|>";
@@ -87,11 +82,17 @@ Document jsonl_document(std::string_view line, const Tokenizer& tokenizer, const
     const bool starts_with_bos = !doc.tokens.empty() && doc.tokens[0] == tokenizer.bos_id();
     doc.ends = {starts_with_bos ? -1 : bos, false, eos, false};
   } else if (row.contains("prompt") && (row.contains("response") || row.contains("completion"))) {
+    doc.kind = "prompt/response";
     append_encoded(doc, tokenizer, string_field(row, "prompt"), false, false);
     const char* response_key = row.contains("response") ? "response" : "completion";
+    FARTHING_CHECK(!string_field(row, response_key).empty(), "has an empty \"", response_key,
+                   "\": an empty document, nothing to train on; remove the line or give it a ", response_key);
     append_encoded(doc, tokenizer, string_field(row, response_key), false, true);
     doc.ends = {bos, false, eos, true};
   } else if (row.contains("text")) {
+    doc.kind = "text";
+    FARTHING_CHECK(!string_field(row, "text").empty(), "has an empty \"text\": an empty document, nothing to "
+                   "train on; remove the line or give it text");
     append_encoded(doc, tokenizer, string_field(row, "text"), false, true);
     doc.ends = {bos, true, eos, true};
   } else if (row.contains("prompt")) {
@@ -104,8 +105,9 @@ Document jsonl_document(std::string_view line, const Tokenizer& tokenizer, const
 
 }  // namespace
 
-void read_jsonl_documents(const std::filesystem::path& path, const Tokenizer& tokenizer, const DatasetOptions& options,
-                          int64_t vocab_size, TokenStream& stream) {
+void for_each_jsonl_document(const std::filesystem::path& path, const Tokenizer& tokenizer,
+                             const DatasetOptions& options, int64_t vocab_size,
+                             const std::function<void(const JsonlDocument&)>& visit) {
   std::ifstream in(path, std::ios::binary);
   FARTHING_CHECK(in.good(), "cannot open JSONL file ", path.string());
   std::stringstream buffer;
@@ -122,7 +124,7 @@ void read_jsonl_documents(const std::filesystem::path& path, const Tokenizer& to
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank line
 
     const std::string where = path.string() + ":" + std::to_string(line_number);
-    Document doc;
+    JsonlDocument doc;
     try {
       doc = jsonl_document(line, tokenizer, options, chat_format);
     } catch (const Error& e) {
@@ -131,8 +133,16 @@ void read_jsonl_documents(const std::filesystem::path& path, const Tokenizer& to
     check_token_ids(doc.tokens, vocab_size, where);
     if (doc.ends.bos_id >= 0) check_token_ids({&doc.ends.bos_id, 1}, vocab_size, where + " (BOS)");
     if (doc.ends.eos_id >= 0) check_token_ids({&doc.ends.eos_id, 1}, vocab_size, where + " (EOS)");
-    append_document(stream, doc.tokens, doc.loss_mask, doc.ends);
+    doc.line = line_number;
+    visit(doc);
   }
+}
+
+void read_jsonl_documents(const std::filesystem::path& path, const Tokenizer& tokenizer, const DatasetOptions& options,
+                          int64_t vocab_size, TokenStream& stream) {
+  for_each_jsonl_document(path, tokenizer, options, vocab_size, [&](const JsonlDocument& doc) {
+    append_document(stream, doc.tokens, doc.loss_mask, doc.ends);
+  });
 }
 
 }  // namespace farthing::data

@@ -2,8 +2,12 @@
 // stories260K.bin to a sharded bf16 HF directory whose tensors are the bf16 roundings of the
 // source's, a GGUF's own tokenizer exported beside its weights, and usage errors; the default
 // dtype is the source's own (f32 for llama2.c, bf16 for a bf16 safetensors directory), with
-// torch_dtype in config.json, generation_config.json's bos/eos ids, --max-shard-size units.
-// Relies on: ../shared/models/stories260K, tests/support/gguf_builder.h. Tests: verb_export.cpp.
+// torch_dtype in config.json, generation_config.json's bos/eos ids, --max-shard-size units; a
+// Hugging Face folder's tokenizer_config.json (chat template, eos) and generation_config.json
+// carried over as they are, with its config.json's special ids; --from paths it cannot read
+// refused naming the forms it takes, writing nothing.
+// Relies on: ../shared/models/stories260K, tests/support/gguf_builder.h. Tests: verb_export.cpp,
+// export_source.cpp.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -114,6 +118,95 @@ TEST(ExportVerb, DefaultDtypeIsTheModelsOwn) {
     ADD_FAILURE() << "--max-shard-size '5 parsecs' was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--max-shard-size '5 parsecs' is not a size"), std::string::npos) << e.what();
+  }
+  fs::remove_all(tmp);
+}
+
+// A tiny GGUF (byte-level vocab of 256 bytes + "Ġt", one norm tensor) with a chat template.
+void write_tiny_gguf(const fs::path& path) {
+  test::GgufBuilder g;
+  g.add_string("general.architecture", "llama");
+  g.add_u32("llama.attention.head_count", 1);
+  g.add_string("tokenizer.ggml.model", "gpt2");
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.push_back(data::byte_level_char(uint8_t(b)));
+  tokens.push_back("\xC4\xA0t");  // "Ġt"
+  g.add_strings("tokenizer.ggml.tokens", tokens);
+  g.add_strings("tokenizer.ggml.merges", {"\xC4\xA0 t"});
+  g.add_string("tokenizer.chat_template", "{{ x }}");
+  g.add_u32("tokenizer.ggml.padding_token_id", 256);
+  const std::string norm(4 * 32, '\0');
+  g.add_tensor("output_norm.weight", {32}, 0, norm);
+  g.write(path);
+}
+
+void write_json(const fs::path& path, const nlohmann::json& j) {
+  std::ofstream out(path, std::ios::trunc);
+  out << j.dump(2) << "\n";
+}
+
+std::string file_text(const fs::path& path) {
+  const auto bytes = test::read_file_bytes(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+TEST(ExportVerb, HfFolderKeepsItsChatTemplateAndSpecialTokens) {
+  const fs::path tmp = fs::temp_directory_path() / ("farthing_export_hf_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  write_tiny_gguf(tmp / "tiny.gguf");
+  ASSERT_EQ(run_export({"--from", (tmp / "tiny.gguf").string(), "--out", (tmp / "src").string()}), 0);
+  // A GGUF's padding id is the config's and generation_config's pad_token_id.
+  EXPECT_EQ(read_json(tmp / "src/config.json")["pad_token_id"], 256);
+  EXPECT_EQ(read_json(tmp / "src/generation_config.json")["pad_token_id"], 256);
+  // The source folder as a chat model ships it: its own template and eos ("Ġt", id 256, which no
+  // name-based guess of the tokenizer loader picks), and generation settings of its own.
+  nlohmann::json tokenizer_config = read_json(tmp / "src/tokenizer_config.json");
+  tokenizer_config["chat_template"] = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}";
+  tokenizer_config["eos_token"] = "\xC4\xA0t";
+  write_json(tmp / "src/tokenizer_config.json", tokenizer_config);
+  nlohmann::json config = read_json(tmp / "src/config.json");
+  config["eos_token_id"] = 256;
+  config["pad_token_id"] = 256;
+  write_json(tmp / "src/config.json", config);
+  write_json(tmp / "src/generation_config.json", {{"eos_token_id", 256}, {"temperature", 0.25}});
+
+  ASSERT_EQ(run_export({"--from", (tmp / "src").string(), "--out", (tmp / "out").string()}), 0);
+  EXPECT_EQ(file_text(tmp / "out/tokenizer_config.json"), file_text(tmp / "src/tokenizer_config.json"));
+  const nlohmann::json exported = read_json(tmp / "out/tokenizer_config.json");
+  EXPECT_EQ(exported["chat_template"], tokenizer_config["chat_template"]);
+  EXPECT_EQ(exported["eos_token"], "\xC4\xA0t");
+  EXPECT_EQ(read_json(tmp / "out/config.json")["eos_token_id"], 256);
+  EXPECT_EQ(read_json(tmp / "out/config.json")["pad_token_id"], 256);
+  EXPECT_EQ(read_json(tmp / "out/generation_config.json"), read_json(tmp / "src/generation_config.json"));
+  EXPECT_EQ(file_text(tmp / "out/tokenizer.json"), file_text(tmp / "src/tokenizer.json"));
+  fs::remove_all(tmp);
+}
+
+// Each refused --from: one error naming what it takes, and no --out directory.
+TEST(ExportVerb, UnreadableFromIsRefusedWritingNothing) {
+  const fs::path tmp = fs::temp_directory_path() / ("farthing_export_bad_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "empty_dir");
+  { std::ofstream(tmp / "garbage.bin") << "not a model"; }
+  const fs::path out = tmp / "out";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {(tmp / "missing").string(), "does not exist; expected a run directory (its checkpoints/latest)"},
+      {(tmp / "empty_dir").string(), "neither checkpoints/latest (a run directory) nor config.json"},
+      {(tmp / "garbage.bin").string(), "as llama2.c .bin (no HDF5 signature"},
+      {"latest", "the newest checkpoint of which run? Add --recipe RECIPE"},
+  };
+  for (const auto& [from, expected] : cases) {
+    try {
+      run_export({"--from", from, "--out", out.string()});
+      ADD_FAILURE() << "--from " << from << " was accepted";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(expected), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      if (from != "latest") EXPECT_NE(message.find("a .gguf, or a llama2.c .bin"), std::string::npos) << message;
+    }
+    EXPECT_FALSE(fs::exists(out)) << "--from " << from << " wrote " << out;
   }
   fs::remove_all(tmp);
 }

@@ -2,7 +2,10 @@
 # test_init.sh — `farthing init MODEL_FILE` (issue 23's guided first run) on stories260K: the
 # recipe it writes parses, fits the budget by `farthing plan`'s own check, trains; a smaller
 # budget moves down the ladder (8-bit moments, then no master); a budget nothing fits is exit 1
-# naming it; bad input (missing model, existing --out) is one error line naming the path.
+# naming it; chat data is read: the template found, BOS/EOS off with the reasons, seq_len, the
+# eval share and the step sized to it, and a warning when one step outgrows the training split;
+# without data it says so; bad input (missing model, missing --data, existing --out) is one
+# error line naming the path.
 # usage: test_init.sh FARTHING_BINARY SHARED_DIR     (exit 77: skipped, ../shared absent)
 set -u
 farthing="$1"
@@ -37,6 +40,75 @@ echo "ok: 0.03 GiB -> $(sed -n 3p "$tmp/small.yaml" | cut -d: -f2-)"
 out="$("$farthing" "${model[@]}" --budget-gb 0.001 2>&1 >/dev/null)" && fail "a 1 MiB budget was accepted"
 grep -qF "even the most frugal settings need" <<<"$out" || fail "unexpected message: $out"
 echo "ok: 1 MiB -> exit 1: $out"
+
+# Chat data: init reads it. A byte-level tokenizer.json (ids 0-255 bytes, 256 <s>, 257 </s>,
+# 258 <|im_start|>, 259 <|im_end|>: inside stories260K's vocabulary) with a ChatML template in the
+# tokenizer_config.json beside it, and 40 conversations of 44-50 tokens: 90% fit 64 tokens, about
+# 30 sequences of 64, 5% held out, 7 sequences a step (a quarter of the split).
+if command -v python3 >/dev/null; then
+  python3 - "$tmp" <<'PY'
+import json, os, sys
+tmp = sys.argv[1]
+printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+alphabet, extra = {}, 0
+for b in range(256):
+    alphabet[b] = b if b in printable else 256 + extra
+    extra += b not in printable
+vocab = {chr(alphabet[b]): b for b in range(256)}
+vocab["qz"] = 260
+added = [{"id": 256 + i, "content": t, "special": True} for i, t in enumerate(["<s>", "</s>", "<|im_start|>", "<|im_end|>"])]
+json.dump({"model": {"type": "BPE", "vocab": vocab, "merges": ["q z"]},
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False}, "added_tokens": added},
+          open(os.path.join(tmp, "tokenizer.json"), "w"))
+chatml = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+          "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+json.dump({"chat_template": chatml, "eos_token": "<|im_end|>"}, open(os.path.join(tmp, "tokenizer_config.json"), "w"))
+with open(os.path.join(tmp, "chat.jsonl"), "w") as f:
+    for i in range(40):
+        f.write(json.dumps({"messages": [{"role": "user", "content": f"What is {i} plus {i}?"},
+                                         {"role": "assistant", "content": f"It is {2 * i}."}]}) + "\n")
+with open(os.path.join(tmp, "qa.jsonl"), "w") as f:
+    for i in range(40):
+        f.write(json.dumps({"prompt": f"What is {i} plus {i}? ", "response": f"It is {2 * i}."}) + "\n")
+with open(os.path.join(tmp, "tiny.jsonl"), "w") as f:
+    f.write(json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]}) + "\n")
+PY
+  chat=(init "$dir/stories260K.bin" --tokenizer "$tmp/tokenizer.json" --budget-gb 1)
+  "$farthing" "${chat[@]}" --data "$tmp/chat.jsonl" --out "$tmp/chat.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on chat data"; }
+  grep -q '^  chat_template: "chatml"  # the template in tokenizer_config.json beside tokenizer.json' "$tmp/chat.yaml" \
+    || fail "chat_template: $(grep chat_template: "$tmp/chat.yaml")"
+  grep -q "^  add_bos: false  # the template opens each conversation itself" "$tmp/chat.yaml" || fail "add_bos: $(grep add_bos: "$tmp/chat.yaml")"
+  grep -q "^  add_eos: false  # each assistant turn ends with <|im_end|>, which is trained" "$tmp/chat.yaml" \
+    || fail "add_eos: $(grep add_eos: "$tmp/chat.yaml")"
+  grep -q "^  seq_len: 64  # " "$tmp/chat.yaml" || fail "seq_len for 44-50 token chats: $(grep seq_len: "$tmp/chat.yaml")"
+  grep -q "^  eval_fraction: 0.05  # " "$tmp/chat.yaml" || fail "eval_fraction: $(grep eval_fraction: "$tmp/chat.yaml")"
+  grep -q "^  micro_batch: 7  # " "$tmp/chat.yaml" && grep -q "^  grad_accum: 1  # " "$tmp/chat.yaml" \
+    || fail "7 sequences a step: $(grep -E 'micro_batch:|grad_accum:' "$tmp/chat.yaml" | tr '\n' ' ')"
+  grep -q "^# Data: $tmp/chat.jsonl, chat; 40 document(s)" "$tmp/chat.yaml" || fail "no Data: line: $(sed -n 5p "$tmp/chat.yaml")"
+  ! grep -qi "warning" "$tmp/chat.yaml" "$tmp/err" || fail "a warning for data that fits: $(grep -i warning "$tmp/err")"
+  "$farthing" train "$tmp/chat.yaml" --set train.steps=2 --set schedule.warmup_steps=0 --set "checkpoint.run_dir=$tmp/chat_run" \
+    --quiet >"$tmp/train" 2>&1 || { cat "$tmp/train"; fail "the chat recipe does not train"; }
+  echo "ok: chat data -> $(grep -E '^  (chat_template|add_bos|add_eos|seq_len|micro_batch|steps):' "$tmp/chat.yaml" | cut -d'#' -f1 | tr -s ' ' | tr '\n' ';'); trains"
+  # Prompt/response data: the EOS after each response is trained; the template found is named.
+  "$farthing" "${chat[@]}" --data "$tmp/qa.jsonl" >"$tmp/qa.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on prompt/response data"; }
+  grep -q "^  add_eos: true  # EOS after each response is trained" "$tmp/qa.yaml" || fail "prompt/response add_eos: $(grep add_eos: "$tmp/qa.yaml")"
+  grep -q "^  add_bos: false  # the tokenizer adds no BOS when it encodes" "$tmp/qa.yaml" || fail "prompt/response add_bos: $(grep add_bos: "$tmp/qa.yaml")"
+  grep -q '^  chat_template: "chatml"  # the template in .*; prompt/response lines are joined as they are' "$tmp/qa.yaml" \
+    || fail "prompt/response chat_template: $(grep chat_template: "$tmp/qa.yaml")"
+  echo "ok: prompt/response data -> $(grep -E '^  (chat_template|add_bos|add_eos):' "$tmp/qa.yaml" | cut -d'#' -f1 | tr -s ' ' | tr '\n' ';')"
+  # One conversation of 25 tokens packs into no sequence: the recipe is written, with a warning.
+  "$farthing" "${chat[@]}" --data "$tmp/tiny.jsonl" >"$tmp/tiny.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on tiny data"; }
+  grep -qF "warning: one step takes 1 sequences of 32 tokens, more than the 0 the training split holds" "$tmp/err" \
+    || fail "no warning for a step larger than the split: $(cat "$tmp/err")"
+  grep -qF "# WARNING: one step takes" "$tmp/tiny.yaml" || fail "the tiny recipe does not carry the warning"
+  echo "ok: tiny data -> $(grep warning "$tmp/err")"
+  out="$("$farthing" "${chat[@]}" --data "$tmp/absent.jsonl" --out "$tmp/absent.yaml" 2>&1)" && fail "a missing --data was accepted"
+  grep -qF "init: --data '$tmp/absent.jsonl' does not exist" <<<"$out" && [ ! -e "$tmp/absent.yaml" ] || fail "unexpected: $out"
+  echo "ok: missing --data refused: $out"
+fi
+"$farthing" init "$dir/stories260K.bin" --tokenizer "$dir/tok512.bin" --budget-gb 1 >"$tmp/blind.yaml" 2>/dev/null \
+  || fail "init without data exited non-zero"
+grep -q "^# No data read (data/train.txt is not there)" "$tmp/blind.yaml" || fail "no note on sizing without data: $(sed -n 5p "$tmp/blind.yaml")"
 
 # Where it trains: auto picks cuda only with a GPU visible; cuda sizes to the GPU's free memory,
 # and without a GPU needs --budget-gb.

@@ -137,6 +137,22 @@ TEST(DatasetChat, TemplateFromNameJinjaFileConfigAndAuto) {
   write_file(dir / "tokenizer.json", "{}");
   const Tokenizer beside(byte_tokenizer_spec((dir / "tokenizer.json").string()));
   EXPECT_EQ(resolve_chat_format("auto", beside), ChatFormat::kChatML);
+  // chat_template.jinja beside tokenizer.json (newer transformers' layout) comes first.
+  write_file(dir / "chat_template.jinja",
+             "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+             "{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+             "<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+             "'<|im_end|>' + '\\n'}}{% endfor %}");
+  EXPECT_EQ(resolve_chat_format("auto", beside), ChatFormat::kSmolLM2);
+  std::filesystem::remove(dir / "chat_template.jinja");
+  EXPECT_EQ(resolve_chat_format("auto", beside), ChatFormat::kChatML);
+  // chat_format_name gives the name each format is set by (farthing init writes it into recipes);
+  // the Llama-3 formats need <|eot_id|>, which this tokenizer lacks.
+  for (ChatFormat f : {ChatFormat::kChatML, ChatFormat::kSmolLM2, ChatFormat::kQwen2_5}) {
+    EXPECT_EQ(resolve_chat_format(std::string(chat_format_name(f)), tok), f) << chat_format_name(f);
+  }
+  EXPECT_EQ(chat_format_name(ChatFormat::kLlama3), "llama3");
+  EXPECT_EQ(chat_format_name(ChatFormat::kLlama3Instruct), "llama3_instruct");
 }
 
 TEST(DatasetChat, Errors) {

@@ -72,7 +72,7 @@ TEST_F(DatasetErrors, TooFewTokens) {
   expect_error([&] { load_split_data(shorty, "", options(8), &tok, 260); },
                {"train file", "short.txt", "has 4 tokens", "seq_len + 1 = 9", "shorter seq_len", "more data"});
   expect_error([&] { load_split_data(write_file(dir / "empty.txt", ""), "", options(2), &tok, 260); },
-               {"empty.txt", "has 2 tokens", "seq_len + 1 = 3"});
+               {"text file", "empty.txt", "is empty: an empty document"});
   expect_error([&] { load_split_data(text, shorty, options(8), &tok, 260); }, {"eval file", "short.txt", "has 4 tokens"});
   // 102 tokens = 1 sequence of 64: eval_fraction would take it.
   expect_error([&] { load_split_data(text, "", options(64), &tok, 260); },

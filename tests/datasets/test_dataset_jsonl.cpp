@@ -1,8 +1,8 @@
 // test_dataset_jsonl.cpp — JSONL lines into (token, mask) streams with a byte tokenizer (token =
 // byte), so every expected id is written as text: "text" trains every token, "prompt" +
 // "response"/"completion" only the response and EOS, blank lines are skipped, BOS/EOS follow the
-// options, packed targets are -100 on the prompt; and every malformed line is refused naming
-// file:line and the keys expected. Tests: data/dataset_jsonl, data/dataset.
+// options, packed targets are -100 on the prompt; and every malformed line (or empty document) is
+// refused naming file:line and the keys expected. Tests: data/dataset_jsonl, data/dataset.
 #include <gtest/gtest.h>
 
 #include "framework/data/dataset.h"
@@ -101,6 +101,13 @@ TEST(DatasetJsonl, MalformedLinesNameFileLineAndKeys) {
   // file:line (tests/fuzz regression number-overflow-out-of-range.jsonl).
   expect_error(load("huge.jsonl", ok + "{\"text\": \"x\", \"id\": 4E444445}\n"), {"huge.jsonl:2:", "not valid JSON", "number overflow"});
   expect_error(load("msgs.jsonl", "{\"messages\": \"hi\"}\n"), {"msgs.jsonl:1:", "\"messages\" is string"});
+  // Empty documents train on nothing: refused naming the line and the empty field.
+  expect_error(load("empty_text.jsonl", ok + "{\"text\": \"\"}\n"),
+               {"empty_text.jsonl:2:", "empty \"text\": an empty document"});
+  expect_error(load("empty_response.jsonl", "{\"prompt\": \"Q\", \"response\": \"\"}\n"),
+               {"empty_response.jsonl:1:", "empty \"response\": an empty document"});
+  expect_error(load("empty_completion.jsonl", ok + ok + "{\"prompt\": \"Q\", \"completion\": \"\"}\n"),
+               {"empty_completion.jsonl:3:", "empty \"completion\""});
   expect_error(load("role.jsonl", "{\"messages\": [{\"role\": \"user\"}]}\n"),
                {"role.jsonl:1:", "message 0", "{\"role\": string, \"content\": string}"});
   // An id the model cannot embed names the line and the position in its document.

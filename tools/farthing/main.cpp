@@ -38,8 +38,9 @@ constexpr const char* kUsage =
     "                 measure a suite against its ceiling and peers (farthing bench --help)\n"
     "  tokenize --tokenizer PATH (--ids TEXT | INPUT -o OUT.bin)\n"
     "                 text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)\n"
-    "  export --from MODEL --out DIR\n"
-    "                 write a model file (safetensors, GGUF, llama2.c) as HF safetensors + config.json\n"
+    "  export --from MODEL|RUN_DIR|latest --out DIR [--recipe RECIPE]\n"
+    "                 write a model file (safetensors, GGUF, llama2.c, a run's checkpoint) as a Hugging Face\n"
+    "                 directory: safetensors, config.json, and the source model's tokenizer and chat template\n"
     "  info           what this binary was built with and which devices it sees\n"
     "  help           this text\n";
 

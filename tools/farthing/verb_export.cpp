@@ -1,40 +1,46 @@
 // verb_export.cpp — `farthing export`: any checkpoint farthing reads (safetensors directory,
-// GGUF, llama2.c .bin, a farthing training checkpoint .h5) to a Hugging Face directory:
-// config.json (torch_dtype set to the stored dtype), generation_config.json (bos/eos ids from
-// the model config), model.safetensors or, above --max-shard-size, model-0000i-of-0000N shards
-// with model.safetensors.index.json, and, when the source carries one (GGUF metadata, or a
-// tokenizer given with --tokenizer, or the one a training checkpoint's stored recipe names),
-// tokenizer.json + tokenizer_config.json.
-//   farthing export --from PATH --out DIR [--dtype f32|bf16|f16] [--max-shard-size 5GB]
-//                   [--tokenizer PATH]
+// GGUF, llama2.c .bin, a farthing training checkpoint .h5, a run directory or `latest`) to a
+// Hugging Face directory: config.json (torch_dtype set to the stored dtype), generation_config.json,
+// model.safetensors or, above --max-shard-size, model-0000i-of-0000N shards with
+// model.safetensors.index.json, and the tokenizer files.
+//   farthing export --from PATH|latest --out DIR [--recipe RECIPE] [--dtype f32|bf16|f16]
+//                   [--max-shard-size 5GB] [--tokenizer PATH]
+// The export chats as the model it came from: when that model (the --from directory, or the
+// model.path a training checkpoint's recipe names) is a Hugging Face folder, its tokenizer files
+// (tokenizer_config.json with the chat template and bos/eos, tokenizer.json, ...) and its
+// generation_config.json are copied as they are, and its config.json's bos/eos/pad ids go into
+// config.json; a GGUF's tokenizer, chat template and ids are written from its metadata
+// (export_source.h). Everything is read and checked before the first file is written.
 // The default dtype is the model's own, as Hugging Face saves it: bf16 for a training
 // checkpoint (its bf16 weights, bit for bit; --dtype f32|f16 export its fp32 master where the
 // run kept one); a safetensors model's stored dtype (config torch_dtype, else
 // its tensors'); a GGUF's f16/bf16 when its matrices are all that, f32 for quantized ones (their
 // dequantized values are exact only in f32); f32 for llama2.c files.
-// Relies on: ckpt/read_model.h, ckpt/safetensors.h, ckpt/gguf.h, data/tokenizer_export.h.
-// Tested by: tests/ckpt/test_export_verb.cpp; tools/goldens/check_export_with_transformers.py
-// checks the output against transformers.
+// Relies on: ckpt/read_model.h, ckpt/safetensors.h, ckpt/gguf.h, data/tokenizer_export.h,
+// export_source.h.
+// Tested by: tests/ckpt/test_export_verb.cpp, tests/cli/test_export_chat.sh;
+// tools/goldens/check_export_with_transformers.py and tools/goldens/check_export_chat.py check
+// the output against transformers.
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "framework/ckpt/gguf.h"
-#include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/ckpt/train_checkpoint_model.h"
 #include "framework/ckpt/safetensors.h"
 #include "framework/core/error.h"
 #include "framework/data/tokenizer_export.h"
 #include "framework/data/tokenizer_loaders.h"
+#include "tools/farthing/export_source.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
@@ -43,11 +49,12 @@ namespace fs = std::filesystem;
 using farthing::DType;
 
 constexpr const char* kExportUsage =
-    "usage: farthing export --from PATH --out DIR [--dtype f32|bf16|f16] [--max-shard-size SIZE]\n"
-    "                       [--tokenizer PATH]\n"
+    "usage: farthing export --from PATH|latest --out DIR [--recipe RECIPE] [--dtype f32|bf16|f16]\n"
+    "                       [--max-shard-size SIZE] [--tokenizer PATH]\n"
     "\n"
-    "  --from PATH            safetensors file or directory, .gguf, llama2.c .bin, or a training\n"
-    "                         checkpoint (.h5)\n"
+    "  --from PATH            safetensors file or directory, .gguf, llama2.c .bin, a training\n"
+    "                         checkpoint (.h5), or a run directory (its newest checkpoint)\n"
+    "  --from latest          the newest checkpoint in --recipe RECIPE's checkpoint.run_dir\n"
     "  --out DIR              written: config.json, generation_config.json, model.safetensors\n"
     "                         (or model-0000i-of-0000N.safetensors + model.safetensors.index.json)\n"
     "  --dtype                stored precision; default: the model's own (bf16 for a training\n"
@@ -56,9 +63,12 @@ constexpr const char* kExportUsage =
     "                         f32/f16 of a training checkpoint take its fp32 master where kept\n"
     "  --max-shard-size SIZE  shard above SIZE: 5GB (default; GB = 10^9 bytes as Hugging Face\n"
     "                         counts), 500MB, 2GiB, or bytes (--max-shard-bytes N: bytes)\n"
-    "  --tokenizer PATH       also write tokenizer.json/tokenizer_config.json from this tokenizer\n"
-    "                         (without it: a .gguf source's own, or the one a training checkpoint's\n"
-    "                         recipe names when that path exists)\n";
+    "  --tokenizer PATH       the tokenizer files to write (without it: the source's own, or the\n"
+    "                         one a training checkpoint's recipe names when that path exists); a\n"
+    "                         Hugging Face folder's files are copied as they are (chat template,\n"
+    "                         bos/eos), others are written from the tokenizer\n"
+    "The bos/eos ids in config.json and generation_config.json are those of the model the\n"
+    "checkpoint came from (a Hugging Face folder's config.json and generation_config.json).\n";
 
 // "5GB" -> 5e9, "2GiB" -> 2^31, "123" -> 123 (Hugging Face's max_shard_size spelling).
 uint64_t parse_size(const std::string& text) {
@@ -164,60 +174,6 @@ DType source_dtype(const std::string& from, const farthing::ckpt::ModelFile& mod
   return DType::kF32;
 }
 
-// model.<key> of a resolved recipe (recipe_resolved.cpp's output: "model:" then "  key: value"
-// lines, each value plain or double-quoted with \", \\ and \xNN escapes, as recipe_scalar.cpp
-// writes it). Read as text so that this verb (and its test) needs no YAML library.
-std::string resolved_model_key(const std::string& yaml, const std::string& key) {
-  std::istringstream lines(yaml);
-  std::string line;
-  bool in_model = false;
-  while (std::getline(lines, line)) {
-    if (!line.starts_with(" ")) in_model = line == "model:";
-    if (!in_model || !line.starts_with("  " + key + ": ")) continue;
-    const std::string value = line.substr(key.size() + 4);
-    if (!value.starts_with("\"")) return value;
-    std::string out;
-    for (size_t i = 1; i + 1 < value.size(); ++i) {
-      if (value[i] != '\\' || i + 2 >= value.size()) {
-        out += value[i];
-      } else if (value[i + 1] == 'x' && i + 3 < value.size()) {
-        out += char(std::stoi(value.substr(i + 2, 2), nullptr, 16));
-        i += 3;
-      } else {
-        out += value[++i];
-      }
-    }
-    return out;
-  }
-  return "";
-}
-
-// The tokenizer a training run used, as the recipe stored in its checkpoint names it (resolved as
-// the trainer does: model.tokenizer, else the GGUF itself or tokenizer.json beside model.path),
-// when that path exists from here; "" (with a note) otherwise.
-std::string tokenizer_of_training_run(const std::string& checkpoint) {
-  std::string recipe;
-  try {
-    recipe = farthing::H5CheckpointReader(checkpoint).read_string("recipe");
-  } catch (const farthing::Error&) {
-    return "";
-  }
-  std::string found = resolved_model_key(recipe, "tokenizer");
-  const std::string model_path = resolved_model_key(recipe, "path");
-  if (found.empty() && !model_path.empty()) {
-    const fs::path weights = model_path;
-    const fs::path dir = fs::is_directory(weights) ? weights : weights.parent_path();
-    found = weights.extension() == ".gguf" ? weights.string() : (dir / "tokenizer.json").string();
-  }
-  if (found.empty()) return "";
-  if (!fs::exists(found)) {
-    std::fprintf(stderr, "farthing export: the run's tokenizer %s is not there from here; pass --tokenizer PATH "
-                 "to write the tokenizer files\n", found.c_str());
-    return "";
-  }
-  return found;
-}
-
 // generation_config.json as transformers writes it from a model config: the special token ids.
 void write_generation_config(const fs::path& dir, const nlohmann::json& config) {
   nlohmann::json g = {{"_from_model_config", true}};
@@ -231,8 +187,32 @@ void write_generation_config(const fs::path& dir, const nlohmann::json& config) 
 
 }  // namespace
 
+
+namespace {
+
+// The tokenizer a training run used, resolved as the trainer does (model.tokenizer, else the GGUF
+// itself or tokenizer.json beside model.path), when that path exists from here; "" (with a
+// note) otherwise.
+std::string tokenizer_of_run(const farthing::cli::RunOrigin& origin) {
+  std::string found = origin.tokenizer;
+  if (found.empty() && !origin.model_path.empty()) {
+    const fs::path weights = origin.model_path;
+    const fs::path dir = fs::is_directory(weights) ? weights : weights.parent_path();
+    found = weights.extension() == ".gguf" ? weights.string() : (dir / "tokenizer.json").string();
+  }
+  if (found.empty()) return "";
+  if (!fs::exists(found)) {
+    std::fprintf(stderr, "farthing export: the run's tokenizer %s is not there from here; pass --tokenizer PATH "
+                 "to write the tokenizer files\n", found.c_str());
+    return "";
+  }
+  return found;
+}
+
+}  // namespace
+
 int run_export(const std::vector<std::string>& args) {
-  std::string from, out, tokenizer;
+  std::string from, out, tokenizer, recipe;
   farthing::ckpt::SafetensorsWriteOptions options;
   options.max_shard_bytes = 5'000'000'000;  // Hugging Face's default max_shard_size "5GB"
   std::optional<DType> dtype;
@@ -248,6 +228,7 @@ int run_export(const std::vector<std::string>& args) {
     }
     if (a == "--from") from = value();
     else if (a == "--out") out = value();
+    else if (a == "--recipe") recipe = value();
     else if (a == "--dtype") dtype = farthing::parse_dtype(value());
     else if (a == "--max-shard-size") options.max_shard_bytes = parse_size(value());
     else if (a == "--max-shard-bytes") options.max_shard_bytes = parse_size(value());
@@ -261,46 +242,92 @@ int run_export(const std::vector<std::string>& args) {
     std::fprintf(stderr, "farthing export: need --from and --out\n\n%s", kExportUsage);
     return 2;
   }
+  const fs::path source = farthing::cli::resolve_export_from(from, recipe);
   // A training checkpoint: bf16 exports its bf16 weights bit for bit (what the run computed with);
   // a wider dtype takes the fp32 master where the run kept one, the same model before rounding.
-  const bool training_checkpoint = farthing::ckpt::is_training_checkpoint(from);
+  const bool training_checkpoint = farthing::ckpt::is_training_checkpoint(source);
   const bool wider_than_bf16 = dtype && *dtype != DType::kBF16;
-  farthing::ckpt::ModelFile model =
-      training_checkpoint ? farthing::ckpt::read_training_checkpoint_model(
-                                from, wider_than_bf16 ? farthing::ckpt::CheckpointWeights::kMasterWhereKept
-                                                      : farthing::ckpt::CheckpointWeights::kWorking)
-                          : farthing::ckpt::read_model_file(from);
-  options.dtype = dtype ? *dtype : source_dtype(from, model);
+  farthing::ckpt::ModelFile model;
+  try {
+    model = training_checkpoint ? farthing::ckpt::read_training_checkpoint_model(
+                                      source, wider_than_bf16 ? farthing::ckpt::CheckpointWeights::kMasterWhereKept
+                                                              : farthing::ckpt::CheckpointWeights::kWorking)
+                                : farthing::ckpt::read_model_file(source);
+  } catch (const farthing::Error& e) {
+    FARTHING_FAIL("export --from '", from, "': cannot read ", source.string(), " as ",
+                  farthing::cli::export_format_tried(source), ": ", e.what(), " (farthing reads ",
+                  farthing::cli::kExportSourceForms, ")");
+  }
+  options.dtype = dtype ? *dtype : source_dtype(source.string(), model);
   model.config["torch_dtype"] = torch_name(options.dtype);
-  if (tokenizer.empty() && model.format == "farthing-h5") tokenizer = tokenizer_of_training_run(from);
+
+  // The model the weights came from: the source itself, or the model a training run started from.
+  std::string origin = source.string();
+  if (training_checkpoint) {
+    const farthing::cli::RunOrigin run = farthing::cli::run_origin(source);
+    origin = run.model_path;
+    if (tokenizer.empty()) tokenizer = tokenizer_of_run(run);
+  }
+  const std::optional<fs::path> origin_folder = farthing::cli::hf_folder_of(origin);
+  if (tokenizer.empty() && !training_checkpoint && origin_folder && fs::exists(*origin_folder / "tokenizer.json")) {
+    tokenizer = (*origin_folder / "tokenizer.json").string();
+  }
+  // Its special token ids win over whatever the weights' file says (a training checkpoint's
+  // config has none; the tokenizer's guess below fills only what is still missing).
+  if (origin_folder) {
+    const nlohmann::json ids = farthing::cli::hf_special_token_ids(*origin_folder);
+    for (const auto& [key, id] : ids.items()) model.config[key] = id;
+  }
+  const std::optional<fs::path> origin_generation_config =
+      origin_folder && fs::is_regular_file(*origin_folder / "generation_config.json")
+          ? std::optional<fs::path>(*origin_folder / "generation_config.json")
+          : std::nullopt;
+
+  // The tokenizer: a Hugging Face folder's files are copied as they are (they carry the chat
+  // template and the bos/eos transformers uses); any other tokenizer is written out from what
+  // was loaded, with a GGUF's chat template.
+  const std::optional<fs::path> tokenizer_folder = farthing::cli::hf_folder_of(tokenizer);
+  const bool copy_tokenizer_files = tokenizer_folder && fs::exists(*tokenizer_folder / "tokenizer_config.json");
   std::string chat_template;
-  const std::string gguf_path = tokenizer.empty() && from.ends_with(".gguf") ? from
-                                : tokenizer.ends_with(".gguf")                ? tokenizer
-                                                                              : "";
+  const std::string gguf_path = tokenizer.empty() && source.extension() == ".gguf" ? source.string()
+                                : tokenizer.ends_with(".gguf")                     ? tokenizer
+                                                                                   : "";
   if (!gguf_path.empty()) {
     const farthing::ckpt::GgufFile gguf(gguf_path);
     if (tokenizer.empty() && gguf.has("tokenizer.ggml.model")) tokenizer = gguf_path;
     chat_template = gguf.get_string("tokenizer.chat_template", "");
   }
-  auto write_all = [&](const farthing::data::Tokenizer* tok) {
-    // A training checkpoint's config has no special token ids: the tokenizer's fill the gap.
-    if (tok && !model.config.contains("bos_token_id") && tok->bos_id() >= 0) model.config["bos_token_id"] = tok->bos_id();
-    if (tok && !model.config.contains("eos_token_id") && tok->eos_id() >= 0) model.config["eos_token_id"] = tok->eos_id();
-    farthing::ckpt::write_safetensors(out, model, options);
-    write_generation_config(out, model.config);
-    if (tok) farthing::data::write_hf_tokenizer_files(*tok, out, chat_template);
-  };
-  if (tokenizer.empty()) {
-    write_all(nullptr);
+  std::unique_ptr<farthing::data::Tokenizer> tok;
+  if (!tokenizer.empty()) tok.reset(new farthing::data::Tokenizer(farthing::data::load_tokenizer(tokenizer)));
+  // A training checkpoint's config has no special token ids: the tokenizer's fill the gap.
+  if (tok && !model.config.contains("bos_token_id") && tok->bos_id() >= 0) model.config["bos_token_id"] = tok->bos_id();
+  if (tok && !model.config.contains("eos_token_id") && tok->eos_id() >= 0) model.config["eos_token_id"] = tok->eos_id();
+
+  // Everything is read: write.
+  farthing::ckpt::write_safetensors(out, model, options);
+  if (origin_generation_config) {
+    fs::copy_file(*origin_generation_config, fs::path(out) / "generation_config.json",
+                  fs::copy_options::overwrite_existing);
   } else {
-    const farthing::data::Tokenizer tok = farthing::data::load_tokenizer(tokenizer);
-    write_all(&tok);
+    write_generation_config(out, model.config);
+  }
+  std::string tokenizer_note;
+  if (copy_tokenizer_files) {
+    tokenizer_note = farthing::cli::copy_hf_tokenizer_files(*tokenizer_folder, out) + " copied from " +
+                     tokenizer_folder->string();
+  } else if (tok) {
+    farthing::data::write_hf_tokenizer_files(*tok, out, chat_template);
+    tokenizer_note = "tokenizer.json, tokenizer_config.json written from " + tokenizer +
+                     (chat_template.empty() ? " (no chat template)" : " (with its chat template)");
   }
   const bool sharded = fs::exists(fs::path(out) / "model.safetensors.index.json");
-  std::fprintf(stderr, "farthing export: %s (%s, %lld parameters) -> %s: %s%s%s\n", from.c_str(),
+  std::fprintf(stderr, "farthing export: %s (%s, %lld parameters) -> %s: %s%s%s\n", source.c_str(),
                model.format.c_str(), static_cast<long long>(model.num_parameters()), out.c_str(),
                std::string(farthing::dtype_name(options.dtype)).c_str(), dtype ? "" : " (the model's own dtype)",
                sharded ? ", sharded with model.safetensors.index.json" : "");
-  if (!tokenizer.empty()) std::fprintf(stderr, "farthing export: tokenizer files from %s\n", tokenizer.c_str());
+  if (!tokenizer_note.empty()) std::fprintf(stderr, "farthing export: %s\n", tokenizer_note.c_str());
+  if (origin_generation_config) {
+    std::fprintf(stderr, "farthing export: generation_config.json copied from %s\n", origin_generation_config->c_str());
+  }
   return 0;
 }

@@ -1,17 +1,23 @@
 // verb_init.cpp — `farthing init MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X]
 // [--device cpu|cuda|auto] [--out RECIPE]`: a guided first run. Reads the model's config (no weights decoded for
-// safetensors, GGUF and llama2.c files), then walks a ladder of settings from the most
-// comfortable (fp32 AdamW state, fp32 master, 8 sequences per micro-batch) to the most frugal
-// (8-bit moments, no master, stochastic rounding, per-block activation checkpointing, one
-// sequence, shorter sequences), sizing each with `farthing plan`'s estimate, and writes the first
-// that fits the budget as a recipe with every knob commented, to stdout or --out. The budget:
-// --budget-gb, else 90% of GPU 0's free memory when training on CUDA (--device cuda, or auto with
-// a GPU visible), else 80% of this machine's MemAvailable.
-// Relies on: train/plan/memory_estimate.h, train/recipe, framework/ckpt/read_model.h.
-// Tested by: tests/cli/test_init.sh.
+// safetensors, GGUF and llama2.c files) and the data (init_data.h: its kind, every document's
+// length, and for chat data the template found and the BOS/EOS it needs), then walks a ladder
+// of settings from the most comfortable (fp32 AdamW state, fp32 master, 8 sequences per
+// micro-batch) to the most frugal (8-bit moments, no master, stochastic rounding, per-block
+// activation checkpointing, one sequence, shorter sequences), sizing each with `farthing plan`'s
+// estimate, and writes the first that fits the budget as a recipe with every knob commented, to
+// stdout or --out. seq_len, eval_fraction, the sequences a step takes and the steps follow the
+// data (train/plan/data_sizing.h) within the rung's limits; a step larger than the training
+// split is warned about. Without --data (and no data/train.txt) it sizes without data. The
+// budget: --budget-gb, else 90% of GPU 0's free memory when training on CUDA (--device cuda, or
+// auto with a GPU visible), else 80% of this machine's MemAvailable.
+// Relies on: train/plan/memory_estimate.h, train/plan/data_sizing.h, train/recipe,
+// train/loop/model_source.h, framework/ckpt/read_model.h, init_data.h.
+// Tested by: tests/cli/test_init.sh, tests/train/plan/test_data_sizing.cpp.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,10 +25,14 @@
 #include "framework/backend/backend.h"
 #include "framework/ckpt/read_model.h"
 #include "framework/core/error.h"
+#include "framework/data/dataset.h"
 #include "train/recipe/recipe.h"
+#include "train/loop/model_source.h"
+#include "train/plan/data_sizing.h"
 #include "train/plan/memory_estimate.h"
 #include "models/common/model_config.h"
 #include "models/common/weights_from_file.h"
+#include "tools/farthing/init_data.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
@@ -37,7 +47,9 @@ constexpr const char* kInitUsage =
     "  or a training checkpoint .h5) on this machine, every knob commented: the most comfortable\n"
     "  optimizer and batch settings whose predicted peak (farthing plan's estimate) fits the budget.\n"
     "\n"
-    "  --data FILE       training data (.txt, .jsonl or .tok); default data/train.txt (edit it)\n"
+    "  --data FILE       training data (.txt, .jsonl or .tok); default data/train.txt. Read to size\n"
+    "                    seq_len, eval_fraction, the batch and the steps, and for chat data to set\n"
+    "                    the chat template and BOS/EOS; without it (no data/train.txt) sized blind\n"
     "  --tokenizer PATH  tokenizer, when the model file has none beside or inside it (llama2.c)\n"
     "  --budget-gb X     memory to plan for, GiB; default 90% of the GPU's free memory when the recipe\n"
     "                    trains on CUDA, else 80% of MemAvailable in /proc/meminfo\n"
@@ -89,9 +101,54 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// What the recipe's data-dependent keys get, for one rung of the ladder.
+struct Sizing {
+  int64_t seq_len = 0;
+  double eval_fraction = 0.05;
+  int64_t micro_batch = 1, grad_accum = 1;
+  int64_t steps = 100, warmup_steps = 10, eval_every = 25, save_every = 50;
+  std::string steps_comment = "optimizer steps in total (a resumed run continues to this)";
+};
+
+// A Sizing for a rung: from the data's documents when it was read, else the fixed defaults.
+Sizing sizing_for(const Rung& r, int64_t model_max_seq_len, const farthing::cli::InitData* data,
+                  farthing::train::DataSizing* data_sizing) {
+  Sizing z;
+  const int64_t cap = std::min<int64_t>(r.seq_len_cap, model_max_seq_len > 0 ? model_max_seq_len : r.seq_len_cap);
+  if (data == nullptr) {
+    z.seq_len = cap;
+    z.micro_batch = r.micro_batch;
+    z.grad_accum = std::max<int64_t>(1, 8 / r.micro_batch);
+    return z;
+  }
+  const farthing::train::DataSizing d = farthing::train::size_to_data(data->lengths, cap);
+  if (data_sizing) *data_sizing = d;
+  z.seq_len = d.seq_len;
+  z.eval_fraction = d.eval_fraction;
+  z.micro_batch = std::min(r.micro_batch, d.step_sequences);
+  z.grad_accum = (d.step_sequences + z.micro_batch - 1) / z.micro_batch;
+  z.steps = d.steps;
+  z.warmup_steps = std::min<int64_t>(10, d.steps / 10);
+  z.eval_every = std::max<int64_t>(1, d.steps / 4);
+  z.save_every = std::max<int64_t>(1, d.steps / 2);
+  const int64_t step = z.micro_batch * z.grad_accum;
+  char comment[160];
+  std::snprintf(comment, sizeof comment, "%.1f epochs of the %lld training sequences at %lld a step",
+                d.train_sequences > 0 ? double(z.steps * step) / double(d.train_sequences) : 0.0,
+                (long long)d.train_sequences, (long long)step);
+  z.steps_comment = comment;
+  return z;
+}
+
+std::string number(double x) {
+  std::ostringstream o;
+  o << x;
+  return o.str();
+}
+
 std::string recipe_text(const std::string& model_path, const std::string& tokenizer, const std::string& data,
-                        const Rung& r, int64_t seq_len, const std::string& run_dir, const std::string& device) {
-  const int64_t grad_accum = std::max<int64_t>(1, 8 / r.micro_batch);
+                        const farthing::cli::InitData& d, const Rung& r, const Sizing& z, const std::string& run_dir,
+                        const std::string& device) {
   std::ostringstream y;
   y << "model:\n"
     << "  path: " << quoted(model_path) << "  # HF dir, .safetensors, .gguf, llama2.c .bin or a training checkpoint\n"
@@ -104,11 +161,13 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
     << "  train: " << quoted(data) << "  # your .txt, .jsonl (text / prompt+response / chat messages) or .tok file\n"
     << "  eval: \"\"  # held-out file; \"\" splits eval_fraction off train\n"
     << "  format: auto  # auto picks by extension; text|jsonl|tokens force a reader\n"
-    << "  eval_fraction: 0.05  # share of sequences held out: more = steadier eval loss, less training data\n"
-    << "  seq_len: " << seq_len << "  # tokens per sequence: longer = more context, activations grow linearly\n"
+    << "  eval_fraction: " << number(z.eval_fraction)
+    << "  # share of sequences held out: more = steadier eval loss, less training data\n"
+    << "  seq_len: " << z.seq_len << "  # tokens per sequence: longer = more context, activations grow linearly\n"
     << "  shuffle: true  # deterministic per-epoch shuffle (train.seed); false keeps file order\n"
-    << "  add_bos: true  # BOS before each document, as in pre-training\n"
-    << "  add_eos: true  # EOS after each document, so the model learns where documents end\n"
+    << "  chat_template: " << quoted(d.chat_template) << "  # " << d.chat_template_comment << "\n"
+    << "  add_bos: " << (d.add_bos ? "true" : "false") << "  # " << d.add_bos_comment << "\n"
+    << "  add_eos: " << (d.add_eos ? "true" : "false") << "  # " << d.add_eos_comment << "\n"
     << "\noptimizer:\n"
     << "  name: adamw  # the only optimizer for now\n"
     << "  lr: 2.0e-5  # peak learning rate for full fine-tuning: higher adapts faster, forgets more\n"
@@ -123,14 +182,15 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
     << "  embedding_f32_state: true  # fp32 moments for embeddings/head, which quantize badly\n"
     << "\nschedule:\n"
     << "  kind: cosine  # cosine decay after warmup; constant|linear_warmup|linear also available\n"
-    << "  warmup_steps: 10  # linear warmup from 0: avoids early large steps on a fresh optimizer state\n"
+    << "  warmup_steps: " << z.warmup_steps
+    << "  # linear warmup from 0: avoids early large steps on a fresh optimizer state\n"
     << "  min_ratio: 0.1  # final lr as a fraction of lr\n"
     << "\ntrain:\n"
-    << "  steps: 100  # optimizer steps in total (a resumed run continues to this)\n"
-    << "  micro_batch: " << r.micro_batch
+    << "  steps: " << z.steps << "  # " << z.steps_comment << "\n"
+    << "  micro_batch: " << z.micro_batch
     << "  # sequences per forward/backward: more = faster, more activation memory\n"
-    << "  grad_accum: " << grad_accum << "  # micro-batches per step (bigger batch, same memory): "
-    << r.micro_batch << "x" << grad_accum << "x" << seq_len << " = " << r.micro_batch * grad_accum * seq_len
+    << "  grad_accum: " << z.grad_accum << "  # micro-batches per step (bigger batch, same memory): "
+    << z.micro_batch << "x" << z.grad_accum << "x" << z.seq_len << " = " << z.micro_batch * z.grad_accum * z.seq_len
     << " tokens/step\n"
     << "  max_grad_norm: 1.0  # clip the global gradient norm (0: off); guards against loss spikes\n"
     << "  precision: bf16  # bf16 compute, fp32 accumulation; fp32 is exact but several times slower\n"
@@ -138,13 +198,13 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
     << (device == "cuda" ? "the GPU's" : "the CPU's") << " memory\n"
     << "  optimizer_in_backward: false  # true frees each grad as it is used but forbids clipping/accum\n"
     << "  seed: 1234  # init, shuffle and stochastic rounding: same seed = same run, bit for bit\n"
-    << "  eval_every: 25  # steps between evaluations (0: only first and last)\n"
+    << "  eval_every: " << z.eval_every << "  # steps between evaluations (0: only first and last)\n"
     << "  eval_batches: 4  # micro-batches per evaluation (0: whole eval set, slower but exact)\n"
     << "  log_every: 1  # progress line every N steps (0: none); metrics.jsonl records every step\n"
     << "  nonfinite: skip  # skip (and count) a step with inf/nan gradients; fail stops the run\n"
     << "\ncheckpoint:\n"
     << "  run_dir: " << quoted(run_dir) << "  # recipe.yaml, metrics.jsonl, TensorBoard files, checkpoints/\n"
-    << "  save_every: 50  # steps between checkpoints (0: only at the end); each costs a full state write\n"
+    << "  save_every: " << z.save_every << "  # steps between checkpoints (0: only at the end); each costs a full state write\n"
     << "  keep_last: 2  # newest checkpoints kept (0: all): disk vs. how far back you can resume\n"
     << "\ndistributed:\n"
     << "  zero_stage: 1  # ZeRO-1: optimizer state + master sharded over mpirun's ranks (none with one)\n"
@@ -155,6 +215,7 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
 
 int run_init(const std::vector<std::string>& args) {
   std::string model_path, data = "data/train.txt", tokenizer, out, device = "auto";
+  bool data_given = false;
   double budget_gb = -1.0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -166,7 +227,10 @@ int run_init(const std::vector<std::string>& args) {
       std::printf("%s", kInitUsage);
       return 0;
     }
-    if (a == "--data") data = value();
+    if (a == "--data") {
+      data = value();
+      data_given = true;
+    }
     else if (a == "--tokenizer") tokenizer = value();
     else if (a == "--out") out = value();
     else if (a == "--device") {
@@ -197,8 +261,22 @@ int run_init(const std::vector<std::string>& args) {
                  "' does not exist; give an HF model directory, a .safetensors, .gguf or llama2.c .bin file");
   FARTHING_CHECK(out.empty() || !fs::exists(out), "init: ", out,
                  " already exists; pick another --out (init never overwrites a recipe)");
+  FARTHING_CHECK(!data_given || fs::is_regular_file(data), "init: --data '", data,
+                 "' does not exist or is not a file; give your .txt, .jsonl or .tok training data");
   const farthing::models::ModelConfig model =
       farthing::models::model_config_from_file(farthing::ckpt::open_model_file(model_path));
+  // The data, read as the trainer will read it (with the tokenizer it will use), when it is there.
+  std::optional<farthing::cli::InitData> init_data;
+  if (fs::is_regular_file(data)) {
+    farthing::recipe::ModelSection section;
+    section.path = model_path;
+    section.tokenizer = tokenizer;
+    const bool token_file = farthing::data::dataset_format(data, farthing::data::DataFormat::kAuto) ==
+                            farthing::data::DataFormat::kTokens;
+    const farthing::train::ModelSource source = farthing::train::open_model_source(section, !token_file);
+    init_data = farthing::cli::read_init_data(data, source.tokenizer.get(), model.vocab_size);
+  }
+  const farthing::cli::InitData data_settings = init_data ? *init_data : farthing::cli::InitData{};
   if (device == "auto") device = farthing::visible_cuda_devices() > 0 ? "cuda" : "cpu";
   double budget_bytes = budget_gb * double(int64_t(1) << 30);
   std::string budget_source = "--budget-gb";
@@ -224,27 +302,48 @@ int run_init(const std::vector<std::string>& args) {
 
   const Rung* chosen = nullptr;
   std::string yaml;
-  int64_t seq_len = 0;
+  Sizing sizing;
+  farthing::train::DataSizing data_sizing;
   farthing::train::MemoryEstimate estimate;
   for (const Rung& r : kLadder) {
-    seq_len = std::min<int64_t>(r.seq_len_cap, model.max_seq_len > 0 ? model.max_seq_len : r.seq_len_cap);
-    yaml = recipe_text(model_path, tokenizer, data, r, seq_len, run_dir, device);
+    sizing = sizing_for(r, model.max_seq_len, init_data ? &*init_data : nullptr, &data_sizing);
+    yaml = recipe_text(model_path, tokenizer, data, data_settings, r, sizing, run_dir, device);
     const farthing::recipe::RunConfig config = farthing::recipe::parse_recipe_text(yaml, "farthing init");
     estimate = farthing::train::estimate_memory(config, model, 1);
     chosen = &r;
     if (double(estimate.peak_bytes) <= budget_bytes) break;
   }
+  // What the data gave, for the header and stderr; and the step that outgrows its split.
+  std::string data_line = "# No data read (" + data + (data_given ? "" : " is not there") +
+                          "): seq_len, eval_fraction, the batch and the steps are defaults; rerun with --data FILE.\n";
+  std::string warning;
+  if (init_data) {
+    data_line = "# Data: " + data + ", " + init_data->kind + "; " + data_sizing.why + ": seq_len " +
+                std::to_string(sizing.seq_len) + " packs " + std::to_string(data_sizing.sequences) + " sequence(s), " +
+                std::to_string(data_sizing.train_sequences) + " to train on, " +
+                std::to_string(data_sizing.eval_sequences) + " held out.\n";
+    const int64_t step = sizing.micro_batch * sizing.grad_accum;
+    if (step > data_sizing.train_sequences) {
+      warning = "one step takes " + std::to_string(step) + " sequences of " + std::to_string(sizing.seq_len) +
+                " tokens, more than the " + std::to_string(data_sizing.train_sequences) +
+                " the training split holds: each step repeats them; this data is too small for a useful run";
+    }
+  }
   const bool fits = double(estimate.peak_bytes) <= budget_bytes;
   const std::string target = out.empty() ? "RECIPE.yaml" : out;
   std::ostringstream text;
   text << "# build/bin/farthing train " << target << "\n"
-       << "# Written by `farthing init " << model_path << "`: a starter recipe for "
+       << "# Written by `farthing init " << model_path << (init_data ? " --data " + data : std::string())
+       << "`: a starter recipe for "
        << (model.name.empty() ? "this model" : model.name) << " (" << estimate.param_count << " parameters).\n"
        << "# Sized for " << gib(budget_bytes) << ", " << budget_source << ": " << chosen->why << ".\n"
        << "# Predicted peak per rank (farthing plan " << target << "): " << gib(double(estimate.peak_bytes))
        << (fits ? "" : " -- MORE than the budget, even at the most frugal settings") << ".\n"
-       << "# Set data.train to your data, check with farthing plan, then run. loss_scale (fp16 only) and\n"
-       << "# model.init_std (random init only) keep their defaults (train/recipe/run_config.h).\n"
+       << data_line
+       << (warning.empty() ? "" : "# WARNING: " + warning + ".\n")
+       << "# See what the trainer sees: farthing data preview " << target << "; check memory with farthing plan.\n"
+       << "# loss_scale (fp16 only) and model.init_std (random init only) keep their defaults\n"
+       << "# (train/recipe/run_config.h).\n"
        << "# Change any knob without editing this file: --set section.key=value.\n\n"
        << yaml;
   if (out.empty()) {
@@ -256,6 +355,8 @@ int run_init(const std::vector<std::string>& args) {
     std::fprintf(stderr, "farthing init: wrote %s (predicted peak %s of %s)\n", out.c_str(),
                  gib(double(estimate.peak_bytes)).c_str(), gib(budget_bytes).c_str());
   }
+  std::fprintf(stderr, "farthing init: %s", data_line.substr(2).c_str());
+  if (!warning.empty()) std::fprintf(stderr, "farthing init: warning: %s\n", warning.c_str());
   if (!fits) {
     std::fprintf(stderr,
                  "farthing init: even the most frugal settings need %s per rank, more than the %s budget; "

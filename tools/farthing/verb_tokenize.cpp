@@ -6,7 +6,8 @@
 // or a .gguf. A .txt file is one document; a .jsonl file holds one JSON object per line, the
 // document in its "text" field (--field). OUT.bin is data/token_file.h's format. Throughput
 // goes to stderr. Relies on: data/tokenizer_loaders.h, data/token_file.h.
-// Tested by: tests/cli (when wired by main.cpp); the pieces by tests/tokenizers.
+// Tested by: tests/cli/test_data_preview.sh (a chat field refused, pointing to data preview); the pieces
+// by tests/tokenizers.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -112,8 +113,14 @@ int run_tokenize(const std::vector<std::string>& args) {
       } catch (const nlohmann::json::exception& e) {
         FARTHING_FAIL(input, ":", line_no, " is not JSON: ", e.what());
       }
+      // Chat messages and prompt/response pairs carry a loss mask and a template; a token file
+      // holds neither, so they are shown by data preview rather than tokenized here.
+      FARTHING_CHECK(!(j.is_object() && j.contains(field) && j[field].is_array()), input, ":", line_no, " field '",
+                     field, "' is a list (chat messages?): tokenize writes the ids of one text field; to see chat "
+                     "data rendered with its template and loss mask, run `farthing data preview RECIPE`");
       FARTHING_CHECK(j.is_object() && j.contains(field) && j[field].is_string(), input, ":", line_no,
-                     " has no string field '", field, "' (choose it with --field)");
+                     " has no string field '", field, "' (choose it with --field; `farthing data preview RECIPE` "
+                     "shows chat and prompt/response data as the trainer sees it)");
       add_document(j[field].get<std::string>());
       ++documents;
     }

@@ -17,6 +17,7 @@
 #include "train/recipe/recipe.h"
 #include "train/loop/model_options.h"
 #include "train/loop/optimizer_setup.h"
+#include "train/loop/data_source.h"
 #include "train/loop/run_dir_lock.h"
 #include "train/loop/stop_signals.h"
 #include "train/loop/train_device.h"
@@ -37,17 +38,12 @@ bool is_token_file(const recipe::DataSection& data) {
 }
 
 ModelSource open_source(const recipe::RunConfig& config) {
+  check_data_files(config);  // before the model is read: a typo in a path fails at once
   return open_model_source(config.model, /*need_tokenizer=*/!is_token_file(config.data));
 }
 
 data::SplitData open_data(const recipe::RunConfig& config, const ModelSource& source) {
-  data::DatasetOptions options;
-  options.format = config.data.format;
-  options.seq_len = config.data.seq_len;
-  options.add_bos = config.data.add_bos;
-  options.add_eos = config.data.add_eos;
-  options.eval_fraction = config.data.eval_fraction;
-  options.chat_template = config.data.chat_template;
+  const data::DatasetOptions options = dataset_options(config);
   FARTHING_CHECK(config.data.seq_len <= source.config.max_seq_len, "data.seq_len (", config.data.seq_len,
                  ") exceeds the model's max_position_embeddings (", source.config.max_seq_len, ")");
   return data::load_split_data(config.data.train, config.data.eval, options, source.tokenizer.get(),
@@ -119,6 +115,17 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   }
   const recipe::TrainSection& t = config_.train;
   sampler_ = std::make_unique<data::EpochSampler>(data_.train.size(), t.seed, config_.data.shuffle);
+  const int64_t step_sequences = t.micro_batch * t.grad_accum * comm_.world_size();
+  if (step_sequences > data_.train.size() && comm_.rank() == 0) {
+    // Not an error (a tiny smoke run may want it), but a real run sized like this trains each
+    // step on copies of the same few sequences.
+    std::fprintf(stderr, "farthing: warning: one step takes %lld sequences (train.micro_batch %lld x train.grad_accum "
+                         "%lld x %d rank(s)), more than the %lld the training split of %s holds at data.seq_len %lld: "
+                         "each step repeats them; lower train.micro_batch, train.grad_accum or data.seq_len "
+                         "(farthing data preview RECIPE shows the counts)\n",
+                 (long long)step_sequences, (long long)t.micro_batch, (long long)t.grad_accum, comm_.world_size(),
+                 (long long)data_.train.size(), data_.train.source().c_str(), (long long)config_.data.seq_len);
+  }
   models::TransformerSpec spec = models::make_spec(source_.config);
 
   zero_ = std::make_unique<dist::ZeroLayout>(models::zero_units(spec.layout), comm_.world_size(), comm_.rank());

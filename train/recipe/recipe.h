@@ -31,6 +31,10 @@ RunConfig parse_recipe_text(const std::string& yaml, const std::string& source_n
 // say where a bad value came from. Throws farthing::Error on the first problem.
 void validate_run_config(const RunConfig& config);
 
+// A key and where its value came from, as every recipe error starts: "data.train at
+// recipe.yaml:9:10", "data.train at --set data.train=x.jsonl", or "data.train (default; ...)".
+std::string key_origin(const RunConfig& config, const std::string& key);
+
 // Every key of every section, in run_config.h's order, with a comment header.
 // parse_recipe_text(resolved_recipe_yaml(c), ...) gives back c's sections exactly.
 std::string resolved_recipe_yaml(const RunConfig& config);

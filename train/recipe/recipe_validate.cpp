@@ -105,17 +105,7 @@ class Checker {
   }
 
   // "optimizer.lr at recipe.yaml:7:7", or where the default came from when the recipe left it out.
-  std::string at(const std::string& path) const {
-    const auto given = c_.key_locations.find(path);
-    if (given != c_.key_locations.end()) return path + " at " + given->second;
-    const std::string section = path.substr(0, path.find('.'));
-    const auto section_given = c_.key_locations.find(section);
-    if (section_given != c_.key_locations.end()) {
-      return path + " (default; not set in the " + section + " section at " + section_given->second + ")";
-    }
-    if (!c_.source.empty()) return path + " (default; " + c_.source + " has no " + section + " section)";
-    return path;
-  }
+  std::string at(const std::string& path) const { return key_origin(c_, path); }
   static std::string num(double value) { return number_text(value); }
 
   void check_model() const {
@@ -307,5 +297,17 @@ class Checker {
 }  // namespace
 
 void validate_run_config(const RunConfig& config) { Checker(config).check(); }
+
+std::string key_origin(const RunConfig& config, const std::string& key) {
+  const auto given = config.key_locations.find(key);
+  if (given != config.key_locations.end()) return key + " at " + given->second;
+  const std::string section = key.substr(0, key.find('.'));
+  const auto section_given = config.key_locations.find(section);
+  if (section_given != config.key_locations.end()) {
+    return key + " (default; not set in the " + section + " section at " + section_given->second + ")";
+  }
+  if (!config.source.empty()) return key + " (default; " + config.source + " has no " + section + " section)";
+  return key;
+}
 
 }  // namespace farthing::recipe

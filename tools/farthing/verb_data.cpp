@@ -1,0 +1,182 @@
+// verb_data.cpp — `farthing data preview RECIPE [--set key=value]... [--examples N] [--max-tokens N]`:
+// the recipe's training data as the trainer sees it, before a run. The first N documents of
+// data.train, rendered token by token from the ids the trainer packs (chat templates applied,
+// BOS/EOS as data.add_bos/add_eos add them), with the tokens that carry loss between ⟦ and ⟧;
+// then the counts: documents, tokens, sequences (train and held out), trained tokens, padding
+// (none: sequences are packed back to back), documents cut by a sequence boundary, tokens dropped
+// after the last whole sequence, and how one step compares with the training split.
+// The tokenizer and model are found as `farthing train` finds them (model_source.h); nothing is
+// written.
+// Relies on: train/loop/data_source.h, train/loop/model_source.h, framework/data/dataset_documents.h.
+// Tested by: tests/cli/test_data_preview.sh.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "framework/core/error.h"
+#include "framework/data/dataset.h"
+#include "framework/data/dataset_chat.h"
+#include "framework/data/dataset_documents.h"
+#include "train/loop/data_source.h"
+#include "train/loop/model_source.h"
+#include "train/recipe/recipe.h"
+#include "tools/farthing/verbs.h"
+
+namespace {
+
+constexpr const char* kDataUsage =
+    "usage: farthing data preview RECIPE [--set key=value]... [--examples N] [--max-tokens N]\n"
+    "\n"
+    "  The recipe's data.train as the trainer sees it: the first N documents (default 3) rendered\n"
+    "  from the token ids it packs, chat template and BOS/EOS included, with the tokens that carry\n"
+    "  loss between \xE2\x9F\xA6 and \xE2\x9F\xA7; then the counts: tokens, trained tokens, padding, documents cut\n"
+    "  by a sequence boundary, tokens dropped, sequences for training and held out.\n"
+    "  --set key=value   override a recipe key, as for train\n"
+    "  --examples N      documents to render (0: counts only)\n"
+    "  --max-tokens N    tokens shown of each document (default 400; the rest is counted)\n";
+
+constexpr const char* kOpen = "\xE2\x9F\xA6";   // ⟦
+constexpr const char* kClose = "\xE2\x9F\xA7";  // ⟧
+
+int64_t whole_number(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  FARTHING_CHECK(used == text.size() && n >= 0, "farthing data preview: ", option, " '", text,
+                 "' must be a whole number >= 0");
+  return n;
+}
+
+// The document's tokens as text, the trained runs between ⟦ ⟧; a token's mask says whether
+// predicting it counts.
+std::string rendered(const farthing::data::DataDocument& doc, const farthing::data::Tokenizer& tok, int64_t max_tokens) {
+  std::string out;
+  bool open = false;
+  const size_t shown = std::min(doc.tokens.size(), size_t(max_tokens));
+  for (size_t i = 0; i < shown; ++i) {
+    const bool trained = doc.loss_mask[i] != 0;
+    if (trained != open) out += trained ? kOpen : kClose;
+    open = trained;
+    out += tok.token_bytes(doc.tokens[i]);
+  }
+  if (open) out += kClose;
+  if (shown < doc.tokens.size()) out += "\n... (" + std::to_string(doc.tokens.size() - shown) + " more tokens)";
+  return out;
+}
+
+std::string percent(int64_t part, int64_t whole) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f%%", whole > 0 ? 100.0 * double(part) / double(whole) : 0.0);
+  return text;
+}
+
+int run_preview(const std::vector<std::string>& args) {
+  std::string recipe_path;
+  std::vector<std::string> overrides;
+  int64_t examples = 3, max_tokens = 400;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      FARTHING_CHECK(i + 1 < args.size(), "farthing data preview: option ", a, " needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kDataUsage);
+      return 0;
+    }
+    if (a == "--set") overrides.push_back(value());
+    else if (a == "--examples") examples = whole_number(a, value());
+    else if (a == "--max-tokens") max_tokens = whole_number(a, value());
+    else if (!a.empty() && a[0] == '-') FARTHING_FAIL("farthing data preview: unknown option '", a, "' (see --help)");
+    else if (recipe_path.empty()) recipe_path = a;
+    else FARTHING_FAIL("farthing data preview: unexpected argument '", a, "'; give one RECIPE (see --help)");
+  }
+  FARTHING_CHECK(!recipe_path.empty(), "farthing data preview: no RECIPE given (see --help)");
+  const farthing::recipe::RunConfig config = farthing::recipe::load_recipe(recipe_path, overrides);
+  farthing::train::check_data_files(config);
+  const farthing::data::DatasetOptions options = farthing::train::dataset_options(config);
+  const bool token_file = farthing::data::dataset_format(config.data.train, options.format) ==
+                          farthing::data::DataFormat::kTokens;
+  const farthing::train::ModelSource source = farthing::train::open_model_source(config.model, !token_file);
+  FARTHING_CHECK(source.tokenizer, "farthing data preview: ", config.data.train,
+                 " is a token file and the model names no tokenizer to show its ids as text; set model.tokenizer");
+  const farthing::data::Tokenizer& tok = *source.tokenizer;
+
+  std::printf("data.train %s, seq_len %lld, add_bos %s, add_eos %s, chat_template %s\n", config.data.train.c_str(),
+              (long long)config.data.seq_len, config.data.add_bos ? "true" : "false",
+              config.data.add_eos ? "true" : "false", config.data.chat_template.c_str());
+  std::printf("%s%s marks the tokens that carry loss (the model learns to predict them)\n", kOpen, kClose);
+  std::vector<int64_t> lengths;
+  std::vector<uint8_t> mask;
+  std::vector<std::string> kinds;
+  bool has_chat = false;
+  farthing::data::for_each_document(config.data.train, options, &tok, source.config.vocab_size,
+                                    [&](const farthing::data::DataDocument& doc) {
+    if (int64_t(lengths.size()) < examples) {
+      int64_t trained = 0;
+      for (uint8_t m : doc.loss_mask) trained += m;
+      std::printf("\n--- %s (%s): %zu tokens, %lld trained ---\n%s\n", doc.where.c_str(), doc.kind.c_str(),
+                  doc.tokens.size(), (long long)trained, rendered(doc, tok, max_tokens).c_str());
+    }
+    has_chat = has_chat || doc.kind == "messages";
+    if (std::find(kinds.begin(), kinds.end(), doc.kind) == kinds.end()) kinds.push_back(doc.kind);
+    lengths.push_back(int64_t(doc.tokens.size()));
+    mask.insert(mask.end(), doc.loss_mask.begin(), doc.loss_mask.end());
+  });
+  const double eval_fraction = config.data.eval.empty() ? config.data.eval_fraction : 0.0;
+  const farthing::data::PackingSummary s =
+      farthing::data::summarize_packing(lengths, mask, config.data.seq_len, eval_fraction);
+  std::string kind_list;
+  for (const std::string& k : kinds) kind_list += (kind_list.empty() ? "" : ", ") + k;
+  std::printf("\ncounts (data.train %s):\n", config.data.train.c_str());
+  std::printf("  documents       %lld (%s); longest %lld tokens, median %lld\n", (long long)s.documents,
+              kind_list.c_str(), (long long)s.longest_document, (long long)s.median_document);
+  if (has_chat) {
+    const farthing::data::ChatTemplate chat = farthing::data::resolve_chat_template(options.chat_template, tok);
+    std::printf("  chat template   %s\n", chat.format() ? std::string(farthing::data::chat_format_name(*chat.format())).c_str()
+                                                         : "a Jinja template (interpreted)");
+  }
+  std::printf("  tokens          %lld (with the BOS/EOS that data.add_bos/add_eos add)\n", (long long)s.tokens);
+  std::printf("  sequences       %lld of seq_len %lld: %lld to train on, %lld held out%s\n", (long long)s.sequences,
+              (long long)config.data.seq_len, (long long)s.train_sequences, (long long)s.eval_sequences,
+              config.data.eval.empty() ? " (data.eval_fraction)" : " (data.eval is a file of its own)");
+  const int64_t train_targets = s.train_sequences * config.data.seq_len;
+  std::printf("  trained tokens  %lld of the training split's %lld targets (%s); %lld in the held-out split\n",
+              (long long)s.train_trained_tokens, (long long)train_targets,
+              percent(s.train_trained_tokens, train_targets).c_str(), (long long)s.eval_trained_tokens);
+  std::printf("  padding         %lld tokens (sequences are packed back to back)\n", (long long)s.padding_tokens);
+  std::printf("  documents cut   %lld of %lld start in one sequence and end in the next\n", (long long)s.documents_cut,
+              (long long)s.documents);
+  std::printf("  dropped         %lld tokens after the last whole sequence (%lld document(s) wholly or partly)\n",
+              (long long)s.tokens_dropped, (long long)s.documents_dropped);
+  const int64_t step = config.train.micro_batch * config.train.grad_accum;
+  std::printf("  one step        %lld sequences (train.micro_batch %lld x train.grad_accum %lld, per rank)%s\n",
+              (long long)step, (long long)config.train.micro_batch, (long long)config.train.grad_accum,
+              step > s.train_sequences ? " -- MORE than the training split holds: each step repeats sequences" : "");
+  if (s.sequences == 0) {
+    std::printf("farthing data preview: %s packs into no sequence of seq_len %lld; training would fail: use a "
+                "shorter data.seq_len or more data\n", config.data.train.c_str(), (long long)config.data.seq_len);
+  }
+  return 0;
+}
+
+int run_data(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fprintf(args.empty() ? stderr : stdout, "%s", kDataUsage);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "preview") return run_preview(std::vector<std::string>(args.begin() + 1, args.end()));
+  std::fprintf(stderr, "farthing data: unknown subcommand '%s'\n\n%s", args[0].c_str(), kDataUsage);
+  return 2;
+}
+
+const VerbRegistration kData{"data", "preview RECIPE [--set key=value]... [--examples N]",
+                             "the recipe's training data as the trainer sees it: examples with trained spans, counts",
+                             run_data};
+
+}  // namespace
