@@ -1,5 +1,5 @@
 // test_checked_sizes.cpp — sizes and offsets a model file declares are checked before they are
-// trusted (issue 20): checked_math.h's helpers, and per reader the classes of fix the fuzz
+// trusted: checked_math.h's helpers, and per reader the classes of fix the fuzz
 // targets (tests/fuzz) drove: a GGUF tensor offset that wraps past 2^64 back into (or before) the
 // file, an unsupported-type tensor declaring more elements than the file could hold, arrays of
 // arrays nested past the limit, an alignment past 2^30, a u64 metadata value past

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_h5_faults.sh — I/O faults during a save (issue 20): EIO, ENOSPC and a short write injected
+# test_h5_faults.sh — I/O faults during a save: EIO, ENOSPC and a short write injected
 # (FARTHING_CKPT_TEST_FAULT, h5_checkpoint_dir.h) at each stage of the save — the first dataset,
 # the file attributes, the fsync of the finished file, its rename, the `latest` pointer. Each
 # save must fail (exit != 0) with a message naming the stage's file and the fault, and leave

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_init.sh — `farthing init MODEL_FILE` (issue 23's guided first run) on stories260K: the
+# test_init.sh — `farthing init MODEL_FILE` (the guided first run) on stories260K: the
 # recipe it writes parses, fits the budget by `farthing plan`'s own check, trains; a smaller
 # budget moves down the ladder (8-bit moments, then no master); a budget nothing fits is exit 1
 # naming it; chat data is read: the template found, BOS/EOS off with the reasons, seq_len, the

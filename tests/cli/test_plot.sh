@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_plot.sh — `farthing plot RUN_DIR [RUN_DIR ...]` (issue 23) on hand-written metrics.jsonl: bad input
+# test_plot.sh — `farthing plot RUN_DIR [RUN_DIR ...]` on hand-written metrics.jsonl: bad input
 # (no run dir, a torn line, no loss record) fails with one line naming the file; without
 # matplotlib the message says what to install; with it, an 800x450 PNG holding every training
 # and eval point, and two runs on one plot; a PATH python3 without matplotlib hands over to

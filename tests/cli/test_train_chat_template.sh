@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_train_chat_template.sh — data.chat_template given inline with --set (issue 23): a tiny chat
+# test_train_chat_template.sh — data.chat_template given inline with --set: a tiny chat
 # fine-tune of stories260K through `farthing train`, its JSONL "messages" rendered by the Jinja
 # interpreter (a Phi-3-style template no built-in format recognises, ending turns with <|end|>),
 # trains and records the template in the run's recipe.yaml; a malformed or unsupported inline

@@ -2,7 +2,7 @@
 # with_onednn_isa_cap.sh CAP COMMAND... — runs COMMAND with oneDNN capped at CAP
 # (ONEDNN_MAX_CPU_ISA), so that one machine also checks the GEMM kernels of lesser processors:
 # an AMX machine runs oneDNN's AVX2 and AVX-512 kernels, whose bits (and whose old splitting of
-# the reduction by thread count, issue 32) differ from its own. Exits 77 (skipped) when CAP is not
+# the reduction by thread count) differ from its own. Exits 77 (skipped) when CAP is not
 # below this processor's own level: the uncapped run already covers it.
 # CAP: AVX2, AVX512_CORE or AVX512_CORE_BF16 (oneDNN's names; each picks other GEMM kernels).
 set -euo pipefail

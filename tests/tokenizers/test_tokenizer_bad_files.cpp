@@ -1,5 +1,5 @@
 // test_tokenizer_bad_files.cpp — tokenizer, token and chat-template files that declare sizes or
-// shapes the loaders once trusted (issue 20, found by tests/fuzz): each is now a farthing::Error
+// shapes the loaders once trusted (found by tests/fuzz): each is now a farthing::Error
 // naming the file and what was expected, instead of an out-of-bounds write, a vector sized by a
 // declared count, a stack overflow or a bare nlohmann/json exception.
 //   tokenizer.json: a negative or huge token id; a Sequence nested past the limit; a value of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_multihost.sh — farthing under mpirun across two hosts (issue 34). Each host is a network
+# test_multihost.sh — farthing under mpirun across two hosts. Each host is a network
 # namespace (hosts.sh); the ranks talk TCP over a veth pair, as ranks on separate nodes do, with
 # no shared memory between any two of them. Arguments: $1 farthing  $2 ../shared  $3 source dir.
 #  - parity: ZeRO-1, 2 and 3 at np 4 (2 ranks per host) == np 1 with grad_accum 4 (the same
@@ -15,7 +15,7 @@
 # Skips (77) without stories260K, root or network namespaces.
 source "$(dirname "$0")/../../train/loop/train_test_common.sh"
 source "$(dirname "$0")/hosts.sh"
-# No thread pin: np 1 runs on every core, each rank on its share (issue 32: the bits do not depend on it).
+# No thread pin: np 1 runs on every core, each rank on its share (the bits do not depend on it).
 unset OMP_NUM_THREADS
 trap 'mh_teardown; rm -rf "$WORK"' EXIT
 mh_setup
@@ -101,7 +101,7 @@ echo "ok (a): host b's ranks killed mid-step -> exit $rc in $took s (bound $COLL
 #      launcher that does not tear the job down when one node's processes die): nothing but
 #      farthing's own bound ends the survivors. Their next collective waits 10 s, then a rank on
 #      host a names it and aborts. With distributed.collective_timeout_s 0 they were still
-#      waiting 40 s later (issue 34's guard check).
+#      waiting 40 s later (the guard check).
 # Each rank's own exit status goes to kept.rc.RANK (the launcher's status says nothing here).
 mh_mpirun_command "$WORK/hosts-2+2" 4 --enable-recovery \
   /bin/sh -c '"$0" "$@"; echo $? >"'"$WORK"'/kept.rc.$OMPI_COMM_WORLD_RANK"' "$FARTHING" train "$RECIPE" "${LONG[@]}" \

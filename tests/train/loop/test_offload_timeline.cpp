@@ -14,7 +14,7 @@
 //    ended depends on the scheduler, so it is printed, not asserted;
 //  - a device-resident run records none.
 // The fused step's order is printed: the "order of copies and host steps in one strict-device
-// step" that issue 37 asks to see (with each copy's device time where the device has a clock:
+// step" (with each copy's device time where the device has a clock:
 // CUDA events; the strict device has none).
 // Relies on: train/loop/trainer.h, tests/train/loop/trainer_test_support.h.
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // test_step_host_waits.cpp — how often one training step would make a GPU's host wait, and how
 // often it allocates, counted on the strict device (StrictDeviceBackend::host_wait_counts: copies
 // into host memory, synchronize() calls, allocate_bytes() calls).
-// Issue 36 item 3: inside a step nothing comes back to the host but the step's results, read at
+// Inside a step nothing comes back to the host but the step's results, read at
 // its end: the micro-batches' loss sums (one copy) and the optimizer's sums (finish_step, one
 // copy). With the optimizer after backward, the norm, the clip factor and the non-finite skip stay
 // on the device too (AdamW::step_clipped_on_device; at world size 1, where no reduction over ranks

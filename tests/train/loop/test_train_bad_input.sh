@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad input through the CLI (issue 6): each case gives a clear message naming the file, key or
+# Bad input through the CLI: each case gives a clear message naming the file, key or
 # tensor, a non-zero exit, and overwrites nothing.
 source "$(dirname "$0")/train_test_common.sh"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash safety through the CLI (issue 6): a training process killed (SIGKILL) in the middle of
+# Crash safety through the CLI: a training process killed (SIGKILL) in the middle of
 # a save leaves the previous checkpoint complete and `latest` pointing at it, and the run
 # resumes from it to the same result as an uninterrupted run. A truncated or bit-flipped
 # checkpoint is refused with a message naming the file or the damaged dataset.

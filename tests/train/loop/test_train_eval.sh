@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `farthing eval` agrees with the training loss on the same data (issue 6): with data.eval set
+# `farthing eval` agrees with the training loss on the same data: with data.eval set
 # to the training file and no shuffle, step 1 trains on exactly the first eval micro-batch with
 # the initial weights, so its logged loss equals eval's loss of that batch; and the held-out
 # loss after training is below the loss before.

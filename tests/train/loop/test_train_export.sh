@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `farthing export` of a training checkpoint (issue 23): bf16 by default (config.json torch_dtype
+# `farthing export` of a training checkpoint: bf16 by default (config.json torch_dtype
 # bfloat16, BF16 tensors: half the f32 export's bytes), the tokenizer the run's stored recipe names
 # (found without --tokenizer, also through a quoted path with a space), generation_config.json's
 # bos/eos from it, shards + model.safetensors.index.json above --max-shard-size.

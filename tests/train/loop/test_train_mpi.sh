@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ZeRO under mpirun through the CLI (issue 7), always against the np=1 control with the global
+# ZeRO under mpirun through the CLI, always against the np=1 control with the global
 # batch fixed (world · grad_accum · micro_batch sequences per step):
 #  - parity: for ZeRO stages 1, 2 and 3, np=2 and np=3 give bit-identical losses and checkpoints
 #    (weights, 8-bit moments, step counts) to np=1 for 5 steps of 8-bit AdamW + SR. Bitwise is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Graceful preemption and one writer per run directory, through the CLI (issue 20):
+# Graceful preemption and one writer per run directory, through the CLI:
 #  - SIGTERM or SIGUSR1 makes the run finish its step, save, and exit 75; resuming with
 #    --resume latest reaches the uninterrupted run's checkpoint bit for bit;
 #  - a second signal exits at once (128 + signal) and leaves the previous checkpoint and latest;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exact resume through the CLI (issue 6): N steps straight == K steps, save, `--resume latest`
+# Exact resume through the CLI: N steps straight == K steps, save, `--resume latest`
 # to N — every logged loss and every byte of state (weights, master, moments) — for an fp32
 # configuration, for 8-bit moments with stochastic rounding and no master, and for ZeRO-3's unit
 # storage and the optimizer step fused into backward (which must also equal the plain step). Also: the loss

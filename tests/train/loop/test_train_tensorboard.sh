@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TensorBoard event files of a real run (issue 23), read by TensorBoard's own EventAccumulator
+# TensorBoard event files of a real run, read by TensorBoard's own EventAccumulator
 # (tools/goldens/check_tensorboard.py): every scalar equals metrics.jsonl's record, step for step;
 # a run resumed from an earlier checkpoint than its last logged step adds a second file and
 # TensorBoard shows the resumed steps only (SessionLog START); metrics.tensorboard=false writes none.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The thread count never changes a run's bits (issue 32): np=1 at 3 OpenMP threads against np=2
+# The thread count never changes a run's bits: np=1 at 3 OpenMP threads against np=2
 # at 1 thread per rank (ZeRO-1) and at 2 threads per rank (ZeRO-3), the global batch fixed, give
 # the same losses and the same final checkpoint bit for bit. Before the CPU GEMMs were tiled by
 # shape (kernels/cpu/gemm_tiling.h), oneDNN's AVX2 kernels split their reductions by thread count

@@ -272,8 +272,8 @@ TEST(Trainer, EightBitCheckpointsNameTheirDynamicMap) {
   EXPECT_FALSE(H5CheckpointReader(f32_saved).has_group_attribute(kOptimGroup, kDynamicMapAttribute));
 }
 
-// train.grad_dtype: auto keeps one backward's gradient in fp32 under precision fp32 (issue 38
-// item 7), in bf16 under bf16 compute; bf16 and fp32 when asked. Sums are fp32 regardless.
+// train.grad_dtype: auto keeps one backward's gradient in fp32 under precision fp32, in bf16
+// under bf16 compute; bf16 and fp32 when asked. Sums are fp32 regardless.
 TEST(Trainer, GradDtypeChoosesHowOneBackwardsGradientIsKept) {
   TempDir dir("grad_dtype");
   struct Case {

@@ -108,7 +108,7 @@ void expect_within_10_percent(const recipe::RunConfig& config, const models::Mod
   }
   std::printf("    %-16s predicted %10lld  measured %10lld\n", "while loading", (long long)e.load_peak_bytes,
               (long long)m.loading_peak);
-  // The contract `farthing plan` promises (issue 6): the predicted peak within 10% of the measured one.
+  // The contract `farthing plan` promises: the predicted peak within 10% of the measured one.
   EXPECT_NEAR(double(e.step_peak_bytes), double(m.peak), 0.10 * double(m.peak)) << label;
   // Every figure the estimate adds up is its owner's statement of what it allocates (AdamW's,
   // the ParamStore's and the Transformer's sizes, per run and per unit in use, and the model's
@@ -407,8 +407,8 @@ TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
   expect_within_10_percent(c, gpt2, "gpt2 from safetensors, bf16 state, remainder16 master");
 }
 
-// Precision fp32 with train.grad_dtype auto keeps one backward's gradient in fp32 (issue 38 item
-// 7: the reference setting must not train on bf16 gradients); grad_dtype bf16 keeps it in bf16
+// Precision fp32 with train.grad_dtype auto keeps one backward's gradient in fp32 (the reference
+// setting must not train on bf16 gradients); grad_dtype bf16 keeps it in bf16
 // as before. One micro-batch per step: on one rank the gradient is one backward's.
 TEST(MemoryEstimate, Fp32ComputeKeepsOneBackwardsGradientInFp32) {
   TempDir dir("fp32_one_backward");

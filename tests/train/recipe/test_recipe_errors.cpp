@@ -282,7 +282,7 @@ TEST(RecipeErrors, OptimizerInBackwardRefusesWhatNeedsAllGradientsFirst) {
 }
 
 // Every conflict of one recipe comes in the same error, each with where its keys were set, and
-// one --set line that resolves them all (issue 38: turning on optimizer_in_backward in the 8B
+// one --set line that resolves them all (turning on optimizer_in_backward in the 8B
 // recipe took one run per conflict). The suggested line, applied, must give a valid recipe.
 TEST(RecipeErrors, EveryConflictInOneErrorWithOneSetLineForAll) {
   std::string yaml = recipe_with("train", "optimizer_in_backward", "true").yaml;
