@@ -204,7 +204,9 @@ TEST(ExportVerb, UnreadableFromIsRefusedWritingNothing) {
       const std::string message = e.what();
       EXPECT_NE(message.find(expected), std::string::npos) << message;
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-      if (from != "latest") EXPECT_NE(message.find("a .gguf, or a llama2.c .bin"), std::string::npos) << message;
+      if (from != "latest") {
+        EXPECT_NE(message.find("a .gguf, or a llama2.c .bin"), std::string::npos) << message;
+      }
     }
     EXPECT_FALSE(fs::exists(out)) << "--from " << from << " wrote " << out;
   }

@@ -79,7 +79,7 @@ struct TrainerOutput {
   StepTimeline* timeline = nullptr;
   // Sizes model.loss_chunk_rows 0 (auto) for the recipe and its model: the plan's choice for this
   // device (train/plan/device_fit.h), which the loop cannot call itself. Needed only for auto.
-  std::function<int64_t(const recipe::RunConfig&, const models::ModelConfig&)> auto_loss_chunk_rows;
+  std::function<int64_t(const recipe::RunConfig&, const models::ModelConfig&)> auto_loss_chunk_rows = nullptr;
 };
 
 class Trainer {

@@ -92,7 +92,9 @@ TEST(Roofline, LossChunksReReadTheHeadWeightAndItsGradient) {
   EXPECT_NEAR(head(u, &RooflineRow::bytes_built) - head(a, &RooflineRow::bytes_built), micro * 1 * per_chunk,
               1e-9 * head(u, &RooflineRow::bytes_built));
   for (const RooflineRow& r : b.rows) {
-    if (r.op == "cross-entropy (+grad)") EXPECT_EQ(r.calls, 3 * 16);
+    if (r.op == "cross-entropy (+grad)") {
+      EXPECT_EQ(r.calls, 3 * 16);
+    }
   }
 }
 
