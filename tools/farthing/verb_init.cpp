@@ -29,6 +29,7 @@
 #include "train/recipe/recipe.h"
 #include "train/loop/model_source.h"
 #include "train/plan/data_sizing.h"
+#include "train/plan/device_fit.h"
 #include "train/plan/memory_estimate.h"
 #include "models/common/model_config.h"
 #include "models/common/weights_from_file.h"
@@ -77,17 +78,6 @@ constexpr Rung kLadder[] = {
     {"8bit", "none", "stochastic", "per_block", 1, 512, "8-bit, no master, one sequence of <= 512 tokens"},
     {"8bit", "none", "stochastic", "per_block", 1, 256, "8-bit, no master, one sequence of <= 256 tokens"},
 };
-
-double mem_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kib = 0.0;
-  std::string unit;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024.0;
-  }
-  return 0.0;
-}
 
 std::string gib(double bytes) { return farthing::train::format_bytes(int64_t(bytes)); }
 
@@ -287,13 +277,13 @@ int run_init(const std::vector<std::string>& args) {
                    "init: --device cuda, but no CUDA device is visible (no driver or GPU, or this farthing was "
                    "built without CUDA); pass --budget-gb X with the GPU's memory, or use --device cpu");
     const farthing::DeviceMemory gpu = farthing::cuda_device_memory_of(0);
-    budget_bytes = 0.9 * double(gpu.free_bytes);
+    budget_bytes = farthing::train::kDeviceMemoryShare * double(gpu.free_bytes);
     budget_source = "90% of GPU 0's free memory (" + gib(double(gpu.free_bytes)) + " of " +
                     gib(double(gpu.total_bytes)) + ")";
   } else if (budget_gb <= 0.0) {
-    const double available = mem_available_bytes();
+    const double available = farthing::train::host_memory_available_bytes();
     FARTHING_CHECK(available > 0.0, "init: cannot read MemAvailable from /proc/meminfo; pass --budget-gb X");
-    budget_bytes = 0.8 * available;
+    budget_bytes = farthing::train::kHostMemoryShare * available;
     budget_source = "80% of this machine's available memory (" + gib(available) + ")";
   }
   std::string stem = fs::path(model_path).filename().string();

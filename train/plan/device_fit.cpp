@@ -206,19 +206,26 @@ std::function<int64_t(const recipe::RunConfig&, const models::ModelConfig&)> aut
   };
 }
 
-int64_t training_memory_budget(Device device) {
-  if (device.kind == DeviceKind::kCuda) {
-    return int64_t(kDeviceMemoryShare * double(cuda_device_memory_of(device.index).total_bytes));
-  }
+double host_memory_available_bytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;
   while (std::getline(meminfo, line)) {
     std::istringstream fields(line);
     std::string key;
-    int64_t kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") return int64_t(0.8 * double(kib) * 1024.0);
+    double kib = 0.0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024.0;
   }
-  FARTHING_FAIL("could not read MemAvailable from /proc/meminfo to size model.loss_chunk_rows 0 (auto); set a number");
+  return 0.0;
+}
+
+int64_t training_memory_budget(Device device) {
+  if (device.kind == DeviceKind::kCuda) {
+    return int64_t(kDeviceMemoryShare * double(cuda_device_memory_of(device.index).free_bytes));
+  }
+  const double available = host_memory_available_bytes();
+  FARTHING_CHECK(available > 0.0, "could not read MemAvailable from /proc/meminfo to size model.loss_chunk_rows 0 "
+                 "(auto); set a number");
+  return int64_t(kHostMemoryShare * available);
 }
 
 }  // namespace farthing::train

@@ -78,8 +78,12 @@ int64_t fit_loss_chunk_rows(const recipe::RunConfig& config, const models::Model
 // shapes), announced on rank 0's stderr.
 std::function<int64_t(const recipe::RunConfig&, const models::ModelConfig&)> auto_loss_chunk_rows(Communicator& comm);
 
-// What a run on `device` may plan to hold: kDeviceMemoryShare of a CUDA device's total memory,
-// 80% of this machine's MemAvailable for the CPU and the strict device.
+// What a run on `device` may plan to hold: kDeviceMemoryShare of a CUDA device's free memory,
+// kHostMemoryShare of this machine's MemAvailable for the CPU and the strict device (farthing
+// init plans the same shares).
+inline constexpr double kHostMemoryShare = 0.8;
+// /proc/meminfo's MemAvailable in bytes; 0 where it cannot be read.
+double host_memory_available_bytes();
 int64_t training_memory_budget(Device device);
 
 }  // namespace farthing::train
