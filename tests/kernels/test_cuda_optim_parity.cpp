@@ -7,7 +7,7 @@
 // 256*5 + 3 otherwise, so chunk 0 is short and Philox groups straddle chunks) is stepped
 // four times on both backends from the same random state, each side carrying its own state
 // forward. After every step weights, masters, remainders, moment values or codes and absmax
-// must agree bitwise, and the unchanged-weight count exactly (NUMERICS.md §8). One block has
+// must agree bitwise, and the unchanged-weight count exactly (docs/numerics.md §8). One block has
 // zero gradients and zero moments (the all-zero 8-/4-bit block path); the second step uses
 // beta1 = 0.4 so both forms of m's lerp run; the third takes its gradient scale from clip sums
 // in memory, and the fourth's sums count a non-finite value (nothing may change). Also

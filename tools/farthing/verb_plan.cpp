@@ -1,7 +1,7 @@
 // verb_plan.cpp — `farthing plan RECIPE [--set k=v]... [--world-size N] [--preset NAME] [--budget-gb X]
 // [--interconnect NAME|FILE (--profile FILE | --compute-tflops R [--memory-gbs M])] [--roofline DEVICE] [--json]`:
 // what a run will hold per rank, before anything is allocated — bytes per parameter by
-// category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget;
+// category (docs/design.md §6) and the predicted peak — and a refusal when it exceeds a budget;
 // with --interconnect, how long its step takes at each ZeRO stage on that many ranks
 // (train/plan/scaling_model.h).
 // The parameter store's choices are explained in the table's notes: what is held whole or
@@ -51,7 +51,7 @@ constexpr const char* kPlanUsage =
     "usage: farthing plan RECIPE [--set key=value]... [--world-size N] [--preset NAME] [--budget-gb X] [--json]\n"
     "\n"
     "  Memory per rank of training RECIPE, before anything is allocated: bytes per parameter by\n"
-    "  category (weights, grads, master, optimizer state; ARCHITECTURE.md section 6), activations,\n"
+    "  category (weights, grads, master, optimizer state; docs/design.md §6), activations,\n"
     "  communication buffers, and the predicted peak (what the trainer's memory tracker will report\n"
     "  as peak_mem_bytes in metrics.jsonl).\n"
     "\n"
@@ -419,7 +419,7 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
               : e.grad_sums                ? "added to the kept fp32 sums (grad_accum or several ranks)"
                                            : "kept in fp32 (one backward's gradient, train.grad_dtype)");
-  std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings; the units in use and the\n"
+  std::printf("\nsec. 6: docs/design.md §6's per-parameter cost of these settings; the units in use and the\n"
               "workspace come on top (flat space %lld elements for %lld parameters).\n",
               (long long)e.flat_elems, (long long)e.param_count);
 }

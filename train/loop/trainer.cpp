@@ -135,7 +135,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   demoted_ = setup.demoted;
   if (config_.optimizer.master == optim::MasterMode::kNone &&
       config_.optimizer.weight_rounding == optim::WeightRounding::kNearest && comm_.rank() == 0) {
-    // Pure bf16 training, as many trainers do it: allowed, but it loses updates (NUMERICS.md §2).
+    // Pure bf16 training, as many trainers do it: allowed, but it loses updates (docs/numerics.md §2).
     std::fprintf(stderr, "farthing: note: optimizer.master 'none' with weight_rounding 'nearest': every update "
                          "smaller than half a bf16 spacing is lost, so many weights stick at fine-tuning learning "
                          "rates (farthing bench precision measures it); 'stochastic' keeps them on average\n");

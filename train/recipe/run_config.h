@@ -143,7 +143,7 @@ struct DataSection {
   bool operator==(const DataSection&) const = default;
 };
 
-// optimizer: AdamW and how its state is stored (NUMERICS.md §4, §6, §7).
+// optimizer: AdamW and how its state is stored (docs/numerics.md §4, §6, §7).
 struct OptimizerSection {
   OptimizerName name = OptimizerName::kAdamW;  // adamw, the one optimizer
   double lr = 2e-5;
@@ -174,7 +174,7 @@ struct ScheduleSection {
   bool operator==(const ScheduleSection&) const = default;
 };
 
-// loss_scale: fp16 dynamic loss scaling (NUMERICS.md §5); ignored for fp32 and bf16.
+// loss_scale: fp16 dynamic loss scaling (docs/numerics.md §5); ignored for fp32 and bf16.
 struct LossScaleSection {
   double initial = 65536.0;
   double growth_factor = 2.0;
