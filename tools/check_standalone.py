@@ -5,7 +5,7 @@ What a user builds, runs or reads must not need the tests' reference data folder
 beside the checkout) or design notes kept outside the repository:
   - no product file names `../shared`, `shared/design`, or the outside notes ARCHITECTURE.md,
     NUMERICS.md, STYLE.md (the design is docs/design.md and docs/numerics.md);
-  - every `docs/NAME.md` that a file names exists, so a comment's pointer never dangles.
+  - every `docs/*.md` that a file names exists, so a comment's pointer never dangles.
 The test harness may read the reference data (it skips without it): tests/, tools/goldens/
 (they regenerate goldens from it), tools/gpu/ (the GPU check runs the test suite), tools/test.sh
 and .ci/ are not product files.

@@ -217,7 +217,7 @@ struct TrainSection {
   // Sums over micro-batches or ranks are fp32 whatever this says.
   GradDtype grad_dtype = GradDtype::kAuto;
   // Where weights, gradients, optimizer state and activations live: cpu; cuda (each rank on
-  // its node-local GPU; run on one H200: docs/gpu_results.md); auto (cuda when a GPU is
+  // its node-local GPU; run on one H200: docs/results.md); auto (cuda when a GPU is
   // visible); strict, the test device (CPU kernels over memory the host may not touch:
   // backend/strict_device_backend.h).
   TrainDevice device = TrainDevice::kCpu;
