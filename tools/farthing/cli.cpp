@@ -1,11 +1,16 @@
 // cli.cpp — the shared parts of the verbs' options and their one error format (cli.h).
 #include "tools/farthing/cli.h"
 
+#include <algorithm>
+#include <map>
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <utility>
+
+#include "tools/farthing/verbs.h"
 
 namespace farthing::cli {
 
@@ -157,6 +162,48 @@ int report_parse_error(const CLI::App& root, const CLI::ParseError& error) {
     if (colon != std::string::npos && message.starts_with("-")) message.erase(colon, 1);
   }
   return report_usage_error(root, message);
+}
+
+int run_command(const std::vector<std::string>& args) {
+  CLI::App app{"farthing — full fine-tuning of transformer language models with as little memory as the\n"
+               "numerics allow.",
+               "farthing"};
+  app.get_formatter()->column_width(30);
+  app.require_subcommand(1);
+  // main() takes it out of the line before parsing, so that it may stand anywhere; listed for --help.
+  app.add_flag("--verbose")->description("anywhere on the line: errors also say where in the source they were raised");
+  app.footer("farthing VERB --help lists a verb's options; farthing bench SUITE --help a suite's.");
+
+  std::vector<VerbInfo> verbs = registered_verbs();
+  std::sort(verbs.begin(), verbs.end(), [](const VerbInfo& a, const VerbInfo& b) { return a.name < b.name; });
+  std::map<const CLI::App*, VerbRun> runs;
+  for (const VerbInfo& v : verbs) {
+    CLI::App* verb = app.add_subcommand(v.name, v.summary)->group("Verbs");
+    runs[verb] = v.define(*verb);
+  }
+  if (args.empty()) {
+    std::fprintf(stderr, "farthing: no verb given\n\n%s", app.help().c_str());
+    return kExitUsage;
+  }
+  if (args.size() == 1 && args[0] == "help") {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  }
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // as CLI::App::parse takes them
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);  // the help of the deepest subcommand given, on stdout
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    return report_parse_error(app, error);
+  }
+  try {
+    return runs.at(app.get_subcommands().front())();
+  } catch (const UsageError& error) {
+    return report_usage_error(app, error.what());
+  }
 }
 
 }  // namespace farthing::cli

@@ -2,7 +2,8 @@
 // the `--set key=value` option, and the one format of a usage error ("farthing VERB: ..., see
 // farthing VERB --help", exit status 2). The options themselves are CLI11's, so a verb's --help is
 // generated from the options it registers and cannot drift from them.
-// Relies on: CLI11 (libcli11-dev). Tested by: tests/cli/test_help.sh.
+// Relies on: CLI11 (libcli11-dev), verbs.h. Tested by: tests/cli/test_help.sh; run_command by
+// tests/ckpt/test_export_verb.cpp and tests/tokenizers/test_token_file.cpp.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -21,6 +22,11 @@ inline constexpr int kExitUsage = 2;
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Runs `farthing ARGS...` (ARGS without the program name): builds the command line from the
+// registered verbs (verbs.h), parses ARGS, prints --help or a usage error (returning 0 or
+// kExitUsage), else runs the verb and returns its status. farthing::Error propagates.
+int run_command(const std::vector<std::string>& args);
 
 // Value checks. Each message starts with the value as given, so that the error reads
 // "--top '-1' is not a whole number >= 0".
