@@ -1,4 +1,4 @@
-// test_export_verb.cpp — `farthing export` driven through run_export:
+// test_export_verb.cpp — `farthing export` driven through the command line (cli::run_command):
 // stories260K.bin to a sharded bf16 HF directory whose tensors are the bf16 roundings of the
 // source's, a GGUF's own tokenizer exported beside its weights, and usage errors; the default
 // dtype is the source's own (f32 for llama2.c, bf16 for a bf16 safetensors directory), with

@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # VERB WORDS | ARGUMENTS THAT SATISFY ITS REQUIRED ONES | WHAT ITS --help MUST NAME
 cases=(
   "train|r.yaml|RECIPE --set --resume --stop-at --quiet"
-  "eval|r.yaml|RECIPE --set --checkpoint --batches"
+  "eval|r.yaml|RECIPE --set --checkpoint --batches --quiet"
   "plan|r.yaml|RECIPE --set --world-size --preset --budget-gb --json --interconnect --profile --compute-tflops --memory-gbs --roofline --fit --measure-ops"
   "init|model.bin|MODEL_FILE --data --tokenizer --budget-gb --device --out"
   "inspect|ckpt.h5|CKPT --all --top --recipe --json"

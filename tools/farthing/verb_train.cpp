@@ -29,7 +29,7 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   std::string resume;      // train: "", latest, auto or a checkpoint path
   int64_t stop_at = 0;     // train: stop after this step with a checkpoint (0: run to train.steps)
-  bool quiet = false;      // train: no progress lines
+  bool quiet = false;      // no progress lines
   std::string checkpoint;  // eval: "", latest or a path
   int64_t batches = -1;    // eval: micro-batches (-1: train.eval_batches)
 };
@@ -126,6 +126,9 @@ VerbRun define_eval(CLI::App& verb) {
   verb.add_option("--batches", a->batches, "micro-batches to evaluate (default: train.eval_batches; 0: all)")
       ->type_name("N")
       ->check(farthing::cli::whole_number_at_least(0));
+  // Taken as train takes it, so that a train command line's options carry over; eval prints no
+  // progress lines either way.
+  verb.add_flag("--quiet", a->quiet, "no progress lines (as for train; eval prints none)");
   verb.footer("Mean loss of the model on the recipe's held-out data (data.eval, or the eval_fraction split of\n"
               "data.train), with the weights of a training checkpoint or the recipe's model.");
   return [a] { return run_eval(*a); };
