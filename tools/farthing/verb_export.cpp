@@ -203,8 +203,8 @@ int run_export(const ExportArgs& a) {
   std::string tokenizer = a.tokenizer;
   farthing::ckpt::SafetensorsWriteOptions options;
   options.max_shard_bytes = parse_size(a.max_shard_size);
-  const std::optional<DType> dtype =
-      a.dtype.empty() ? std::nullopt : std::optional<DType>(farthing::parse_dtype(a.dtype));
+  std::optional<DType> dtype;  // unset: the model's own
+  if (!a.dtype.empty()) dtype = farthing::parse_dtype(a.dtype);
   const fs::path source = farthing::cli::resolve_export_from(from, recipe);
   // A training checkpoint: bf16 exports its bf16 weights bit for bit (what the run computed with);
   // a wider dtype takes the fp32 master where the run kept one, the same model before rounding.
