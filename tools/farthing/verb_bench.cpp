@@ -36,6 +36,7 @@ void define_suite_options(CLI::App& app, const BenchSuite& suite, BenchOptions& 
                    name == "precision" ? "cpu (the study runs on the CPU only)"
                    : name == "gemm"    ? "cuda (cuBLASLt on device 0; there is no cpu form)"
                                        : "cpu, or cuda to measure device 0")
+        ->type_name("cpu|cuda")
         ->capture_default_str()
         ->check(cli::one_of({"cpu", "cuda"}));
   }
