@@ -126,7 +126,7 @@ VerbRun define_bench(CLI::App& verb) {
   };
 }
 
-const VerbRegistration kBench{"bench", "measure a suite against its ceiling and its peers (farthing bench --help)",
+const VerbRegistration kBench{"bench", "measure a suite against its ceiling and its peers",
                               define_bench};
 
 }  // namespace

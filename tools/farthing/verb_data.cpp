@@ -154,7 +154,7 @@ VerbRun define_data(CLI::App& verb) {
   return [a] { return run_preview(*a); };
 }
 
-const VerbRegistration kData{"data", "the recipe's training data as the trainer sees it (farthing data preview --help)",
+const VerbRegistration kData{"data", "the recipe's training data as the trainer sees it (data preview)",
                              define_data};
 
 }  // namespace

@@ -134,7 +134,7 @@ VerbRun define_eval(CLI::App& verb) {
   return [a] { return run_eval(*a); };
 }
 
-const VerbRegistration kTrain{"train", "fine-tune a model as a recipe says (farthing train --help)", define_train};
-const VerbRegistration kEval{"eval", "held-out loss of a checkpoint or model (farthing eval --help)", define_eval};
+const VerbRegistration kTrain{"train", "fine-tune a model as a recipe says", define_train};
+const VerbRegistration kEval{"eval", "held-out loss of a checkpoint or model", define_eval};
 
 }  // namespace
