@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
-          libyaml-cpp-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libpcre2-dev hdf5-tools
+          libyaml-cpp-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libpcre2-dev libcli11-dev hdf5-tools
           bible-kjv python3-matplotlib iproute2)
 # bible-kjv: the demo's public-domain text (KJV Genesis). python3-matplotlib: `farthing plot`'s
 # loss curve (tools/plot_run.py uses /usr/bin/python3's when the PATH python3 has none).
