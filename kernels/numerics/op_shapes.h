@@ -32,4 +32,12 @@ struct AttentionShape {
   int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
 };
 
+// RMSNorm over each head of the packed projection qkv (Qwen3's and Gemma 3's q_norm and k_norm,
+// applied before RoPE): `rows` rows of `stride` elements, each [q: q_heads*D | k: k_heads*D | v];
+// every q head is normalised with the weight wq (D), every k head with wk (D), v is left alone.
+struct HeadNormShape {
+  int64_t rows = 0, q_heads = 0, k_heads = 0, head_dim = 0, stride = 0;
+  int64_t normed_heads() const { return q_heads + k_heads; }
+};
+
 }  // namespace farthing::kernels

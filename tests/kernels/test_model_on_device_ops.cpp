@@ -130,6 +130,20 @@ class StagedOps final : public NnOps {
     ops_.layernorm_backward(staged(k, dx, n * c), k.inout(dw, c * 4), k.inout(db, c * 4), staged(k, dout, n * c),
                             staged(k, x, n * c), k.in(w, c * 4), k.in(mean, n * 4), k.in(rstd, n * 4), n, c);
   }
+  void head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                            const float* wk, float eps) override {
+    Call k(*this);
+    const int64_t n = s.rows * s.stride, d = s.head_dim * 4;
+    ops_.head_rmsnorm_forward(s, staged(k, out, n), k.inout(rstd, s.rows * s.normed_heads() * 4), staged(k, qkv, n),
+                              k.in(wq, d), k.in(wk, d), eps);
+  }
+  void head_rmsnorm_backward(const HeadNormShape& s, ActRef dd, float* dwq, float* dwk, ActRef qkv, const float* wq,
+                             const float* wk, const float* rstd) override {
+    Call k(*this);
+    const int64_t n = s.rows * s.stride, d = s.head_dim * 4;
+    ops_.head_rmsnorm_backward(s, staged(k, dd, n), k.inout(dwq, d), k.inout(dwk, d), staged(k, qkv, n), k.in(wq, d),
+                               k.in(wk, d), k.in(rstd, s.rows * s.normed_heads() * 4));
+  }
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
     Call k(*this);

@@ -324,6 +324,87 @@ void add_norm_backward_bf16_cases(const std::string& label, int64_t n, int64_t c
   });
 }
 
+// The q/k norms (HeadNormShape): rows of [q: hq heads | k: hk heads | v: hk heads] of d each.
+// The bf16 forms, on each backend, are the fp32 forms' on the widened arrays, narrowed (the
+// weight gradients bit for bit); the rows then compare the backends.
+void add_head_norm_cases(const std::string& label, int64_t rows, int64_t hq, int64_t hk, int64_t d) {
+  const HeadNormShape s{rows, hq, hk, d, (hq + 2 * hk) * d};
+  const int64_t n = rows * s.stride, stats = rows * s.normed_heads();
+  add("head_rmsnorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    float* x = a.put(rng.floats(n, -2.0f, 2.0f));
+    const float* wq = a.put(rng.floats(d, 0.5f, 1.5f));
+    const float* wk = a.put(rng.floats(d, 0.5f, 1.5f));
+    float* out = a.put(std::vector<float>(size_t(n)));
+    float* rstd = a.put(std::vector<float>(size_t(stats)));
+    a.nn().head_rmsnorm_forward(s, out, rstd, x, wq, wk, 1e-6f);
+    Outputs o;
+    o.add("out", a.get(out, size_t(n)));
+    o.add("rstd", a.get(rstd, size_t(stats)));
+    return o;
+  });
+  add("head_rmsnorm_forward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> x_bits = to_bf16(rng.floats(n, -2.0f, 2.0f));
+    uint16_t* x16 = a.put(x_bits);
+    float* x32 = a.put(widened_bf16(x_bits));
+    const float* wq = a.put(rng.floats(d, 0.5f, 1.5f));
+    const float* wk = a.put(rng.floats(d, 0.5f, 1.5f));
+    float *rstd16 = a.put(std::vector<float>(size_t(stats))), *rstd32 = a.put(std::vector<float>(size_t(stats)));
+    Outputs o = bf16_store_outputs(a, n, [&](ActRef out) {
+      if (out.is_bf16()) a.nn().head_rmsnorm_forward(s, out, rstd16, ActRef::bf16(x16), wq, wk, 1e-6f);
+      else a.nn().head_rmsnorm_forward(s, out, rstd32, x32, wq, wk, 1e-6f);
+    });
+    Outputs r = same_bits_outputs(a, rstd16, rstd32, stats, "rstd");
+    o.add("rstd", std::move(r.arrays.front().second));
+    return o;
+  });
+  // rstd consistent with x, as the forward leaves it, so dx is the true gradient.
+  auto rstds_of = [=](const std::vector<float>& xs) {
+    std::vector<float> out(static_cast<size_t>(stats));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t h = 0; h < s.normed_heads(); ++h) {
+        double ss = 0;
+        for (int64_t i = 0; i < d; ++i) ss += double(xs[size_t(r * s.stride + h * d + i)]) * xs[size_t(r * s.stride + h * d + i)];
+        out[size_t(r * s.normed_heads() + h)] = float(1.0 / std::sqrt(ss / double(d) + 1e-6));
+      }
+    }
+    return out;
+  };
+  add("head_rmsnorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const auto xs = rng.floats(n, -2.0f, 2.0f);
+    float* x = a.put(xs);
+    const float* rstd = a.put(rstds_of(xs));
+    const float* wq = a.put(rng.floats(d, 0.5f, 1.5f));
+    const float* wk = a.put(rng.floats(d, 0.5f, 1.5f));
+    float* dd = a.put(rng.floats(n));  // overwritten in place (v heads kept)
+    float* dw = a.put(rng.floats(2 * d));  // accumulated into
+    a.nn().head_rmsnorm_backward(s, dd, dw, dw + d, x, wq, wk, rstd);
+    Outputs o;
+    o.add("d", a.get(dd, size_t(n)));
+    o.add("dw", a.get(dw, size_t(2 * d)));
+    return o;
+  });
+  add("head_rmsnorm_backward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> x_bits = to_bf16(rng.floats(n, -2.0f, 2.0f)), d_bits = to_bf16(rng.floats(n));
+    const float* rstd = a.put(rstds_of(widened_bf16(x_bits)));
+    const float* wq = a.put(rng.floats(d, 0.5f, 1.5f));
+    const float* wk = a.put(rng.floats(d, 0.5f, 1.5f));
+    const std::vector<float> dw0 = rng.floats(2 * d);
+    uint16_t *x16 = a.put(x_bits), *d16 = a.put(d_bits);
+    float *x32 = a.put(widened_bf16(x_bits)), *d32 = a.put(widened_bf16(d_bits));
+    float *dw16 = a.put(dw0), *dw32 = a.put(dw0);
+    a.nn().head_rmsnorm_backward(s, ActRef::bf16(d16), dw16, dw16 + d, ActRef::bf16(x16), wq, wk, rstd);
+    a.nn().head_rmsnorm_backward(s, d32, dw32, dw32 + d, x32, wq, wk, rstd);
+    const std::vector<uint16_t> stored = a.get_u16(d16, size_t(n)), narrowed = to_bf16(a.get(d32, size_t(n)));
+    int64_t differ = 0;
+    for (size_t i = 0; i < stored.size(); ++i) differ += stored[i] != narrowed[i];
+    EXPECT_EQ(differ, 0) << "the bf16 d differs from the fp32 form's, narrowed, in " << differ << " of " << n
+                         << " elements on " << a.nn().device().name();
+    Outputs o = same_bits_outputs(a, dw16, dw32, 2 * d, "dw");
+    o.add("d_bf16", widened_bf16(stored));
+    return o;
+  });
+}
+
 void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
   add("rmsnorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
@@ -1279,6 +1360,7 @@ void add_sim_cases() {
   add_norm_cases("stories260k", 66, 64);
   add_norm_cases("t1", 1, 576);
   add_norm_cases("sim_odd", 67, 33);
+  add_head_norm_cases("sim_gqa", 9, 4, 2, 16);
   add_rope_case("stories260k", 66, 33, 8, 8, 128);
   add_rope_case("sim_d64_kv", 9, 9, 3, 64, 384);
   add_activation_cases("stories260k", 66, 172);
@@ -1343,6 +1425,9 @@ const std::vector<Case>& cases() {
   add_norm_cases("llama31_8b", 5, 4096);
   add_norm_cases("t1", 1, 576);
   add_norm_cases("many_rows", 300, 64);
+  add_head_norm_cases("qwen3_8b", 5, 32, 8, 128);
+  add_head_norm_cases("odd", 67, 3, 1, 40);
+  add_head_norm_cases("many_rows", 700, 4, 2, 64);  // more head rows than one column-sum chunk
   // RoPE on the q heads of a qkv row (stride = qkv row).
   add_rope_case("stories260k", 66, 33, 8, 8, 128);
   add_rope_case("smollm2_135m", 67, 67, 9, 64, 960);
