@@ -19,7 +19,7 @@ __global__ void __launch_bounds__(kThreads)
 head_rmsnorm_forward_kernel(HeadNormShape s, T* out, float* rstd, const T* x, const float* wq, const float* wk,
                             float eps) {
   __shared__ float shared[kThreads];
-  const int64_t r = blockIdx.x, h = blockIdx.y, D = s.head_dim, heads = s.normed_heads();
+  const int64_t r = blockIdx.x, h = blockIdx.y, D = s.head_dim, heads = s.q_heads + s.k_heads;
   if (h == heads) {  // the v heads pass through unchanged
     for (int64_t i = heads * D + threadIdx.x; i < s.stride; i += kThreads) out[r * s.stride + i] = x[r * s.stride + i];
     return;
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads)
 head_rmsnorm_backward_dx_kernel(HeadNormShape s, T* d, const T* x, const float* wq, const float* wk,
                                 const float* rstd) {
   __shared__ float shared[kThreads];
-  const int64_t r = blockIdx.x, h = blockIdx.y, D = s.head_dim, heads = s.normed_heads();
+  const int64_t r = blockIdx.x, h = blockIdx.y, D = s.head_dim, heads = s.q_heads + s.k_heads;
   const T* xh = x + r * s.stride + h * D;
   T* dh = d + r * s.stride + h * D;
   const float* w = h < s.q_heads ? wq : wk;
