@@ -177,7 +177,10 @@ std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int6
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const bool bf16_inputs = stored_act_dtype(options) == GemmDtype::kBF16;
   if (bf16_inputs) return {0, 0};
-  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)), round16(M * std::max(C, H))};
+  // Slot 1 holds linear_backward's x: a norm's output (C), the MLP's activation (H) or attention's
+  // output (attn_dim, wider than C where head_dim is set apart).
+  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)),
+          round16(M * std::max({C, H, c.attn_dim()}))};
 }
 
 // The activations (residual stream, each stored block's activations, the final norm) and the
