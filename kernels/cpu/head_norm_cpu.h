@@ -6,8 +6,9 @@
 // are summed over rows, then heads, in that order, so they do not depend on the thread count.
 // T: the storage of every activation array (fp32, or bf16 under bf16 activations: widened
 // exactly on load, each value rounded once on store).
-// Relies on: numerics/norm_steps.h, act_storage.h. Tested by: tests/kernels/test_head_norm.cpp,
-// tests/models/test_model_goldens.cpp (qwen3_tiny).
+// Relies on: numerics/norm_steps.h, act_storage.h. Tested by: tests/models/test_model_goldens.cpp
+// (qwen3_tiny against transformers), tests/models/test_model_modes.cpp (the bf16 forms),
+// tests/kernels/test_nn_ops_parity.cpp (head_rmsnorm rows, bitwise across thread counts).
 #pragma once
 
 #include <cstdint>
