@@ -10,8 +10,9 @@
 //     everywhere and shows the staging is transparent (sizes, aliasing, write-backs).
 //   CudaStaged: StagedOps over the CUDA backend's ops, within whole-model tolerances (below);
 //     skipped (GTEST_SKIP) without a GPU.
-// Models: a micro Llama (GQA, RoPE, SwiGLU) and GPT-2 (LayerNorm, GELU, biases, learned
-// positions) of the routing test's sizes, stories260K and SmolLM2-135M (random init, short
+// Models: a micro Llama (GQA, RoPE, SwiGLU), a micro Qwen3 (the same with q/k norms and head_dim
+// set apart from dim / heads) and GPT-2 (LayerNorm, GELU, biases, learned positions) of the
+// routing test's sizes, stories260K and SmolLM2-135M (random init, short
 // sequences), at fp32 and bf16 compute, and bf16 with FP8 linear layers (block scaling).
 // Relies on: models/ (Transformer, KvCacheDecoder, presets), framework/backend.
 #include <gtest/gtest.h>
@@ -319,8 +320,17 @@ ModelConfig micro(ModelFamily family) {  // the routing test's micro models
   return c;
 }
 
+// Qwen3's block: q/k norms, head_dim 16 with dim 32 and 4 heads (attention 64 wide).
+ModelConfig micro_qwen3() {
+  ModelConfig c = micro(ModelFamily::kLlama);
+  c.qk_norm = true;
+  c.head_size = 16;
+  return c;
+}
+
 std::vector<ModelCase> model_cases() {
   return {{"micro_llama", micro(ModelFamily::kLlama), 2, 12},
+          {"micro_qwen3", micro_qwen3(), 2, 12},
           {"micro_gpt2", micro(ModelFamily::kGpt2), 2, 12},
           {"stories260k", preset_config("stories260k"), 2, 33},
           {"smollm2_135m", preset_config("smollm2-135m"), 1, 9}};
