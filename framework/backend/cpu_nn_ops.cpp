@@ -10,6 +10,7 @@
 #include "kernels/cpu/cast_cpu.h"
 #include "kernels/cpu/fp4_cpu.h"
 #include "kernels/cpu/fp8_cpu.h"
+#include "kernels/cpu/head_norm_cpu.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/cpu/nn_cpu.h"
 #include "kernels/numerics/fp8_workspace.h"
@@ -92,6 +93,20 @@ void CpuNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, con
   check_one_storage("rmsnorm_backward", {{"dx", dx}, {"dout", dout}, {"x", x}});
   if (dx.is_bf16()) return k::rmsnorm_backward_cpu(dx.bf16(), dw, dout.bf16(), x.bf16(), w, rstd, n, c);
   k::rmsnorm_backward_cpu(dx.f32(), dw, dout.f32(), x.f32(), w, rstd, n, c);
+}
+
+void CpuNnOps::head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                                    const float* wk, float eps) {
+  check_one_storage("head_rmsnorm_forward", {{"out", out}, {"qkv", qkv}});
+  if (qkv.is_bf16()) return k::head_rmsnorm_forward_cpu(s, out.bf16(), rstd, qkv.bf16(), wq, wk, eps);
+  k::head_rmsnorm_forward_cpu(s, out.f32(), rstd, qkv.f32(), wq, wk, eps);
+}
+
+void CpuNnOps::head_rmsnorm_backward(const HeadNormShape& s, ActRef d, float* dwq, float* dwk, ActRef qkv,
+                                     const float* wq, const float* wk, const float* rstd) {
+  check_one_storage("head_rmsnorm_backward", {{"d", d}, {"qkv", qkv}});
+  if (d.is_bf16()) return k::head_rmsnorm_backward_cpu(s, d.bf16(), dwq, dwk, qkv.bf16(), wq, wk, rstd);
+  k::head_rmsnorm_backward_cpu(s, d.f32(), dwq, dwk, qkv.f32(), wq, wk, rstd);
 }
 
 void CpuNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w,

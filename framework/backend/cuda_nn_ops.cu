@@ -28,6 +28,7 @@
 #include "kernels/cuda/gemm_fp8_cublaslt.h"
 #include "kernels/numerics/fp4_workspace.h"
 #include "kernels/cuda/matmul_cublaslt.h"
+#include "kernels/cuda/head_norm_cuda.h"
 #include "kernels/cuda/norm_cuda.h"
 #include "kernels/cuda/rope_cuda.h"
 
@@ -285,6 +286,23 @@ void CudaNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, co
     return k::rmsnorm_backward_cuda(dx.bf16(), dw, dout.bf16(), x.bf16(), w, rstd, n, c, scratch, STREAM);
   }
   k::rmsnorm_backward_cuda(dx.f32(), dw, dout.f32(), x.f32(), w, rstd, n, c, scratch, STREAM);
+}
+
+void CudaNnOps::head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                                     const float* wk, float eps) {
+  check_one_storage("head_rmsnorm_forward", {{"out", out}, {"qkv", qkv}});
+  if (qkv.is_bf16()) return k::head_rmsnorm_forward_cuda(s, out.bf16(), rstd, qkv.bf16(), wq, wk, eps, STREAM);
+  k::head_rmsnorm_forward_cuda(s, out.f32(), rstd, qkv.f32(), wq, wk, eps, STREAM);
+}
+
+void CudaNnOps::head_rmsnorm_backward(const HeadNormShape& s, ActRef d, float* dwq, float* dwk, ActRef qkv,
+                                      const float* wq, const float* wk, const float* rstd) {
+  check_one_storage("head_rmsnorm_backward", {{"d", d}, {"qkv", qkv}});
+  float* scratch = workspace_floats(k::head_norm_backward_scratch_floats(s));
+  if (d.is_bf16()) {
+    return k::head_rmsnorm_backward_cuda(s, d.bf16(), dwq, dwk, qkv.bf16(), wq, wk, rstd, scratch, STREAM);
+  }
+  k::head_rmsnorm_backward_cuda(s, d.f32(), dwq, dwk, qkv.f32(), wq, wk, rstd, scratch, STREAM);
 }
 
 void CudaNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w,

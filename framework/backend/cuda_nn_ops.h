@@ -66,6 +66,10 @@ class CudaNnOps final : public NnOps {
                          int64_t n, int64_t c, float eps) override;
   void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x, const float* w,
                           const float* mean, const float* rstd, int64_t n, int64_t c) override;
+  void head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                            const float* wk, float eps) override;
+  void head_rmsnorm_backward(const HeadNormShape& s, ActRef d, float* dwq, float* dwk, ActRef qkv, const float* wq,
+                             const float* wk, const float* rstd) override;
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override;

@@ -31,6 +31,7 @@ using kernels::Fp8Operand;
 using kernels::Fp8QuantizeArgs;
 using kernels::GemmDtype;
 using kernels::GemmShape;
+using kernels::HeadNormShape;
 using kernels::Trans;
 
 class NnOps {
@@ -126,6 +127,18 @@ class NnOps {
   // dx += ..., dw += ..., db += ...; dx, dout and x stored as rmsnorm_backward's.
   virtual void layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, ActRef x,
                                   const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) = 0;
+
+  // RMSNorm over each q and k head of the packed projection (HeadNormShape: Qwen3's and Gemma 3's
+  // q_norm and k_norm, before RoPE). out = qkv with each q head x replaced by
+  // x * rsqrt(mean(x^2) + eps) * wq and each k head likewise with wk, the v heads copied;
+  // rstd (rows, q_heads + k_heads). out and qkv (the projection as its GEMM stored it) are both
+  // fp32 or both bf16 (widened exactly, each output rounded once).
+  virtual void head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                                    const float* wk, float eps) = 0;
+  // In place on d, the gradient of the forward's out (qkv's storage): each q and k head becomes the
+  // gradient of the head before the norm, the v heads stay; dwq += ..., dwk += ... (fp32 sums).
+  virtual void head_rmsnorm_backward(const HeadNormShape& s, ActRef d, float* dwq, float* dwk, ActRef qkv,
+                                     const float* wq, const float* wk, const float* rstd) = 0;
 
   // Rotary embedding (rotate-half layout) in place on `heads` heads at the start of each row;
   // row r is at position r % seq; cos/sin (seq, head_dim / 2); inverse rotates by -angle. x is

@@ -98,6 +98,16 @@ class ProfilingNnOps final : public NnOps {
     TimedCall t(p_, op_kind::kNormBackward);
     inner_.rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
   }
+  void head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                            const float* wk, float eps) override {
+    TimedCall t(p_, "head norm forward");
+    inner_.head_rmsnorm_forward(s, out, rstd, qkv, wq, wk, eps);
+  }
+  void head_rmsnorm_backward(const HeadNormShape& s, ActRef d, float* dwq, float* dwk, ActRef qkv, const float* wq,
+                             const float* wk, const float* rstd) override {
+    TimedCall t(p_, "head norm backward");
+    inner_.head_rmsnorm_backward(s, d, dwq, dwk, qkv, wq, wk, rstd);
+  }
   void layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w, const float* b, int64_t n,
                          int64_t c, float eps) override {
     TimedCall t(p_, op_kind::kNormForward);

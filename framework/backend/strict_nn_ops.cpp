@@ -64,6 +64,16 @@ void StrictNnOps::rmsnorm_backward(ActRef dx, float* dw, ActRef dout, ActRef x, 
   STRICT_OP(rmsnorm_backward, rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c), {"dx", dx.data}, {"dw", dw},
             {"dout", dout.data}, {"x", x.data}, {"w", w}, {"rstd", rstd});
 }
+void StrictNnOps::head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                                       const float* wk, float eps) {
+  STRICT_OP(head_rmsnorm_forward, head_rmsnorm_forward(s, out, rstd, qkv, wq, wk, eps), {"out", out.data},
+            {"rstd", rstd}, {"qkv", qkv.data}, {"wq", wq}, {"wk", wk});
+}
+void StrictNnOps::head_rmsnorm_backward(const HeadNormShape& s, ActRef d, float* dwq, float* dwk, ActRef qkv,
+                                        const float* wq, const float* wk, const float* rstd) {
+  STRICT_OP(head_rmsnorm_backward, head_rmsnorm_backward(s, d, dwq, dwk, qkv, wq, wk, rstd), {"d", d.data},
+            {"dwq", dwq}, {"dwk", dwk}, {"qkv", qkv.data}, {"wq", wq}, {"wk", wk}, {"rstd", rstd});
+}
 void StrictNnOps::layernorm_forward(ActRef out, float* mean, float* rstd, ActRef x, const float* w,
                                     const float* b, int64_t n, int64_t c, float eps) {
   STRICT_OP(layernorm_forward, layernorm_forward(out, mean, rstd, x, w, b, n, c, eps), {"out", out.data}, {"mean", mean},

@@ -25,7 +25,9 @@ std::optional<ChatFormat> find_chat_format(const std::string& t) {
   }
   if (t.find("You are Qwen, created by Alibaba Cloud") != std::string::npos) return ChatFormat::kQwen2_5;
   if (t.find("named SmolLM") != std::string::npos) return ChatFormat::kSmolLM2;
-  if (t.find("<|im_start|>") != std::string::npos) return ChatFormat::kChatML;
+  // Qwen3's ChatML shows an assistant's reasoning in a think block of its own: plain ChatML
+  // would drop that, so such a template is left to the Jinja interpreter.
+  if (t.find("<|im_start|>") != std::string::npos && t.find("</think>") == std::string::npos) return ChatFormat::kChatML;
   return std::nullopt;
 }
 

@@ -10,7 +10,9 @@
 //  kQwen2_5  ChatML with Qwen's default system prompt when the first message is not a system one,
 //            tool messages wrapped in <tool_response> (tool *definitions* are not supported).
 //  kSmolLM2  ChatML with SmolLM's default system prompt (the template in SmolLM2's GGUF).
-//  kChatML   plain ChatML: "<|im_start|>ROLE\n" + content + "<|im_end|>\n" per message.
+//  kChatML   plain ChatML: "<|im_start|>ROLE\n" + content + "<|im_end|>\n" per message. A ChatML
+//            template with think blocks (Qwen3's: "</think>" in its text) is not plain ChatML: the
+//            interpreter renders it.
 // Relies on: nothing. Tested by: tests/tokenizers/test_chat_template.cpp.
 #pragma once
 

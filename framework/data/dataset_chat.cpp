@@ -272,10 +272,43 @@ std::vector<ChatPiece> chat_training_pieces(const ChatTemplate& chat_template, s
   const std::string_view eot = chat_template.end_of_turn();
 
   std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) byte ranges of `full`
+  // A template whose turns render differently once a later user message follows (Qwen3's drops
+  // the think block of earlier turns) is not prefix-stable. Its message i is located in the whole
+  // conversation instead, rendered again with that content replaced by the marker: everything
+  // before the marker and everything after it must be the real rendering's, the content shown as
+  // it is between them and followed by the end-of-turn. nullopt where that does not hold.
+  const auto locate_in_whole = [&](size_t i) -> std::optional<std::pair<size_t, size_t>> {
+    std::vector<ChatMessage> marked_messages(messages.begin(), messages.end());
+    marked_messages[i].content = std::string(kContentSentinel);
+    const std::string marked = chat_template.render(marked_messages, false, bos_token);
+    const size_t begin = marked.find(kContentSentinel);
+    if (begin == std::string::npos || marked.find(kContentSentinel, begin + 1) != std::string::npos) return std::nullopt;
+    const std::string& content = messages[i].content;
+    const std::string_view after = std::string_view(marked).substr(begin + kContentSentinel.size());
+    if (full.size() != begin + content.size() + after.size() || full.compare(0, begin, marked, 0, begin) != 0 ||
+        full.compare(begin, content.size(), content) != 0 || after.substr(0, eot.size()) != eot ||
+        std::string_view(full).substr(begin + content.size()) != after) {
+      return std::nullopt;
+    }
+    return std::make_pair(begin, begin + content.size() + eot.size());
+  };
   std::vector<ChatMessage> prefix;
   for (size_t i = 0; i < messages.size(); ++i) {
     prefix.push_back(messages[i]);
     if (messages[i].role != "assistant") continue;
+    if (!chat_template.format()) {
+      // Interpreted: prefix-stable templates are cut as below; the others in the whole conversation.
+      std::vector<ChatMessage> upto_marked = prefix;
+      upto_marked.back().content = std::string(kContentSentinel);
+      const std::string marked = chat_template.render(upto_marked, false, bos_token);
+      const size_t begin = marked.find(kContentSentinel);
+      if (begin != std::string::npos && full.compare(0, begin, marked, 0, begin) != 0) {
+        if (const auto span = locate_in_whole(i); span && (spans.empty() || span->first >= spans.back().second)) {
+          spans.push_back(*span);
+          continue;
+        }
+      }
+    }
     prefix.back().content = std::string(kContentSentinel);
     const std::string marked = chat_template.render(prefix, false, bos_token);
     prefix.back().content = messages[i].content;

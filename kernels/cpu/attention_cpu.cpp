@@ -116,13 +116,16 @@ void attention_forward(const AttentionShape& s, Out* out, float* lse, const In* 
           gemm(rows, kend, D, q, D, Trans::kN, k0, D, Trans::kT, p.data(), kend, false);
           for (int64_t r = 0; r < rows; ++r) {
             float* pr = p.data() + r * kend;
-            const int64_t valid = q0 + r + 1;
+            // Keys first .. q0 + r are visible (a sliding window raises first above 0); the keys
+            // before it get p = 0, so the row sums below add zeros there, which changes no bit.
+            const int64_t valid = q0 + r + 1, first = numerics::attention_first_key(q0 + r, s.window);
 #pragma omp simd
-            for (int64_t j = 0; j < valid; ++j) pr[j] *= scale;
-            row_max[size_t(r)] = max_of(pr, valid);
+            for (int64_t j = first; j < valid; ++j) pr[j] *= scale;
+            row_max[size_t(r)] = max_of(pr + first, valid - first);
             const float m = row_max[size_t(r)];
+            std::fill(pr, pr + first, 0.0f);
 #pragma omp simd
-            for (int64_t j = 0; j < valid; ++j) pr[j] = numerics::softmax_numerator_f32(pr[j], m);
+            for (int64_t j = first; j < valid; ++j) pr[j] = numerics::softmax_numerator_f32(pr[j], m);
           }
           row_sums_in_key_order(p.data(), kend, rows, q0 + 1, row_sum.data());
           for (int64_t r = 0; r < rows; ++r) {
@@ -189,11 +192,12 @@ void attention_backward(const AttentionShape& s, G* dqkv, float* scratch, const 
           for (int64_t r = 0; r < rows; ++r) {
             float* pr = p.data() + r * kend;
             float* dr = dp.data() + r * kend;
-            const int64_t valid = q0 + r + 1;
+            const int64_t valid = q0 + r + 1, first = numerics::attention_first_key(q0 + r, s.window);
             const float l = lse[(b * Hq + h) * T + q0 + r];
             const float di = dot(go + r * D, cpu_act::row_f32(o + r * Hq * D, o_widened.data(), D), D);
+            for (int64_t j = 0; j < first; ++j) pr[j] = dr[j] = 0.0f;
 #pragma omp simd
-            for (int64_t j = 0; j < valid; ++j) {
+            for (int64_t j = first; j < valid; ++j) {
               pr[j] = numerics::attention_prob_from_lse_f32(pr[j], scale, l);
               dr[j] = numerics::attention_ds_f32(pr[j], dr[j], di, scale);
             }
@@ -280,25 +284,26 @@ void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv,
 #pragma omp for collapse(2) schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t h = 0; h < Hq; ++h) {
-        const int64_t valid = first_position + r + 1;  // causal: keys at positions 0..first_position + r
+        // causal: keys at positions first..first_position + r (first > 0 under a sliding window)
+        const int64_t valid = first_position + r + 1, first = numerics::attention_first_key(first_position + r, s.window);
         const float* q = qkv + r * Sq + h * D;
         const int64_t kv_head = h / group;
-        for (int64_t j = 0; j < valid; ++j) {
+        for (int64_t j = first; j < valid; ++j) {
           const float* kj = k_cache + j * kv_row + kv_head * D;
           float dot = 0.0f;
           for (int64_t d = 0; d < D; ++d) dot += q[d] * kj[d];
           p[size_t(j)] = dot * scale;
         }
         float* pj = p.data();
-        const float m = max_of(pj, valid);
+        const float m = max_of(pj + first, valid - first);
 #pragma omp simd
-        for (int64_t j = 0; j < valid; ++j) pj[j] = numerics::softmax_numerator_f32(pj[j], m);
+        for (int64_t j = first; j < valid; ++j) pj[j] = numerics::softmax_numerator_f32(pj[j], m);
         float sum = 0.0f;
-        for (int64_t j = 0; j < valid; ++j) sum += pj[j];  // in key order, as the training kernel
+        for (int64_t j = first; j < valid; ++j) sum += pj[j];  // in key order, as the training kernel
         const float inv = 1.0f / sum;
         float* o = out + r * Hq * D + h * D;
         std::fill(o, o + D, 0.0f);
-        for (int64_t j = 0; j < valid; ++j) {
+        for (int64_t j = first; j < valid; ++j) {
           const float pj = p[size_t(j)] * inv;
           const float* vj = v_cache + j * kv_row + kv_head * D;
           for (int64_t d = 0; d < D; ++d) o[d] += pj * vj[d];

@@ -7,6 +7,8 @@
 // never as a T x T matrix; products are small fp32 oneDNN GEMMs run inside each task, over
 // dense per-thread copies of the heads' q, k and v rows (T x D floats each at most).
 // Backward recomputes the probabilities from q, k and the log-sum-exp (as FlashAttention).
+// A sliding window (AttentionShape::window) masks the keys below numerics::attention_first_key of
+// each query row, in the forward, the backward and decoding alike.
 // Relies on: matmul_cpu.h, OpenMP, numerics/attention_steps.h (shared with kernels/cuda). Tested by: tests/models/test_model_goldens.cpp (GQA and
 // plain heads against PyTorch), test_gradcheck.cpp, test_model_modes.cpp.
 #pragma once
@@ -45,7 +47,8 @@ void attention_backward_cpu(const AttentionShape& s, uint16_t* dqkv, float* scra
 // Decoding against a KV cache: `rows` new query rows (rows of qkv, stride s.qkv_stride(),
 // queries first) at positions first_position, first_position + 1, ...; keys and values of
 // positions 0 .. first_position + rows - 1 are consecutive rows of Hkv*D floats in k_cache and
-// v_cache. out (rows, Hq*D). Row r attends causally to positions 0 .. first_position + r.
+// v_cache. out (rows, Hq*D). Row r attends causally to positions 0 .. first_position + r (from
+// attention_first_key(first_position + r, s.window) under a sliding window).
 // s.head_dim, q_heads and kv_heads are used; batch and seq are not.
 void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
                           int64_t first_position, const float* k_cache, const float* v_cache);

@@ -25,6 +25,8 @@ struct Geometry {
   int64_t T;
   int Hq, Hkv, D;
   float scale;
+  int64_t window;  // AttentionShape::window: 0, or each query's sliding window of keys
+  __device__ int64_t first_key(int64_t qi) const { return nm::attention_first_key(qi, window); }
   __device__ int64_t stride() const { return int64_t(Hq + 2 * Hkv) * D; }
   __device__ int kv_head(int h) const { return h / (Hq / Hkv); }
 };
@@ -71,7 +73,8 @@ attention_forward_kernel(Geometry g, float* out, float* lse, const float* qkv) {
     for (int dc = 0; dc < DC; ++dc) o[ii][dc] = 0.0f;
   }
   const int64_t kend = q0 + kTile < T ? q0 + kTile : T;  // causal: no row of this tile sees past kend
-  for (int64_t k0 = 0; k0 < kend; k0 += kTile) {
+  // Under a sliding window no row of this tile sees below its first row's first key.
+  for (int64_t k0 = g.first_key(q0) / kTile * kTile; k0 < kend; k0 += kTile) {
     __syncthreads();  // the previous tile's K / V are no longer read
     load_tile(Ks, ld, ksrc, S, k0, T, D);
     load_tile(Vs, ld, vsrc, S, k0, T, D);
@@ -81,9 +84,10 @@ attention_forward_kernel(Geometry g, float* out, float* lse, const float* qkv) {
       const int i = warp * kRowsPerWarp + ii;
       const int64_t qi = q0 + i;
       if (qi >= T) continue;  // uniform across the warp
-      const bool valid = k0 + lane <= qi;
+      const bool valid = k0 + lane <= qi && k0 + lane >= g.first_key(qi);
       const float s = valid ? dot_in_order(Qs + i * ld, Ks + lane * ld, D) * g.scale : -INFINITY;
-      // Every tile up to the diagonal holds key k0 <= qi, so m_new is finite.
+      // m_new is -inf only while every key so far lies below the row's window (then p = 0 and
+      // alpha = 0 keep l and o at zero); the tile holding key qi makes it finite.
       const float m_new = fmaxf(m[ii], cuda_nn::warp_max(s));
       const float p = valid ? nm::softmax_numerator_f32(s, m_new) : 0.0f;
       const float alpha = m[ii] == -INFINITY ? 0.0f : nm::softmax_numerator_f32(m[ii], m_new);
@@ -129,7 +133,7 @@ attention_delta_kernel(Geometry g, int64_t batch, float* delta, const float* dou
 }
 
 // Ps, dSs (kTile x kTile) for query tile q0 against key tile k0: p recomputed from the lse,
-// ds = p (dp - delta) scale; zeros outside the causal triangle and past T.
+// ds = p (dp - delta) scale; zeros outside the causal triangle (and sliding window) and past T.
 __device__ void probabilities_and_score_grads(const Geometry& g, int64_t q0, int64_t k0, const float* Qs,
                                               const float* dOs, const float* Ks, const float* Vs, const float* lse_s,
                                               const float* delta_s, float* Ps, float* dSs) {
@@ -138,7 +142,7 @@ __device__ void probabilities_and_score_grads(const Geometry& g, int64_t q0, int
     const int i = e / kTile, j = e - i * kTile;
     const int64_t qi = q0 + i, kj = k0 + j;
     float p = 0.0f, ds = 0.0f;
-    if (qi < g.T && kj <= qi) {
+    if (qi < g.T && kj <= qi && kj >= g.first_key(qi)) {
       p = nm::attention_prob_from_lse_f32(dot_in_order(Qs + i * ld, Ks + j * ld, g.D), g.scale, lse_s[i]);
       ds = nm::attention_ds_f32(p, dot_in_order(dOs + i * ld, Vs + j * ld, g.D), delta_s[i], g.scale);
     }
@@ -315,40 +319,43 @@ attention_group_sum_kernel(Geometry g, int64_t batch, float* dqkv, const float* 
 
 // One block per (query row, head); every sum in attention_decode_cpu's order.
 __global__ void __launch_bounds__(kAttnThreads)
-attention_decode_kernel(int Hq, int Hkv, int D, float scale, float* out, const float* qkv, int64_t first_position,
-                        int64_t scores_per_row, const float* k_cache, const float* v_cache, float* scores) {
+attention_decode_kernel(int Hq, int Hkv, int D, float scale, int64_t window, float* out, const float* qkv,
+                        int64_t first_position, int64_t scores_per_row, const float* k_cache, const float* v_cache,
+                        float* scores) {
   __shared__ float shared[kAttnThreads];
   __shared__ float inv_sum;
   const int64_t r = blockIdx.x;
   const int h = blockIdx.y, kv_head = h / (Hq / Hkv);
   const int64_t valid = first_position + r + 1, kv_row = int64_t(Hkv) * D;
+  const int64_t first = nm::attention_first_key(first_position + r, window);  // keys first .. valid - 1
   const float* q = qkv + r * int64_t(Hq + 2 * Hkv) * D + int64_t(h) * D;
   float* p = scores + (r * Hq + h) * scores_per_row;
   float local_max = -INFINITY;
-  for (int64_t j = threadIdx.x; j < valid; j += kAttnThreads) {
+  for (int64_t j = first + threadIdx.x; j < valid; j += kAttnThreads) {
     p[j] = dot_in_order(q, k_cache + j * kv_row + int64_t(kv_head) * D, D) * scale;
     local_max = fmaxf(local_max, p[j]);
   }
   const float m = cuda_nn::block_max(local_max, shared);
-  for (int64_t j = threadIdx.x; j < valid; j += kAttnThreads) p[j] = nm::softmax_numerator_f32(p[j], m);
+  for (int64_t j = first + threadIdx.x; j < valid; j += kAttnThreads) p[j] = nm::softmax_numerator_f32(p[j], m);
   __syncthreads();
   if (threadIdx.x == 0) {
     float sum = 0.0f;
-    for (int64_t j = 0; j < valid; ++j) sum += p[j];  // in key order, as the CPU
+    for (int64_t j = first; j < valid; ++j) sum += p[j];  // in key order, as the CPU
     inv_sum = 1.0f / sum;
   }
   __syncthreads();
   const float inv = inv_sum;
   for (int d = threadIdx.x; d < D; d += kAttnThreads) {
     float o = 0.0f;
-    for (int64_t j = 0; j < valid; ++j) o += (p[j] * inv) * v_cache[j * kv_row + int64_t(kv_head) * D + d];
+    for (int64_t j = first; j < valid; ++j) o += (p[j] * inv) * v_cache[j * kv_row + int64_t(kv_head) * D + d];
     out[r * int64_t(Hq) * D + int64_t(h) * D + d] = o;
   }
 }
 
 // The shape's preconditions (attention_cuda.h) are checked by the caller, CudaNnOps.
 Geometry geometry_of(const AttentionShape& s) {
-  return Geometry{s.seq, int(s.q_heads), int(s.kv_heads), int(s.head_dim), nm::attention_scale_f32(s.head_dim)};
+  return Geometry{s.seq, int(s.q_heads), int(s.kv_heads), int(s.head_dim), nm::attention_scale_f32(s.head_dim),
+                  s.window};
 }
 
 // Launches kernel<DC> for DC = ceil(D / 32) with `shared_floats` of dynamic shared memory,
@@ -433,7 +440,7 @@ void attention_decode_cuda(const AttentionShape& s, float* out, const float* qkv
   const Geometry g = geometry_of(s);
   if (rows <= 0) return;
   const dim3 grid(unsigned(rows), unsigned(s.q_heads));
-  attention_decode_kernel<<<grid, kAttnThreads, 0, stream>>>(g.Hq, g.Hkv, g.D, g.scale, out, qkv, first_position,
+  attention_decode_kernel<<<grid, kAttnThreads, 0, stream>>>(g.Hq, g.Hkv, g.D, g.scale, g.window, out, qkv, first_position,
                                                             first_position + rows, k_cache, v_cache, scores);
   cuda_nn::check_launch();
 }

@@ -103,6 +103,8 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const AttentionShape& s) {
                      .set_generate_stats(true)
                      .set_causal_mask(true)
                      .set_attn_scale(scale_of(s));
+  // cuDNN's sliding window keeps keys j > i - window: attention_first_key's i - window + 1 on.
+  if (s.window > 0) options.set_diagonal_band_left_bound(int(s.window));
   auto [o, stats] = g->sdpa(q, k, v, options);
   o->set_output(true).set_uid(kO).set_dim({s.batch, s.q_heads, s.seq, s.head_dim}).set_stride(
       packed_strides(s, out_stride));
@@ -127,6 +129,7 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionShape& s) {
                      .set_causal_mask(true)
                      .set_attn_scale(scale_of(s))
                      .set_deterministic_algorithm(true);
+  if (s.window > 0) options.set_diagonal_band_left_bound(int(s.window));
   auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
   dq->set_output(true).set_uid(kDQ).set_dim({s.batch, s.q_heads, s.seq, s.head_dim}).set_stride(
       packed_strides(s, stride));
@@ -143,7 +146,7 @@ struct Plan {
   std::string why_not;
 };
 
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;  // the shape, window, backward
 
 }  // namespace
 
@@ -154,7 +157,7 @@ struct CudnnAttention::Impl {
 
   const Plan& plan(const AttentionShape& s, bool backward) {
     std::lock_guard<std::mutex> lock(mutex);
-    const PlanKey key{s.batch, s.seq, s.q_heads, s.kv_heads, s.head_dim, backward};
+    const PlanKey key{s.batch, s.seq, s.q_heads, s.kv_heads, s.head_dim, s.window, backward};
     auto found = plans.find(key);
     if (found != plans.end()) return found->second;
     Plan p;

@@ -19,6 +19,12 @@ namespace farthing::numerics {
 // 1 / sqrt(head_dim), IEEE on both sides (never rsqrtf).
 FARTHING_HD float attention_scale_f32(int64_t head_dim) { return 1.0f / sqrtf(float(head_dim)); }
 
+// The first key query position i sees under a sliding window of `window` keys (0: no window, key
+// 0): i - window + 1, or 0 near the start. Every kernel masks keys below it.
+FARTHING_HD int64_t attention_first_key(int64_t query, int64_t window) {
+  return window > 0 && query >= window ? query - window + 1 : 0;
+}
+
 // Forward / decode: p = e^(score - row max), score already scaled.
 FARTHING_HD float softmax_numerator_f32(float score, float row_max) { return exp_f32(score - row_max); }
 

@@ -29,7 +29,19 @@ struct GemmShape {
 struct AttentionShape {
   int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
   GemmDtype dtype = GemmDtype::kF32;
+  // Sliding-window attention (Gemma 3's local layers): query i sees keys i - window + 1 .. i;
+  // 0: every key up to i. The kernels read it as a lower bound on each query row's visible keys,
+  // numerics::attention_first_key (attention_steps.h), so other lower bounds compose with max.
+  int64_t window = 0;
   int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
+};
+
+// RMSNorm over each head of the packed projection qkv (Qwen3's and Gemma 3's q_norm and k_norm,
+// applied before RoPE): `rows` rows of `stride` elements, each [q: q_heads*D | k: k_heads*D | v];
+// every q head is normalised with the weight wq (D), every k head with wk (D), v is left alone.
+struct HeadNormShape {
+  int64_t rows = 0, q_heads = 0, k_heads = 0, head_dim = 0, stride = 0;
+  int64_t normed_heads() const { return q_heads + k_heads; }
 };
 
 }  // namespace farthing::kernels

@@ -5,7 +5,7 @@
 // a unit's bf16 weights, FP8 projections) and in what attention sees (the micro-batch's own
 // positions, or every cached one); each supplies those as BlockHooks.
 //
-// Both families: Llama (RMSNorm, RoPE, GQA, SwiGLU, optional qkv bias) and GPT-2 (LayerNorm,
+// Both families: Llama (RMSNorm, RoPE, GQA, SwiGLU, optional qkv bias, optional q/k norms) and GPT-2 (LayerNorm,
 // GELU-tanh, biases, Conv1D weights). Relies on: framework/backend/nn_ops.h.
 // Tested by: tests/models/test_kv_cache_decoder.cpp (decoder logits vs the training forward,
 // within 1e-5: the GEMMs see other row counts), tests/models/test_model_goldens.cpp, tests/models/test_gradcheck.cpp.
@@ -29,6 +29,10 @@ namespace farthing::models {
 struct BlockActs {
   ActRef n1;
   float *n1_mean, *n1_rstd;
+  // With q/k norms (Qwen3) the projection's output is qkv_raw, and qkv its heads normalised (then
+  // rotated); qk_rstd (rows, Hq + Hkv) the norms' statistics. Unused (null) otherwise.
+  ActRef qkv_raw;
+  float* qk_rstd = nullptr;
   ActRef qkv, att;
   float* lse;
   ActRef mid;
@@ -76,5 +80,8 @@ void block_norm_forward(const TransformerSpec& spec, NnOps& ops, BlockHooks& hoo
 // stream) share one storage type.
 void block_forward(const TransformerSpec& spec, NnOps& ops, BlockHooks& hooks, int64_t layer, const BlockActs& a,
                    ActRef x, ActRef y, const BlockRows& rows);
+
+// The q/k norms' shape over `rows` rows of the packed projection.
+HeadNormShape qk_norm_shape(const ModelConfig& c, int64_t rows);
 
 }  // namespace farthing::models

@@ -39,8 +39,11 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
 
   chunk_rows_ = std::min(kPrefillChunkRows, max_seq_);
   const int64_t R = chunk_rows_;
-  // x, n, mean, rstd, qkv, att, mid, fc, act (R rows each), then the last row's logits
-  const int64_t sizes[] = {R * C, R * C, R, R, R * Sq, R * C, R * C, R * F, R * H, V};
+  // x, n, mean, rstd, qkv, att, mid, fc, act (R rows each), then the last row's logits, then the
+  // projection before the q/k norms and their statistics (empty without them)
+  const int64_t qk = c.qk_norm ? 1 : 0;
+  const int64_t sizes[] = {R * C, R * C, R, R, R * Sq, R * c.attn_dim(), R * C, R * F, R * H, V,
+                           qk * R * Sq, qk * R * (c.n_heads + c.n_kv_heads)};
   int64_t total = 0;
   for (int64_t s : sizes) total += round16(s);
   scratch_ = Buffer(ops_.device(), size_t(total) * 4, MemoryCategory::kActivations);
@@ -53,13 +56,19 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   float* fc = nullptr;
   float* act = nullptr;
   float* mid = nullptr;
-  float** slots[] = {&x_, &n, &mean, &rstd, &qkv, &att, &mid, &fc, &act, &logits_};
+  float* qkv_raw = nullptr;
+  float* qk_rstd = nullptr;
+  float** slots[] = {&x_, &n, &mean, &rstd, &qkv, &att, &mid, &fc, &act, &logits_, &qkv_raw, &qk_rstd};
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = cursor;
     cursor += round16(sizes[i]);
   }
   acts_.n1 = acts_.n2 = n;  // fp32: the decoder's GEMMs are fp32
   acts_.qkv = qkv;
+  if (c.qk_norm) {
+    acts_.qkv_raw = qkv_raw;
+    acts_.qk_rstd = qk_rstd;
+  }
   acts_.att = att;
   acts_.mid = mid;
   acts_.fc = fc;

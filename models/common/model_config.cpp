@@ -13,8 +13,11 @@ void ModelConfig::validate() const {
                  "model '", name, "': every size must be positive: vocab_size(", vocab_size,
                  ") dim(", dim, ") hidden_dim(", hidden_dim, ") n_layers(", n_layers, ") n_heads(",
                  n_heads, ") n_kv_heads(", n_kv_heads, ") max_seq_len(", max_seq_len, ")");
-  FARTHING_CHECK(dim % n_heads == 0, "model '", name, "': dim(", dim, ") % n_heads(", n_heads,
-                 ") != 0");
+  FARTHING_CHECK(head_size > 0 || dim % n_heads == 0, "model '", name, "': dim(", dim, ") % n_heads(", n_heads,
+                 ") != 0 and no head_dim is given");
+  FARTHING_CHECK(head_size >= 0, "model '", name, "': head_dim(", head_size, ") must be positive");
+  FARTHING_CHECK(family != ModelFamily::kGpt2 || (head_size == 0 && !qk_norm), "model '", name,
+                 "': GPT-2 has neither a decoupled head_dim nor q/k norms");
   FARTHING_CHECK(n_heads % n_kv_heads == 0, "model '", name, "': n_heads(", n_heads,
                  ") % n_kv_heads(", n_kv_heads, ") != 0");
   FARTHING_CHECK(family != ModelFamily::kLlama || head_dim() % 2 == 0, "model '", name,
@@ -32,6 +35,7 @@ int64_t ModelConfig::num_params() const {
   } else {
     block = 2 * C + C * (n_heads * hd) + 2 * C * (n_kv_heads * hd) + (n_heads * hd) * C + 3 * C * H;
     if (qkv_bias) block += (n_heads + 2 * n_kv_heads) * hd;
+    if (qk_norm) block += 2 * hd;
     outer += C + (tied_embeddings ? 0 : vocab_size * C);
   }
   return outer + n_layers * block;
@@ -41,7 +45,8 @@ double training_flops_per_step(const ModelConfig& c, int64_t batch, int64_t seq)
   const double C = double(c.dim), H = double(c.hidden_dim), Sq = double(c.qkv_dim());
   const double F = c.family == ModelFamily::kLlama ? 2 * H : H;
   const double tokens = double(batch * seq);
-  const double gemm_params = double(c.n_layers) * (C * Sq + C * C + C * F + H * C) + double(c.vocab_size) * C;
+  const double A = double(c.attn_dim());
+  const double gemm_params = double(c.n_layers) * (C * Sq + A * C + C * F + H * C) + double(c.vocab_size) * C;
   // Causal attention: q k^T and p v over T(T+1)/2 pairs per head; backward twice forward.
   const double T = double(seq);
   const double attn_fwd = 4.0 * double(batch) * double(c.n_heads) * double(c.head_dim()) * T * (T + 1) / 2;
@@ -64,8 +69,8 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
     c.norm_eps = j.value("layer_norm_epsilon", 1e-5f);
     c.tied_embeddings = true;
   } else {
-    FARTHING_CHECK(type == "llama" || type == "qwen2" || type == "mistral", "config.json model_type '",
-                   type, "' is not supported (llama, qwen2, mistral, gpt2)");
+    FARTHING_CHECK(type == "llama" || type == "qwen2" || type == "qwen3" || type == "mistral",
+                   "config.json model_type '", type, "' is not supported (llama, mistral, qwen2, qwen3, gpt2)");
     c.family = ModelFamily::kLlama;
     c.vocab_size = j.at("vocab_size");
     c.dim = j.at("hidden_size");
@@ -77,6 +82,9 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
     c.norm_eps = j.value("rms_norm_eps", 1e-6f);
     c.tied_embeddings = j.value("tie_word_embeddings", false);
     c.qkv_bias = type == "qwen2" || j.value("attention_bias", false);
+    c.qk_norm = type == "qwen3";
+    FARTHING_CHECK(!j.value("use_sliding_window", false), "config.json use_sliding_window: true is not supported "
+                   "for model_type '", type, "' (every layer attends to the whole causal prefix)");
     // transformers < 5 writes rope_theta and rope_scaling; 5.x nests both in rope_parameters.
     c.rope_theta = j.value("rope_theta", 10000.0f);
     nlohmann::json rope = j.contains("rope_scaling") ? j["rope_scaling"] : nlohmann::json();
@@ -96,10 +104,12 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
             rope.value("original_max_position_embeddings", int64_t(8192));
       }
     }
+    // A head_dim other than hidden_size / num_attention_heads (Qwen3-0.6B and -4B) is kept; the
+    // one it would be anyway is not, so such configs read back as they always have.
     if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-      FARTHING_CHECK(int64_t(j["head_dim"]) == c.head_dim(), "config.json head_dim(",
-                     int64_t(j["head_dim"]), ") != hidden_size(", c.dim, ") / num_attention_heads(",
-                     c.n_heads, "): decoupled head_dim is not supported");
+      const int64_t hd = j["head_dim"];
+      FARTHING_CHECK(hd > 0, "config.json head_dim(", hd, ") must be positive");
+      if (c.dim % c.n_heads != 0 || hd != c.dim / c.n_heads) c.head_size = hd;
     }
   }
   c.validate();
@@ -125,8 +135,12 @@ std::string config_to_hf_json(const ModelConfig& c) {
     j["layer_norm_epsilon"] = c.norm_eps;
     j["activation_function"] = "gelu_new";
   } else {
-    j["model_type"] = c.qkv_bias ? "qwen2" : "llama";
-    j["architectures"] = {c.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+    const char* type = c.qk_norm ? "qwen3" : c.qkv_bias ? "qwen2" : "llama";
+    j["model_type"] = type;
+    j["architectures"] = {c.qk_norm ? "Qwen3ForCausalLM" : c.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+    if (c.qk_norm) j["attention_bias"] = c.qkv_bias;
+    // Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads: always say it.
+    if (c.qk_norm || c.head_size > 0) j["head_dim"] = c.head_dim();
     j["vocab_size"] = c.vocab_size;
     j["hidden_size"] = c.dim;
     j["intermediate_size"] = c.hidden_dim;

@@ -34,10 +34,15 @@ struct ModelConfig {
   float rope_theta = 10000.0f;  // Llama family only
   RopeScaling rope_scaling{};
   bool qkv_bias = false;         // Qwen2 has biases on q, k and v
+  bool qk_norm = false;          // Qwen3: RMSNorm over each q and k head before RoPE (q_norm, k_norm)
   bool tied_embeddings = false;  // output head shares the token embedding
+  // Each head's width when it is not dim / n_heads (Qwen3-0.6B and -4B: 128); 0: dim / n_heads.
+  int64_t head_size = 0;
 
-  int64_t head_dim() const { return dim / n_heads; }
+  int64_t head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }
   int64_t qkv_dim() const { return (n_heads + 2 * n_kv_heads) * head_dim(); }
+  // Attention's output width, the out projection's input: n_heads * head_dim (dim unless head_size is set).
+  int64_t attn_dim() const { return n_heads * head_dim(); }
   // Throws farthing::Error naming the inconsistent fields.
   void validate() const;
   // Number of parameters (tied head counted once).
@@ -50,10 +55,10 @@ struct ModelConfig {
 // (activation checkpointing) is not counted, as is usual for MFU.
 double training_flops_per_step(const ModelConfig& c, int64_t batch, int64_t seq);
 
-// From the text of a Hugging Face config.json (model_type llama, qwen2 or gpt2).
+// From the text of a Hugging Face config.json (model_type llama, mistral, qwen2, qwen3 or gpt2).
 ModelConfig config_from_hf_json(const std::string& json_text, const std::string& name = "");
-// The inverse: a config.json transformers loads (model_type llama, qwen2 when it has qkv
-// biases, gpt2); config_from_hf_json(config_to_hf_json(c)) == c up to the name.
+// The inverse: a config.json transformers loads (model_type qwen3 with q/k norms, qwen2 with qkv
+// biases, else llama; gpt2); config_from_hf_json(config_to_hf_json(c)) == c up to the name.
 std::string config_to_hf_json(const ModelConfig& config);
 
 }  // namespace farthing::models

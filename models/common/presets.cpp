@@ -17,7 +17,9 @@ const std::vector<std::pair<std::string, ModelConfig (*)()>>& table() {
       {"llama3.2-1b", &llama3_2_1b},       {"llama3.2-3b", &llama3_2_3b},
       {"llama3.1-8b", &llama3_1_8b},       {"llama3.1-70b", &llama3_1_70b},
       {"qwen2.5-0.5b", &qwen2_5_0_5b},     {"qwen2.5-1.5b", &qwen2_5_1_5b},
-      {"qwen2.5-7b", &qwen2_5_7b},         {"gpt2-124m", &gpt2_124m},
+      {"qwen2.5-7b", &qwen2_5_7b},         {"qwen3-0.6b", &qwen3_0_6b},
+      {"qwen3-1.7b", &qwen3_1_7b},         {"qwen3-4b", &qwen3_4b},
+      {"qwen3-8b", &qwen3_8b},             {"gpt2-124m", &gpt2_124m},
       {"gpt2-355m", &gpt2_355m},           {"gpt2-774m", &gpt2_774m},
       {"gpt2-1.5b", &gpt2_1_5b},
   };

@@ -177,7 +177,10 @@ std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int6
   const int64_t R = std::min(options.loss_chunk_rows, M);
   const bool bf16_inputs = stored_act_dtype(options) == GemmDtype::kBF16;
   if (bf16_inputs) return {0, 0};
-  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)), round16(M * std::max(C, H))};
+  // Slot 1 holds linear_backward's x: a norm's output (C), the MLP's activation (H) or attention's
+  // output (attn_dim, wider than C where head_dim is set apart).
+  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)),
+          round16(M * std::max({C, H, c.attn_dim()}))};
 }
 
 // The activations (residual stream, each stored block's activations, the final norm) and the
@@ -195,8 +198,12 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
     a.n1 = acts.take_act(M * C, stored);
     a.n1_mean = acts.take(M);
     a.n1_rstd = acts.take(M);
+    if (c.qk_norm) {
+      a.qkv_raw = acts.take_act(M * Sq, stored);
+      a.qk_rstd = acts.take(M * (c.n_heads + c.n_kv_heads));
+    }
     a.qkv = acts.take_act(M * Sq, stored);
-    a.att = acts.take_act(M * C, stored);
+    a.att = acts.take_act(M * c.attn_dim(), stored);
     a.lse = acts.take(batch * c.n_heads * seq);
     a.mid = acts.take_act(M * C, stored);
     a.n2 = acts.take_act(M * C, stored);
@@ -213,7 +220,7 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
   out.dres = scratch.take_act(M * C, stored);
   out.dn = scratch.take_act(M * C, stored);
   out.dqkv = scratch.take_act(M * Sq, stored);
-  out.datt = scratch.take_act(M * C, stored);
+  out.datt = scratch.take_act(M * c.attn_dim(), stored);
   out.dfc = scratch.take_act(M * F, stored);
   out.dact = scratch.take_act(M * H, stored);
   out.att_scratch = scratch.take(2 * batch * c.n_heads * seq * c.head_dim());
@@ -550,11 +557,15 @@ void Transformer::block_backward(int64_t layer, const BlockActs& a, ActRef x) {
   }
   linear_backward(dn_, w.mlp_in_w, w.mlp_in_b, dfc_, a.n2, M, C, F, o);
   norm_backward(dres_, dn_, a.mid, w.norm2_w, w.norm2_b, a.n2_mean, a.n2_rstd);
-  linear_backward(datt_, w.attn_out_w, w.attn_out_b, dres_, a.att, M, C, C, o);
+  linear_backward(datt_, w.attn_out_w, w.attn_out_b, dres_, a.att, M, c.attn_dim(), C, o);
   ops_.attention_backward(attention_shape(), dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
   if (llama) {
     ops_.rope_apply(dqkv_, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_,
                       rope_sin_, true);
+  }
+  if (c.qk_norm) {  // dqkv becomes the gradient of the projection before the q/k norms
+    ops_.head_rmsnorm_backward(qk_norm_shape(c, M), dqkv_, G(w.q_norm_w), G(w.k_norm_w), a.qkv_raw, P(w.q_norm_w),
+                               P(w.k_norm_w), a.qk_rstd);
   }
   linear_backward(dn_, w.qkv_w, w.qkv_b, dqkv_, a.n1, M, C, Sq, o);
   norm_backward(dres_, dn_, x, w.norm1_w, w.norm1_b, a.n1_mean, a.n1_rstd);

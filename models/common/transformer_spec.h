@@ -27,6 +27,7 @@ enum class WeightOrientation : uint8_t {
 struct BlockOffsets {
   int64_t norm1_w = -1, norm1_b = -1;
   int64_t qkv_w = -1, qkv_b = -1;          // (Sq, C) / (C, Sq), bias (Sq)
+  int64_t q_norm_w = -1, k_norm_w = -1;    // (head_dim) each: Qwen3's per-head q and k norms
   int64_t attn_out_w = -1, attn_out_b = -1;
   int64_t norm2_w = -1, norm2_b = -1;
   int64_t mlp_in_w = -1, mlp_in_b = -1;    // Llama: [gate; up] (2H, C); GPT-2: c_fc (C, H)
@@ -44,7 +45,7 @@ struct BlockProjection {
 inline std::array<BlockProjection, 4> block_projections(const ModelConfig& c, const BlockOffsets& b) {
   const int64_t C = c.dim, H = c.hidden_dim;
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * H : H;
-  return {{{b.qkv_w, C, c.qkv_dim(), true}, {b.attn_out_w, C, C, true}, {b.mlp_in_w, C, F, false},
+  return {{{b.qkv_w, C, c.qkv_dim(), true}, {b.attn_out_w, c.attn_dim(), C, true}, {b.mlp_in_w, C, F, false},
            {b.mlp_out_w, H, C, false}}};
 }
 

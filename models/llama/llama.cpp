@@ -80,6 +80,21 @@ ModelConfig qwen2_5_7b() {
   return c;
 }
 
+namespace {
+// Qwen3: Qwen2.5's block without the qkv bias, with q/k norms and head_dim 128 at every size.
+ModelConfig qwen3(const char* name, int64_t dim, int64_t hidden, int64_t layers, int64_t heads, bool tied) {
+  ModelConfig c = llama(name, 151936, dim, hidden, layers, heads, 8, 40960, 1e-6f, 1000000.0f, tied);
+  c.qk_norm = true;
+  if (dim / heads != 128) c.head_size = 128;
+  return c;
+}
+}  // namespace
+
+ModelConfig qwen3_0_6b() { return qwen3("Qwen3-0.6B", 1024, 3072, 28, 16, true); }
+ModelConfig qwen3_1_7b() { return qwen3("Qwen3-1.7B", 2048, 6144, 28, 16, true); }
+ModelConfig qwen3_4b() { return qwen3("Qwen3-4B", 2560, 9728, 36, 32, true); }
+ModelConfig qwen3_8b() { return qwen3("Qwen3-8B", 4096, 12288, 36, 32, false); }
+
 TransformerSpec llama_spec(const ModelConfig& config) {
   config.validate();
   FARTHING_CHECK(config.family == ModelFamily::kLlama, "llama_spec called for non-Llama model '",
@@ -107,6 +122,12 @@ TransformerSpec llama_spec(const ModelConfig& config) {
       s.zeros.push_back(b.qkv_b);
     }
     b.attn_out_w = L.add(p + "self_attn.o_proj.weight", {C, q});
+    if (config.qk_norm) {
+      b.q_norm_w = L.add(p + "self_attn.q_norm.weight", {D});
+      b.k_norm_w = L.add(p + "self_attn.k_norm.weight", {D});
+      s.ones.push_back(b.q_norm_w);
+      s.ones.push_back(b.k_norm_w);
+    }
     b.norm2_w = L.add(p + "post_attention_layernorm.weight", {C});
     b.mlp_in_w = L.add(p + "mlp.gate_proj.weight", {H, C});
     L.add(p + "mlp.up_proj.weight", {H, C}, LayoutAlign::kPacked);

@@ -1,4 +1,4 @@
-// llama.h — Llama-family models (Llama 2/3, SmolLM2, Qwen2, stories): presets per size with
+// llama.h — Llama-family models (Llama 2/3, SmolLM2, Qwen2, Qwen3, stories): presets per size with
 // the published hyper-parameters (one builder per size, torchtune style) and the flat
 // layout with Hugging Face names.
 //
@@ -21,9 +21,14 @@ ModelConfig llama3_1_70b();
 ModelConfig qwen2_5_0_5b();
 ModelConfig qwen2_5_1_5b();
 ModelConfig qwen2_5_7b();
+ModelConfig qwen3_0_6b();
+ModelConfig qwen3_1_7b();
+ModelConfig qwen3_4b();
+ModelConfig qwen3_8b();
 
 // Layout, in order: unit "embedding" (model.embed_tokens.weight); unit "block.i" per layer
-// (input_layernorm, q/k/v_proj weights, their biases if any, o_proj, post_attention_layernorm,
+// (input_layernorm, q/k/v_proj weights, their biases if any, o_proj, q_norm and k_norm if any,
+// post_attention_layernorm,
 // gate_proj, up_proj, down_proj); unit "head" (model.norm.weight, lm_head.weight if untied).
 TransformerSpec llama_spec(const ModelConfig& config);
 

@@ -9,6 +9,9 @@
 // refusing one that cannot be masked. Tests: data/dataset_chat, data/dataset_jsonl.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "framework/data/dataset.h"
@@ -249,6 +252,38 @@ TEST(DatasetChat, InlineTemplateIsInterpreted) {
   // found std::filesystem's "File name too long" escaping).
   const ChatTemplate long_inline = resolve_chat_template("{# " + std::string(5000, 'x') + " #}" + kTrimmingTemplate, tok);
   EXPECT_EQ(long_inline.end_of_turn(), "<|im_end|>");
+}
+
+// Qwen3's ChatML with thinking blocks (farthing's own template in its style, checked against
+// jinja2 by test_jinja_goldens): the assistant turns after the last user message open with a
+// think block, which is not trained; each content and its <|im_end|> are, nothing else.
+TEST(DatasetChat, ThinkingTemplateTrainsTheAssistantTurnsOnly) {
+  std::ifstream in(test_data_dir() / "tokenizers" / "jinja_goldens.json");
+  const nlohmann::json goldens = nlohmann::json::parse(in);
+  std::string text;
+  for (const auto& t : goldens["templates"]) {
+    if (t["name"] == "qwen3_thinking_style") text = t["text"].get<std::string>();
+  }
+  ASSERT_FALSE(text.empty()) << "jinja_goldens.json has no qwen3_thinking_style";
+  const Tokenizer tok(byte_tokenizer_spec());
+  const ChatTemplate qwen3 = resolve_chat_template(text, tok);
+  EXPECT_EQ(qwen3.end_of_turn(), "<|im_end|>");
+  const std::vector<ChatMessage> conversation = {
+      {"system", "Be brief."}, {"user", "hi"}, {"assistant", " yo "}, {"user", "ok?"}, {"assistant", "no"}};
+  const std::vector<ChatPiece> pieces = chat_training_pieces(qwen3, conversation, "<s>");
+  EXPECT_EQ(text_of(pieces, true), " yo <|im_end|>|no<|im_end|>|");
+  EXPECT_EQ(text_of(pieces, false), "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+                                    "<|im_start|>assistant\n|\n<|im_start|>user\nok?<|im_end|>\n<|im_start|>assistant\n"
+                                    "<think>\n\n</think>\n\n|\n|");
+  // Reasoning inside a trained turn's content is shown transformed (moved into the think block),
+  // so the span cannot be cut there: refused, not masked wrongly.
+  const std::vector<ChatMessage> thinking = {{"user", "2+2?"}, {"assistant", "<think>add</think>4"}};
+  try {
+    (void)chat_training_pieces(qwen3, thinking, "<s>");
+    ADD_FAILURE() << "a reasoning trace in the content was not refused";
+  } catch (const farthing::Error& e) {
+    std::printf("  refused: %s\n", e.what());
+  }
 }
 
 TEST(DatasetChat, InterpretedTemplateThroughTheDataset) {

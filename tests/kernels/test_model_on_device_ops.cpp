@@ -10,8 +10,9 @@
 //     everywhere and shows the staging is transparent (sizes, aliasing, write-backs).
 //   CudaStaged: StagedOps over the CUDA backend's ops, within whole-model tolerances (below);
 //     skipped (GTEST_SKIP) without a GPU.
-// Models: a micro Llama (GQA, RoPE, SwiGLU) and GPT-2 (LayerNorm, GELU, biases, learned
-// positions) of the routing test's sizes, stories260K and SmolLM2-135M (random init, short
+// Models: a micro Llama (GQA, RoPE, SwiGLU), a micro Qwen3 (the same with q/k norms and head_dim
+// set apart from dim / heads) and GPT-2 (LayerNorm, GELU, biases, learned positions) of the
+// routing test's sizes, stories260K and SmolLM2-135M (random init, short
 // sequences), at fp32 and bf16 compute, and bf16 with FP8 linear layers (block scaling).
 // Relies on: models/ (Transformer, KvCacheDecoder, presets), framework/backend.
 #include <gtest/gtest.h>
@@ -129,6 +130,20 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.layernorm_backward(staged(k, dx, n * c), k.inout(dw, c * 4), k.inout(db, c * 4), staged(k, dout, n * c),
                             staged(k, x, n * c), k.in(w, c * 4), k.in(mean, n * 4), k.in(rstd, n * 4), n, c);
+  }
+  void head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                            const float* wk, float eps) override {
+    Call k(*this);
+    const int64_t n = s.rows * s.stride, d = s.head_dim * 4;
+    ops_.head_rmsnorm_forward(s, staged(k, out, n), k.inout(rstd, s.rows * s.normed_heads() * 4), staged(k, qkv, n),
+                              k.in(wq, d), k.in(wk, d), eps);
+  }
+  void head_rmsnorm_backward(const HeadNormShape& s, ActRef dd, float* dwq, float* dwk, ActRef qkv, const float* wq,
+                             const float* wk, const float* rstd) override {
+    Call k(*this);
+    const int64_t n = s.rows * s.stride, d = s.head_dim * 4;
+    ops_.head_rmsnorm_backward(s, staged(k, dd, n), k.inout(dwq, d), k.inout(dwk, d), staged(k, qkv, n), k.in(wq, d),
+                               k.in(wk, d), k.in(rstd, s.rows * s.normed_heads() * 4));
   }
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
@@ -305,8 +320,17 @@ ModelConfig micro(ModelFamily family) {  // the routing test's micro models
   return c;
 }
 
+// Qwen3's block: q/k norms, head_dim 16 with dim 32 and 4 heads (attention 64 wide).
+ModelConfig micro_qwen3() {
+  ModelConfig c = micro(ModelFamily::kLlama);
+  c.qk_norm = true;
+  c.head_size = 16;
+  return c;
+}
+
 std::vector<ModelCase> model_cases() {
   return {{"micro_llama", micro(ModelFamily::kLlama), 2, 12},
+          {"micro_qwen3", micro_qwen3(), 2, 12},
           {"micro_gpt2", micro(ModelFamily::kGpt2), 2, 12},
           {"stories260k", preset_config("stories260k"), 2, 33},
           {"smollm2_135m", preset_config("smollm2-135m"), 1, 9}};

@@ -324,6 +324,87 @@ void add_norm_backward_bf16_cases(const std::string& label, int64_t n, int64_t c
   });
 }
 
+// The q/k norms (HeadNormShape): rows of [q: hq heads | k: hk heads | v: hk heads] of d each.
+// The bf16 forms, on each backend, are the fp32 forms' on the widened arrays, narrowed (the
+// weight gradients bit for bit); the rows then compare the backends.
+void add_head_norm_cases(const std::string& label, int64_t rows, int64_t hq, int64_t hk, int64_t d) {
+  const HeadNormShape s{rows, hq, hk, d, (hq + 2 * hk) * d};
+  const int64_t n = rows * s.stride, stats = rows * s.normed_heads();
+  add("head_rmsnorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    float* x = a.put(rng.floats(n, -2.0f, 2.0f));
+    const float* wq = a.put(rng.floats(d, 0.5f, 1.5f));
+    const float* wk = a.put(rng.floats(d, 0.5f, 1.5f));
+    float* out = a.put(std::vector<float>(size_t(n)));
+    float* rstd = a.put(std::vector<float>(size_t(stats)));
+    a.nn().head_rmsnorm_forward(s, out, rstd, x, wq, wk, 1e-6f);
+    Outputs o;
+    o.add("out", a.get(out, size_t(n)));
+    o.add("rstd", a.get(rstd, size_t(stats)));
+    return o;
+  });
+  add("head_rmsnorm_forward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> x_bits = to_bf16(rng.floats(n, -2.0f, 2.0f));
+    uint16_t* x16 = a.put(x_bits);
+    float* x32 = a.put(widened_bf16(x_bits));
+    const float* wq = a.put(rng.floats(d, 0.5f, 1.5f));
+    const float* wk = a.put(rng.floats(d, 0.5f, 1.5f));
+    float *rstd16 = a.put(std::vector<float>(size_t(stats))), *rstd32 = a.put(std::vector<float>(size_t(stats)));
+    Outputs o = bf16_store_outputs(a, n, [&](ActRef out) {
+      if (out.is_bf16()) a.nn().head_rmsnorm_forward(s, out, rstd16, ActRef::bf16(x16), wq, wk, 1e-6f);
+      else a.nn().head_rmsnorm_forward(s, out, rstd32, x32, wq, wk, 1e-6f);
+    });
+    Outputs r = same_bits_outputs(a, rstd16, rstd32, stats, "rstd");
+    o.add("rstd", std::move(r.arrays.front().second));
+    return o;
+  });
+  // rstd consistent with x, as the forward leaves it, so dx is the true gradient.
+  auto rstds_of = [=](const std::vector<float>& xs) {
+    std::vector<float> out(static_cast<size_t>(stats));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t h = 0; h < s.normed_heads(); ++h) {
+        double ss = 0;
+        for (int64_t i = 0; i < d; ++i) ss += double(xs[size_t(r * s.stride + h * d + i)]) * xs[size_t(r * s.stride + h * d + i)];
+        out[size_t(r * s.normed_heads() + h)] = float(1.0 / std::sqrt(ss / double(d) + 1e-6));
+      }
+    }
+    return out;
+  };
+  add("head_rmsnorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const auto xs = rng.floats(n, -2.0f, 2.0f);
+    float* x = a.put(xs);
+    const float* rstd = a.put(rstds_of(xs));
+    const float* wq = a.put(rng.floats(d, 0.5f, 1.5f));
+    const float* wk = a.put(rng.floats(d, 0.5f, 1.5f));
+    float* dd = a.put(rng.floats(n));  // overwritten in place (v heads kept)
+    float* dw = a.put(rng.floats(2 * d));  // accumulated into
+    a.nn().head_rmsnorm_backward(s, dd, dw, dw + d, x, wq, wk, rstd);
+    Outputs o;
+    o.add("d", a.get(dd, size_t(n)));
+    o.add("dw", a.get(dw, size_t(2 * d)));
+    return o;
+  });
+  add("head_rmsnorm_backward_bf16_" + label, Tol::kBf16Store, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> x_bits = to_bf16(rng.floats(n, -2.0f, 2.0f)), d_bits = to_bf16(rng.floats(n));
+    const float* rstd = a.put(rstds_of(widened_bf16(x_bits)));
+    const float* wq = a.put(rng.floats(d, 0.5f, 1.5f));
+    const float* wk = a.put(rng.floats(d, 0.5f, 1.5f));
+    const std::vector<float> dw0 = rng.floats(2 * d);
+    uint16_t *x16 = a.put(x_bits), *d16 = a.put(d_bits);
+    float *x32 = a.put(widened_bf16(x_bits)), *d32 = a.put(widened_bf16(d_bits));
+    float *dw16 = a.put(dw0), *dw32 = a.put(dw0);
+    a.nn().head_rmsnorm_backward(s, ActRef::bf16(d16), dw16, dw16 + d, ActRef::bf16(x16), wq, wk, rstd);
+    a.nn().head_rmsnorm_backward(s, d32, dw32, dw32 + d, x32, wq, wk, rstd);
+    const std::vector<uint16_t> stored = a.get_u16(d16, size_t(n)), narrowed = to_bf16(a.get(d32, size_t(n)));
+    int64_t differ = 0;
+    for (size_t i = 0; i < stored.size(); ++i) differ += stored[i] != narrowed[i];
+    EXPECT_EQ(differ, 0) << "the bf16 d differs from the fp32 form's, narrowed, in " << differ << " of " << n
+                         << " elements on " << a.nn().device().name();
+    Outputs o = same_bits_outputs(a, dw16, dw32, 2 * d, "dw");
+    o.add("d_bf16", widened_bf16(stored));
+    return o;
+  });
+}
+
 void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
   add("rmsnorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
@@ -724,9 +805,10 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
 }
 
 // dtype kBF16: the model's bf16 compute (rows named attention_*_bf16_*, class bf16 attention).
+// window > 0: sliding-window attention (AttentionShape::window).
 void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv, int64_t d,
-                         GemmDtype dtype = GemmDtype::kF32) {
-  const AttentionShape s{batch, seq, hq, hkv, d, dtype};
+                         GemmDtype dtype = GemmDtype::kF32, int64_t window = 0) {
+  const AttentionShape s{batch, seq, hq, hkv, d, dtype, window};
   const int64_t rows = batch * seq, stride = s.qkv_stride();
   const bool bf16 = dtype == GemmDtype::kBF16;
   const std::string kind = bf16 ? "bf16_" : "";
@@ -852,8 +934,9 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
   });
 }
 
-void add_decode_case(const std::string& label, int64_t hq, int64_t hkv, int64_t d, int64_t rows, int64_t first) {
-  const AttentionShape s{1, rows, hq, hkv, d};
+void add_decode_case(const std::string& label, int64_t hq, int64_t hkv, int64_t d, int64_t rows, int64_t first,
+                     int64_t window = 0) {
+  const AttentionShape s{1, rows, hq, hkv, d, GemmDtype::kF32, window};
   // Every sum in the CPU's order (attention_cuda.h): bitwise.
   add("attention_decode_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t positions = first + rows, kv_row = hkv * d;
@@ -1279,6 +1362,7 @@ void add_sim_cases() {
   add_norm_cases("stories260k", 66, 64);
   add_norm_cases("t1", 1, 576);
   add_norm_cases("sim_odd", 67, 33);
+  add_head_norm_cases("sim_gqa", 9, 4, 2, 16);
   add_rope_case("stories260k", 66, 33, 8, 8, 128);
   add_rope_case("sim_d64_kv", 9, 9, 3, 64, 384);
   add_activation_cases("stories260k", 66, 172);
@@ -1299,6 +1383,8 @@ void add_sim_cases() {
   add_decode_case("stories260k", 8, 4, 8, 1, 40);
   add_decode_case("first_token", 9, 3, 64, 1, 0);
   add_decode_case("sim_rows3", 6, 2, 32, 3, 17);
+  add_attention_cases("sim_window5", 2, 40, 4, 2, 16, GemmDtype::kF32, 5);
+  add_decode_case("sim_window5", 6, 2, 32, 3, 17, 5);
   // GEMMs: cuBLASLt on a GPU; in the simulator build (FARTHING_SIM_GEMM_DOUBLE) the plain
   // test-double kernel, so these rows check the ops' GEMM plumbing (strides, transposes,
   // accumulate, dtypes) there rather than cuBLASLt.
@@ -1343,6 +1429,9 @@ const std::vector<Case>& cases() {
   add_norm_cases("llama31_8b", 5, 4096);
   add_norm_cases("t1", 1, 576);
   add_norm_cases("many_rows", 300, 64);
+  add_head_norm_cases("qwen3_8b", 5, 32, 8, 128);
+  add_head_norm_cases("odd", 67, 3, 1, 40);
+  add_head_norm_cases("many_rows", 700, 4, 2, 64);  // more head rows than one column-sum chunk
   // RoPE on the q heads of a qkv row (stride = qkv row).
   add_rope_case("stories260k", 66, 33, 8, 8, 128);
   add_rope_case("smollm2_135m", 67, 67, 9, 64, 960);
@@ -1387,6 +1476,12 @@ const std::vector<Case>& cases() {
   add_attention_cases("d80_mha", 1, 70, 4, 4, 80, GemmDtype::kBF16);
   add_attention_cases("t1", 3, 1, 9, 3, 64, GemmDtype::kBF16);
   add_attention_cases("gqa4_t300", 2, 300, 8, 2, 128, GemmDtype::kBF16);
+  // Sliding windows (Gemma 3's local layers): shorter than a 32-key tile, across tiles, of 1.
+  add_attention_cases("window7", 2, 90, 8, 2, 64, GemmDtype::kF32, 7);
+  add_attention_cases("window40", 1, 130, 4, 4, 32, GemmDtype::kF32, 40);
+  add_attention_cases("window1", 1, 33, 4, 2, 16, GemmDtype::kF32, 1);
+  add_attention_cases("window40", 1, 130, 4, 4, 32, GemmDtype::kBF16, 40);  // cuDNN's sliding window
+  add_attention_cases("gqa4_t300_window128", 2, 300, 8, 2, 128, GemmDtype::kBF16, 128);
   // ... and with the output stored as bf16, as the model stores it under bf16 compute.
   add_attention_bf16out_cases("smollm2_135m", 1, 67, 9, 3, 64);
   add_attention_bf16out_cases("llama31_8b", 1, 65, 32, 8, 128);
@@ -1397,6 +1492,7 @@ const std::vector<Case>& cases() {
   add_decode_case("smollm2_135m", 9, 3, 64, 3, 100);
   add_decode_case("llama31_8b", 32, 8, 128, 2, 77);
   add_decode_case("first_token", 9, 3, 64, 1, 0);
+  add_decode_case("window7", 32, 8, 128, 2, 77, 7);
   // GEMMs: projections forward (C = X W^T), input gradients (dX = dY W), weight gradients
   // (dW += dY^T X, accumulate), strided A (a view into qkv rows), T = 1, the 128,256 LM head.
   using T = Trans;

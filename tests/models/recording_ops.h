@@ -114,6 +114,19 @@ class RecordingOps final : public NnOps {
     cpu_.layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c);
     if (round_residual_grads) round_in_place(dx, n * c);
   }
+  void head_rmsnorm_forward(const HeadNormShape& s, ActRef out, float* rstd, ActRef qkv, const float* wq,
+                            const float* wk, float eps) override {
+    ++calls["head_rmsnorm_forward"];
+    if (round_qkv) round_in_place(qkv, s.rows * s.stride);  // the projection as its GEMM stores it
+    cpu_.head_rmsnorm_forward(s, out, rstd, qkv, wq, wk, eps);
+    if (round_qkv) round_in_place(out, s.rows * s.stride);
+  }
+  void head_rmsnorm_backward(const HeadNormShape& s, ActRef d, float* dwq, float* dwk, ActRef qkv, const float* wq,
+                             const float* wk, const float* rstd) override {
+    ++calls["head_rmsnorm_backward"];
+    cpu_.head_rmsnorm_backward(s, d, dwq, dwk, qkv, wq, wk, rstd);
+    if (round_attention_grads) round_in_place(d, s.rows * s.stride);
+  }
   void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
     ++calls[inverse ? "rope_inverse" : "rope"];

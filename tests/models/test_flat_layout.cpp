@@ -21,6 +21,8 @@ TEST(Presets, ParameterCountsMatchThePublishedModels) {
       {"llama3.2-3b", 3212749824},    {"llama3.1-8b", 8030261248},
       {"llama3.1-70b", 70553706496},  {"qwen2.5-0.5b", 494032768},
       {"qwen2.5-1.5b", 1543714304},   {"qwen2.5-7b", 7615616512},
+      {"qwen3-0.6b", 596049920},      {"qwen3-1.7b", 1720574976},
+      {"qwen3-4b", 4022468096},       {"qwen3-8b", 8190735360},
   };
   for (const auto& [name, count] : expected) {
     const ModelConfig c = preset_config(name);

@@ -1,13 +1,18 @@
 // test_model_goldens.cpp — fp32 forward and backward against PyTorch/transformers: logits,
 // loss and every parameter gradient, tensor by tensor, for tiny Llama (GQA, untied, llama3
-// RoPE scaling), Qwen2 (q/k/v biases, tied) and GPT-2 configs.
+// RoPE scaling), Qwen2 (q/k/v biases, tied), GPT-2 and Qwen3 (q/k norms, GQA, head_dim other
+// than hidden / heads; the reference in fp64) configs; and, where the golden has one, the
+// KV-cache decoder's greedy continuation against transformers' generate.
 // Goldens: tests/data/models/*.fgld from tools/goldens/gen_model_goldens.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <span>
 #include <cstring>
 #include <vector>
 
+#include "models/common/kv_cache_decoder.h"
 #include "models/common/presets.h"
 #include "models/common/transformer.h"
 #include "tests/models/model_golden.h"
@@ -52,6 +57,8 @@ TEST_P(ModelGolden, LogitsLossAndEveryGradientMatchPyTorch) {
   std::printf("  %-16s loss %.7f vs %.7f (|err| %.3g)\n", GetParam(), loss, ref_loss,
               std::fabs(double(loss) - ref_loss));
   EXPECT_NEAR(loss, ref_loss, 1e-6 + 5e-6 * std::fabs(ref_loss));
+  // An fp64 reference (the goldens with a greedy continuation) holds the loss to 1e-6 outright.
+  if (g.count("generate_ids")) EXPECT_NEAR(loss, ref_loss, 1e-6);
   double worst_abs = 0.0, worst_nmse = 0.0;
   for (const ParamEntry& e : model.layout().entries()) {
     const auto& ref = g.at("grad/" + e.name);
@@ -63,10 +70,26 @@ TEST_P(ModelGolden, LogitsLossAndEveryGradientMatchPyTorch) {
   }
   std::printf("  %-16s gradients    max|err| %.3g  worst nmse %.3g over %zu tensors\n", GetParam(),
               worst_abs, worst_nmse, model.layout().entries().size());
+
+  // Greedy decoding through the KV cache, token for token as transformers' generate.
+  if (!g.count("generate_ids")) return;
+  const auto& prompt = g.at("generate_prompt");
+  const auto& want = g.at("generate_ids");
+  KvCacheDecoder decoder(model.spec(), model.params());
+  auto argmax = [](std::span<const float> l) { return int32_t(std::max_element(l.begin(), l.end()) - l.begin()); };
+  std::span<const float> logits_now = decoder.prefill({prompt.i32(), size_t(prompt.numel())});
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const int32_t next = argmax(logits_now);
+    ASSERT_EQ(next, want.i32()[i]) << "greedy token " << i << " differs from transformers' generate (smallest "
+                                   << "top-2 logit gap there: " << g.at("generate_margin").f32()[0] << ")";
+    logits_now = decoder.step(next);
+  }
+  std::printf("  %-16s greedy       %lld tokens equal to transformers' generate\n", GetParam(),
+              static_cast<long long>(want.numel()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ModelGolden,
-                         ::testing::Values("llama_gqa_tiny", "qwen2_tiny", "gpt2_tiny"));
+                         ::testing::Values("llama_gqa_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny"));
 
 }  // namespace
 }  // namespace farthing::models

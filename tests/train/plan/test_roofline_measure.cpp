@@ -92,6 +92,14 @@ class StubOps final : public NnOps {
                           int64_t c) override {
     record(op(RooflineOp::kNormBackward, n, c, 0));
   }
+  void head_rmsnorm_forward(const HeadNormShape& s, ActRef, float*, ActRef, const float*, const float*,
+                            float) override {
+    record(op(RooflineOp::kNormForward, s.rows * s.normed_heads(), s.head_dim, 0));
+  }
+  void head_rmsnorm_backward(const HeadNormShape& s, ActRef, float*, float*, ActRef, const float*, const float*,
+                             const float*) override {
+    record(op(RooflineOp::kNormBackward, s.rows * s.normed_heads(), s.head_dim, 0));
+  }
   void rope_apply(ActRef, int64_t rows, int64_t, int64_t heads, int64_t head_dim, int64_t, const float*, const float*,
                   bool) override {
     record(op(RooflineOp::kRope, rows, heads, head_dim));

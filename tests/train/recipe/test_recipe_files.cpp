@@ -35,6 +35,8 @@ const std::map<std::string, std::pair<std::string, std::string>> kPresetFolders 
     {"llama3.1-8b", {"llama3_1", "8b"}},   {"llama3.1-70b", {"llama3_1", "70b"}}, {"qwen2.5-0.5b", {"qwen2_5", "0.5b"}},
     {"qwen2.5-1.5b", {"qwen2_5", "1.5b"}}, {"qwen2.5-7b", {"qwen2_5", "7b"}},     {"gpt2-124m", {"gpt2", "124m"}},
     {"gpt2-355m", {"gpt2", "355m"}},       {"gpt2-774m", {"gpt2", "774m"}},       {"gpt2-1.5b", {"gpt2", "1.5b"}},
+    {"qwen3-0.6b", {"qwen3", "0.6b"}},     {"qwen3-1.7b", {"qwen3", "1.7b"}},     {"qwen3-4b", {"qwen3", "4b"}},
+    {"qwen3-8b", {"qwen3", "8b"}},
 };
 
 std::vector<std::filesystem::path> recipe_files() {
