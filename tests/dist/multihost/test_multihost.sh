@@ -9,9 +9,9 @@
 #    continues there; np 1 (grad_accum 4) continues bit for bit;
 #  - faults: (a) host b's farthing processes killed mid-step, (a') the same under a launcher that
 #    keeps the job (only distributed.collective_timeout_s ends it), (b) a host-b rank killed
-#    during a save, (d) SIGUSR1 to mpirun; (c) (a lossy link) needs netem and skips where the kernel
-#    lacks it. Each fault leaves latest and the previous checkpoint intact and --resume latest
-#    reaches the uninterrupted run's checkpoint bit for bit.
+#    during a save, (c) a lossy, delayed link (tap_wire.py), (d) SIGUSR1 to mpirun. Each fault
+#    leaves latest and the previous checkpoint intact and --resume latest reaches the
+#    uninterrupted run's checkpoint bit for bit.
 # Skips (77) without stories260K, root or network namespaces.
 source "$(dirname "$0")/../../train/loop/train_test_common.sh"
 source "$(dirname "$0")/hosts.sh"
@@ -143,19 +143,19 @@ lost_line="$(grep -E "process rank 2 with PID [0-9]+ on node $MH_HOST_B exited o
 check_intact_and_resume "$WORK/save-lost" "(b) lost during a save"
 echo "ok (b): rank 2 killed in the step-4 save -> exit $rc in $took s: '$lost_line'; $resumed"
 
-# (c) A lossy, slow link (netem: 20 ms delay, 1% loss on host b's veth) must not change a bit.
-if ip netns exec "$MH_NS_B" tc qdisc add dev "$MH_NS_B" root netem delay 20ms loss 1% 2>/dev/null; then
-  t0=$(date +%s.%N)
-  mh_mpirun "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${CFG[@]}" --set distributed.zero_stage=3 \
-    --set train.grad_accum=1 --set "checkpoint.run_dir=$WORK/netem" >/dev/null
-  took=$(seconds_since "$t0")
-  ip netns exec "$MH_NS_B" tc qdisc del dev "$MH_NS_B" root
-  diff <(losses "$WORK/np1/metrics.jsonl") <(losses "$WORK/netem/metrics.jsonl") || fail "(c) losses differ over the lossy link"
-  same_checkpoint "$(ckpt "$WORK/np1" 5)" "$(ckpt "$WORK/netem" 5)"
-  echo "ok (c): 20 ms delay + 1% loss: bit-identical to the clean run; 5 steps in $took s"
-else
-  echo "skip (c): this kernel has no netem qdisc (tc qdisc add ... netem refused); the lossy-link run did not run"
-fi
+# (c) A lossy, slow link (tap_wire.py: 20 ms each way, 1% of the frames dropped each way) must
+#     not change a bit: ZeRO-3 at np 4 == the clean np 1 run (losses, step-5 checkpoint).
+mh_use_wire 20 0.01 0
+t0=$(date +%s.%N)
+mh_mpirun "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${CFG[@]}" --set distributed.zero_stage=3 \
+  --set train.grad_accum=1 --set "checkpoint.run_dir=$WORK/lossy" >/dev/null
+took=$(seconds_since "$t0")
+mh_use_veth
+diff <(losses "$WORK/np1/metrics.jsonl") <(losses "$WORK/lossy/metrics.jsonl") || fail "(c) losses differ over the lossy link"
+same_checkpoint "$(ckpt "$WORK/np1" 5)" "$(ckpt "$WORK/lossy" 5)"
+lost="$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(sum(w["dropped_loss"] for w in s.values()), "of", sum(w["read"] for w in s.values()))' "$MH_WIRE_STATS")"
+[ "${lost%% *}" -gt 0 ] || fail "(c) the wire dropped no frame ($lost): the case did not test a lossy link"
+echo "ok (c): 20 ms each way + 1% loss ($lost frames dropped): bit-identical to the clean run; 5 steps (with start-up) in $took s"
 
 # (d) SIGUSR1 to mpirun (Slurm's --signal=USR1@120 reaches the launcher): mpirun forwards it to
 #     every rank on both hosts; they agree on the step, save once and exit 75.
