@@ -14,7 +14,8 @@
 // MPI cannot say which ranks did not arrive. The responder polls its one pending receive every
 // few milliseconds: no busy wait, and its cost is nil next to a step.
 // Relies on: MPI (Open MPI), framework/core.
-// Tested by: tests/dist/multihost/test_multihost.sh (faults a' and e: the lost ranks named).
+// Tested by: tests/dist/test_fault.sh (a hung rank named by its peers), tests/dist/multihost/
+// test_multihost.sh (faults a' and e: the ranks of a lost or cut-off host named).
 #pragma once
 
 #include <mpi.h>

@@ -28,7 +28,11 @@ trap 'mh_teardown' EXIT
 mkdir -p "$OUT"
 mh_setup
 RECIPE="$SRC/recipes/gpt2/124m_full_single_device.yaml"
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo ?)" | tee "$OUT/machine.txt"
+# The recipe as bench dist runs it: 1 x SEQ tokens, one micro-batch a step, fp32 compute,
+# 8-bit AdamW + SR, no master copy.
+AS_BENCH=(--set data.seq_len="$SEQ" --set train.micro_batch=1 --set train.grad_accum=1 --set train.precision=fp32
+          --set optimizer.state=8bit --set optimizer.master=none --set optimizer.weight_rounding=stochastic)
+echo "machine: $(getconf _NPROCESSORS_ONLN) cores, load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo ?)" | tee "$OUT/machine.txt"
 
 "$FARTHING" bench dist --preset "$PRESET" --seq "$SEQ" --batch 1 --out "$OUT/np1.json" --json >"$OUT/np1-rows.json"
 for link in $LINKS; do
@@ -37,7 +41,7 @@ for link in $LINKS; do
   for world in $WORLDS; do
     IFS=: read -r np on_a on_b <<<"$world"
     mh_hostfile "$OUT/hosts-$world" "$on_a" "$on_b"
-    "$FARTHING" plan "$RECIPE" --preset "$PRESET" --set data.seq_len="$SEQ" --set train.micro_batch=1 --world-size "$np" \
+    "$FARTHING" plan "$RECIPE" --preset "$PRESET" "${AS_BENCH[@]}" --world-size "$np" \
       --interconnect "link:${rate}mbit:${delay}ms" --profile "$OUT/np1.json" --json >"$OUT/plan-$rate-$delay-np$np.json"
     for bucket in $BUCKETS; do
       for rep in $(seq "$REPS"); do
