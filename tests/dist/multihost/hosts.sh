@@ -1,8 +1,9 @@
 # hosts.sh — two simulated hosts for mpirun, sourced by the multihost tests.
 # Each host is a network namespace; one veth pair joins them on a private /24 that nothing else on
 # the machine uses (10.213.47.0/24): host a = 10.213.47.1 (namespace fth34-a), host b =
-# 10.213.47.2 (fth34-b). The root namespace gets no interface, address or route: all traffic
-# stays between the two veth ends and each namespace's loopback. mpirun runs inside host a (the
+# 10.213.47.2 (fth34-b). The root namespace gets no address or route (the wire's TAP devices are
+# made there and moved into the hosts at once): all traffic stays between the two link ends and
+# each namespace's loopback. mpirun runs inside host a (the
 # head node, as on a cluster's first allocated node) and starts its daemon on host b through
 # rsh_agent.sh, which maps the address to the namespace. Both hosts share the filesystem, as
 # nodes share a parallel filesystem: one run directory for every rank.

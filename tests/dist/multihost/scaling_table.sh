@@ -23,6 +23,9 @@ LINKS="${LINKS:-1000:1 200:5}"
 WORLDS="${WORLDS:-2:1:1 4:2:2}"
 BUCKETS="${BUCKETS:-0 4096}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+# The wire ends itself after MH_WIRE_LIFETIME_S (hosts.sh: 15 min by default); the whole matrix
+# takes hours.
+export MH_WIRE_LIFETIME_S="${MH_WIRE_LIFETIME_S:-28800}"
 source "$(dirname "$0")/hosts.sh"
 trap 'mh_teardown' EXIT
 mkdir -p "$OUT"
