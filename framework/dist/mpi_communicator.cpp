@@ -323,14 +323,15 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
       MPI_Allreduce(&node_leader, &topology_.node_count, 1, MPI_INT, MPI_SUM, comm_));
   if (mpi_thread_level() == MPI_THREAD_MULTIPLE) {
     worker_ = std::make_unique<Worker>();
-    roll_call_ = std::make_unique<RollCall>(comm_, [this] { return issued_.load(); });
+    // A world of one has nobody to wait for, and needs no responder thread.
+    if (topology_.world_size > 1) roll_call_ = std::make_unique<RollCall>(comm_, [this] { return issued_.load(); });
   }
 }
 
 std::string MpiCommunicator::absent_ranks(int64_t needed) const {
   // Long enough for an answer over a congested link, short next to any collective timeout.
   constexpr double kGraceS = 2.0;
-  if (!roll_call_) return no_roll_call_clause();
+  if (!roll_call_) return topology_.world_size > 1 ? no_roll_call_clause() : "no other rank to wait for";
   return describe_absent_ranks(roll_call_->ask(kGraceS), needed, kGraceS);
 }
 
