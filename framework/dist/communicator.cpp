@@ -66,10 +66,11 @@ std::string CollectiveName::text() const {
   return error_detail::concat(collective, " of ", elements, " ", dtype_name(dtype));
 }
 
-std::string collective_timeout_message(const CollectiveName& what, int64_t number, double seconds) {
+std::string collective_timeout_message(const CollectiveName& what, int64_t number, double seconds,
+                                       const std::string& absent) {
   return error_detail::concat(what.text(), " (collective #", number, " of this communicator) has not finished after ", seconds,
-                              " s: another rank has died, hung or stopped issuing collectives (raise or disable "
-                              "the limit with distributed.collective_timeout_s; 0 waits forever)");
+                              " s: ", absent.empty() ? "another rank has died, hung or stopped issuing collectives" : absent,
+                              " (raise or disable the limit with distributed.collective_timeout_s; 0 waits forever)");
 }
 
 namespace {

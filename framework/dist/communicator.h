@@ -149,8 +149,10 @@ struct CollectiveName {
   std::string text() const;
 };
 // `what` is collective number `number` of its communicator on this rank; every rank numbers
-// them alike, so the same number names the same collective everywhere.
-std::string collective_timeout_message(const CollectiveName& what, int64_t number, double seconds);
+// them alike, so the same number names the same collective everywhere. absent: who did not
+// arrive (roll_call.h's describe_absent_ranks), empty where the communicator cannot tell.
+std::string collective_timeout_message(const CollectiveName& what, int64_t number, double seconds,
+                                       const std::string& absent = "");
 void check_broadcast_args(const Communicator& comm, const Tensor& inout, int root);
 // Reductions accept f32, f64, i32, i64 and u8 (max only); narrow floats are refused (cast to
 // f32 first).

@@ -121,9 +121,11 @@ class MpiCommunicator::Worker {
   class Task final : public CommHandle::Op {
    public:
     // A wait longer than timeout_s (> 0) throws, naming the collective (what, number).
-    Task(std::function<void()> body, CollectiveName what, int64_t number, double timeout_s, std::vector<Buffer> temporaries)
+    // On a timeout the message names the ranks that have not arrived (comm's roll call).
+    Task(std::function<void()> body, CollectiveName what, int64_t number, double timeout_s, std::vector<Buffer> temporaries,
+         const MpiCommunicator* comm)
         : body_(std::move(body)), what_(what), number_(number), timeout_s_(timeout_s),
-          temporaries_(std::move(temporaries)) {}
+          temporaries_(std::move(temporaries)), comm_(comm) {}
     void run() noexcept {
       bool abandoned = false;
       {
@@ -154,8 +156,10 @@ class MpiCommunicator::Worker {
       std::unique_lock lock(mutex_);
       if (timeout_s_ > 0.0) {
         // NOTE: the op stays on the worker, blocked in MPI; the error ends the job (abort_on_error.h).
-        FARTHING_CHECK(cv_.wait_for(lock, std::chrono::duration<double>(timeout_s_), [this] { return done_; }),
-                       collective_timeout_message(what_, number_, timeout_s_));
+        if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s_), [this] { return done_; })) {
+          lock.unlock();
+          throw Error(collective_timeout_message(what_, number_, timeout_s_, comm_->absent_ranks(number_)));
+        }
       } else {
         cv_.wait(lock, [this] { return done_; });
       }
@@ -176,6 +180,7 @@ class MpiCommunicator::Worker {
     bool abandoned_ = false;  // its handle let go while an error unwound: never run the body
     std::exception_ptr error_;
     std::vector<Buffer> temporaries_;
+    const MpiCommunicator* comm_;
   };
 
   Worker() : thread_([this] { loop(); }) {}
@@ -316,7 +321,18 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
   int node_leader = topology_.local_rank == 0 ? 1 : 0;
   FARTHING_MPI_CHECK(
       MPI_Allreduce(&node_leader, &topology_.node_count, 1, MPI_INT, MPI_SUM, comm_));
-  if (mpi_thread_level() == MPI_THREAD_MULTIPLE) worker_ = std::make_unique<Worker>();
+  if (mpi_thread_level() == MPI_THREAD_MULTIPLE) {
+    worker_ = std::make_unique<Worker>();
+    // A world of one has nobody to wait for, and needs no responder thread.
+    if (topology_.world_size > 1) roll_call_ = std::make_unique<RollCall>(comm_, [this] { return issued_.load(); });
+  }
+}
+
+std::string MpiCommunicator::absent_ranks(int64_t needed) const {
+  // Long enough for an answer over a congested link, short next to any collective timeout.
+  constexpr double kGraceS = 2.0;
+  if (!roll_call_) return topology_.world_size > 1 ? no_roll_call_clause() : "no other rank to wait for";
+  return describe_absent_ranks(roll_call_->ask(kGraceS), needed, kGraceS);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -329,6 +345,7 @@ MpiCommunicator::~MpiCommunicator() {
     return;
   }
   worker_.reset();  // finishes pending ops
+  roll_call_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   // MPI_Comm_free is collective; while an error unwinds on this rank alone, skip it (a leak on
@@ -337,7 +354,7 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 CommHandle MpiCommunicator::submit(std::function<void()> body, CollectiveName what, std::vector<Buffer> temporaries) {
-  auto task = std::make_shared<Worker::Task>(std::move(body), what, ++issued_, timeout_s_, std::move(temporaries));
+  auto task = std::make_shared<Worker::Task>(std::move(body), what, ++issued_, timeout_s_, std::move(temporaries), this);
   if (worker_) {
     worker_->push(task);
   } else {

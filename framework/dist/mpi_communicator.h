@@ -27,6 +27,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,6 +35,7 @@
 
 #include "framework/backend/buffer.h"
 #include "framework/dist/communicator.h"
+#include "framework/dist/roll_call.h"
 
 namespace farthing {
 
@@ -58,6 +60,11 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm mpi_comm() const { return comm_; }
   // True when collectives progress on the worker thread (see above).
   bool overlaps() const { return worker_ != nullptr; }
+  // The ranks that have not issued collective number `needed` of this communicator, asked now
+  // (roll_call.h): one clause for an error line. Says so where no roll call is possible.
+  std::string absent_ranks(int64_t needed) const;
+  // How many collectives this rank has issued on it so far.
+  int64_t collectives_issued() const { return issued_; }
 
   CommHandle all_gather_async(const Tensor& out, const Tensor& in) override;
   CommHandle reduce_scatter_async(const Tensor& out, const Tensor& in, ReduceOp op) override;
@@ -81,7 +88,9 @@ class MpiCommunicator final : public Communicator {
   Topology topology_{};
   std::unique_ptr<Worker> worker_;
   double timeout_s_ = 0.0;
-  int64_t issued_ = 0;  // collectives issued so far: the next one's number
+  std::atomic<int64_t> issued_{0};  // collectives issued so far: the next one's number
+  // Answers "who has not arrived" when a wait runs out (roll_call.h); null without a worker.
+  std::unique_ptr<RollCall> roll_call_;
   ReduceOrder order_ = ReduceOrder::kOrdered;
 };
 

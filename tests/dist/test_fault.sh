@@ -52,6 +52,11 @@ for mode in hang watchdog; do
     if ! grep -Eq "error on rank [0-9]+ of $np: all_reduce of 1 f64 \(collective #4 of this communicator\) has not finished after 2 s" "$log"; then
       echo "FAIL ($mode): no timeout message naming a rank and the collective (exit $rc):"; cat "$log"; exit 1
     fi
+    # A host wait names the rank it waits for: the hung rank is alive, so it answers the roll
+    # call with the 3 collectives it issued (roll_call.h).
+    if [[ $mode == hang ]] && ! grep -q "rank $hung_rank did not arrive but answered (collectives issued, of the 4 needed: $hung_rank: 3)" "$log"; then
+      echo "FAIL ($mode): the timeout message does not name hung rank $hung_rank:"; cat "$log"; exit 1
+    fi
     if grep -q "error on rank $hung_rank of" "$log"; then
       echo "FAIL ($mode): the hung rank $hung_rank reported the timeout itself:"; cat "$log"; exit 1
     fi

@@ -19,6 +19,7 @@
 #include "train/loop/optimizer_setup.h"
 #include "train/loop/data_source.h"
 #include "train/loop/run_dir_lock.h"
+#include "train/loop/save_watchdog.h"
 #include "train/loop/stop_signals.h"
 #include "train/loop/train_device.h"
 #include "models/common/presets.h"
@@ -510,6 +511,7 @@ fs::path Trainer::save(bool final_save) {
   CheckpointCommitOptions commit;
   commit.update_latest = true;
   commit.keep_last = config_.checkpoint.keep_last;
+  const SaveWatchdog watchdog(comm_, config_.checkpoint.save_timeout_s, progress_.step, checkpoint_dir());
   const fs::path path =
       save_train_checkpoint(checkpoint_dir(), comm_, train_state(), CheckpointIdentity{recipe_yaml_, model_config_json_},
                             commit);

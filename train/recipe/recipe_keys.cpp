@@ -101,6 +101,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(checkpoint, save_every),
       RECIPE_KEY(checkpoint, keep_last),
       RECIPE_KEY(checkpoint, save_final),
+      RECIPE_KEY(checkpoint, save_timeout_s),
 
       RECIPE_KEY(distributed, zero_stage),
       RECIPE_KEY(distributed, collective_timeout_s),

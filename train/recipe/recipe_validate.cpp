@@ -291,6 +291,8 @@ class Checker {
                    ", expected a whole number >= 0 (0: save only at the end)");
     FARTHING_CHECK(k.keep_last >= 0, at("checkpoint.keep_last"), " is ", k.keep_last,
                    ", expected a whole number >= 0 (0: keep every checkpoint)");
+    FARTHING_CHECK(std::isfinite(k.save_timeout_s) && k.save_timeout_s >= 0.0, at("checkpoint.save_timeout_s"), " is ",
+                   num(k.save_timeout_s), ", expected seconds >= 0 (0: a save may take forever)");
   }
 };
 

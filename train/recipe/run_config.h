@@ -241,6 +241,10 @@ struct CheckpointSection {
   // false: a run that reaches train.steps ends without saving (a benchmark or a throughput check,
   // where an 8B model's final write is most of the wall time); a stop signal still saves.
   bool save_final = true;
+  // A save (collective MPI-IO) that has not finished after this many seconds ends the job with a
+  // line naming the step and the ranks that did not arrive (a node went silent mid-save; the
+  // save's MPI-IO is outside distributed.collective_timeout_s). 0: wait forever.
+  double save_timeout_s = 1800.0;
 
   bool operator==(const CheckpointSection&) const = default;
 };

@@ -1,14 +1,19 @@
 # hosts.sh — two simulated hosts for mpirun, sourced by the multihost tests.
 # Each host is a network namespace; one veth pair joins them on a private /24 that nothing else on
 # the machine uses (10.213.47.0/24): host a = 10.213.47.1 (namespace fth34-a), host b =
-# 10.213.47.2 (fth34-b). The root namespace gets no interface, address or route: all traffic
-# stays between the two veth ends and each namespace's loopback. mpirun runs inside host a (the
+# 10.213.47.2 (fth34-b). The root namespace gets no address or route (the wire's TAP devices are
+# made there and moved into the hosts at once): all traffic stays between the two link ends and
+# each namespace's loopback. mpirun runs inside host a (the
 # head node, as on a cluster's first allocated node) and starts its daemon on host b through
 # rsh_agent.sh, which maps the address to the namespace. Both hosts share the filesystem, as
 # nodes share a parallel filesystem: one run directory for every rank.
 # MPI is TCP only and kept to the veth subnet: the byte transfer layer (btl tcp,self: no shared
 # memory even between the ranks of one host) and the runtime's out-of-band channel (oob).
 # Skips (exit 77) where namespaces cannot be made: not root, no `ip`, or `ip netns add` refused.
+# The link: the veth pair by default. mh_use_wire swaps it for tap_wire.py, a userspace wire
+# between two TAP devices of the same names (delay, loss, rate cap, cut; the kernel has no netem);
+# mh_use_veth swaps back. Static ARP entries on both link kinds: a dropped ARP frame would
+# otherwise cost a 1 s retry.
 MH_NET=10.213.47
 MH_HOST_A=$MH_NET.1
 MH_HOST_B=$MH_NET.2
@@ -19,6 +24,8 @@ MH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mh_skip() { echo "SKIP: $*"; exit 77; }
 
 mh_teardown() {
+  mh_stop_wire
+  [ -z "${MH_WIRE_STATE:-}" ] || rm -rf "$MH_WIRE_STATE"
   # What still runs in a host (a failed test's mpirun, a daemon left by a lost job) goes with it.
   local ns pids
   for ns in "$MH_NS_A" "$MH_NS_B"; do
@@ -39,17 +46,72 @@ mh_setup() {
   ip netns add "$MH_NS_A" 2>/dev/null || mh_skip "ip netns add refused (no CAP_SYS_ADMIN in this container?)"
   ip netns add "$MH_NS_B" || mh_skip "ip netns add refused"
   ip link add "$MH_NS_A" type veth peer name "$MH_NS_B" || mh_skip "ip link add type veth refused"
+  mh_place_link
+  ip -n "$MH_NS_A" link set lo up  # Open MPI's local channels (PMIx) use loopback inside a host
+  ip -n "$MH_NS_B" link set lo up
+  export FARTHING_MULTIHOST_NETNS="$MH_HOST_A=$MH_NS_A $MH_HOST_B=$MH_NS_B"
+  echo "hosts: a = $MH_HOST_A (netns $MH_NS_A), b = $MH_HOST_B (netns $MH_NS_B), veth $MH_NS_A <-> $MH_NS_B"
+}
+
+# Moves the link's two ends (devices named $MH_NS_A and $MH_NS_B in the root namespace) into the
+# hosts, addresses them, brings them up and pins each side's ARP entry for the other.
+mh_place_link() {
   ip link set "$MH_NS_A" netns "$MH_NS_A"
   ip link set "$MH_NS_B" netns "$MH_NS_B"
   ip -n "$MH_NS_A" addr add "$MH_HOST_A/24" dev "$MH_NS_A"
   ip -n "$MH_NS_B" addr add "$MH_HOST_B/24" dev "$MH_NS_B"
-  local ns
-  for ns in "$MH_NS_A" "$MH_NS_B"; do
-    ip -n "$ns" link set lo up  # Open MPI's local channels (PMIx) use loopback inside a host
-    ip -n "$ns" link set "$ns" up
+  ip -n "$MH_NS_A" link set "$MH_NS_A" up
+  ip -n "$MH_NS_B" link set "$MH_NS_B" up
+  local mac_a mac_b
+  mac_a="$(ip netns exec "$MH_NS_A" cat "/sys/class/net/$MH_NS_A/address")"
+  mac_b="$(ip netns exec "$MH_NS_B" cat "/sys/class/net/$MH_NS_B/address")"
+  ip -n "$MH_NS_A" neigh replace "$MH_HOST_B" lladdr "$mac_b" dev "$MH_NS_A" nud permanent
+  ip -n "$MH_NS_B" neigh replace "$MH_HOST_A" lladdr "$mac_a" dev "$MH_NS_B" nud permanent
+}
+
+# mh_use_wire DELAY_MS LOSS RATE_MBIT [SEED]: replaces the link by tap_wire.py with that one-way
+# delay, loss fraction and rate cap (0: none), each way. Sets MH_WIRE_PID (SIGUSR1 cuts the wire,
+# SIGUSR2 mends it) and MH_WIRE_STATS (its frame counts, written when it ends: mh_stop_wire).
+# The wire ends itself after MH_WIRE_LIFETIME_S (default 900 s) or when this shell goes.
+mh_use_wire() {
+  local delay_ms="$1" loss="$2" rate_mbit="$3" seed="${4:-1}" state
+  mh_stop_wire
+  [ -z "${MH_WIRE_STATE:-}" ] || rm -rf "$MH_WIRE_STATE"
+  ip -n "$MH_NS_A" link del "$MH_NS_A" 2>/dev/null || true  # the veth pair, both ends
+  state="$(mktemp -d /tmp/fth34-wire.XXXXXX)"
+  MH_WIRE_STATS="$state/stats.json"
+  python3 "$MH_DIR/tap_wire.py" --tap-a "$MH_NS_A" --tap-b "$MH_NS_B" --delay-ms "$delay_ms" --loss "$loss" \
+    --rate-mbit "$rate_mbit" --seed "$seed" --lifetime-s "${MH_WIRE_LIFETIME_S:-900}" \
+    --ready "$state/ready" --stats "$MH_WIRE_STATS" 2>"$state/stderr" &
+  MH_WIRE_PID=$!
+  MH_WIRE_STATE="$state"
+  local i
+  for i in $(seq 100); do  # 10 s
+    [ -f "$state/ready" ] && break
+    kill -0 "$MH_WIRE_PID" 2>/dev/null || { echo "FAIL: tap_wire.py did not start: $(cat "$state/stderr")" >&2; exit 1; }
+    sleep 0.1
   done
-  export FARTHING_MULTIHOST_NETNS="$MH_HOST_A=$MH_NS_A $MH_HOST_B=$MH_NS_B"
-  echo "hosts: a = $MH_HOST_A (netns $MH_NS_A), b = $MH_HOST_B (netns $MH_NS_B), veth $MH_NS_A <-> $MH_NS_B"
+  [ -f "$state/ready" ] || { echo "FAIL: tap_wire.py made no TAP devices within 10 s" >&2; exit 1; }
+  mh_place_link
+  echo "link: tap_wire.py (pid $MH_WIRE_PID), $delay_ms ms each way, loss $loss, rate cap $rate_mbit Mbit/s (0: none)"
+}
+
+# Ends the wire (its TAP devices go with it) and waits for its stats; no-op without one.
+mh_stop_wire() {
+  [ -n "${MH_WIRE_PID:-}" ] || return 0
+  kill -TERM "$MH_WIRE_PID" 2>/dev/null || true
+  local i
+  for i in $(seq 50); do kill -0 "$MH_WIRE_PID" 2>/dev/null || break; sleep 0.1; done  # 5 s
+  kill -9 "$MH_WIRE_PID" 2>/dev/null || true
+  wait "$MH_WIRE_PID" 2>/dev/null || true
+  MH_WIRE_PID=
+}
+
+# Ends the wire and joins the hosts by a veth pair again.
+mh_use_veth() {
+  mh_stop_wire
+  ip link add "$MH_NS_A" type veth peer name "$MH_NS_B"
+  mh_place_link
 }
 
 # mh_hostfile FILE SLOTS_A SLOTS_B: an Open MPI hostfile of the two addresses (0 slots: left out).

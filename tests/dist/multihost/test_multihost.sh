@@ -9,9 +9,10 @@
 #    continues there; np 1 (grad_accum 4) continues bit for bit;
 #  - faults: (a) host b's farthing processes killed mid-step, (a') the same under a launcher that
 #    keeps the job (only distributed.collective_timeout_s ends it), (b) a host-b rank killed
-#    during a save, (d) SIGUSR1 to mpirun; (c) (a lossy link) needs netem and skips where the kernel
-#    lacks it. Each fault leaves latest and the previous checkpoint intact and --resume latest
-#    reaches the uninterrupted run's checkpoint bit for bit.
+#    during a save, (c) a lossy, delayed link (tap_wire.py), (e) host b's link cut during a save
+#    (only checkpoint.save_timeout_s ends it), (d) SIGUSR1 to mpirun. Each fault
+#    leaves latest and the previous checkpoint intact and --resume latest reaches the
+#    uninterrupted run's checkpoint bit for bit.
 # Skips (77) without stories260K, root or network namespaces.
 source "$(dirname "$0")/../../train/loop/train_test_common.sh"
 source "$(dirname "$0")/hosts.sh"
@@ -118,10 +119,12 @@ survivors="$(farthing_pids_on "$MH_NS_A")"
 wait_bounded "$job" 30 "(a') the launcher after its ranks ended"
 timeout_line="$(grep -E "error on rank [01] of 4: [a-z_]+ of [0-9]+ [a-z0-9]+ \(collective #[0-9]+ of this communicator\) has not finished after 10 s" "$WORK/kept.out" | head -1)" \
   || fail "(a') no survivor named the collective it waited for: $(cat "$WORK/kept.out")"
+# The lost ranks named, not only the waiting one (the communicator's roll call).
+grep -q "ranks 2, 3 did not arrive" <<<"$timeout_line" || fail "(a') the timeout line does not name lost ranks 2, 3: '$timeout_line'"
 for r in 0 1; do
   [ -f "$WORK/kept.rc.$r" ] && [ "$(cat "$WORK/kept.rc.$r")" -ne 0 ] || fail "(a') rank $r (host a) did not exit non-zero: $(cat "$WORK/kept.rc.$r" 2>/dev/null)"
 done
-echo "ok (a'): host b lost, launcher keeping the job: host a's ranks exited $(cat "$WORK/kept.rc.0"), $(cat "$WORK/kept.rc.1") in $took s (mpirun: $rc): '${timeout_line:0:110}...'"
+echo "ok (a'): host b lost, launcher keeping the job: host a's ranks exited $(cat "$WORK/kept.rc.0"), $(cat "$WORK/kept.rc.1") in $took s (mpirun: $rc): '$timeout_line'"
 
 # (b) Host b lost during a save: rank 2 (host b's first) SIGKILLs itself after its third tensor
 #     of the step-4 save (FARTHING_CKPT_TEST_KILL_AFTER); step 2 is the previous checkpoint.
@@ -143,19 +146,59 @@ lost_line="$(grep -E "process rank 2 with PID [0-9]+ on node $MH_HOST_B exited o
 check_intact_and_resume "$WORK/save-lost" "(b) lost during a save"
 echo "ok (b): rank 2 killed in the step-4 save -> exit $rc in $took s: '$lost_line'; $resumed"
 
-# (c) A lossy, slow link (netem: 20 ms delay, 1% loss on host b's veth) must not change a bit.
-if ip netns exec "$MH_NS_B" tc qdisc add dev "$MH_NS_B" root netem delay 20ms loss 1% 2>/dev/null; then
-  t0=$(date +%s.%N)
-  mh_mpirun "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${CFG[@]}" --set distributed.zero_stage=3 \
-    --set train.grad_accum=1 --set "checkpoint.run_dir=$WORK/netem" >/dev/null
-  took=$(seconds_since "$t0")
-  ip netns exec "$MH_NS_B" tc qdisc del dev "$MH_NS_B" root
-  diff <(losses "$WORK/np1/metrics.jsonl") <(losses "$WORK/netem/metrics.jsonl") || fail "(c) losses differ over the lossy link"
-  same_checkpoint "$(ckpt "$WORK/np1" 5)" "$(ckpt "$WORK/netem" 5)"
-  echo "ok (c): 20 ms delay + 1% loss: bit-identical to the clean run; 5 steps in $took s"
-else
-  echo "skip (c): this kernel has no netem qdisc (tc qdisc add ... netem refused); the lossy-link run did not run"
-fi
+# (c) A lossy, slow link (tap_wire.py: 20 ms each way, 1% of the frames dropped each way) must
+#     not change a bit: ZeRO-3 at np 4 == the clean np 1 run (losses, step-5 checkpoint).
+mh_use_wire 20 0.01 0
+t0=$(date +%s.%N)
+mh_mpirun "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${CFG[@]}" --set distributed.zero_stage=3 \
+  --set train.grad_accum=1 --set "checkpoint.run_dir=$WORK/lossy" >/dev/null
+took=$(seconds_since "$t0")
+mh_use_veth
+diff <(losses "$WORK/np1/metrics.jsonl") <(losses "$WORK/lossy/metrics.jsonl") || fail "(c) losses differ over the lossy link"
+same_checkpoint "$(ckpt "$WORK/np1" 5)" "$(ckpt "$WORK/lossy" 5)"
+lost="$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(sum(w["dropped_loss"] for w in s.values()), "of", sum(w["read"] for w in s.values()))' "$MH_WIRE_STATS")"
+[ "${lost%% *}" -gt 0 ] || fail "(c) the wire dropped no frame ($lost): the case did not test a lossy link"
+# The median of the 5 steps' step_seconds, over the wire and over the veth (parity's ZeRO-3 run).
+median_step() { grep -o '"step_seconds":[^,}]*' "$1/metrics.jsonl" | cut -d: -f2 | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+echo "ok (c): 20 ms each way + 1% loss ($lost frames dropped): bit-identical to the clean run; 5 steps (with start-up) in $took s, median step $(median_step "$WORK/lossy") s (veth: $(median_step "$WORK/s3-np4") s)"
+
+# (e) Host b goes silent during a save: its link is cut (the wire stops forwarding) while the
+#     step-4 save runs. Its MPI-IO is outside the collective bound (set to 300 s here), so only
+#     checkpoint.save_timeout_s (15 s) ends host a's ranks: within 15 + 30 s of the cut, with a
+#     line naming the save, the step and ranks 2, 3. A 5 ms wire makes the save's many round
+#     trips last long enough to cut it mid-way. Step 2 is the previous checkpoint.
+SAVE_TIMEOUT_S=${MH_SAVE_TIMEOUT_S:-15}
+mh_mpirun "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${LONG[@]}" --set checkpoint.save_every=2 \
+  --set "checkpoint.run_dir=$WORK/silent" --stop-at 2 >/dev/null
+mh_use_wire 5 0 0
+mh_mpirun_command "$WORK/hosts-2+2" 4 "$FARTHING" train "$RECIPE" "${LONG[@]}" --set checkpoint.save_every=2 \
+  --set distributed.collective_timeout_s=300 --set checkpoint.save_timeout_s=$SAVE_TIMEOUT_S \
+  --set "checkpoint.run_dir=$WORK/silent" --resume latest
+"${MH_COMMAND[@]}" >"$WORK/silent.out" 2>&1 &
+job=$!
+saving="$WORK/silent/checkpoints/.$(step_file 4).tmp"
+for _ in $(seq 2400); do [ -e "$saving" ] && break; kill -0 "$job" 2>/dev/null || break; sleep 0.05; done  # 120 s
+[ -e "$saving" ] || { kill -9 "$job" 2>/dev/null; fail "(e) the step-4 save did not start within 120 s: $(cat "$WORK/silent.out")"; }
+kill -USR1 "$MH_WIRE_PID"
+t0=$(date +%s.%N)
+bound=$((SAVE_TIMEOUT_S + 30))
+for _ in $(seq $((bound * 10))); do [ -z "$(farthing_pids_on "$MH_NS_A")" ] && break; sleep 0.1; done
+took=$(seconds_since "$t0")
+survivors="$(farthing_pids_on "$MH_NS_A" | tr '\n' ' ')"
+# Host b's side is cut off: its ranks and mpirun's daemon there are ended by hand, then the link
+# mends so that mpirun can finish.
+kill -9 $survivors $(farthing_pids_on "$MH_NS_B") 2>/dev/null || true
+kill -USR2 "$MH_WIRE_PID"
+wait_bounded "$job" 120 "(e) mpirun after the silent save"
+[ -z "$survivors" ] || fail "(e) host a's ranks ($survivors) still ran $bound s after host b's link was cut mid-save: $(cat "$WORK/silent.out")"
+save_line="$(grep -E "error on rank [01] of 4: the save of the step-4 checkpoint into .* has not finished after $SAVE_TIMEOUT_S s \(checkpoint.save_timeout_s\): ranks 2, 3 did not arrive" "$WORK/silent.out" | head -1)" \
+  || fail "(e) no rank on host a named the save, its step and ranks 2, 3: $(cat "$WORK/silent.out")"
+[ "$rc" -ne 0 ] || fail "(e) the job exited 0"
+mh_use_veth
+[ "$(latest_step "$WORK/silent")" = 2 ] || fail "(e) latest moved to step $(latest_step "$WORK/silent")"
+[ ! -e "$(ckpt "$WORK/silent" 4)" ] || fail "(e) a step-4 checkpoint was committed"
+check_intact_and_resume "$WORK/silent" "(e) silent during a save"
+echo "ok (e): host b's link cut mid-save -> host a's ranks ended in $took s (bound $SAVE_TIMEOUT_S + 30 s), exit $rc: '$save_line'; $resumed"
 
 # (d) SIGUSR1 to mpirun (Slurm's --signal=USR1@120 reaches the launcher): mpirun forwards it to
 #     every rank on both hosts; they agree on the step, save once and exit 75.

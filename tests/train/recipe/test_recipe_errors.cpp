@@ -175,6 +175,8 @@ TEST(RecipeErrors, RangesNameTheKeyValueAndBound) {
                         Case{"distributed", "reduce_bucket_mib", "lots", "expected a number"},
                         Case{"checkpoint", "keep_last", "-1", "expected a whole number >= 0"},
                         Case{"checkpoint", "save_every", "-1", "expected a whole number >= 0"},
+                        Case{"checkpoint", "save_timeout_s", "-1", "expected seconds >= 0"},
+                        Case{"checkpoint", "save_timeout_s", ".inf", "expected a number"},
                         Case{"checkpoint", "run_dir", "\"\"", "is empty, expected a directory"},
                         Case{"schedule", "min_ratio", "1.5", "expected a number in [0, 1]"},
                         Case{"schedule", "min_ratio", "-0.1", "expected a number in [0, 1]"},

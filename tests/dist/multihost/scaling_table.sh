@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# scaling_table.sh — the scaling model (`farthing plan --interconnect link:RATE:LATENCY`) against
+# step times measured across the two simulated hosts over tap_wire.py at that rate and delay.
+# Not a test (no pass/fail, not in CI): it needs a quiet machine and takes long. The table it
+# prints goes in docs/scaling.md.
+#   usage: scaling_table.sh FARTHING SOURCE_DIR OUT_DIR      (as root; OUT_DIR keeps every run's JSON)
+#   PRESET (gpt2-124m), SEQ (32: MiB-sized collectives, short steps), REPS (3),
+#   LINKS ("1000:1 200:5": Mbit/s:one-way ms), WORLDS ("2:1:1 4:2:2": np:ranks on a:ranks on b),
+#   BUCKETS ("0 4096": distributed.reduce_bucket_mib) override the matrix.
+# Each point: `farthing bench dist` (stages 1-3, 5 steps after a warm-up, one thread per rank)
+# under mpirun over the wire, REPS times; the prediction: `farthing plan` from np 1's profile
+# (bench dist --out, measured in the root namespace), serial schedule for bucket 0, overlapped
+# for a bucket that holds a pass's reductions (docs/scaling.md).
+# The wire's delay is each ring step's latency: one message one way per step.
+set -euo pipefail
+FARTHING="$1"
+SRC="$2"
+OUT="$3"
+PRESET="${PRESET:-gpt2-124m}"
+SEQ="${SEQ:-32}"
+REPS="${REPS:-3}"
+LINKS="${LINKS:-1000:1 200:5}"
+WORLDS="${WORLDS:-2:1:1 4:2:2}"
+BUCKETS="${BUCKETS:-0 4096}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+# The wire ends itself after MH_WIRE_LIFETIME_S (hosts.sh: 15 min by default); the whole matrix
+# takes hours.
+export MH_WIRE_LIFETIME_S="${MH_WIRE_LIFETIME_S:-28800}"
+source "$(dirname "$0")/hosts.sh"
+trap 'mh_teardown' EXIT
+mkdir -p "$OUT"
+mh_setup
+RECIPE="$SRC/recipes/gpt2/124m_full_single_device.yaml"
+# The recipe as bench dist runs it: 1 x SEQ tokens, one micro-batch a step, fp32 compute,
+# 8-bit AdamW + SR, no master copy.
+AS_BENCH=(--set data.seq_len="$SEQ" --set train.micro_batch=1 --set train.grad_accum=1 --set train.precision=fp32
+          --set optimizer.state=8bit --set optimizer.master=none --set optimizer.weight_rounding=stochastic)
+echo "machine: $(getconf _NPROCESSORS_ONLN) cores, load $(cut -d' ' -f1-3 /proc/loadavg); commit $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo ?)" | tee "$OUT/machine.txt"
+
+"$FARTHING" bench dist --preset "$PRESET" --seq "$SEQ" --batch 1 --out "$OUT/np1.json" --json >"$OUT/np1-rows.json"
+for link in $LINKS; do
+  rate="${link%%:*}" delay="${link#*:}"
+  mh_use_wire "$delay" 0 "$rate"
+  for world in $WORLDS; do
+    IFS=: read -r np on_a on_b <<<"$world"
+    mh_hostfile "$OUT/hosts-$world" "$on_a" "$on_b"
+    "$FARTHING" plan "$RECIPE" --preset "$PRESET" "${AS_BENCH[@]}" --world-size "$np" \
+      --interconnect "link:${rate}mbit:${delay}ms" --profile "$OUT/np1.json" --json >"$OUT/plan-$rate-$delay-np$np.json"
+    for bucket in $BUCKETS; do
+      for rep in $(seq "$REPS"); do
+        name="run-$rate-$delay-np$np-b$bucket-r$rep"
+        mh_mpirun "$OUT/hosts-$world" "$np" "$FARTHING" bench dist --preset "$PRESET" --seq "$SEQ" --batch 1 \
+          --profile "$OUT/np1.json" --reduce-bucket-mib "$bucket" --json >"$OUT/$name.json" 2>"$OUT/$name.err"
+        echo "$name: $(cut -d' ' -f1-3 /proc/loadavg) load after"
+      done
+    done
+  done
+done
+mh_use_veth
+
+python3 - "$OUT" "$LINKS" "$WORLDS" "$BUCKETS" "$REPS" <<'EOF'
+import json, statistics, sys
+out, links, worlds, buckets, reps = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split(), int(sys.argv[5])
+print("| link | world | stage | reduce_bucket_mib | measured step s: median (min-max) | plan s | plan vs median |")
+print("|---|---|---|---|---|---|---|")
+for link in links:
+    rate, delay = link.split(":")
+    for world in worlds:
+        np_ = world.split(":")[0]
+        plan = json.load(open(f"{out}/plan-{rate}-{delay}-np{np_}.json"))["step_time"]["stages"]
+        for bucket in buckets:
+            for stage in (1, 2, 3):
+                steps = []
+                for rep in range(1, reps + 1):
+                    rows = json.load(open(f"{out}/run-{rate}-{delay}-np{np_}-b{bucket}-r{rep}.json"))
+                    steps += [r["step_seconds"] for r in rows if r["stage"] == stage and r["rank"] == 0]
+                schedule = "serial" if float(bucket) == 0 else "overlapped"
+                predicted = next(s for s in plan if s["stage"] == stage)[schedule]["step_seconds"]
+                median = statistics.median(steps)
+                print(f"| {rate} Mbit/s + {delay} ms | np {np_} ({world.split(':', 1)[1].replace(':', '+')}) | {stage} | {bucket} | "
+                      f"{median:.3f} ({min(steps):.3f}-{max(steps):.3f}) | {predicted:.3f} ({schedule}) | {100 * (predicted / median - 1):+.0f}% |")
+EOF
