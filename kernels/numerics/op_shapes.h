@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "kernels/numerics/host_device.h"
+
 namespace farthing::kernels {
 
 // The operand type of a GEMM; C is always fp32 (fp32 accumulation).
@@ -26,10 +28,28 @@ struct GemmShape {
 // kBF16 (the model's bf16 compute): a backend with a bf16 attention may round Q, K, V, O and dO
 // to bf16 with fp32 softmax statistics and accumulation (CUDA: cuDNN's fused attention); one
 // without it computes in fp32 (the CPU). The outputs stay fp32 either way.
+// doc_start: null, or per row (B*T int32, in the memory of the backend that runs the op) the
+// index within its sequence of the first token of the row's document, so that documents packed
+// into one sequence do not see each other. The mask is a lower bound on the visible key index:
+// query i of a sequence sees keys first_key(i) .. i (a sliding window composes as
+// max(first_key(i), i - window + 1)). Within a document the starts never decrease.
 struct AttentionShape {
   int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
   GemmDtype dtype = GemmDtype::kF32;
+  const int32_t* doc_start = nullptr;
   int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
+  // The first key query row `row` (of all B*T) may see, as an index within its sequence.
+  FARTHING_HD int64_t first_key(int64_t row) const { return doc_start ? int64_t(doc_start[row]) : 0; }
+};
+
+// Where each row of a micro-batch sits, for RoPE and learned positions: row r is token r % seq
+// of its sequence, at position r % seq - doc_start[r] (counted from its document's first token;
+// doc_start as AttentionShape's). Built implicitly from a period alone: one document a sequence.
+struct RowPositions {
+  int64_t seq = 0;
+  const int32_t* doc_start = nullptr;
+  RowPositions(int64_t period, const int32_t* starts = nullptr) : seq(period), doc_start(starts) {}  // NOLINT
+  FARTHING_HD int64_t of(int64_t row) const { return row % seq - (doc_start ? int64_t(doc_start[row]) : 0); }
 };
 
 }  // namespace farthing::kernels
