@@ -47,9 +47,9 @@ SequenceLayout pack_documents(const TokenStream& stream, int64_t seq_len, Packin
     ++counts.documents_cut;
     switch (long_documents) {
       case LongDocuments::kError:
-        FARTHING_FAIL(where(source, stream, d), ": a document of ", n, " tokens is longer than data.seq_len ", seq_len,
-                      " + 1 and data.long_documents is error; raise data.seq_len, or set data.long_documents to "
-                      "truncate or split");
+        FARTHING_FAIL(where(source, stream, d), ": a document of ", n, " tokens is longer than a sequence (data.seq_len ",
+                      seq_len, ": ", seq_len + 1, " tokens with the last target) and data.long_documents is error; "
+                      "raise data.seq_len, or set data.long_documents to truncate or split");
       case LongDocuments::kTruncate:
         counts.tokens_cut += slots - seq_len;
         place({start, seq_len});

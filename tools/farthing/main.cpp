@@ -95,6 +95,12 @@ int run_bench(const std::vector<std::string>& args) {
     else if (a == "--torch-amp") options.torch_amp = true;
     else if (a == "--profile-ops") options.profile_ops = true;
     else if (a == "--torch-compile") options.torch_compile = true;
+    else if (a == "--packing") {
+      options.packing = value();
+      if (options.packing != "documents" && options.packing != "stream" && options.packing != "none") {
+        return usage_error("--packing must be documents, stream or none, got '" + options.packing + "'");
+      }
+    }
     else if (a == "--quick") options.quick = true;
     else if (a == "--fp4") options.fp4 = true;
     else if (a == "--only") options.only = value();

@@ -314,6 +314,11 @@ void Trainer::load_checkpoint(const fs::path& path) {
   FARTHING_CHECK(progress_.seed == config_.train.seed, "checkpoint ", path.string(), " was trained with train.seed ",
                  progress_.seed, " but this recipe has ", config_.train.seed,
                  "; the seed keys the data order and stochastic rounding, so resuming needs the same seed");
+  const std::string packing(recipe::enum_name(data_.packing));
+  FARTHING_CHECK(progress_.packing == packing, "checkpoint ", path.string(), " was trained with data.packing ",
+                 progress_.packing, " but this run packs its data as ", packing,
+                 "; the packing decides what each sequence holds and so what the data position counts: resume with "
+                 "data.packing: ", progress_.packing);
   scaler_->restore(progress_.loss_scale, progress_.loss_scale_clean_steps);
 }
 
