@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "kernels/numerics/op_shapes.h"
+
 namespace farthing::kernels {
 
 void rope_apply_cuda(float* x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim, int64_t stride,
