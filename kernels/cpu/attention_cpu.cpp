@@ -73,11 +73,15 @@ void row_sums_in_key_order(const float* p, int64_t ld, int64_t rows, const int64
 }
 
 // The keys a block of query rows q0 .. q0 + rows - 1 of sequence b sees: row r's are
-// [kbeg + lo[r], kbeg + hi[r]) of the sequence, kbeg the first any row of the block sees (the
-// block's GEMMs start there). Causal (hi = q0 + r + 1), from the row's document start.
+// [kbeg + lo[r], kbeg + hi[r]) of the sequence. Causal (hi = q0 + r + 1), from the row's document
+// start. The block's GEMMs start at kbeg: the first key any row of the block sees, rounded down
+// to a multiple of kQueryBlock. NOTE: so the GEMMs keep the shapes (rows, q0 + rows - kbeg) that
+// causal blocks without documents have, whose oneDNN primitives are made once and reused; keys
+// of every length would make a new primitive for most blocks of most batches.
 int64_t visible_keys(const AttentionShape& s, int64_t b, int64_t q0, int64_t rows, int64_t* lo, int64_t* hi) {
   int64_t kbeg = q0;
   for (int64_t r = 0; r < rows; ++r) kbeg = std::min(kbeg, s.first_key(b * s.seq + q0 + r));
+  kbeg = kbeg / kQueryBlock * kQueryBlock;
   for (int64_t r = 0; r < rows; ++r) {
     lo[r] = s.first_key(b * s.seq + q0 + r) - kbeg;
     hi[r] = q0 + r + 1 - kbeg;

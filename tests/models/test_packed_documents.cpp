@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -155,9 +156,8 @@ TEST_P(PackedDocuments, EachDocumentAsIfAlone) {
 INSTANTIATE_TEST_SUITE_P(Families, PackedDocuments, ::testing::Values("llama_gqa", "gpt2"),
                          [](const auto& info) { return info.param; });
 
-// Without starts the sequence is one document again: the first document's loss then differs
-// from the packed one only if later rows could see it, which causal attention rules out, so
-// check a later document instead: it must see the earlier ones once the starts are cleared.
+// With the starts cleared (nullptr) the sequence is one document again: the second document then
+// sees the first, and its loss changes.
 TEST(PackedDocuments, ClearingStartsMakesOneDocumentAgain) {
   const ModelConfig c = micro("llama_gqa");
   Transformer model(make_spec(c), 1, kSeq);
@@ -205,6 +205,54 @@ TEST(PackedDocuments, StartsThatBreakADocumentAreRefused) {
   }
   starts = {1, 1, 1, 3, 3, 3, 6, 6};  // row 0 must start a document
   EXPECT_THROW(model.set_document_starts(starts.data()), Error);
+}
+
+// Not a test (no threshold): the step time of documents kept apart against one stream, the same
+// tokens, alternating so that a drift in the machine's speed reaches both alike; each side's best
+// of the turns. stories260k's shape, 8 sequences of 256: documents of 20 to 200 tokens, and
+// starts all 0 (the document path with one document a sequence: its overhead alone).
+//   OMP_WAIT_POLICY=passive build/bin/test_packed_documents --gtest_also_run_disabled_tests \
+//     --gtest_filter='*StepTime*'
+TEST(PackedDocuments, DISABLED_StepTimeDocumentsVsStream) {
+  const ModelConfig c = preset_config("stories260k");
+  constexpr int64_t B = 8, T = 256, kTurns = 15;
+  Transformer model(make_spec(c), B, T);
+  model.init_weights(1);
+  test::SplitMix64 rng(3);
+  std::vector<int32_t> tokens(size_t(B * T)), targets(size_t(B * T)), docs(size_t(B * T)), zeros(size_t(B * T), 0);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = int32_t(rng.next() % uint64_t(c.vocab_size));
+    targets[i] = int32_t(rng.next() % uint64_t(c.vocab_size));
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t start = 0, next = 20 + int64_t(rng.next() % 181);
+    for (int64_t t = 0; t < T; ++t) {
+      if (t == next) {
+        start = t;
+        next = t + 20 + int64_t(rng.next() % 181);
+      }
+      docs[size_t(b * T + t)] = int32_t(start);
+    }
+  }
+  const struct {
+    const char* name;
+    const int32_t* starts;
+  } modes[] = {{"stream (no starts)", nullptr}, {"documents, 20-200 tokens", docs.data()},
+               {"documents, one a sequence", zeros.data()}};
+  double best[3] = {1e30, 1e30, 1e30};
+  for (int turn = 0; turn < kTurns; ++turn) {
+    for (int m = 0; m < 3; ++m) {
+      model.set_document_starts(modes[m].starts);
+      model.zero_grads();
+      const auto t0 = std::chrono::steady_clock::now();
+      model.forward_backward(tokens.data(), targets.data());
+      best[m] = std::min(best[m], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  for (int m = 0; m < 3; ++m) {
+    std::printf("%-28s best of %lld: %.4f s, %.0f tokens/s (%+.1f%% vs stream)\n", modes[m].name, (long long)kTurns,
+                best[m], double(B * T) / best[m], 100.0 * (best[0] / best[m] - 1.0));
+  }
 }
 
 }  // namespace
