@@ -33,6 +33,10 @@ find_package(nlohmann_json CONFIG QUIET)
 farthing_require(nlohmann_json_FOUND "nlohmann/json (config.json, tokenizer.json, safetensors headers)"
                  "nlohmann-json3-dev")
 
+# CLI11 (header-only): the farthing command line's options, their --help and their errors.
+find_package(CLI11 CONFIG QUIET)
+farthing_require(CLI11_FOUND "CLI11 (the command line's option parsing)" "libcli11-dev")
+
 # PCRE2 (8-bit, UTF + Unicode properties): the pre-tokenizer regexes of GPT-2, Llama-3 and
 # Qwen2.5 use \p{L}, \p{N} and look-ahead, which std::regex cannot express.
 find_package(PkgConfig QUIET)

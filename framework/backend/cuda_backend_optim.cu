@@ -2,7 +2,7 @@
 // grad_partials) over kernels/cuda/optim_cuda.h, and its datasheet peak; the rest of the backend
 // is cuda_backend.cu.
 // Tested by: tests/kernels/test_cuda_optim_parity.cpp (the kernel, bitwise against the CPU);
-// the trainer's GPU runs on an H200 (docs/gpu_results.md) went through these wrappers.
+// the trainer's GPU runs on an H200 (docs/results.md) went through these wrappers.
 #include <cuda_runtime_api.h>
 
 #include <string>

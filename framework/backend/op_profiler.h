@@ -37,6 +37,41 @@ inline constexpr int kOpPhaseCount = 8;
 // "communication", "other".
 const char* op_phase_name(OpPhase phase);
 
+// The kinds of op a span names, written once: the profiling backend records them and the step
+// profile's report matches them against the roofline's rows.
+namespace op_kind {
+inline constexpr char kGemm[] = "gemm";
+inline constexpr char kNormForward[] = "norm forward";
+inline constexpr char kNormBackward[] = "norm backward";
+inline constexpr char kRope[] = "rope";
+inline constexpr char kAttentionForward[] = "attention forward";
+inline constexpr char kAttentionBackward[] = "attention backward";
+inline constexpr char kAttentionDecode[] = "attention decode";
+inline constexpr char kAccumulate[] = "accumulate";
+inline constexpr char kSwigluForward[] = "swiglu forward";
+inline constexpr char kSwigluBackward[] = "swiglu backward";
+inline constexpr char kGeluForward[] = "gelu forward";
+inline constexpr char kGeluBackward[] = "gelu backward";
+inline constexpr char kEmbeddingForward[] = "embedding forward";
+inline constexpr char kEmbeddingBackward[] = "embedding backward";
+inline constexpr char kCrossEntropy[] = "cross-entropy";
+inline constexpr char kNarrow[] = "narrow";
+inline constexpr char kWiden[] = "widen";
+inline constexpr char kCopy[] = "copy";
+inline constexpr char kZero[] = "zero";
+inline constexpr char kBiasAdd[] = "bias add";
+inline constexpr char kBiasBackward[] = "bias backward";
+inline constexpr char kFp8Quantize[] = "fp8 quantize";
+inline constexpr char kFp4Quantize[] = "fp4 quantize";
+inline constexpr char kOptimizerStep[] = "optimizer step";
+inline constexpr char kGradNormPartials[] = "grad norm partials";
+inline constexpr char kCast[] = "cast";
+inline constexpr char kFill[] = "fill";
+inline constexpr char kBlockQuantize[] = "block quantize";
+inline constexpr char kBlockDequantize[] = "block dequantize";
+inline constexpr char kSynchronize[] = "synchronize";
+}  // namespace op_kind
+
 // Points in a device's work order, read back as seconds. mark() records one and returns its
 // index since the last collect(); collect() waits until every mark has passed and returns their
 // times in seconds, relative to the first mark, in order; it forgets them.

@@ -1,5 +1,5 @@
 // h5_checkpoint_dir.h — the checkpoint folder of a run: step_NNNNNNNN.h5 files, the `latest`
-// pointer, durable renames and keep-last-K pruning (ARCHITECTURE.md §3 and §5).
+// pointer, durable renames and keep-last-K pruning (docs/design.md §3 and §5).
 //
 // `latest` is a one-line text file holding the file name of the newest complete checkpoint.
 // It is replaced atomically (written to .latest.tmp, fsynced, renamed, directory fsynced) and

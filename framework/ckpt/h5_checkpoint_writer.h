@@ -7,7 +7,7 @@
 //   w.set_attribute("step", step);  w.write_string("recipe", text);   // collective, same values
 //   w.commit({.update_latest = true, .keep_last = 3});                 // collective
 //
-// Crash safety (ARCHITECTURE.md §3): everything goes to dir/.NAME.tmp; commit() writes each
+// Crash safety (docs/design.md §3): everything goes to dir/.NAME.tmp; commit() writes each
 // dataset's checksum and the completion mark, closes (flushes) the file, fsyncs it, renames it
 // to NAME, fsyncs the directory, then points `latest` at it (atomically) and prunes. A process
 // killed at any moment leaves the previous checkpoint and `latest` untouched. A writer

@@ -13,7 +13,7 @@
 // identical on every rank and from run to run, whatever algorithm the MPI library picks. Max
 // and integer sums are exact, so they use the library's native reductions. Narrow floats
 // (bf16, f16, fp8) may be gathered and broadcast (as raw bits) but never reduced: gradients
-// are reduced in fp32 (ARCHITECTURE.md §2), so cast first.
+// are reduced in fp32 (docs/design.md §2), so cast first.
 // Relies on: framework/core (Tensor, DType, Error).
 // Tested by: tests/dist/test_collectives.cpp (mpirun -np 2 and -np 3, and np=1 without mpirun).
 #pragma once

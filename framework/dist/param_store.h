@@ -1,7 +1,7 @@
 // param_store.h — one rank's parameters and gradients, unit by unit, at every ZeRO stage: the
 // storage the model runs over during training (unit_storage.h).
 //
-// What it keeps (ARCHITECTURE.md §2-3, §6):
+// What it keeps (docs/design.md §2-3, §6):
 //   bf16 weights, the only copy of the weights: the whole model at stages 1-2, only this rank's
 //     owned shards at stage 3 (compactly, in shard order);
 //   gradients, as each stage defines them:

@@ -1,4 +1,4 @@
-// loss_scaler.h — dynamic loss scaling for fp16 compute (NUMERICS.md §5), as PyTorch's
+// loss_scaler.h — dynamic loss scaling for fp16 compute (docs/numerics.md §5), as PyTorch's
 // GradScaler: the loss's gradient is multiplied by scale(); a step whose gradients hold any
 // inf/NaN is skipped and the scale multiplied by backoff_factor; after growth_interval
 // consecutive clean steps it is multiplied by growth_factor. Gradients are unscaled in fp32

@@ -14,6 +14,8 @@
 #include "kernels/cuda/optim_cuda.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -260,6 +262,194 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- The 8-bit fast path: one warp per 256-element block, eight consecutive elements per lane.
+//
+// Both moments 8-bit (the recipes' optimizer state) and every array aligned for vector access:
+// the block's absmax is a warp reduction (no block barrier inside the loop), each lane loads
+// and stores its eight elements with 8- to 32-byte accesses, and draws its own two Philox groups
+// (an 8-element run starting at a multiple of 8 of the global index covers exactly two groups),
+// so no shared words either. Each element goes through the same numerics functions as in
+// adamw_step_kernel, and the absmax is the same order-free max of bit patterns, so every bit of
+// the state is that kernel's, and the CPU's.
+constexpr unsigned kLaneElems = 8;
+constexpr unsigned kWarpsPerCta8 = kThreads / 32;
+static_assert(32 * kLaneElems == nm::kQuantBlockElems, "a warp covers one 8-bit block");
+
+template <class T>
+__device__ void load8(const T* p, T (&out)[kLaneElems], unsigned count) {
+  if (count == kLaneElems) {
+    static_assert(sizeof(T) * kLaneElems % 8 == 0, "whole 8-byte words");
+    using Word = typename std::conditional<sizeof(T) * kLaneElems >= 16, uint4, uint2>::type;
+    constexpr unsigned kWords = sizeof(T) * kLaneElems / sizeof(Word);
+    const Word* src = reinterpret_cast<const Word*>(p);
+    Word* dst = reinterpret_cast<Word*>(out);
+#pragma unroll
+    for (unsigned w = 0; w < kWords; ++w) dst[w] = src[w];
+  } else {
+#pragma unroll
+    for (unsigned k = 0; k < kLaneElems; ++k) out[k] = k < count ? p[k] : T{};
+  }
+}
+
+template <class T>
+__device__ void store8(T* p, const T (&in)[kLaneElems], unsigned count) {
+  if (count == kLaneElems) {
+    using Word = typename std::conditional<sizeof(T) * kLaneElems >= 16, uint4, uint2>::type;
+    constexpr unsigned kWords = sizeof(T) * kLaneElems / sizeof(Word);
+    Word* dst = reinterpret_cast<Word*>(p);
+    const Word* src = reinterpret_cast<const Word*>(in);
+#pragma unroll
+    for (unsigned w = 0; w < kWords; ++w) dst[w] = src[w];
+  } else {
+#pragma unroll
+    for (unsigned k = 0; k < kLaneElems; ++k) {
+      if (k < count) p[k] = in[k];
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    adamw_step_block8_kernel(const StepArgs args, StepBlockPartial* __restrict__ partials) {
+  __shared__ float map_m[kMapEntries], map_v[kMapEntries];
+  __shared__ StepBlockPartial warp_partials[kWarpsPerCta8];
+
+  const AdamWSegmentCuda& seg = args.seg;
+  nm::AdamWScalars scalars;
+  if (!scalars_for_step(seg, scalars)) return;  // non-finite gradients (clip_sums): nothing changes
+  const unsigned t = threadIdx.x;
+  const unsigned lane = t % 32, warp = t / 32;
+  map_m[t] = seg.signed_map[t];
+  map_v[t] = seg.unsigned_map[t];
+  __syncthreads();
+
+  uint8_t* const m_codes = static_cast<uint8_t*>(seg.m.values);
+  uint8_t* const v_codes = static_cast<uint8_t*>(seg.v.values);
+  unsigned long long unchanged = 0;
+  double update_ss = 0.0, weight_ss = 0.0;
+  // args.chunks blocks of 256 (global_offset % 256 == 0, so lead is 0); warp-strided.
+  for (uint64_t b = uint64_t(blockIdx.x) * kWarpsPerCta8 + warp; b < args.chunks;
+       b += uint64_t(gridDim.x) * kWarpsPerCta8) {
+    const uint64_t block_begin = b * nm::kQuantBlockElems;
+    const uint64_t first = block_begin + lane * kLaneElems;  // this lane's first element
+    const uint64_t left = first < seg.n ? seg.n - first : 0;
+    const unsigned count = unsigned(left < kLaneElems ? left : kLaneElems);  // 0 to 8 active
+
+    float g[kLaneElems], p_old[kLaneElems];
+    uint16_t w_old[kLaneElems];
+    uint8_t mc[kLaneElems], vc[kLaneElems];
+    if (seg.grad_format == GradFormat::kF32) {
+      load8(static_cast<const float*>(seg.grad) + first, g, count);
+    } else {
+      uint16_t gb[kLaneElems];
+      load8(static_cast<const uint16_t*>(seg.grad) + first, gb, count);
+#pragma unroll
+      for (unsigned k = 0; k < kLaneElems; ++k) g[k] = nm::bf16_to_f32(gb[k]);
+    }
+    load8(seg.weight + first, w_old, count);
+    if (seg.master_mode == MasterMode::kF32) {
+      load8(seg.master + first, p_old, count);
+    } else if (seg.master_mode == MasterMode::kRemainder16) {
+      uint16_t rem[kLaneElems];
+      load8(seg.remainder + first, rem, count);
+#pragma unroll
+      for (unsigned k = 0; k < kLaneElems; ++k) p_old[k] = nm::master_combine(w_old[k], rem[k]);
+    } else {
+#pragma unroll
+      for (unsigned k = 0; k < kLaneElems; ++k) p_old[k] = nm::bf16_to_f32(w_old[k]);
+    }
+    load8(m_codes + first, mc, count);
+    load8(v_codes + first, vc, count);
+    const float m_absmax_old = seg.m.absmax[b], v_absmax_old = seg.v.absmax[b];
+
+    float p[kLaneElems], m[kLaneElems], v[kLaneElems];
+    uint32_t m_bits = 0, v_bits = 0;  // inactive elements pass 0, as in adamw_step_kernel
+#pragma unroll
+    for (unsigned k = 0; k < kLaneElems; ++k) {
+      p[k] = p_old[k];
+      m[k] = nm::dequantize_with_absmax(map_m, mc[k], m_absmax_old);
+      v[k] = nm::dequantize_with_absmax(map_v, vc[k], v_absmax_old);
+      if (k < count) {
+        nm::adamw_update_element(scalars, g[k], p[k], m[k], v[k]);
+        const float du = p[k] - p_old[k];
+        update_ss += double(du * du);
+        weight_ss += double(p_old[k] * p_old[k]);
+        m_bits = max(m_bits, nm::f32_to_bits(m[k]) & 0x7FFFFFFFu);
+        v_bits = max(v_bits, nm::f32_to_bits(v[k]) & 0x7FFFFFFFu);
+      }
+    }
+    const float m_absmax = nm::bits_to_f32(warp_max_bits(m_bits));
+    const float v_absmax = nm::bits_to_f32(warp_max_bits(v_bits));
+    if (lane == 0) {
+      seg.m.absmax[b] = m_absmax;
+      seg.v.absmax[b] = v_absmax;
+    }
+#pragma unroll
+    for (unsigned k = 0; k < kLaneElems; ++k) {
+      mc[k] = nm::quantize_with_absmax(map_m, true, m[k], m_absmax);
+      vc[k] = nm::quantize_with_absmax(map_v, false, v[k], v_absmax);
+    }
+    store8(m_codes + first, mc, count);
+    store8(v_codes + first, vc, count);
+
+    uint16_t w_new[kLaneElems];
+    if (seg.master_mode == MasterMode::kRemainder16) {
+      uint16_t rem[kLaneElems];
+#pragma unroll
+      for (unsigned k = 0; k < kLaneElems; ++k) {
+        const nm::MasterSplit split = nm::master_split(p[k]);
+        w_new[k] = split.weight;
+        rem[k] = split.remainder;
+      }
+      store8(seg.remainder + first, rem, count);
+    } else if (args.stochastic) {
+      // Elements first .. first + 7 of the segment are global group g0's four words, then g0 + 1's.
+      const uint64_t g0 = (seg.global_offset + first) >> 2;
+      const nm::Philox4x32 lo = nm::random_words_for_group(args.key, g0);
+      const nm::Philox4x32 hi = nm::random_words_for_group(args.key, g0 + 1);
+#pragma unroll
+      for (unsigned k = 0; k < kLaneElems; ++k) w_new[k] = nm::f32_to_bf16_sr(p[k], k < 4 ? lo.v[k] : hi.v[k - 4]);
+    } else {
+#pragma unroll
+      for (unsigned k = 0; k < kLaneElems; ++k) w_new[k] = nm::f32_to_bf16_rne(p[k]);
+    }
+    if (seg.master_mode == MasterMode::kF32) store8(seg.master + first, p, count);
+#pragma unroll
+    for (unsigned k = 0; k < kLaneElems; ++k) unchanged += (k < count && w_new[k] == w_old[k]) ? 1u : 0u;
+    store8(seg.weight + first, w_new, count);
+  }
+
+  // Fixed-order reduction, as adamw_step_kernel's.
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    unchanged += __shfl_down_sync(kFullMask, unchanged, offset);
+    update_ss += __shfl_down_sync(kFullMask, update_ss, offset);
+    weight_ss += __shfl_down_sync(kFullMask, weight_ss, offset);
+  }
+  if (lane == 0) warp_partials[warp] = StepBlockPartial{unchanged, update_ss, weight_ss};
+  __syncthreads();
+  if (t == 0) {
+    StepBlockPartial sum = warp_partials[0];
+    for (unsigned w = 1; w < kWarpsPerCta8; ++w) {
+      sum.unchanged += warp_partials[w].unchanged;
+      sum.update_ss += warp_partials[w].update_ss;
+      sum.weight_ss += warp_partials[w].weight_ss;
+    }
+    partials[blockIdx.x] = sum;
+  }
+}
+
+bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// The fast path's preconditions: both moments 8-bit, and each array aligned for its lanes' vector
+// accesses (8 elements at multiples of 8: 32 bytes of fp32, 16 of bf16, 8 of codes). cudaMalloc's
+// buffers are; a segment's offset into one is a multiple of 256 elements.
+bool block8_fast_path(const AdamWSegmentCuda& seg) {
+  if (seg.m.format != MomentFormat::kBlock8 || seg.v.format != MomentFormat::kBlock8) return false;
+  return aligned_to(seg.grad, 16) && aligned_to(seg.weight, 16) && aligned_to(seg.m.values, 8) &&
+         aligned_to(seg.v.values, 8) &&
+         (seg.master_mode != MasterMode::kF32 || aligned_to(seg.master, 16)) &&
+         (seg.master_mode != MasterMode::kRemainder16 || aligned_to(seg.remainder, 16));
+}
+
 __global__ void __launch_bounds__(kThreads)
     grad_partials_kernel(const void* __restrict__ grad, GradFormat format, size_t n,
                          GradBlockPartial* __restrict__ partials) {
@@ -381,9 +571,15 @@ void adamw_step_cuda(const AdamWSegmentCuda& seg, AdamWPartials* sums, void* scr
   args.key = nm::RandomKey{seg.seed, seg.step,
                            has_master ? nm::RandomPurpose::kWeightCast : nm::RandomPurpose::kMasterFreeUpdate};
 
-  const unsigned blocks = grid_for(args.chunks);
   StepBlockPartial* partials = static_cast<StepBlockPartial*>(scratch);
-  adamw_step_kernel<<<blocks, kThreads, 0, stream>>>(args, partials);
+  unsigned blocks;
+  if (block8_fast_path(seg)) {
+    blocks = grid_for((args.chunks + kWarpsPerCta8 - 1) / kWarpsPerCta8);
+    adamw_step_block8_kernel<<<blocks, kThreads, 0, stream>>>(args, partials);
+  } else {
+    blocks = grid_for(args.chunks);
+    adamw_step_kernel<<<blocks, kThreads, 0, stream>>>(args, partials);
+  }
   FARTHING_CUDA_CHECK(cudaGetLastError());
   add_block_partials_kernel<<<1, kThreads, 0, stream>>>(partials, blocks, int64_t(seg.n), sums, seg.clip_sums);
   FARTHING_CUDA_CHECK(cudaGetLastError());

@@ -1,7 +1,7 @@
 // block_quant4.h — 4-bit block-wise quantization of optimizer moments (torchao's 4-bit
 // AdamW layout): 128 consecutive elements of the global flat space share one fp32 absmax;
 // each element is the 4-bit index of the nearest of 16 map values to x / absmax.
-// Maps (NUMERICS.md §3): signed = bitsandbytes' create_dynamic_map(signed=True,
+// Maps (docs/numerics.md §3): signed = bitsandbytes' create_dynamic_map(signed=True,
 // max_exponent_bits=3, total_bits=4) (7 negatives, 0, 7 positives, 1.0); unsigned =
 // linspace(0, 1, 17)[1:] (no zero, so v never dequantizes to 0 in a non-zero block).
 // Relies on: host_device.h, dynamic_map.h (torch's fp32 linspace, host only).

@@ -10,7 +10,8 @@
 // built here too, to show which one farthing uses and how little they differ.
 // Host only: backends receive the finished 256-entry table.
 // Relies on: nothing but <cmath>. Tested by: tests/numerics/test_dynamic_map.cpp, bitwise
-// against ../shared/golden/bnb_dynamic_map_{signed,unsigned}.txt (torch 1.13) and
+// against bitsandbytes' own tables under torch 1.13 (golden/bnb_dynamic_map_*.txt in the tests'
+// reference folder, skipped without it) and
 // tests/data/numerics/bnb_dynamic_map_torch2_{signed,unsigned}.txt (bitsandbytes 0.50.2 under
 // torch 2.15; tools/goldens/gen_dynamic_map_goldens.py).
 #pragma once
@@ -43,7 +44,7 @@ inline constexpr std::string_view dynamic_map_name(MapLinspace linspace) {
 namespace dynamic_map_detail {
 
 // torch.linspace(0.1, 1, n) in fp32 as torch 1.13's CPU kernel computes it (the one that produced
-// ../shared/golden's tables): step = (1 - 0.1) / (n - 1); the first half counts up from 0.1, the second
+// bitsandbytes' torch 1.13 tables): step = (1 - 0.1) / (n - 1); the first half counts up from 0.1, the second
 // half down from 1.0; full 16-element stretches are two 8-wide vectors whose first element
 // is computed like the scalar tail and the rest as base + k * step.
 // NOTE: the scalar form `start + step * idx` was compiled into a fused multiply-add and the

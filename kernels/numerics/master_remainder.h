@@ -1,5 +1,5 @@
 // master_remainder.h — a lossless fp32 master kept as the bf16 weight plus 16 bits
-// (Transformer Engine's "master weight remainders", NUMERICS.md §7).
+// (Transformer Engine's "master weight remainders", docs/numerics.md §7).
 //
 // The fp32 master's bit pattern M splits into its high half H and low half L. The bf16 weight
 // is H rounded by L's top bit (w = H + (L >= 0x8000)) and the remainder is L, so the master is

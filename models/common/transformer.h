@@ -39,7 +39,7 @@
 namespace farthing::models {
 
 // NOTE: kF16 rounds GEMM operands to fp16 (range 6e-5..65504): activations and weights
-// fit, but small gradients underflow without loss scaling (NUMERICS.md §5), which belongs to
+// fit, but small gradients underflow without loss scaling (docs/numerics.md §5), which belongs to
 // the trainer (scale the loss's gradient by passing targets through a scaled loss) — not done yet.
 enum class ComputeMode : uint8_t { kF32, kBF16, kF16 };
 enum class Checkpointing : uint8_t { kNone, kPerBlock };

@@ -1,4 +1,4 @@
-// test_export_verb.cpp — `farthing export` driven through run_export:
+// test_export_verb.cpp — `farthing export` driven through the command line (cli::run_command):
 // stories260K.bin to a sharded bf16 HF directory whose tensors are the bf16 roundings of the
 // source's, a GGUF's own tokenizer exported beside its weights, and usage errors; the default
 // dtype is the source's own (f32 for llama2.c, bf16 for a bf16 safetensors directory), with
@@ -25,9 +25,15 @@
 #include "kernels/numerics/bf16.h"
 #include "tests/support/gguf_builder.h"
 #include "tests/support/test_support.h"
-#include "tools/farthing/verbs.h"
+#include "tools/farthing/cli.h"
 
 namespace {
+
+// `farthing export ARGS...` as the command line runs it (only the export verb is linked here).
+int run_export_verb(std::vector<std::string> args) {
+  args.insert(args.begin(), "export");
+  return farthing::cli::run_command(args);
+}
 
 namespace fs = std::filesystem;
 using namespace farthing;
@@ -57,7 +63,7 @@ TEST(ExportVerb, Stories260KToShardedBf16) {
   const fs::path src = shared / "models/stories260K/stories260K.bin";
   const fs::path out = fs::temp_directory_path() / ("farthing_export_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  ASSERT_EQ(run_export({"--from", src.string(), "--out", out.string(), "--dtype", "bf16", "--max-shard-bytes", "200000"}), 0);
+  ASSERT_EQ(run_export_verb({"--from", src.string(), "--out", out.string(), "--dtype", "bf16", "--max-shard-bytes", "200000"}), 0);
   EXPECT_TRUE(fs::exists(out / "model.safetensors.index.json"));
   EXPECT_TRUE(fs::exists(out / "config.json"));
   EXPECT_FALSE(fs::exists(out / "tokenizer.json"));
@@ -87,13 +93,13 @@ TEST(ExportVerb, DefaultDtypeIsTheModelsOwn) {
   const fs::path tmp = fs::temp_directory_path() / ("farthing_export_dtype_" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   // llama2.c stores f32: the default export is f32, one file (far below the default 5GB).
-  ASSERT_EQ(run_export({"--from", src.string(), "--out", (tmp / "f32").string()}), 0);
+  ASSERT_EQ(run_export_verb({"--from", src.string(), "--out", (tmp / "f32").string()}), 0);
   EXPECT_EQ(header_dtypes(tmp / "f32/model.safetensors"), std::set<std::string>{"F32"});
   EXPECT_FALSE(fs::exists(tmp / "f32/model.safetensors.index.json"));
   EXPECT_EQ(read_json(tmp / "f32/config.json")["torch_dtype"], "float32");
   // A bf16 safetensors model (sharded, 200KB shards) exports as bf16 by default, bit for bit.
-  ASSERT_EQ(run_export({"--from", src.string(), "--out", (tmp / "bf16").string(), "--dtype", "bf16"}), 0);
-  ASSERT_EQ(run_export({"--from", (tmp / "bf16").string(), "--out", (tmp / "again").string(), "--max-shard-size",
+  ASSERT_EQ(run_export_verb({"--from", src.string(), "--out", (tmp / "bf16").string(), "--dtype", "bf16"}), 0);
+  ASSERT_EQ(run_export_verb({"--from", (tmp / "bf16").string(), "--out", (tmp / "again").string(), "--max-shard-size",
                         "200KB"}),
             0);
   EXPECT_EQ(read_json(tmp / "again/config.json")["torch_dtype"], "bfloat16");
@@ -111,10 +117,10 @@ TEST(ExportVerb, DefaultDtypeIsTheModelsOwn) {
     EXPECT_EQ(std::memcmp(u.f32(), t.f32(), size_t(t.numel()) * 4), 0) << name;
   }
   // --dtype still overrides; a size that is not one is refused naming the option.
-  ASSERT_EQ(run_export({"--from", (tmp / "bf16").string(), "--out", (tmp / "f16").string(), "--dtype", "f16"}), 0);
+  ASSERT_EQ(run_export_verb({"--from", (tmp / "bf16").string(), "--out", (tmp / "f16").string(), "--dtype", "f16"}), 0);
   EXPECT_EQ(header_dtypes(tmp / "f16/model.safetensors"), std::set<std::string>{"F16"});
   try {
-    run_export({"--from", src.string(), "--out", (tmp / "x").string(), "--max-shard-size", "5 parsecs"});
+    run_export_verb({"--from", src.string(), "--out", (tmp / "x").string(), "--max-shard-size", "5 parsecs"});
     ADD_FAILURE() << "--max-shard-size '5 parsecs' was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--max-shard-size '5 parsecs' is not a size"), std::string::npos) << e.what();
@@ -155,7 +161,7 @@ TEST(ExportVerb, HfFolderKeepsItsChatTemplateAndSpecialTokens) {
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   write_tiny_gguf(tmp / "tiny.gguf");
-  ASSERT_EQ(run_export({"--from", (tmp / "tiny.gguf").string(), "--out", (tmp / "src").string()}), 0);
+  ASSERT_EQ(run_export_verb({"--from", (tmp / "tiny.gguf").string(), "--out", (tmp / "src").string()}), 0);
   // A GGUF's padding id is the config's and generation_config's pad_token_id.
   EXPECT_EQ(read_json(tmp / "src/config.json")["pad_token_id"], 256);
   EXPECT_EQ(read_json(tmp / "src/generation_config.json")["pad_token_id"], 256);
@@ -171,7 +177,7 @@ TEST(ExportVerb, HfFolderKeepsItsChatTemplateAndSpecialTokens) {
   write_json(tmp / "src/config.json", config);
   write_json(tmp / "src/generation_config.json", {{"eos_token_id", 256}, {"temperature", 0.25}});
 
-  ASSERT_EQ(run_export({"--from", (tmp / "src").string(), "--out", (tmp / "out").string()}), 0);
+  ASSERT_EQ(run_export_verb({"--from", (tmp / "src").string(), "--out", (tmp / "out").string()}), 0);
   EXPECT_EQ(file_text(tmp / "out/tokenizer_config.json"), file_text(tmp / "src/tokenizer_config.json"));
   const nlohmann::json exported = read_json(tmp / "out/tokenizer_config.json");
   EXPECT_EQ(exported["chat_template"], tokenizer_config["chat_template"]);
@@ -198,7 +204,7 @@ TEST(ExportVerb, UnreadableFromIsRefusedWritingNothing) {
   };
   for (const auto& [from, expected] : cases) {
     try {
-      run_export({"--from", from, "--out", out.string()});
+      run_export_verb({"--from", from, "--out", out.string()});
       ADD_FAILURE() << "--from " << from << " was accepted";
     } catch (const Error& e) {
       const std::string message = e.what();
@@ -229,14 +235,14 @@ TEST(ExportVerb, GgufCarriesItsTokenizer) {
   const fs::path src = fs::temp_directory_path() / ("farthing_export_src_" + std::to_string(::getpid()) + ".gguf");
   const fs::path out = fs::temp_directory_path() / ("farthing_export_tok_" + std::to_string(::getpid()));
   g.write(src);
-  ASSERT_EQ(run_export({"--from", src.string(), "--out", out.string()}), 0);
+  ASSERT_EQ(run_export_verb({"--from", src.string(), "--out", out.string()}), 0);
   const data::Tokenizer tok = data::load_tokenizer(out / "tokenizer.json");
   EXPECT_EQ(tok.encode(" t"), (std::vector<int32_t>{256}));
   EXPECT_NE(test::read_file_bytes(out / "tokenizer_config.json").size(), 0u);
   const auto config_bytes = test::read_file_bytes(out / "tokenizer_config.json");
   EXPECT_NE(std::string(config_bytes.begin(), config_bytes.end()).find("{{ x }}"), std::string::npos);
-  EXPECT_EQ(run_export({"--from", src.string()}), 2);
-  EXPECT_EQ(run_export({"--nope"}), 2);
+  EXPECT_EQ(run_export_verb({"--from", src.string()}), 2);
+  EXPECT_EQ(run_export_verb({"--nope"}), 2);
   fs::remove_all(out);
   fs::remove(src);
 }

@@ -7,7 +7,7 @@
 # stream with no padding). The data errors of
 # `train` and `preview`, each one line writing nothing: a missing data.train or data.eval names
 # the key and where it was set (recipe file:line:column or --set), an empty document names
-# file:line; `tokenize --field messages` points to the preview; and the warning when one step
+# file:line; the shipped recipes' placeholder data.train is named as one; `tokenize --field messages` points to the preview; and the warning when one step
 # takes more sequences than the training split holds.
 # usage: test_data_preview.sh FARTHING SHARED_DIR SOURCE_DIR   (exit 77: skipped)
 source "$3/tests/train/loop/train_test_common.sh"
@@ -88,6 +88,13 @@ expect_error "preview with a missing data.train (recipe)" "data.train at $WORK/t
 expect_error "train with a missing data.eval (--set)" "data.eval at --set data.eval=$WORK/nope_eval.jsonl" "which does not exist" -- \
   "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "data.eval=$WORK/nope_eval.jsonl" --set "checkpoint.run_dir=$WORK/run_eval"
 [ ! -e "$WORK/run_eval" ] || fail "a refused train wrote $WORK/run_eval"
+# A shipped recipe's data.train is a placeholder: train names it and the key, and writes nothing.
+placeholder=$(grep -m1 '^  train: ' "$SRC/recipes/gpt2/124m_full_single_device.yaml" | sed 's/^  train: //; s/ *#.*//')
+[ "$placeholder" = '"<your data>"' ] || fail "recipes/gpt2/124m_full_single_device.yaml's data.train is $placeholder, not the placeholder"
+sed "s|^  train: .*|  train: $placeholder|" "$RECIPE" >"$WORK/placeholder.yaml"
+expect_error "train with the recipes' placeholder data.train" "is the placeholder '<your data>'" "--set data.train=PATH" -- \
+  "$FARTHING" train "$WORK/placeholder.yaml" --set "checkpoint.run_dir=$WORK/run_placeholder" --quiet
+[ ! -e "$WORK/run_placeholder" ] || fail "a refused train wrote $WORK/run_placeholder"
 # An empty document: file:line.
 expect_error "train with an empty document" "$WORK/empty.jsonl:2: has an empty \"text\": an empty document" -- \
   "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "data.train=$WORK/empty.jsonl" --set "checkpoint.run_dir=$WORK/run_empty"

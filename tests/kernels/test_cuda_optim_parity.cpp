@@ -7,11 +7,12 @@
 // 256*5 + 3 otherwise, so chunk 0 is short and Philox groups straddle chunks) is stepped
 // four times on both backends from the same random state, each side carrying its own state
 // forward. After every step weights, masters, remainders, moment values or codes and absmax
-// must agree bitwise, and the unchanged-weight count exactly (NUMERICS.md §8). One block has
+// must agree bitwise, and the unchanged-weight count exactly (docs/numerics.md §8). One block has
 // zero gradients and zero moments (the all-zero 8-/4-bit block path); the second step uses
 // beta1 = 0.4 so both forms of m's lerp run; the third takes its gradient scale from clip sums
 // in memory, and the fourth's sums count a non-finite value (nothing may change). Also
-// grad_partials_cuda against grad_partials_cpu.
+// grad_partials_cuda against grad_partials_cpu. 8-bit moments run twice: with aligned arrays
+// (the warp-per-block fast path) and with a misaligned gradient (the general kernel).
 // Exits 77 (skipped) without a GPU. With FARTHING_SIM_SIZES (the gpu-sim entry, for a GPU
 // simulator) the segment is 4 whole blocks and the same 201-element tail, and grad_partials'
 // largest size 12289: every path above still runs, at a simulator's speed.
@@ -183,6 +184,9 @@ struct Combo {
   kn::MomentFormat moments;
   kn::MasterMode master;
   kn::WeightRounding rounding;
+  // The device's gradient one element into its buffer, so that it is not 16-byte aligned: 8-bit
+  // moments then take adamw_step_kernel instead of the warp-per-block fast path.
+  bool misaligned_grad = false;
 };
 
 const char* name_of(kn::GradFormat f) { return f == kn::GradFormat::kF32 ? "grad f32" : "grad bf16"; }
@@ -206,7 +210,7 @@ const char* name_of(kn::MasterMode m) {
 const char* name_of(kn::WeightRounding r) { return r == kn::WeightRounding::kNearest ? "RN" : "SR"; }
 std::string name_of(const Combo& c) {
   return std::string(name_of(c.grad)) + ", " + name_of(c.moments) + ", " + name_of(c.master) + ", " +
-         name_of(c.rounding);
+         name_of(c.rounding) + (c.misaligned_grad ? ", misaligned gradient" : "");
 }
 
 bool blocked(kn::MomentFormat f) { return f == kn::MomentFormat::kBlock8 || f == kn::MomentFormat::kBlock4; }
@@ -370,7 +374,11 @@ void run_combo(const Combo& c, const DeviceMaps& maps) {
   for (int step = 1; step <= kSteps; ++step) {
     SCOPED_TRACE(name_of(c) + ", step " + std::to_string(step));
     const std::vector<uint8_t> grad = random_grad(c.grad, n, 0xBADC0DEull * uint64_t(step));
-    DeviceArray d_grad(grad);
+    // The misaligned case: one element's bytes of zeros before the gradient.
+    std::vector<uint8_t> grad_buffer(c.misaligned_grad ? (c.grad == kn::GradFormat::kF32 ? 4 : 2) : 0, 0);
+    const size_t grad_lead = grad_buffer.size();
+    grad_buffer.insert(grad_buffer.end(), grad.begin(), grad.end());
+    DeviceArray d_grad(grad_buffer);
     // NOTE: beta1 = 0.4 on step 2 makes 1 - beta1 >= 0.5, the other form of m's lerp.
     const double beta1 = step == 2 ? 0.4 : 0.9;
     const nm::AdamWScalars scalars = nm::make_adamw_scalars(1e-4, beta1, 0.999, 1e-8, 0.01, step, 0.5);
@@ -413,7 +421,7 @@ void run_combo(const Combo& c, const DeviceMaps& maps) {
 #endif
     d.n = n;
     d.global_offset = global_offset;
-    d.grad = d_grad.as<void>();
+    d.grad = d_grad.as<uint8_t>() + grad_lead;
     d.grad_format = c.grad;
     d.weight = d_weight.as<uint16_t>();
     d.master = c.master == kn::MasterMode::kF32 ? d_master.as<float>() : nullptr;
@@ -470,6 +478,8 @@ TEST(CudaOptimParity, AdamWStepMatchesCpuForEveryFormatCombination) {
       for (kn::MasterMode master : {kn::MasterMode::kF32, kn::MasterMode::kRemainder16, kn::MasterMode::kNone}) {
         for (kn::WeightRounding rounding : {kn::WeightRounding::kNearest, kn::WeightRounding::kStochastic}) {
           run_combo(Combo{grad, moments, master, rounding}, maps);
+          // 8-bit moments have two kernels: the fast path above, and the general one here.
+          if (moments == kn::MomentFormat::kBlock8) run_combo(Combo{grad, moments, master, rounding, true}, maps);
         }
       }
     }

@@ -2,7 +2,7 @@
 //
 // Everything goes through the Backend interface (backend_for(cuda(0)) vs backend_for(cpu())),
 // so this checks the kernels, the dispatch in cuda_backend.cu and the copies together.
-// Elementwise ops must agree exactly (NUMERICS.md §8): RNE casts to every narrow format in
+// Elementwise ops must agree exactly (docs/numerics.md §8): RNE casts to every narrow format in
 // both overflow modes, exhaustive widening casts, stochastic rounding at offsets that split
 // Philox groups, and 8-bit block quantization with short, all-zero and NaN blocks.
 // Sizes are awkward on purpose (1, 255, 257, 1000003). Exits 77 (skipped) without a GPU.

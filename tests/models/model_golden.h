@@ -1,5 +1,5 @@
 // model_golden.h — reads the .fgld goldens written by tools/goldens/gen_model_goldens.py
-// (format documented there) and compares tensors with the NUMERICS.md §8 metric.
+// (format documented there) and compares tensors with the docs/numerics.md §8 metric.
 #pragma once
 
 #include <cmath>

@@ -37,7 +37,7 @@ constexpr optim::AdamWHyper kHyper{1e-3, 0.9, 0.999, 1e-8, 0.01};  // as the scr
 // Tolerances. NOTE: step 1 is the forward and backward of test_model_goldens; later steps add
 // the optimizer's differences from torch (moments bitwise, parameters within an ulp or so of
 // their update: test_adamw_golden). The losses, gradient norms and most parameters stay within
-// the fp32 table of NUMERICS.md §8. A few elements are not determined by fp32 at all: Adam
+// the fp32 table of docs/numerics.md §8. A few elements are not determined by fp32 at all: Adam
 // divides by sqrt(v) + eps, so a parameter whose gradient is at the level of rounding noise
 // (GPT-2's key bias, zero in exact arithmetic; some of Qwen2's) still moves by up to lr per
 // step in a direction rounding picks, and PyTorch's own fp32 run lands up to 4e-4 away from the

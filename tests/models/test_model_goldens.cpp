@@ -16,7 +16,7 @@
 namespace farthing::models {
 namespace {
 
-// NUMERICS.md §8 fp32 tolerance, unchanged: |a - ref| <= 1e-6 + 5e-6 |ref| for logits, the loss and
+// docs/numerics.md §8 fp32 tolerance, unchanged: |a - ref| <= 1e-6 + 5e-6 |ref| for logits, the loss and
 // every gradient element. Observed worst cases are printed per family.
 constexpr double kAtol = 1e-6, kRtol = 5e-6;
 

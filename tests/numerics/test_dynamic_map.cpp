@@ -1,7 +1,7 @@
 // test_dynamic_map.cpp — the 8-bit maps built from bitsandbytes' recipe equal its golden
 // tables bit for bit: the torch 1.13 map (../shared/golden), which farthing's 8-bit state uses,
 // and the torch 2.x map (tests/data/numerics, bitsandbytes 0.50.2 under torch 2.15:
-// tools/goldens/gen_dynamic_map_goldens.py); and they have the structure NUMERICS.md §3 describes.
+// tools/goldens/gen_dynamic_map_goldens.py); and they have the structure docs/numerics.md §3 describes.
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -4,7 +4,7 @@
 // For each format: decode of every code against numpy / ml_dtypes, encode(decode(c)) == c,
 // round-to-nearest-even against the reference on 2^20 SplitMix64 inputs and every edge input
 // (non-saturating), saturating mode as the reference clamped to ±max finite, and the spot values
-// of NUMERICS.md §1. Relies on: the goldens in tests/data/numerics, written by
+// of docs/numerics.md §1. Relies on: the goldens in tests/data/numerics, written by
 // `python3 tools/goldens/gen_numerics_goldens.py` (its docstring has the layout and the
 // random-input recipe repeated in random_inputs() below).
 #include <gtest/gtest.h>
@@ -235,7 +235,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, Minifloat, ::testing::Values(&kFp16, &kE4m3, &
                            return std::string(info.param->name);
                          });
 
-// NUMERICS.md §1 by hand, independent of the goldens.
+// docs/numerics.md §1 by hand, independent of the goldens.
 TEST(MinifloatKnownValues, E4m3) {
   EXPECT_EQ(f32_to_e4m3(448.0f, Overflow::kToInfOrNan), 0x7Eu);   // max finite
   EXPECT_EQ(f32_to_e4m3(464.0f, Overflow::kToInfOrNan), 0x7Eu);   // midpoint to 480: ties to even

@@ -1,4 +1,4 @@
-// test_master_remainder.cpp — Transformer Engine's 16-bit master remainders (NUMERICS.md §7):
+// test_master_remainder.cpp — Transformer Engine's 16-bit master remainders (docs/numerics.md §7):
 // the split is lossless on every fp32 pattern, the bf16 weight is round-to-nearest (ties away
 // from zero), and an AdamW run with remainders reproduces the fp32-master run bit for bit.
 #include <gtest/gtest.h>

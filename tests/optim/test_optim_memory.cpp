@@ -1,5 +1,5 @@
 // test_optim_memory.cpp — bytes per parameter measured by the memory tracker for the three
-// configurations of ARCHITECTURE.md §6 (and 8-bit state with Transformer Engine's 16-bit
+// configurations of docs/design.md §6 (and 8-bit state with Transformer Engine's 16-bit
 // master remainders), against memory_plan's prediction.
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ struct Case {
   optim::StateFormat state;
   optim::MasterMode master;
   optim::WeightRounding rounding;
-  double expected_total;  // ARCHITECTURE.md §6
+  double expected_total;  // docs/design.md §6
 };
 
 int64_t tracked(MemoryCategory c) { return memory_tracker(Device::cpu()).snapshot().current_bytes[size_t(c)]; }

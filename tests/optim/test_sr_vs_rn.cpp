@@ -4,7 +4,7 @@
 // gradients: fp32 master + RN cast (the master is the fp32 reference trajectory), fp32 master
 // + SR cast, no master + SR (the bf16 weight itself updated with SR), and no master + RN (pure
 // bf16 training: an update below half a spacing is lost for good).
-// Reported: the fraction of bf16 weights each step leaves unchanged (NUMERICS.md §2: the seed
+// Reported: the fraction of bf16 weights each step leaves unchanged (docs/numerics.md §2: the seed
 // paper saw 99.42% after step 1 and 98.84% after step 4 with RN). Checked: RN leaves most
 // weights unchanged and its bf16 weights barely follow the master; SR's weights follow the
 // fp32 trajectory in mean (regression slope of their drift on the master's drift near 1); pure

@@ -1,5 +1,5 @@
 // test_token_file.cpp — the token file format (write -> read, bad files rejected) and the
-// `farthing tokenize` verb driven directly through run_tokenize (main.cpp wires it later):
+// `farthing tokenize` verb driven through the command line's run_command:
 // --ids, .txt and .jsonl inputs with --bos/--eos, usage errors.
 // Relies on: ../shared/models/stories260K/tok512.bin (verb tests). Tests: data/token_file,
 // tools/farthing/verb_tokenize.cpp.
@@ -12,9 +12,15 @@
 #include "framework/data/token_file.h"
 #include "framework/data/tokenizer_loaders.h"
 #include "tests/support/test_support.h"
-#include "tools/farthing/verbs.h"
+#include "tools/farthing/cli.h"
 
 namespace {
+
+// `farthing tokenize ARGS...` as the command line runs it (only the tokenize verb is linked here).
+int run_tokenize_verb(std::vector<std::string> args) {
+  args.insert(args.begin(), "tokenize");
+  return farthing::cli::run_command(args);
+}
 
 namespace fs = std::filesystem;
 using namespace farthing;
@@ -51,13 +57,13 @@ TEST(TokenizeVerb, TextAndJsonlToTokenFiles) {
   const data::Tokenizer tok = data::load_tokenizer(tok_path);
   const fs::path txt = temp_path("in.txt"), jsonl = temp_path("in.jsonl"), out = temp_path("out.bin");
   write_text(txt, "Once upon a time, there was a cat.");
-  ASSERT_EQ(run_tokenize({"--tokenizer", tok_path, txt.string(), "-o", out.string()}), 0);
+  ASSERT_EQ(run_tokenize_verb({"--tokenizer", tok_path, txt.string(), "-o", out.string()}), 0);
   std::vector<uint32_t> want;
   for (int32_t id : tok.encode("Once upon a time, there was a cat.")) want.push_back(uint32_t(id));
   EXPECT_EQ(data::read_token_file(out).ids, want);
 
   write_text(jsonl, "{\"text\": \"Hi.\"}\n\n{\"text\": \"Bye.\", \"id\": 2}\n");
-  ASSERT_EQ(run_tokenize({"--tokenizer", tok_path, jsonl.string(), "-o", out.string(), "--bos", "--eos"}), 0);
+  ASSERT_EQ(run_tokenize_verb({"--tokenizer", tok_path, jsonl.string(), "-o", out.string(), "--bos", "--eos"}), 0);
   std::vector<uint32_t> want2 = {1};
   for (int32_t id : tok.encode("Hi.")) want2.push_back(uint32_t(id));
   want2.push_back(2);
@@ -67,10 +73,10 @@ TEST(TokenizeVerb, TextAndJsonlToTokenFiles) {
   EXPECT_EQ(data::read_token_file(out).ids, want2);
 
   write_text(jsonl, "{\"body\": \"Hi.\"}\n");
-  EXPECT_THROW(run_tokenize({"--tokenizer", tok_path, jsonl.string(), "-o", out.string()}), Error);
-  EXPECT_EQ(run_tokenize({"--tokenizer", tok_path, "--ids", "Hello"}), 0);
-  EXPECT_EQ(run_tokenize({"--tokenizer", tok_path}), 2);
-  EXPECT_EQ(run_tokenize({"--bogus"}), 2);
+  EXPECT_THROW(run_tokenize_verb({"--tokenizer", tok_path, jsonl.string(), "-o", out.string()}), Error);
+  EXPECT_EQ(run_tokenize_verb({"--tokenizer", tok_path, "--ids", "Hello"}), 0);
+  EXPECT_EQ(run_tokenize_verb({"--tokenizer", tok_path}), 2);
+  EXPECT_EQ(run_tokenize_verb({"--bogus"}), 2);
   fs::remove(txt);
   fs::remove(jsonl);
   fs::remove(out);

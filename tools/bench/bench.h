@@ -42,6 +42,9 @@ struct BenchSuite {
   const char* name;
   const char* summary;
   int (*run)(const BenchOptions& options);  // returns a process exit code
+  // The options of BenchOptions it reads besides --json and --threads, which every suite takes;
+  // `farthing bench SUITE` accepts (and its --help lists) these and no others.
+  std::vector<std::string> options;
 };
 
 // memcpy split evenly over the OpenMP threads: the copy ceiling the suites compare against.

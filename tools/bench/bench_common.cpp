@@ -37,18 +37,21 @@ std::filesystem::path synthetic_token_file(const std::filesystem::path& dir, int
 const std::vector<BenchSuite>& bench_suites() {
   static const std::vector<BenchSuite> suites = {
       {"numerics", "casts, stochastic-rounding casts, 8-bit block quantize/dequantize vs memcpy (or the device copy)",
-       &run_numerics_bench},
+       &run_numerics_bench, {"--device", "--elements", "--min-seconds"}},
       {"optim", "fused AdamW step per state/master/rounding configuration vs memcpy (or the device copy) and torch.optim.AdamW",
-       &run_optim_bench},
-      {"train", "a full training step (forward, backward, AdamW; --preset --seq --batch) vs the GEMM ceiling and PyTorch",
-       &run_train_bench},
+       &run_optim_bench, {"--device", "--elements", "--min-seconds"}},
+      {"train", "a full training step (forward, backward, AdamW) vs the GEMM ceiling and PyTorch", &run_train_bench,
+       {"--device", "--preset", "--seq", "--batch", "--min-seconds", "--torch-amp", "--profile-ops", "--torch-compile",
+        "--packing"}},
       {"dist", "the trainer's ZeRO-1/2/3 step at this world size (run under mpirun -np N): time, memory, bytes sent",
-       &run_dist_bench},
+       &run_dist_bench, {"--preset", "--seq", "--batch", "--out", "--profile", "--reduce-bucket-mib"}},
       {"gemm", "cuBLASLt bf16 GEMM at a preset's layer shapes and 8192^3 in TFLOP/s (--device cuda only)",
-       &run_gemm_bench},
-      {"ops", "every NnOps op at SmolLM2-135M and Llama-3.1-8B shapes vs the GEMM ceiling and the copy", &run_ops_bench},
+       &run_gemm_bench, {"--device", "--preset", "--seq", "--batch", "--min-seconds"}},
+      {"ops", "every NnOps op at SmolLM2-135M and Llama-3.1-8B shapes vs the GEMM ceiling and the copy", &run_ops_bench,
+       {"--device"}},
       {"precision", "the trainer under each numerics setting on one fine-tune: weight sticking, loss vs the fp32 "
-       "reference, fp16 gradient underflow (--quick: stories260K; --out DIR)", &run_precision_bench},
+       "reference, fp16 gradient underflow", &run_precision_bench,
+       {"--device", "--quick", "--out", "--fp4", "--steps", "--seed", "--only", "--seq", "--batch"}},
   };
   return suites;
 }

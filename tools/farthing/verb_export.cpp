@@ -41,34 +41,13 @@
 #include "framework/data/tokenizer_export.h"
 #include "framework/data/tokenizer_loaders.h"
 #include "tools/farthing/export_source.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using farthing::DType;
-
-constexpr const char* kExportUsage =
-    "usage: farthing export --from PATH|latest --out DIR [--recipe RECIPE] [--dtype f32|bf16|f16]\n"
-    "                       [--max-shard-size SIZE] [--tokenizer PATH]\n"
-    "\n"
-    "  --from PATH            safetensors file or directory, .gguf, llama2.c .bin, a training\n"
-    "                         checkpoint (.h5), or a run directory (its newest checkpoint)\n"
-    "  --from latest          the newest checkpoint in --recipe RECIPE's checkpoint.run_dir\n"
-    "  --out DIR              written: config.json, generation_config.json, model.safetensors\n"
-    "                         (or model-0000i-of-0000N.safetensors + model.safetensors.index.json)\n"
-    "  --dtype                stored precision; default: the model's own (bf16 for a training\n"
-    "                         checkpoint: its bf16 weights as trained; the source's dtype otherwise;\n"
-    "                         f32 for quantized GGUF); bf16/f16 from f32 round to nearest even;\n"
-    "                         f32/f16 of a training checkpoint take its fp32 master where kept\n"
-    "  --max-shard-size SIZE  shard above SIZE: 5GB (default; GB = 10^9 bytes as Hugging Face\n"
-    "                         counts), 500MB, 2GiB, or bytes (--max-shard-bytes N: bytes)\n"
-    "  --tokenizer PATH       the tokenizer files to write (without it: the source's own, or the\n"
-    "                         one a training checkpoint's recipe names when that path exists); a\n"
-    "                         Hugging Face folder's files are copied as they are (chat template,\n"
-    "                         bos/eos), others are written from the tokenizer\n"
-    "The bos/eos ids in config.json and generation_config.json are those of the model the\n"
-    "checkpoint came from (a Hugging Face folder's config.json and generation_config.json).\n";
 
 // "5GB" -> 5e9, "2GiB" -> 2^31, "123" -> 123 (Hugging Face's max_shard_size spelling).
 uint64_t parse_size(const std::string& text) {
@@ -211,37 +190,21 @@ std::string tokenizer_of_run(const farthing::cli::RunOrigin& origin) {
 
 }  // namespace
 
-int run_export(const std::vector<std::string>& args) {
+struct ExportArgs {
   std::string from, out, tokenizer, recipe;
+  std::string dtype;                 // "": the model's own
+  std::string max_shard_size = "5GB";  // Hugging Face's default max_shard_size
+};
+
+int run_export(const ExportArgs& a) {
+  const std::string& from = a.from;
+  const std::string& out = a.out;
+  const std::string& recipe = a.recipe;
+  std::string tokenizer = a.tokenizer;
   farthing::ckpt::SafetensorsWriteOptions options;
-  options.max_shard_bytes = 5'000'000'000;  // Hugging Face's default max_shard_size "5GB"
-  std::optional<DType> dtype;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      FARTHING_CHECK(i + 1 < args.size(), "option ", a, " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kExportUsage);
-      return 0;
-    }
-    if (a == "--from") from = value();
-    else if (a == "--out") out = value();
-    else if (a == "--recipe") recipe = value();
-    else if (a == "--dtype") dtype = farthing::parse_dtype(value());
-    else if (a == "--max-shard-size") options.max_shard_bytes = parse_size(value());
-    else if (a == "--max-shard-bytes") options.max_shard_bytes = parse_size(value());
-    else if (a == "--tokenizer") tokenizer = value();
-    else {
-      std::fprintf(stderr, "farthing export: unknown option '%s'\n\n%s", a.c_str(), kExportUsage);
-      return 2;
-    }
-  }
-  if (from.empty() || out.empty()) {
-    std::fprintf(stderr, "farthing export: need --from and --out\n\n%s", kExportUsage);
-    return 2;
-  }
+  options.max_shard_bytes = parse_size(a.max_shard_size);
+  std::optional<DType> dtype;  // unset: the model's own
+  if (!a.dtype.empty()) dtype = farthing::parse_dtype(a.dtype);
   const fs::path source = farthing::cli::resolve_export_from(from, recipe);
   // A training checkpoint: bf16 exports its bf16 weights bit for bit (what the run computed with);
   // a wider dtype takes the fp32 master where the run kept one, the same model before rounding.
@@ -331,3 +294,48 @@ int run_export(const std::vector<std::string>& args) {
   }
   return 0;
 }
+
+namespace {
+
+VerbRun define_export(CLI::App& verb) {
+  auto a = std::make_shared<ExportArgs>();
+  verb.add_option("--from", a->from,
+                  "safetensors file or directory, .gguf, llama2.c .bin, a training checkpoint (.h5),\n"
+                  "a run directory (its newest checkpoint), or latest: the newest checkpoint in\n"
+                  "--recipe RECIPE's checkpoint.run_dir")
+      ->type_name("PATH|latest")
+      ->required();
+  verb.add_option("--out", a->out,
+                  "written: config.json, generation_config.json, model.safetensors (or\n"
+                  "model-0000i-of-0000N.safetensors + model.safetensors.index.json), tokenizer files")
+      ->type_name("DIR")
+      ->required();
+  verb.add_option("--recipe", a->recipe, "the recipe whose run --from latest means")->type_name("RECIPE");
+  verb.add_option("--dtype", a->dtype,
+                  "stored precision; default: the model's own (bf16 for a training checkpoint: its\n"
+                  "bf16 weights as trained; the source's dtype otherwise; f32 for quantized GGUF);\n"
+                  "bf16/f16 from f32 round to nearest even; f32/f16 of a training checkpoint take\n"
+                  "its fp32 master where kept")
+      ->type_name("f32|bf16|f16")
+      ->check(farthing::cli::one_of({"f32", "bf16", "f16"}));
+  verb.add_option("--max-shard-size,--max-shard-bytes", a->max_shard_size,
+                  "shard above SIZE: bytes, or a number with KB, MB, GB, TB (powers of 10, as Hugging\n"
+                  "Face counts) or KiB, MiB, GiB")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  verb.add_option("--tokenizer", a->tokenizer,
+                  "the tokenizer files to write (default: the source's own, or the one a training\n"
+                  "checkpoint's recipe names when that path exists); a Hugging Face folder's files are\n"
+                  "copied as they are (chat template, bos/eos), others are written from the tokenizer")
+      ->type_name("PATH");
+  verb.footer("The bos/eos ids in config.json and generation_config.json are those of the model the\n"
+              "checkpoint came from (a Hugging Face folder's config.json and generation_config.json).");
+  return [a] { return run_export(*a); };
+}
+
+const VerbRegistration kExport{"export",
+                               "write a model file or a run's checkpoint as a Hugging Face directory (safetensors,\n"
+                               "config.json, the source's tokenizer and chat template)",
+                               define_export};
+
+}  // namespace

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <filesystem>
+#include <memory>
 #include <type_traits>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "models/common/presets.h"
 #include "models/common/sampling.h"
 #include "models/common/weights_from_file.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
@@ -33,24 +35,12 @@ namespace {
 namespace fs = std::filesystem;
 using farthing::models::GenerationOptions;
 
-constexpr const char* kGenerateUsage =
-    "usage: farthing generate --model PATH [options]\n"
-    "\n"
-    "  --model PATH          HF folder or *.safetensors, *.gguf, or a llama2.c .bin\n"
-    "  --tokenizer PATH      tokenizer.json (or its folder), tokenizer.model, tok512.bin or .gguf\n"
-    "                        (default: the GGUF's own tokenizer, else tokenizer.json beside the model)\n"
-    "  --prompt TEXT         text to continue (default: empty, i.e. BOS alone)\n"
-    "  --max-new-tokens N    most tokens to generate (default 128)\n"
-    "  --temperature T       0: greedy (default 0); else sample softmax(logits / T)\n"
-    "  --top-k K             sample among the K most likely tokens (default 0: off)\n"
-    "  --top-p P             sample within the smallest set of mass >= P (default 1: off)\n"
-    "  --seed S              draws are keyed by (seed, position) (default 0)\n"
-    "  --logits-out FILE     also write the next-token logits after the prompt (float32, vocab values)\n"
-    "  --stop TEXT           also stop at TEXT, which must be one token (repeatable); EOS always\n"
-    "                        stops, and BOS does for llama2.c models (as llama2.c's run)\n"
-    "\n"
-    "Prints the prompt and the generated text to stdout, tokens/s to stderr. The new text\n"
-    "excludes the stop token that ended it.\n";
+struct GenerateArgs {
+  std::string model, tokenizer, prompt;
+  std::vector<std::string> stop_texts;
+  std::string logits_out;  // where to write the prompt's next-token logits (float32), for checks
+  GenerationOptions options;
+};
 
 // The tokenizer the user named, or the one that travels with the model.
 fs::path default_tokenizer(const fs::path& model) {
@@ -62,57 +52,15 @@ fs::path default_tokenizer(const fs::path& model) {
   return beside;
 }
 
-template <class T>
-T parse_number(const std::string& option, const std::string& text) {
-  size_t used = 0;
-  T value{};
-  try {
-    if constexpr (std::is_floating_point_v<T>) value = T(std::stod(text, &used));
-    else value = T(std::stoll(text, &used));
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  FARTHING_CHECK(used == text.size() && !text.empty(), "farthing generate: ", option, " expects a number, got '",
-                 text, "'");
-  return value;
-}
-
 }  // namespace
 
-int run_generate(const std::vector<std::string>& args) {
-  std::string model_path, tokenizer_path, prompt;
-  std::vector<std::string> stop_texts;
-  std::string logits_out;  // where to write the prompt's next-token logits (float32), for checks
-  GenerationOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      FARTHING_CHECK(i + 1 < args.size(), "farthing generate: option ", a, " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kGenerateUsage);
-      return 0;
-    }
-    if (a == "--model") model_path = value();
-    else if (a == "--tokenizer") tokenizer_path = value();
-    else if (a == "--prompt") prompt = value();
-    else if (a == "--max-new-tokens") options.max_new_tokens = parse_number<int64_t>(a, value());
-    else if (a == "--temperature") options.temperature = parse_number<float>(a, value());
-    else if (a == "--top-k") options.top_k = parse_number<int64_t>(a, value());
-    else if (a == "--top-p") options.top_p = parse_number<float>(a, value());
-    else if (a == "--seed") options.seed = parse_number<uint64_t>(a, value());
-    else if (a == "--stop") stop_texts.push_back(value());
-    else if (a == "--logits-out") logits_out = value();
-    else {
-      std::fprintf(stderr, "farthing generate: unknown argument '%s'\n\n%s", a.c_str(), kGenerateUsage);
-      return 2;
-    }
-  }
-  if (model_path.empty()) {
-    std::fprintf(stderr, "farthing generate: --model PATH is required\n\n%s", kGenerateUsage);
-    return 2;
-  }
+int run_generate(const GenerateArgs& a) {
+  const std::string& model_path = a.model;
+  const std::string& tokenizer_path = a.tokenizer;
+  const std::string& prompt = a.prompt;
+  const std::vector<std::string>& stop_texts = a.stop_texts;
+  const std::string& logits_out = a.logits_out;
+  GenerationOptions options = a.options;
   farthing::models::validate(options);
   FARTHING_CHECK(fs::exists(model_path), "farthing generate: model file ", model_path, " does not exist");
 
@@ -191,6 +139,52 @@ int run_generate(const std::vector<std::string>& args) {
   return 0;
 }
 
-static const VerbRegistration kGenerate{
-    "generate", "--model PATH [--tokenizer PATH] [--prompt TEXT] [--max-new-tokens N] [--temperature T] ...",
-    "continue a prompt with a model file (KV-cache decoding; farthing generate --help)", run_generate};
+namespace {
+
+VerbRun define_generate(CLI::App& verb) {
+  auto a = std::make_shared<GenerateArgs>();
+  GenerationOptions& o = a->options;
+  verb.add_option("--model", a->model, "HF folder or *.safetensors, *.gguf, or a llama2.c .bin")
+      ->type_name("PATH")
+      ->required();
+  verb.add_option("--tokenizer", a->tokenizer,
+                  "tokenizer.json (or its folder), tokenizer.model, tok512.bin or .gguf\n"
+                  "(default: the GGUF's own, else tokenizer.json beside the model)")
+      ->type_name("PATH");
+  verb.add_option("--prompt", a->prompt, "text to continue (default: empty, i.e. BOS alone)")->type_name("TEXT");
+  verb.add_option("--max-new-tokens", o.max_new_tokens, "most tokens to generate")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(farthing::cli::whole_number_at_least(0));
+  verb.add_option("--temperature", o.temperature, "0: greedy; else sample softmax(logits / T)")
+      ->type_name("T")
+      ->capture_default_str()
+      ->check(farthing::cli::non_negative_number());
+  verb.add_option("--top-k", o.top_k, "sample among the K most likely tokens (0: off)")
+      ->type_name("K")
+      ->capture_default_str()
+      ->check(farthing::cli::whole_number_at_least(0));
+  verb.add_option("--top-p", o.top_p, "sample within the smallest set of mass >= P (1: off)")
+      ->type_name("P")
+      ->capture_default_str();
+  verb.add_option("--seed", o.seed, "draws are keyed by (seed, position)")
+      ->type_name("S")
+      ->capture_default_str()
+      ->check(farthing::cli::whole_number_at_least(0));
+  verb.add_option("--logits-out", a->logits_out,
+                  "also write the next-token logits after the prompt (float32, vocab values)")
+      ->type_name("FILE");
+  verb.add_option("--stop", a->stop_texts,
+                  "also stop at TEXT, which must be one token (repeatable); EOS always stops, and\n"
+                  "BOS does for llama2.c models (as llama2.c's run)")
+      ->type_name("TEXT")
+      ->allow_extra_args(false);
+  verb.footer("Prints the prompt and the generated text to stdout, tokens/s to stderr. The new text excludes\n"
+              "the stop token that ended it.");
+  return [a] { return run_generate(*a); };
+}
+
+const VerbRegistration kGenerate{"generate", "continue a prompt with a model file (KV-cache decoding)",
+                                 define_generate};
+
+}  // namespace

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -34,29 +35,18 @@
 #include "models/common/model_config.h"
 #include "models/common/weights_from_file.h"
 #include "tools/farthing/init_data.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kInitUsage =
-    "usage: farthing init MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X] [--device D]\n"
-    "                     [--out RECIPE]\n"
-    "\n"
-    "  A starter recipe for fine-tuning MODEL_FILE (HF directory, .safetensors, .gguf, llama2.c .bin\n"
-    "  or a training checkpoint .h5) on this machine, every knob commented: the most comfortable\n"
-    "  optimizer and batch settings whose predicted peak (farthing plan's estimate) fits the budget.\n"
-    "\n"
-    "  --data FILE       training data (.txt, .jsonl or .tok); default data/train.txt. Read to size\n"
-    "                    seq_len, eval_fraction, the batch and the steps, and for chat data to set\n"
-    "                    the chat template and BOS/EOS; without it (no data/train.txt) sized blind\n"
-    "  --tokenizer PATH  tokenizer, when the model file has none beside or inside it (llama2.c)\n"
-    "  --budget-gb X     memory to plan for, GiB; default 90% of the GPU's free memory when the recipe\n"
-    "                    trains on CUDA, else 80% of MemAvailable in /proc/meminfo\n"
-    "  --device D        cpu, cuda or auto (default: cuda when a GPU is visible, else cpu): where the\n"
-    "                    recipe trains (train.device) and whose memory sizes it\n"
-    "  --out RECIPE      write the recipe there (never over an existing file) instead of stdout\n";
+struct InitArgs {
+  std::string model_path, data = "data/train.txt", tokenizer, out, device = "auto";
+  bool data_given = false;
+  double budget_gb = -1.0;  // <= 0: from the device's memory
+};
 
 struct Rung {
   const char* state;
@@ -204,50 +194,14 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
   return y.str();
 }
 
-int run_init(const std::vector<std::string>& args) {
-  std::string model_path, data = "data/train.txt", tokenizer, out, device = "auto";
-  bool data_given = false;
-  double budget_gb = -1.0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      FARTHING_CHECK(i + 1 < args.size(), "option ", a, " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kInitUsage);
-      return 0;
-    }
-    if (a == "--data") {
-      data = value();
-      data_given = true;
-    }
-    else if (a == "--tokenizer") tokenizer = value();
-    else if (a == "--out") out = value();
-    else if (a == "--device") {
-      device = value();
-      FARTHING_CHECK(device == "cpu" || device == "cuda" || device == "auto", "init: --device '", device,
-                     "'; expected cpu, cuda or auto");
-    }
-    else if (a == "--budget-gb") {
-      const std::string v = value();
-      try {
-        budget_gb = std::stod(v);
-      } catch (const std::exception&) {
-        budget_gb = -1.0;
-      }
-      FARTHING_CHECK(budget_gb > 0.0, "--budget-gb '", v, "' is not a positive number of GiB (e.g. 24)");
-    } else if (!a.starts_with("-") && model_path.empty()) {
-      model_path = a;
-    } else {
-      std::fprintf(stderr, "farthing init: unexpected argument '%s'\n\n%s", a.c_str(), kInitUsage);
-      return 2;
-    }
-  }
-  if (model_path.empty()) {
-    std::fprintf(stderr, "farthing init: need MODEL_FILE\n\n%s", kInitUsage);
-    return 2;
-  }
+int run_init(const InitArgs& a) {
+  const std::string& model_path = a.model_path;
+  const std::string& data = a.data;
+  const std::string& tokenizer = a.tokenizer;
+  const std::string& out = a.out;
+  const bool data_given = a.data_given;
+  const double budget_gb = a.budget_gb;
+  std::string device = a.device;
   FARTHING_CHECK(fs::exists(model_path), "init: model file '", model_path,
                  "' does not exist; give an HF model directory, a .safetensors, .gguf or llama2.c .bin file");
   FARTHING_CHECK(out.empty() || !fs::exists(out), "init: ", out,
@@ -358,7 +312,39 @@ int run_init(const std::vector<std::string>& args) {
   return 0;
 }
 
-const VerbRegistration kInit{"init", "MODEL_FILE [--data FILE] [--tokenizer PATH] [--budget-gb X] [--device D] [--out RECIPE]",
-                             "write a starter recipe for a model, sized to this machine's memory", run_init};
+VerbRun define_init(CLI::App& verb) {
+  auto a = std::make_shared<InitArgs>();
+  verb.add_option("MODEL_FILE", a->model_path,
+                  "HF directory, .safetensors, .gguf, llama2.c .bin or a training checkpoint .h5")
+      ->required();
+  verb.add_option("--data", a->data,
+                  "training data (.txt, .jsonl or .tok). Read to size seq_len, eval_fraction, the batch\n"
+                  "and the steps, and for chat data to set the chat template and BOS/EOS; without it\n"
+                  "(no data/train.txt) the recipe is sized blind")
+      ->type_name("FILE")
+      ->capture_default_str()
+      ->each([a](const std::string&) { a->data_given = true; });
+  verb.add_option("--tokenizer", a->tokenizer, "tokenizer, when the model file has none beside or inside it (llama2.c)")
+      ->type_name("PATH");
+  verb.add_option("--budget-gb", a->budget_gb,
+                  "memory to plan for, GiB; default 90% of the GPU's free memory when the recipe\n"
+                  "trains on CUDA, else 80% of MemAvailable in /proc/meminfo")
+      ->type_name("X")
+      ->check(farthing::cli::positive_number());
+  verb.add_option("--device", a->device,
+                  "where the recipe trains (train.device) and whose memory sizes it; auto: cuda when\n"
+                  "a GPU is visible, else cpu")
+      ->type_name("cpu|cuda|auto")
+      ->capture_default_str()
+      ->check(farthing::cli::one_of({"cpu", "cuda", "auto"}));
+  verb.add_option("--out", a->out, "write the recipe there (never over an existing file) instead of stdout")
+      ->type_name("RECIPE");
+  verb.footer("A starter recipe for fine-tuning MODEL_FILE on this machine, every knob commented: the most\n"
+              "comfortable optimizer and batch settings whose predicted peak (farthing plan's estimate) fits\n"
+              "the budget.");
+  return [a] { return run_init(*a); };
+}
+
+const VerbRegistration kInit{"init", "write a starter recipe for a model, sized to this machine's memory", define_init};
 
 }  // namespace

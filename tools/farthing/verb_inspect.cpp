@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "kernels/numerics/dynamic_map.h"
 #include "models/common/model_config.h"
 #include "models/common/weights_from_file.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
@@ -39,56 +41,13 @@ namespace fs = std::filesystem;
 using farthing::train::format_bytes;
 using nlohmann::json;
 
-constexpr const char* kInspectUsage =
-    "usage: farthing inspect CKPT [--all] [--top N] [--recipe] [--json]\n"
-    "\n"
-    "  CKPT        a training checkpoint (step_NNNNNNNN.h5), a run directory or its checkpoints/\n"
-    "              folder (the `latest` checkpoint), or a model file: HF safetensors dir or file,\n"
-    "              .gguf, llama2.c .bin\n"
-    "  --all       list every dataset (tensor), not only the largest\n"
-    "  --top N     how many of the largest tensors to list (default 10)\n"
-    "  --recipe    print the resolved recipe stored in the checkpoint, and nothing else\n"
-    "  --json      one JSON object instead of text\n"
-    "\n"
-    "For a checkpoint, every dataset's CRC-32 is recomputed: \"checksums: all N datasets intact\", or\n"
-    "exit status 1 and the name of the first damaged dataset.\n";
-
 struct InspectArgs {
   std::string path;
   bool all = false;
   int64_t top = 10;
   bool recipe = false;
   bool json = false;
-  bool help = false;
 };
-
-InspectArgs parse_inspect_args(const std::vector<std::string>& args) {
-  InspectArgs p;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") p.help = true;
-    else if (a == "--all") p.all = true;
-    else if (a == "--recipe") p.recipe = true;
-    else if (a == "--json") p.json = true;
-    else if (a == "--top") {
-      FARTHING_CHECK(i + 1 < args.size(), "farthing inspect: option --top needs a value");
-      const std::string v = args[++i];
-      size_t used = 0;
-      long long n = 0;
-      try { n = std::stoll(v, &used); } catch (const std::exception&) { used = 0; }
-      FARTHING_CHECK(used == v.size() && n >= 0, "farthing inspect: --top '", v, "' must be a whole number >= 0");
-      p.top = n;
-    } else if (!a.empty() && a[0] == '-') {
-      FARTHING_FAIL("farthing inspect: unknown option '", a, "' (see --help)");
-    } else if (p.path.empty()) {
-      p.path = a;
-    } else {
-      FARTHING_FAIL("farthing inspect: unexpected argument '", a, "'; give one CKPT (see --help)");
-    }
-  }
-  FARTHING_CHECK(p.help || !p.path.empty(), "farthing inspect: no CKPT given (see --help)");
-  return p;
-}
 
 // HDF5's signature sits at offset 0, or 512, 1024, ... after a user block.
 bool is_hdf5_file(const fs::path& path) {
@@ -393,20 +352,32 @@ int inspect_model_file(const fs::path& path, const InspectArgs& a) {
   return 0;
 }
 
-int run_inspect(const std::vector<std::string>& args) {
-  const InspectArgs a = parse_inspect_args(args);
-  if (a.help) {
-    std::printf("%s", kInspectUsage);
-    return 0;
-  }
+int run_inspect(const InspectArgs& a) {
   FARTHING_CHECK(fs::exists(a.path), "farthing inspect: '", a.path, "' does not exist");
   const fs::path path = resolve_checkpoint_path(a.path);
   if (fs::is_regular_file(path) && is_hdf5_file(path)) return inspect_checkpoint(path, a);
   return inspect_model_file(path, a);
 }
 
-const VerbRegistration kInspect{"inspect", "CKPT [--all] [--top N] [--recipe] [--json]",
-                                "what is in a checkpoint or model file, checksums verified (farthing inspect --help)",
-                                run_inspect};
+VerbRun define_inspect(CLI::App& verb) {
+  auto a = std::make_shared<InspectArgs>();
+  verb.add_option("CKPT", a->path,
+                  "a training checkpoint (step_NNNNNNNN.h5), a run directory or its checkpoints/\n"
+                  "folder (the `latest` checkpoint), or a model file: HF safetensors dir or file,\n"
+                  ".gguf, llama2.c .bin")
+      ->required();
+  verb.add_flag("--all", a->all, "list every dataset (tensor), not only the largest");
+  verb.add_option("--top", a->top, "how many of the largest tensors to list")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(farthing::cli::whole_number_at_least(0));
+  verb.add_flag("--recipe", a->recipe, "print the resolved recipe stored in the checkpoint, and nothing else");
+  verb.add_flag("--json", a->json, "one JSON object instead of text");
+  verb.footer("For a checkpoint, every dataset's CRC-32 is recomputed: \"checksums: all N datasets intact\", or\n"
+              "exit status 1 and the name of the first damaged dataset.");
+  return [a] { return run_inspect(*a); };
+}
+
+const VerbRegistration kInspect{"inspect", "what is in a checkpoint or model file, checksums verified", define_inspect};
 
 }  // namespace

@@ -1,7 +1,7 @@
 // verb_plan.cpp — `farthing plan RECIPE [--set k=v]... [--world-size N] [--preset NAME] [--budget-gb X]
 // [--interconnect NAME|FILE (--profile FILE | --compute-tflops R [--memory-gbs M])] [--roofline DEVICE] [--json]`:
 // what a run will hold per rank, before anything is allocated — bytes per parameter by
-// category (ARCHITECTURE.md §6) and the predicted peak — and a refusal when it exceeds a budget;
+// category (docs/design.md, "Memory per parameter") and the predicted peak — and a refusal when it exceeds a budget;
 // with --interconnect, how long its step takes at each ZeRO stage on that many ranks
 // (train/plan/scaling_model.h).
 // The parameter store's choices are explained in the table's notes: what is held whole or
@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -36,6 +37,7 @@
 #include "train/loop/train_device.h"
 #include "train/plan/device_fit.h"
 #include "train/plan/roofline_table.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
@@ -46,42 +48,6 @@ namespace recipe = farthing::recipe;
 namespace optim = farthing::optim;
 namespace models = farthing::models;
 using farthing::MemoryCategory;
-
-constexpr const char* kPlanUsage =
-    "usage: farthing plan RECIPE [--set key=value]... [--world-size N] [--preset NAME] [--budget-gb X] [--json]\n"
-    "\n"
-    "  Memory per rank of training RECIPE, before anything is allocated: bytes per parameter by\n"
-    "  category (weights, grads, master, optimizer state; ARCHITECTURE.md section 6), activations,\n"
-    "  communication buffers, and the predicted peak (what the trainer's memory tracker will report\n"
-    "  as peak_mem_bytes in metrics.jsonl).\n"
-    "\n"
-    "  --set key=value     override a recipe key, as for farthing train\n"
-    "  --world-size N      ranks to plan for (ZeRO shards the master and optimizer state, stage 2 the\n"
-    "                      gradients, stage 3 the weights too); default 1\n"
-    "  --preset NAME       take the architecture from preset NAME instead of model.path's config, to plan\n"
-    "                      before downloading the weights (e.g. --preset llama3.1-8b)\n"
-    "  --budget-gb X       exit 1 with a message when the predicted peak exceeds X GiB (2^30 bytes)\n"
-    "  --json              one JSON object instead of the table\n"
-    "\n"
-    "  Step time (docs/scaling.md), at ZeRO stages 1-3 on --world-size ranks:\n"
-    "  --interconnect X    nvlink, ib400, ib200, eth100 (nominal links), link:RATE:LATENCY (by hand,\n"
-    "                      e.g. link:1gbit:1ms), or a file of measured ones\n"
-    "                      (farthing bench dist --out FILE)\n"
-    "  --profile FILE      the compute of each turn, measured by farthing bench dist --out at the\n"
-    "                      recipe's micro_batch and seq_len, or:\n"
-    "  --compute-tflops R  the compute from the model's FLOPs at R TFLOP/s achieved per rank\n"
-    "  --memory-gbs M      the optimizer step's memory bandwidth per rank with --compute-tflops\n"
-    "                      (default 3350: an H100 SXM's HBM3)\n"
-    "\n"
-    "  --roofline DEVICE   also the step on paper at DEVICE's datasheet rates (h100, h200, rtx4090):\n"
-    "                      every op's FLOPs and bytes, its time at the roofline, and the MFU the design\n"
-    "                      can reach, with activations as built and the bf16 design; a table only\n"
-    "  --fit DEVICE        the cut of the recipe's batch (micro_batch x grad_accum), recomputation and\n"
-    "                      model.loss_chunk_rows that fit DEVICE's memory (h100, h200, rtx4090; 90% of\n"
-    "                      it) and run fastest at its roofline, beside the recipe as written; a table only\n"
-    "  --measure-ops       with --roofline: also run each row's calls on this machine's device (the\n"
-    "                      recipe's train.device; auto: a GPU where one is visible), shape by shape,\n"
-    "                      and print the measured time beside the roofline's\n";
 
 struct PlanArgs {
   std::string recipe;
@@ -96,76 +62,22 @@ struct PlanArgs {
   bool measure_ops = false;  // and each op's time here (roofline_measure.h)
   std::string fit;           // a device name: the settings that fit it (device_fit.h)
   bool json = false;
-  bool help = false;
 };
 
-PlanArgs parse_plan_args(const std::vector<std::string>& args) {
-  PlanArgs p;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      FARTHING_CHECK(i + 1 < args.size(), "farthing plan: option ", a, " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") p.help = true;
-    else if (a == "--set") p.overrides.push_back(value());
-    else if (a == "--json") p.json = true;
-    else if (a == "--preset") p.preset = value();
-    else if (a == "--measure-ops") p.measure_ops = true;
-    else if (a == "--fit") {
-      p.fit = value();
-      FARTHING_CHECK(farthing::train::fit_device(p.fit) != nullptr, "farthing plan: --fit '", p.fit,
-                     "' is not a known device (", farthing::train::kRooflineDeviceNames, ")");
-    }
-    else if (a == "--roofline") {
-      p.roofline = value();
-      FARTHING_CHECK(farthing::train::roofline_device(p.roofline) != nullptr, "farthing plan: --roofline '", p.roofline,
-                     "' is not a known device (", farthing::train::kRooflineDeviceNames, ")");
-    }
-    else if (a == "--world-size") {
-      const std::string v = value();
-      size_t used = 0;
-      int n = 0;
-      try { n = std::stoi(v, &used); } catch (const std::exception&) { used = 0; }
-      FARTHING_CHECK(used == v.size() && n >= 1, "farthing plan: --world-size '", v, "' must be a whole number >= 1");
-      p.world_size = n;
-    } else if (a == "--interconnect") {
-      p.interconnect = value();
-    } else if (a == "--profile") {
-      p.profile = value();
-    } else if (a == "--compute-tflops" || a == "--memory-gbs") {
-      const std::string v = value();
-      size_t used = 0;
-      double x = 0.0;
-      try { x = std::stod(v, &used); } catch (const std::exception&) { used = 0; }
-      FARTHING_CHECK(used == v.size() && x > 0.0, "farthing plan: ", a, " '", v, "' must be a positive number");
-      (a == "--compute-tflops" ? p.compute_tflops : p.memory_gbs) = x;
-    } else if (a == "--budget-gb") {
-      const std::string v = value();
-      size_t used = 0;
-      double x = 0.0;
-      try { x = std::stod(v, &used); } catch (const std::exception&) { used = 0; }
-      FARTHING_CHECK(used == v.size() && x > 0.0, "farthing plan: --budget-gb '", v, "' must be a positive number of GiB");
-      p.budget_gb = x;
-    } else if (!a.empty() && a[0] == '-') {
-      FARTHING_FAIL("farthing plan: unknown option '", a, "' (see --help)");
-    } else if (p.recipe.empty()) {
-      p.recipe = a;
-    } else {
-      FARTHING_FAIL("farthing plan: unexpected argument '", a, "'; give one RECIPE (see --help)");
-    }
-  }
-  FARTHING_CHECK(p.help || !p.recipe.empty(), "farthing plan: no RECIPE given (see --help)");
-  FARTHING_CHECK(p.roofline.empty() || !p.json, "farthing plan: --roofline prints a table; it has no --json form yet");
-  FARTHING_CHECK(p.fit.empty() || !p.json, "farthing plan: --fit prints a table; it has no --json form yet");
-  FARTHING_CHECK(!p.measure_ops || !p.roofline.empty(), "farthing plan: --measure-ops needs --roofline DEVICE");
+// The options that parse one by one but do not go together.
+void check_plan_args(const PlanArgs& p) {
+  auto usage = [](bool ok, const std::string& message) {
+    if (!ok) throw farthing::cli::UsageError(message);
+  };
+  usage(p.roofline.empty() || !p.json, "--roofline prints a table; it has no --json form");
+  usage(p.fit.empty() || !p.json, "--fit prints a table; it has no --json form");
+  usage(!p.measure_ops || !p.roofline.empty(), "--measure-ops needs --roofline DEVICE");
   const bool step_time = !p.profile.empty() || p.compute_tflops > 0.0;
-  FARTHING_CHECK(p.interconnect.empty() || step_time, "farthing plan: --interconnect needs the compute: --profile FILE "
-                 "(farthing bench dist --out) or --compute-tflops R");
-  FARTHING_CHECK(!step_time || !p.interconnect.empty(), "farthing plan: --profile and --compute-tflops need "
-                 "--interconnect (", train::kInterconnectNames, ", or a file of measured links)");
-  FARTHING_CHECK(p.profile.empty() || p.compute_tflops <= 0.0, "farthing plan: give --profile or --compute-tflops, not both");
-  return p;
+  usage(p.interconnect.empty() || step_time,
+        "--interconnect needs the compute: --profile FILE (farthing bench dist --out) or --compute-tflops R");
+  usage(!step_time || !p.interconnect.empty(), std::string("--profile and --compute-tflops need --interconnect (") +
+                                                   train::kInterconnectNames + ", or a file of measured links)");
+  usage(p.profile.empty() || p.compute_tflops <= 0.0, "give --profile or --compute-tflops, not both");
 }
 
 std::string read_text(const fs::path& path) {
@@ -304,7 +216,7 @@ constexpr MemoryCategory kWorkspace[] = {MemoryCategory::kActivations, MemoryCat
 void print_host_memory(const farthing::recipe::RunConfig& r, const train::MemoryEstimate& e) {
   const double params = double(e.param_count);
   const bool same_memory = r.train.device == recipe::TrainDevice::kCpu;
-  std::printf("\nhost memory (optimizer.offload host: the master and moments, and their sec. 6 cost)%s\n",
+  std::printf("\nhost memory (optimizer.offload host: the master and moments, and their nominal cost)%s\n",
               same_memory ? ": train.device is cpu, so this is the same memory as the figures above" : "");
   std::printf("%-16s %8.2f %8.2f %12s  %s\n", "master", double(e.optimizer.master) / params, e.nominal_host.master,
               train::format_bytes(e.optimizer.master).c_str(),
@@ -345,7 +257,7 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
                                                                                               : "",
               std::string(recipe::enum_name(r.optimizer.master)).c_str());
   if (e.world_size > 1) std::printf("          rank %d holds the most (ranks own unequal shards)\n", e.peak_rank);
-  std::printf("\n%-16s %8s %8s %12s  %s\n", "category", "B/param", "sec. 6", "per rank", "what");
+  std::printf("\n%-16s %8s %8s %12s  %s\n", "category", "B/param", "nominal", "per rank", "what");
   double model_state_nominal = 0.0;
   const double params = double(e.param_count);
   for (MemoryCategory cat : kModelState) {
@@ -419,8 +331,8 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
               : e.grad_sums                ? "added to the kept fp32 sums (grad_accum or several ranks)"
                                            : "kept in fp32 (one backward's gradient, train.grad_dtype)");
-  std::printf("\nsec. 6: ARCHITECTURE.md's per-parameter cost of these settings; the units in use and the\n"
-              "workspace come on top (flat space %lld elements for %lld parameters).\n",
+  std::printf("\nnominal: the per-parameter cost of these settings (docs/design.md, \"Memory per parameter\"); the\n"
+              "units in use and the workspace come on top (flat space %lld elements for %lld parameters).\n",
               (long long)e.flat_elems, (long long)e.param_count);
 }
 
@@ -433,7 +345,7 @@ nlohmann::json to_json(const PlanArgs& a, const farthing::recipe::RunConfig& r, 
                                        {"held_bytes_per_param", double(e.held_bytes(cat)) / double(e.param_count)},
                                        {"nominal_bytes_per_param", nominal_of(cat, e)}};
   }
-  if (e.optimizer.on_host) {  // the §6 cost of what lives in host memory instead
+  if (e.optimizer.on_host) {  // the nominal cost of what lives in host memory instead
     categories[category_label(MemoryCategory::kMaster)]["nominal_host_bytes_per_param"] = e.nominal_host.master;
     categories[category_label(MemoryCategory::kOptimizerState)]["nominal_host_bytes_per_param"] = e.nominal_host.moments;
   }
@@ -619,12 +531,8 @@ nlohmann::json step_time_json(const StepTimePlan& p) {
           {"tokens_per_rank", p.tokens_per_rank}, {"stages", stages}};
 }
 
-int run_plan(const std::vector<std::string>& args) {
-  const PlanArgs a = parse_plan_args(args);
-  if (a.help) {
-    std::printf("%s", kPlanUsage);
-    return 0;
-  }
+int run_plan(const PlanArgs& a) {
+  check_plan_args(a);
   farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
   const PlannedModel model = planned_model(config.model, a.preset);
   const train::FitDevice* fit = a.fit.empty() ? nullptr : train::fit_device(a.fit);
@@ -670,8 +578,86 @@ int run_plan(const std::vector<std::string>& args) {
   return 0;
 }
 
-const VerbRegistration kPlan{"plan", "RECIPE [--set key=value]... [--world-size N] [--budget-gb X] [--interconnect X] [--json]",
-                             "memory per rank of a recipe before allocating, and its step time on N ranks "
-                             "(farthing plan --help)", run_plan};
+// A device of the roofline's datasheets (h100, h200, rtx4090).
+CLI::Validator known_device() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        return train::roofline_device(name) != nullptr && train::fit_device(name) != nullptr
+                   ? ""
+                   : "'" + name + "' is not a known device (" + train::kRooflineDeviceNames + ")";
+      },
+      "", std::string("one of ") + train::kRooflineDeviceNames);
+}
+
+VerbRun define_plan(CLI::App& verb) {
+  namespace cli = farthing::cli;
+  auto a = std::make_shared<PlanArgs>();
+  verb.add_option("RECIPE", a->recipe, "a YAML recipe (as for farthing train)")->required();
+  cli::add_set_option(verb, a->overrides);
+  verb.add_option("--world-size", a->world_size,
+                  "ranks to plan for (ZeRO shards the master and optimizer state, stage 2 the\n"
+                  "gradients, stage 3 the weights too)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(cli::whole_number_at_least(1));
+  verb.add_option("--preset", a->preset,
+                  "take the architecture from preset NAME instead of model.path's config, to plan\n"
+                  "before downloading the weights (e.g. --preset llama3.1-8b)")
+      ->type_name("NAME");
+  verb.add_option("--budget-gb", a->budget_gb, "exit 1 with a message when the predicted peak exceeds X GiB (2^30 bytes)")
+      ->type_name("X")
+      ->check(cli::positive_number());
+  verb.add_flag("--json", a->json, "one JSON object instead of the table");
+  const std::string step_time = "Step time (docs/scaling.md), at ZeRO stages 1-3 on --world-size ranks";
+  const std::string paper = "On paper, at a device's datasheet rates (tables only)";
+  verb.add_option("--interconnect", a->interconnect,
+                   "nvlink, ib400, ib200, eth100 (nominal links), link:RATE:LATENCY (by hand,\n"
+                   "e.g. link:1gbit:1ms), or a file of measured ones (farthing bench dist --out FILE)")
+      ->type_name("X")
+      ->group(step_time);
+  verb.add_option("--profile", a->profile,
+                   "the compute of each turn, measured by farthing bench dist --out at the\n"
+                   "recipe's micro_batch and seq_len")
+      ->type_name("FILE")
+      ->group(step_time);
+  verb.add_option("--compute-tflops", a->compute_tflops, "or: the compute from the model's FLOPs at R TFLOP/s achieved per rank")
+      ->type_name("R")
+      ->check(cli::positive_number())
+      ->group(step_time);
+  verb.add_option("--memory-gbs", a->memory_gbs,
+                   "the optimizer step's memory bandwidth per rank with --compute-tflops\n"
+                   "(default: an H100 SXM's HBM3)")
+      ->type_name("M")
+      ->capture_default_str()
+      ->check(cli::positive_number())
+      ->group(step_time);
+  verb.add_option("--roofline", a->roofline,
+                   "also the step at DEVICE's datasheet rates: every op's FLOPs and bytes, its time\n"
+                   "at the roofline, and the MFU the design can reach, with activations as built and\n"
+                   "the bf16 design")
+      ->type_name("DEVICE")
+      ->check(known_device())
+      ->group(paper);
+  verb.add_option("--fit", a->fit,
+                   "the cut of the recipe's batch (micro_batch x grad_accum), recomputation and\n"
+                   "model.loss_chunk_rows that fit DEVICE's memory (90% of it) and run fastest at its\n"
+                   "roofline, beside the recipe as written")
+      ->type_name("DEVICE")
+      ->check(known_device())
+      ->group(paper);
+  verb.add_flag("--measure-ops", a->measure_ops,
+                  "with --roofline: also run each row's calls on this machine's device (the recipe's\n"
+                  "train.device; auto: a GPU where one is visible), shape by shape, and print the\n"
+                  "measured time beside the roofline's")
+      ->group(paper);
+  verb.footer("Memory per rank of training RECIPE, before anything is allocated: bytes per parameter by category\n"
+              "(weights, grads, master, optimizer state; docs/design.md, \"Memory per parameter\"), activations,\n"
+              "communication buffers, and the predicted peak (what the trainer's memory tracker reports as\n"
+              "peak_mem_bytes in metrics.jsonl).");
+  return [a] { return run_plan(*a); };
+}
+
+const VerbRegistration kPlan{"plan", "memory per rank of a recipe before allocating, and its step time on N ranks",
+                             define_plan};
 
 }  // namespace

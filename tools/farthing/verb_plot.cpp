@@ -13,24 +13,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "framework/core/error.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kPlotUsage =
-    "usage: farthing plot RUN_DIR [RUN_DIR ...] [--out PNG]\n"
-    "\n"
-    "  RUN_DIR      a training run's directory (checkpoint.run_dir), holding metrics.jsonl;\n"
-    "               several: their curves on one plot, labelled by directory name\n"
-    "  --out PNG    where to write the plot (default RUN_DIR/loss.png; FIRST_RUN_DIR/compare.png)\n"
-    "Needs python3 with matplotlib (python3 -m pip install matplotlib), or Debian's python3-matplotlib\n"
-    "(tools/setup.sh installs it; used through /usr/bin/python3 when the PATH python3 lacks it).\n";
+struct PlotArgs {
+  std::vector<std::string> run_dirs;
+  std::string out;
+};
 
 fs::path plot_script() {
   if (const char* env = std::getenv("FARTHING_PLOT_SCRIPT"); env != nullptr && *env != '\0') {
@@ -55,29 +53,9 @@ fs::path plot_script() {
   return {};
 }
 
-int run_plot(const std::vector<std::string>& args) {
-  std::vector<std::string> run_dirs;
-  std::string out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kPlotUsage);
-      return 0;
-    }
-    if (a == "--out") {
-      FARTHING_CHECK(i + 1 < args.size(), "option --out needs a value (the PNG to write)");
-      out = args[++i];
-    } else if (!a.starts_with("-")) {
-      run_dirs.push_back(a);
-    } else {
-      std::fprintf(stderr, "farthing plot: unexpected argument '%s'\n\n%s", a.c_str(), kPlotUsage);
-      return 2;
-    }
-  }
-  if (run_dirs.empty()) {
-    std::fprintf(stderr, "farthing plot: need RUN_DIR\n\n%s", kPlotUsage);
-    return 2;
-  }
+int run_plot(const PlotArgs& a) {
+  const std::vector<std::string>& run_dirs = a.run_dirs;
+  const std::string& out = a.out;
   for (const std::string& run_dir : run_dirs) {
     FARTHING_CHECK(fs::is_regular_file(fs::path(run_dir) / "metrics.jsonl"), "plot: ",
                    (fs::path(run_dir) / "metrics.jsonl").string(),
@@ -105,7 +83,19 @@ int run_plot(const std::vector<std::string>& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-const VerbRegistration kPlot{"plot", "RUN_DIR [--out PNG]", "draw a run's loss and eval loss against steps (PNG)",
-                             run_plot};
+VerbRun define_plot(CLI::App& verb) {
+  auto a = std::make_shared<PlotArgs>();
+  verb.add_option("RUN_DIR", a->run_dirs,
+                  "a training run's directory (checkpoint.run_dir), holding metrics.jsonl; several:\n"
+                  "their curves on one plot, labelled by directory name")
+      ->required();
+  verb.add_option("--out", a->out, "where to write the plot (default RUN_DIR/loss.png; FIRST_RUN_DIR/compare.png)")
+      ->type_name("PNG");
+  verb.footer("Needs python3 with matplotlib (python3 -m pip install matplotlib), or Debian's python3-matplotlib\n"
+              "(tools/setup.sh installs it; used through /usr/bin/python3 when the PATH python3 lacks it).");
+  return [a] { return run_plot(*a); };
+}
+
+const VerbRegistration kPlot{"plot", "draw a run's loss and eval loss against steps (PNG)", define_plot};
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -18,21 +19,16 @@
 #include "framework/core/error.h"
 #include "framework/data/token_file.h"
 #include "framework/data/tokenizer_loaders.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
 
-constexpr const char* kTokenizeUsage =
-    "usage: farthing tokenize --tokenizer PATH --ids TEXT\n"
-    "       farthing tokenize --tokenizer PATH INPUT(.txt|.jsonl) -o OUT.bin [options]\n"
-    "\n"
-    "  --tokenizer PATH  tokenizer.json (or a folder holding it), tokenizer.model, tok512.bin or .gguf\n"
-    "  --ids TEXT        print the token ids of TEXT and exit\n"
-    "  -o OUT.bin        token file: \"FTOK\", u32 version 1, u32 vocab_size, u32 header_bytes 24,\n"
-    "                    u64 n_tokens, then n_tokens u32 ids (little-endian)\n"
-    "  --field NAME      JSONL field holding the document (default: text)\n"
-    "  --bos / --eos     put BOS before / EOS after every document\n"
-    "  --no-special      treat special-token text (\"<|endoftext|>\") as plain text\n";
+struct TokenizeArgs {
+  std::string tokenizer, ids_text, input, output, field = "text";
+  bool want_ids = false;  // --ids was given (its TEXT may be empty)
+  bool bos = false, eos = false, no_special = false;
+};
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -44,41 +40,19 @@ std::string read_all(const std::string& path) {
 
 }  // namespace
 
-int run_tokenize(const std::vector<std::string>& args) {
-  std::string tokenizer_path, ids_text, input, output, field = "text";
-  bool want_ids = false, bos = false, eos = false, parse_special = true;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      FARTHING_CHECK(i + 1 < args.size(), "option ", a, " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kTokenizeUsage);
-      return 0;
-    }
-    if (a == "--tokenizer") tokenizer_path = value();
-    else if (a == "--ids") { ids_text = value(); want_ids = true; }
-    else if (a == "-o" || a == "--output") output = value();
-    else if (a == "--field") field = value();
-    else if (a == "--bos") bos = true;
-    else if (a == "--eos") eos = true;
-    else if (a == "--no-special") parse_special = false;
-    else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "farthing tokenize: unknown option '%s'\n\n%s", a.c_str(), kTokenizeUsage);
-      return 2;
-    } else if (input.empty()) input = a;
-    else {
-      std::fprintf(stderr, "farthing tokenize: more than one input ('%s', '%s')\n\n%s", input.c_str(), a.c_str(),
-                   kTokenizeUsage);
-      return 2;
-    }
+int run_tokenize(const TokenizeArgs& a) {
+  const bool want_ids = a.want_ids;
+  if (want_ids && !a.input.empty()) {
+    throw farthing::cli::UsageError("give --ids TEXT or INPUT -o OUT.bin, not both");
   }
-  if (tokenizer_path.empty() || (!want_ids && (input.empty() || output.empty()))) {
-    std::fprintf(stderr, "farthing tokenize: need --tokenizer and either --ids TEXT or INPUT -o OUT.bin\n\n%s",
-                 kTokenizeUsage);
-    return 2;
+  if (!want_ids && (a.input.empty() || a.output.empty())) {
+    throw farthing::cli::UsageError("need --ids TEXT, or INPUT and -o OUT.bin");
   }
+  const std::string& tokenizer_path = a.tokenizer;
+  const std::string& input = a.input;
+  const std::string& output = a.output;
+  const std::string& field = a.field;
+  const bool bos = a.bos, eos = a.eos, parse_special = !a.no_special;
   const farthing::data::Tokenizer tok = farthing::data::load_tokenizer(tokenizer_path);
   std::vector<int32_t> ids;
   auto add_document = [&](const std::string& text) {
@@ -94,7 +68,7 @@ int run_tokenize(const std::vector<std::string>& args) {
     }
   };
   if (want_ids) {
-    add_document(ids_text);
+    add_document(a.ids_text);
     for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
     std::printf("\n");
     return 0;
@@ -135,3 +109,32 @@ int run_tokenize(const std::vector<std::string>& args) {
                output.c_str());
   return 0;
 }
+
+namespace {
+
+VerbRun define_tokenize(CLI::App& verb) {
+  auto a = std::make_shared<TokenizeArgs>();
+  verb.add_option("--tokenizer", a->tokenizer,
+                  "tokenizer.json (or a folder holding it), tokenizer.model, tok512.bin or .gguf")
+      ->type_name("PATH")
+      ->required();
+  verb.add_option("--ids", a->ids_text, "print the token ids of TEXT and exit")
+      ->type_name("TEXT")
+      ->each([a](const std::string&) { a->want_ids = true; });
+  verb.add_option("INPUT", a->input, "a .txt file (one document) or .jsonl (one document per line)");
+  verb.add_option("-o,--output", a->output,
+                  "token file: \"FTOK\", u32 version 1, u32 vocab_size, u32 header_bytes 24,\n"
+                  "u64 n_tokens, then n_tokens u32 ids (little-endian)")
+      ->type_name("OUT.bin");
+  verb.add_option("--field", a->field, "JSONL field holding the document")->capture_default_str()->type_name("NAME");
+  verb.add_flag("--bos", a->bos, "put BOS before every document");
+  verb.add_flag("--eos", a->eos, "put EOS after every document");
+  verb.add_flag("--no-special", a->no_special, "treat special-token text (\"<|endoftext|>\") as plain text");
+  verb.footer("Either --ids TEXT, or INPUT -o OUT.bin (throughput on stderr).");
+  return [a] { return run_tokenize(*a); };
+}
+
+const VerbRegistration kTokenize{"tokenize", "text or JSONL to token ids (tokenizer.json, tok512.bin or .gguf)",
+                                 define_tokenize};
+
+}  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,69 +19,27 @@
 #include "train/loop/trainer.h"
 #include "train/plan/device_fit.h"
 #include "train/plan/step_profile_report.h"
+#include "tools/farthing/cli.h"
 #include "tools/farthing/verbs.h"
 
 namespace {
 
-constexpr const char* kTrainUsage =
-    "usage: farthing train RECIPE [--set key=value]... [--resume latest|PATH] [--stop-at K] [--quiet]\n"
-    "\n"
-    "  RECIPE              a YAML recipe (recipes/<family>/<size>_<method>.yaml)\n"
-    "  --set key=value     override a recipe key, e.g. --set optimizer.lr=1e-4 --set train.steps=20\n"
-    "  --resume latest     continue the run in checkpoint.run_dir from its newest checkpoint\n"
-    "  --resume PATH       continue from that checkpoint file\n"
-    "  --resume auto       latest when the run_dir has a checkpoint, else a fresh start (requeued jobs)\n"
-    "  --stop-at K         stop after step K with a checkpoint (a job time limit); resume later\n"
-    "  --quiet             no progress lines (metrics.jsonl is still written)\n"
-    "\n"
-    "Writes checkpoint.run_dir/{recipe.yaml, metrics.jsonl, checkpoints/step_NNNNNNNN.h5, checkpoints/latest}.\n"
-    "One train at a time per run_dir: it holds run_dir/train.lock while it runs (eval may read meanwhile).\n"
-    "SIGTERM or SIGUSR1 (Slurm: --signal=USR1@120) to any rank: every rank finishes its step, saves a\n"
-    "checkpoint and exits with status 75; a second signal exits at once, keeping the previous checkpoint.\n"
-    "Under mpirun every rank runs the same command: mpirun -np 2 farthing train RECIPE\n";
-
-constexpr const char* kEvalUsage =
-    "usage: farthing eval RECIPE [--set key=value]... [--checkpoint latest|PATH] [--batches N]\n"
-    "\n"
-    "  Mean loss of the model on the recipe's held-out data (data.eval, or the eval_fraction\n"
-    "  split of data.train), with the weights of a training checkpoint or the recipe's model.\n"
-    "  --checkpoint        latest (in checkpoint.run_dir) or a path; default: the recipe's model\n"
-    "  --batches N         micro-batches to evaluate (default: train.eval_batches; 0: all)\n";
-
-struct CommonArgs {
+struct TrainArgs {
   std::string recipe;
   std::vector<std::string> overrides;
-  std::string resume, checkpoint;
-  int64_t batches = -1;
-  int64_t stop_at = 0;
-  bool quiet = false;
-  bool help = false;
+  std::string resume;      // train: "", latest, auto or a checkpoint path
+  int64_t stop_at = 0;     // train: stop after this step with a checkpoint (0: run to train.steps)
+  bool quiet = false;      // no progress lines
+  std::string checkpoint;  // eval: "", latest or a path
+  int64_t batches = -1;    // eval: micro-batches (-1: train.eval_batches)
 };
 
-CommonArgs parse_args(const std::vector<std::string>& args, const char* verb, bool train) {
-  CommonArgs c;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      FARTHING_CHECK(i + 1 < args.size(), "farthing ", verb, ": option ", a, " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") c.help = true;
-    else if (a == "--set") c.overrides.push_back(value());
-    else if (train && a == "--resume") c.resume = value();
-    else if (a == "--quiet") c.quiet = true;
-    else if (train && a == "--stop-at") c.stop_at = std::stoll(value());
-    else if (!train && a == "--checkpoint") c.checkpoint = value();
-    else if (!train && a == "--batches") c.batches = std::stoll(value());
-    else if (!a.empty() && a[0] == '-') FARTHING_FAIL("farthing ", verb, ": unknown option '", a, "' (see --help)");
-    else if (c.recipe.empty()) c.recipe = a;
-    else FARTHING_FAIL("farthing ", verb, ": unexpected argument '", a, "'; give one RECIPE (see --help)");
-  }
-  FARTHING_CHECK(c.help || !c.recipe.empty(), "farthing ", verb, ": no RECIPE given; pick one under recipes/, or ",
-                 "write a starter recipe for your model with `farthing init MODEL_FILE` (see --help)");
-  return c;
+void define_recipe_options(CLI::App& verb, TrainArgs& a) {
+  verb.add_option("RECIPE", a.recipe,
+                  "a YAML recipe: one under recipes/, or write one for your model with `farthing init MODEL_FILE`")
+      ->required();
+  farthing::cli::add_set_option(verb, a.overrides);
 }
-
 // Several ranks on one node share its cores: unless OMP_NUM_THREADS says otherwise, each rank
 // gets cores / ranks-on-this-node threads (as torchrun does), since oversubscribed OpenMP
 // threads spin against each other and run many times slower.
@@ -89,12 +48,7 @@ void share_cores_between_local_ranks(const farthing::Communicator& comm) {
   omp_set_num_threads(std::max(1, omp_get_num_procs() / comm.local_size()));
 }
 
-int run_train(const std::vector<std::string>& args) {
-  const CommonArgs a = parse_args(args, "train", true);
-  if (a.help) {
-    std::printf("%s", kTrainUsage);
-    return 0;
-  }
+int run_train(const TrainArgs& a) {
   farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
   auto comm = farthing::make_world_communicator();
   share_cores_between_local_ranks(*comm);
@@ -123,12 +77,7 @@ int run_train(const std::vector<std::string>& args) {
   return 0;
 }
 
-int run_eval(const std::vector<std::string>& args) {
-  const CommonArgs a = parse_args(args, "eval", false);
-  if (a.help) {
-    std::printf("%s", kEvalUsage);
-    return 0;
-  }
+int run_eval(const TrainArgs& a) {
   farthing::recipe::RunConfig config = farthing::recipe::load_recipe(a.recipe, a.overrides);
   auto comm = farthing::make_world_communicator();
   share_cores_between_local_ranks(*comm);
@@ -146,9 +95,46 @@ int run_eval(const std::vector<std::string>& args) {
   return 0;
 }
 
-const VerbRegistration kTrain{"train", "RECIPE [--set key=value]... [--resume latest|PATH]",
-                              "fine-tune a model as a recipe says (farthing train --help)", run_train};
-const VerbRegistration kEval{"eval", "RECIPE [--set key=value]... [--checkpoint latest|PATH]",
-                             "held-out loss of a checkpoint or model (farthing eval --help)", run_eval};
+VerbRun define_train(CLI::App& verb) {
+  auto a = std::make_shared<TrainArgs>();
+  define_recipe_options(verb, *a);
+  verb.add_option("--resume", a->resume,
+                  "latest: continue the run in checkpoint.run_dir from its newest checkpoint;\n"
+                  "PATH: from that checkpoint file; auto: latest when the run_dir has a checkpoint,\n"
+                  "else a fresh start (requeued jobs)")
+      ->type_name("latest|auto|PATH");
+  verb.add_option("--stop-at", a->stop_at, "stop after step K with a checkpoint (a job time limit); resume later\n"
+                  "(0: run to train.steps)")
+      ->type_name("K")
+      ->check(farthing::cli::whole_number_at_least(0));
+  verb.add_flag("--quiet", a->quiet, "no progress lines (metrics.jsonl is still written)");
+  verb.footer(
+      "Writes checkpoint.run_dir/{recipe.yaml, metrics.jsonl, checkpoints/step_NNNNNNNN.h5, checkpoints/latest}.\n"
+      "One train at a time per run_dir: it holds run_dir/train.lock while it runs (eval may read meanwhile).\n"
+      "SIGTERM or SIGUSR1 (Slurm: --signal=USR1@120) to any rank: every rank finishes its step, saves a\n"
+      "checkpoint and exits with status 75; a second signal exits at once, keeping the previous checkpoint.\n"
+      "Under mpirun every rank runs the same command: mpirun -np 2 farthing train RECIPE");
+  return [a] { return run_train(*a); };
+}
+
+VerbRun define_eval(CLI::App& verb) {
+  auto a = std::make_shared<TrainArgs>();
+  define_recipe_options(verb, *a);
+  verb.add_option("--checkpoint", a->checkpoint,
+                  "latest (in checkpoint.run_dir) or a checkpoint path (default: the recipe's model)")
+      ->type_name("latest|PATH");
+  verb.add_option("--batches", a->batches, "micro-batches to evaluate (default: train.eval_batches; 0: all)")
+      ->type_name("N")
+      ->check(farthing::cli::whole_number_at_least(0));
+  // Taken as train takes it, so that a train command line's options carry over; eval prints no
+  // progress lines either way.
+  verb.add_flag("--quiet", a->quiet, "no progress lines (as for train; eval prints none)");
+  verb.footer("Mean loss of the model on the recipe's held-out data (data.eval, or the eval_fraction split of\n"
+              "data.train), with the weights of a training checkpoint or the recipe's model.");
+  return [a] { return run_eval(*a); };
+}
+
+const VerbRegistration kTrain{"train", "fine-tune a model as a recipe says", define_train};
+const VerbRegistration kEval{"eval", "held-out loss of a checkpoint or model", define_eval};
 
 }  // namespace

@@ -1,23 +1,32 @@
-// verbs.h — the CLI verbs implemented outside main.cpp. Each takes the arguments after the
-// verb, prints its own --help, returns the process exit status and lets farthing::Error
-// propagate to main(), which prints it.
+// verbs.h — the CLI's verbs. Each verb file registers itself, so adding a verb never edits
+// main.cpp: it names the verb, says in one line what it does, and defines its options on the
+// CLI11 subcommand main() makes for it (cli.h has what the verbs share). The definition returns
+// what runs once the command line has parsed: it reads the values the options were bound to,
+// returns the process exit status and lets farthing::Error propagate to main(), which prints it.
 //
-// A verb file registers itself, so adding a verb never edits main.cpp:
-//   static const VerbRegistration kTrain{"train", "RECIPE [--set k=v]... [--resume latest|PATH]",
-//                                        "fine-tune a model as a recipe says", run_train};
+//   VerbRun define_plot(CLI::App& verb) {
+//     auto a = std::make_shared<PlotArgs>();
+//     verb.add_option("RUN_DIR", a->run_dirs, "a training run's directory")->required();
+//     return [a] { return run_plot(*a); };
+//   }
+//   const VerbRegistration kPlot{"plot", "draw a run's loss against steps (PNG)", define_plot};
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
-using VerbFunction = std::function<int(const std::vector<std::string>&)>;
+namespace CLI {
+class App;
+}
+
+using VerbRun = std::function<int()>;
+using VerbDefine = std::function<VerbRun(CLI::App& verb)>;
 
 struct VerbInfo {
   std::string name;
-  std::string synopsis;  // the arguments, one line
-  std::string summary;   // what it does, one line
-  VerbFunction run;
+  std::string summary;  // what it does, one line (farthing --help lists it)
+  VerbDefine define;
 };
 
 // Registered verbs, in registration order.
@@ -27,13 +36,7 @@ inline std::vector<VerbInfo>& registered_verbs() {
 }
 
 struct VerbRegistration {
-  VerbRegistration(std::string name, std::string synopsis, std::string summary, VerbFunction run) {
-    registered_verbs().push_back({std::move(name), std::move(synopsis), std::move(summary), std::move(run)});
+  VerbRegistration(std::string name, std::string summary, VerbDefine define) {
+    registered_verbs().push_back({std::move(name), std::move(summary), std::move(define)});
   }
 };
-
-// farthing tokenize (verb_tokenize.cpp).
-int run_tokenize(const std::vector<std::string>& args);
-
-// farthing export (verb_export.cpp).
-int run_export(const std::vector<std::string>& args);

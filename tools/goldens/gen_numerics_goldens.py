@@ -202,7 +202,7 @@ def neighbours(bits):
 
 
 def edge_inputs():
-    """Every edge named in NUMERICS.md §1, for every target format, both signs."""
+    """Every edge named in docs/numerics.md §1, for every target format, both signs."""
     mags = set()
     # Zero, inf, fp32 extremes and subnormals.
     mags.update([0x00000000, 0x7F800000, 0x7F7FFFFF, 0x7F7FFFFE, 0x00800000, 0x00800001,

@@ -19,8 +19,7 @@
 # ZeRO-3 over two ranks on the one GPU through host staging (zero_staged_check.sh); `farthing
 # info`; `farthing bench gemm|ops|train --device cuda`; the trainer at Llama-3.2-1B, Llama-3.1-8B
 # (bf16 and fp8) and Qwen2.5-7B (train_presets.sh); `farthing bench numerics|optim --device cuda`;
-# versions; every other
-# (CPU) test, in chunks. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
+# versions. Each step runs under its own `timeout` of at most 90 s (killed 5 s later if it
 # ignores the signal) and the whole run under a budget (default 420 s): a step that would
 # overrun it is cut short, later ones are marked "no time". A hang costs one step, never the
 # run. The report goes to $OUT/gpu-report.md when OUT is set (that folder comes back from the
@@ -31,7 +30,7 @@
 #   FARTHING_GPU_UNPACK_DIR  an empty or absent folder to unpack into (default: a new temp dir)
 #   FARTHING_CHECK_BUDGET_S  the whole run's budget in seconds (default 420)
 #   FARTHING_CHECK_STEP_MAX_S  the longest any step may run (default 90; dry_run.sh raises it
-#                            for this 2-core machine's CPU suite)
+#                            for this 2-core machine)
 #   FARTHING_CHECK_PART      "profile": only the first part (about 5 minutes), the step profiles
 #                            beside their peers (below); unset: the first part, then everything else
 #   FARTHING_CHECK_ONLY      an extended regular expression: only the steps whose names match run
@@ -71,7 +70,6 @@ run_step() {
     return 0
   fi
   ((max_s > step_max_s)) && [[ $name != profile-* ]] && max_s=$step_max_s  # the first part sets its own
-  [[ $name == cpu-tests-* ]] && max_s=$step_max_s  # the CPU suite's chunks scale with the machine
   limit=$((left - 5 < max_s ? left - 5 : max_s))
   if ((limit < 1)); then
     echo "== $name: no time left in the ${budget_s} s budget"
@@ -179,24 +177,13 @@ done
 ctest_dir="$PKG/ctest"
 sed -e "s|@PKG@|$PKG|g" -e "s|@SRC@|$root|g" "$ctest_dir/CTestTestfile.cmake.in" >"$ctest_dir/CTestTestfile.cmake"
 grep -o 'WORKING_DIRECTORY "[^"]*"' "$ctest_dir/CTestTestfile.cmake" | cut -d'"' -f2 | sort -u | xargs -r mkdir -p
-jobs="$(nproc)"
 # ctest in the package's test folder (no --test-dir: older ctest lacks it); no matching test
 # is an error, so a package without its CUDA tests cannot pass.
 in_ctest_dir() { (cd "$ctest_dir" && exec ctest --no-tests=error --output-on-failure "$@"); }
-# The CPU chunks: a chunk whose numbers hold only left-out tests finds none, which is fine.
-in_ctest_dir_chunk() { (cd "$ctest_dir" && exec ctest --no-tests=ignore --output-on-failure "$@"); }
-export -f in_ctest_dir_chunk
-# `farthing plot` (cli_plot) runs tools/plot_run.py from this source tree; the package holds binaries only.
-export FARTHING_PLOT_SCRIPT="$root/tools/plot_run.py"
 export -f in_ctest_dir
 export ctest_dir
 run_step cuda-tests 90 bash -c 'in_ctest_dir "$@"' _ -L cuda --timeout 80
-# The model ops, CUDA against the CPU reference (not labelled cuda: the CPU suite runs it
-# elsewhere, so it is left out of the CPU chunks below).
-nn_parity='^(test_nn_ops_parity|test_ptx_numerics|test_model_on_device_ops)$'
-# Tests of this machine's build that mean nothing in the package (test_gpu_package checks the
-# package from the source tree), left out of the CPU chunks with the parity tests.
-not_here='^(test_gpu_package)$'
+# The model ops, CUDA against the CPU reference (not labelled cuda: the CPU suite runs them too).
 run_step cuda-tests-nn-parity 90 bash -c 'in_ctest_dir "$@"' _ -R '^(test_nn_ops_parity|test_ptx_numerics)$' --timeout 85
 # FP8 GEMMs: the parity table's matmul_fp8 rows again with each plan's path logged (cuBLASLt's
 # FP8 kernels, or the exact dense fallback and why), then FP8 against BF16 throughput at
@@ -246,14 +233,8 @@ run_step roofline-8b-measured 90 "$PKG/bin/farthing" plan "$root/recipes/llama3_
 run_step bench-numerics 90 "$PKG/bin/farthing" bench numerics --device cuda
 run_step bench-optim 90 "$PKG/bin/farthing" bench optim --device cuda
 run_step versions 20 python3 "$here/versions.py"
-# The CPU suite last: it is not what GPU time is for. In chunks of 16 tests (by number), each
-# its own step, so a slow chunk costs at most 90 s and the budget decides how far it gets.
-tests_total="$(grep -c '^add_test(' "$ctest_dir/CTestTestfile.cmake")"
-chunk=16
-for ((first = 1, part = 1; first <= tests_total; first += chunk, part++)); do
-  run_step "cpu-tests-$part" 90 bash -c 'in_ctest_dir_chunk "$@"' _ -LE cuda -E "$nn_parity|$not_here" -j "$jobs" --timeout 60 \
-    -I "$first,$((first + chunk - 1))"
-done
+# The CPU suite is not carried (tools/gpu/ctest_manifest.py): it runs in CI, and GPU time is for
+# what only a GPU can show.
 
 python3 "$here/report.py" "$log_dir" "$archive" "$root" >"$report" || echo "check.sh: report.py failed" >&2
 echo

@@ -11,8 +11,8 @@
 # Expected: every step passes or skips, the CUDA tests and benchmarks stop at "no CUDA
 # device", check.sh exits 2, and this script then exits 0. The two-rank ZeRO check and the
 # trainer's preset runs go through the strict test device here with stories260k
-# (ZERO_CHECK_*, TRAIN_PRESETS_*), the former through the package's own mpirun. The CPU suite is sized for a GPU
-# machine's 16 cores; on 2 cores a chunk can take longer than 90 s, so here each step may take
+# (ZERO_CHECK_*, TRAIN_PRESETS_*), the former through the package's own mpirun. The steps are sized for a GPU
+# machine's 16 cores; on 2 cores one can take longer than 90 s, so here each step may take
 # up to FARTHING_CHECK_STEP_MAX_S (default 600) and the run FARTHING_CHECK_BUDGET_S (1800).
 #
 # usage: tools/gpu/dry_run.sh     (after tools/gpu/package.sh; root, for unshare and mount)

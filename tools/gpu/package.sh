@@ -7,7 +7,8 @@
 # binaries built here do not depend on Open MPI's or HDF5's build tooling finding /usr paths.
 #
 # What the package holds (farthing-gpu/ inside the archive):
-#   bin/          farthing and every test binary a non-MPI ctest test runs, stripped, each with
+#   bin/          farthing and the binaries of the tests a GPU visit runs (ctest_manifest.py says
+#                 which: not the CPU suite, which runs in CI), stripped, each with
 #                 DT_RPATH $ORIGIN/../lib (RPATH, not RUNPATH: it also covers the libraries
 #                 those libraries load, and the Open MPI components dlopen'ed later); and
 #                 mpirun, Open MPI's launcher (orterun) with its RUNPATH rewritten to the same,
@@ -21,7 +22,7 @@
 #                 brings libpmix)
 #   lib/pmix/     PMIx's own plugins
 #   share/openmpi/, share/pmix/  Open MPI's and PMIx's help texts (their error messages)
-#   ctest/CTestTestfile.cmake.in  the non-MPI tests with @PKG@/@SRC@ for the paths (check.sh)
+#   ctest/CTestTestfile.cmake.in  those tests with @PKG@/@SRC@ for the paths (check.sh)
 #   env.sh        the environment the binaries run with (sourced by check.sh)
 #   MANIFEST      each carried file and where it came from; components left out and why
 #   GLIBC_MIN     the oldest glibc the package runs on (Debian 12's libraries need 2.36)

@@ -32,7 +32,7 @@
 # are a few steps' worth, the first step (warm-up: cuBLASLt's plans, the pool) left out.
 # TRAIN_PRESETS_DEVICE=strict with TRAIN_PRESETS_PRESET=stories260k and TRAIN_PRESETS_SEQ=64: a
 # dry run of the same flow on the CPU kernels (every case then trains that small model).
-# Exit 77 without a visible GPU. Needs python3. Its runs on a GPU: docs/gpu_results.md.
+# Exit 77 without a visible GPU. Needs python3. Its runs on a GPU: docs/results.md.
 set -euo pipefail
 farthing="$1"
 work="$2"

@@ -4,7 +4,7 @@
 # no master) with train.device cuda and cpu, one after the other. Prints both loss curves and
 # fails when any step's loss differs by more than 2% (bf16 GEMMs and fp32 reductions in other
 # orders: the runs are close, not equal), or when the CUDA run fails.
-# Needs python3 (to write the token file). Exit 77 without a visible GPU. Its runs on a GPU: docs/gpu_results.md.
+# Needs python3 (to write the token file). Exit 77 without a visible GPU. Its runs on a GPU: docs/results.md.
 set -euo pipefail
 farthing="$1"
 work="${2:-$(mktemp -d /tmp/farthing_train_smoke.XXXXXX)}"

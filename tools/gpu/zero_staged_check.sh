@@ -10,7 +10,7 @@
 # is equal bits); checkpoints are not compared (the GPU machine has no h5dump).
 # ZERO_CHECK_DEVICE=strict (or cpu): the same runs on the CPU kernels, as a dry run without a GPU
 # (with ZERO_CHECK_PRESET=stories260k to keep it short). Exit 77 without a visible GPU.
-# Needs python3 (to write the token file). Its runs on a GPU: docs/gpu_results.md.
+# Needs python3 (to write the token file). Its runs on a GPU: docs/results.md.
 set -euo pipefail
 farthing="$1"
 mpirun="$2"

@@ -64,9 +64,16 @@ std::string packing_note(const recipe::RunConfig& config, const data::SplitData&
 
 namespace {
 
+bool is_placeholder(const std::string& path) {
+  return path.size() >= 2 && path.front() == '<' && path.back() == '>';
+}
+
 void check_data_file(const recipe::RunConfig& config, const std::string& key, const std::string& path) {
   const std::string origin = recipe::key_origin(config, key);
   FARTHING_CHECK(!path.empty(), origin, " is empty; expected your training data: a .txt, .jsonl or .tok file");
+  // The shipped recipes leave the data to the user: their data.train reads "<your data>".
+  FARTHING_CHECK(!is_placeholder(path), origin, " is the placeholder '", path, "'; expected your data: a .txt, ",
+                 ".jsonl (text, prompt/response or chat) or .tok file (edit the recipe, or --set ", key, "=PATH)");
   const char* problem = !fs::exists(path)            ? "which does not exist"
                         : !fs::is_regular_file(path) ? "which is not a file"
                         : !std::ifstream(path).good() ? "which cannot be read"

@@ -1,5 +1,5 @@
 // metrics_log.h — the run's metrics.jsonl: one JSON object per line, appended and flushed per
-// record so a crash loses at most the line being written (ARCHITECTURE.md §5).
+// record so a crash loses at most the line being written (docs/design.md §5).
 //
 // Training records carry at least step, loss, lr, grad_norm, tokens, tokens_per_s,
 // peak_mem_bytes; evaluation records carry step and eval_loss. On resume the log is cut back

@@ -135,7 +135,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   demoted_ = setup.demoted;
   if (config_.optimizer.master == optim::MasterMode::kNone &&
       config_.optimizer.weight_rounding == optim::WeightRounding::kNearest && comm_.rank() == 0) {
-    // Pure bf16 training, as many trainers do it: allowed, but it loses updates (NUMERICS.md §2).
+    // Pure bf16 training, as many trainers do it: allowed, but it loses updates (docs/numerics.md §2).
     std::fprintf(stderr, "farthing: note: optimizer.master 'none' with weight_rounding 'nearest': every update "
                          "smaller than half a bf16 spacing is lost, so many weights stick at fine-tuning learning "
                          "rates (farthing bench precision measures it); 'stochastic' keeps them on average\n");
@@ -152,7 +152,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
     // bf16 compute runs cuDNN's attention (the CUDA ops say which on the first call); fp32 and
     // fp16 run the hand-written fp32 kernel, checked against the CPU on one H200 but slow.
     std::fprintf(stderr, "farthing: note: on %s under train.precision %s attention runs farthing's fp32 kernel, the "
-                         "slow path (about 1%% of the GPU's GEMM rate; bf16 runs cuDNN's: docs/gpu_results.md)\n",
+                         "slow path (about 1%% of the GPU's GEMM rate; bf16 runs cuDNN's: docs/results.md)\n",
                  device_.name().c_str(), std::string(recipe::enum_name(t.precision)).c_str());
   }
   Backend& backend = backend_for(device_);

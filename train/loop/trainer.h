@@ -1,5 +1,5 @@
 // trainer.h — the training loop: a recipe's RunConfig in, a fine-tuned model and a run
-// directory out (ARCHITECTURE.md §2 and §5). One process is world size 1 of the same code.
+// directory out (docs/design.md §2 and §5). One process is world size 1 of the same code.
 //
 // Per optimizer step, on every rank:
 //   1. draw this rank's grad_accum micro-batches from the global batch (world · grad_accum ·

@@ -1,6 +1,6 @@
 // memory_estimate.h — what a training run will hold on each rank, computed from its recipe and
 // its model's config before anything is allocated: the arithmetic behind `farthing plan`
-// (ARCHITECTURE.md §6).
+// (docs/design.md §6).
 //
 // One source of truth: every size comes from the code that allocates it, and this file only adds
 // them up. Held for the run: AdamW::planned_bytes (master and moments over the rank's ZeRO
@@ -96,7 +96,7 @@ struct MemoryEstimate {
   int64_t built_bytes = 0;  // held once the trainer is built, before the first step (activations included)
   int64_t peak_bytes = 0;  // the larger of the two: what a rank must have
 
-  // ARCHITECTURE.md §6's per-parameter cost of the optimizer settings on one rank's device (the
+  // docs/design.md §6's per-parameter cost of the optimizer settings on one rank's device (the
   // master and moments divided over the ranks, the gradients too at ZeRO stage 2, the weights as
   // well at stage 3; no gradients with optimizer_in_backward; no master or moments with
   // optimizer.offload host, whose §6 cost is nominal_host's).

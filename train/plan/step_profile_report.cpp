@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "framework/backend/op_profiler.h"
 #include "framework/core/error.h"
 #include "train/plan/memory_estimate.h"
 
@@ -13,29 +14,29 @@ namespace farthing::train {
 
 namespace {
 
-// The span kinds of framework/backend/profiling_backend.cpp that a roofline row's calls are.
+// The span kinds (framework/backend/op_profiler.h's op_kind) that a roofline row's calls are.
 const char* kind_of(RooflineOp op) {
   switch (op) {
-    case RooflineOp::kGemm: return "gemm";
-    case RooflineOp::kNormForward: return "norm forward";
-    case RooflineOp::kNormBackward: return "norm backward";
-    case RooflineOp::kRope: return "rope";
-    case RooflineOp::kAttentionForward: return "attention forward";
-    case RooflineOp::kAttentionBackward: return "attention backward";
-    case RooflineOp::kResidualAdd: return "accumulate";
-    case RooflineOp::kSwigluForward: return "swiglu forward";
-    case RooflineOp::kSwigluBackward: return "swiglu backward";
-    case RooflineOp::kGeluForward: return "gelu forward";
-    case RooflineOp::kGeluBackward: return "gelu backward";
-    case RooflineOp::kEmbeddingForward: return "embedding forward";
-    case RooflineOp::kEmbeddingBackward: return "embedding backward";
-    case RooflineOp::kCrossEntropy: return "cross-entropy";
-    case RooflineOp::kNarrow: return "narrow";
-    case RooflineOp::kWiden: return "widen";
-    case RooflineOp::kBiasAdd: return "bias add";
-    case RooflineOp::kBiasBackward: return "bias backward";
-    case RooflineOp::kFp8Quantize: return "fp8 quantize";
-    case RooflineOp::kOptimizerStep: return "optimizer step";
+    case RooflineOp::kGemm: return op_kind::kGemm;
+    case RooflineOp::kNormForward: return op_kind::kNormForward;
+    case RooflineOp::kNormBackward: return op_kind::kNormBackward;
+    case RooflineOp::kRope: return op_kind::kRope;
+    case RooflineOp::kAttentionForward: return op_kind::kAttentionForward;
+    case RooflineOp::kAttentionBackward: return op_kind::kAttentionBackward;
+    case RooflineOp::kResidualAdd: return op_kind::kAccumulate;
+    case RooflineOp::kSwigluForward: return op_kind::kSwigluForward;
+    case RooflineOp::kSwigluBackward: return op_kind::kSwigluBackward;
+    case RooflineOp::kGeluForward: return op_kind::kGeluForward;
+    case RooflineOp::kGeluBackward: return op_kind::kGeluBackward;
+    case RooflineOp::kEmbeddingForward: return op_kind::kEmbeddingForward;
+    case RooflineOp::kEmbeddingBackward: return op_kind::kEmbeddingBackward;
+    case RooflineOp::kCrossEntropy: return op_kind::kCrossEntropy;
+    case RooflineOp::kNarrow: return op_kind::kNarrow;
+    case RooflineOp::kWiden: return op_kind::kWiden;
+    case RooflineOp::kBiasAdd: return op_kind::kBiasAdd;
+    case RooflineOp::kBiasBackward: return op_kind::kBiasBackward;
+    case RooflineOp::kFp8Quantize: return op_kind::kFp8Quantize;
+    case RooflineOp::kOptimizerStep: return op_kind::kOptimizerStep;
   }
   return "";
 }
@@ -87,7 +88,7 @@ struct Rate {
 Rate rate_of(const KindRow& row, const KindOnPaper* paper) {
   Rate r;
   if (row.seconds <= 0.0) return r;
-  const bool compute = row.kind == "gemm" || row.kind.starts_with("attention");
+  const bool compute = row.kind == op_kind::kGemm || row.kind.starts_with("attention");
   const double flops = row.flops > 0.0 ? row.flops : (paper != nullptr ? paper->flops : 0.0);
   if (compute && flops > 0.0) r.tflops = flops / row.seconds / 1e12;
   if (!compute && paper != nullptr && paper->bytes > 0.0) r.gb_per_s = paper->bytes / row.seconds / 1e9;

@@ -148,7 +148,7 @@ class Checker {
     const DataSection& d = c_.data;
     FARTHING_CHECK(
         !d.train.empty(), at("data.train"), " is missing, expected the training file: a .txt, a .jsonl ",
-        "or a .tok token file from `farthing tokenize` (e.g. data: train: ../shared/text/tinyshakespeare.txt)");
+        "or a .tok token file from `farthing tokenize` (e.g. data: train: my_chats.jsonl)");
     FARTHING_CHECK(d.eval_fraction >= 0.0 && d.eval_fraction < 1.0, at("data.eval_fraction"), " is ",
                    num(d.eval_fraction), ", expected a number in [0, 1) (the share of sequences held out for eval; ",
                    "0: no held-out split)");

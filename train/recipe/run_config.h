@@ -155,7 +155,7 @@ struct DataSection {
   bool operator==(const DataSection&) const = default;
 };
 
-// optimizer: AdamW and how its state is stored (NUMERICS.md §4, §6, §7).
+// optimizer: AdamW and how its state is stored (docs/numerics.md §4, §6, §7).
 struct OptimizerSection {
   OptimizerName name = OptimizerName::kAdamW;  // adamw, the one optimizer
   double lr = 2e-5;
@@ -186,7 +186,7 @@ struct ScheduleSection {
   bool operator==(const ScheduleSection&) const = default;
 };
 
-// loss_scale: fp16 dynamic loss scaling (NUMERICS.md §5); ignored for fp32 and bf16.
+// loss_scale: fp16 dynamic loss scaling (docs/numerics.md §5); ignored for fp32 and bf16.
 struct LossScaleSection {
   double initial = 65536.0;
   double growth_factor = 2.0;
@@ -229,7 +229,7 @@ struct TrainSection {
   // Sums over micro-batches or ranks are fp32 whatever this says.
   GradDtype grad_dtype = GradDtype::kAuto;
   // Where weights, gradients, optimizer state and activations live: cpu; cuda (each rank on
-  // its node-local GPU; run on one H200: docs/gpu_results.md); auto (cuda when a GPU is
+  // its node-local GPU; run on one H200: docs/results.md); auto (cuda when a GPU is
   // visible); strict, the test device (CPU kernels over memory the host may not touch:
   // backend/strict_device_backend.h).
   TrainDevice device = TrainDevice::kCpu;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fp16 compute with dynamic loss scaling through the CLI (NUMERICS.md §5): started at a scale
+# fp16 compute with dynamic loss scaling through the CLI (docs/numerics.md §5): started at a scale
 # too large for fp16 (2^24), the scaled gradients overflow, so the first steps are skipped (counted, the
 # weights untouched) and the scale halves each time until the gradients are finite; then
 # training proceeds and the loss drops. The scaler's state is part of the checkpoint: a run

@@ -173,7 +173,7 @@ TEST(MemoryEstimate, OffloadedOptimizerOnTheStrictDevice) {
   EXPECT_EQ(e.held_bytes(MemoryCategory::kMaster), 0);
   EXPECT_EQ(e.held_bytes(MemoryCategory::kOptimizerState), e.optimizer.step_sums);  // the step's sums stay on the device
   EXPECT_GT(e.host_bytes(), e.optimizer.master + e.optimizer.state());  // and the ring
-  // ARCHITECTURE.md §6's per-parameter cost: the device's rows hold no master or moments; the
+  // docs/design.md §6's per-parameter cost: the device's rows hold no master or moments; the
   // host's are what the device would hold without offload.
   recipe::RunConfig resident = c;
   resident.optimizer.offload = optim::Offload::kNone;
