@@ -124,10 +124,10 @@ void CpuNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout, 
   k::layernorm_backward_cpu(dx.f32(), dw, db, dout.f32(), x.f32(), w, mean, rstd, n, c);
 }
 
-void CpuNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+void CpuNnOps::rope_apply(ActRef x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim, int64_t stride,
                           const float* cos, const float* sin, bool inverse) {
-  if (x.is_bf16()) return k::rope_apply_cpu(x.bf16(), rows, seq, heads, head_dim, stride, cos, sin, inverse);
-  k::rope_apply_cpu(x.f32(), rows, seq, heads, head_dim, stride, cos, sin, inverse);
+  if (x.is_bf16()) return k::rope_apply_cpu(x.bf16(), rows, pos, heads, head_dim, stride, cos, sin, inverse);
+  k::rope_apply_cpu(x.f32(), rows, pos, heads, head_dim, stride, cos, sin, inverse);
 }
 
 void CpuNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
@@ -157,21 +157,21 @@ void CpuNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
 }
 
 void CpuNnOps::embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                                 int64_t seq, int64_t c) {
-  if (out.is_bf16()) return k::embedding_forward_cpu(out.bf16(), tokens, wte, wpe, n, seq, c);
-  k::embedding_forward_cpu(out.f32(), tokens, wte, wpe, n, seq, c);
+                                 RowPositions pos, int64_t c) {
+  if (out.is_bf16()) return k::embedding_forward_cpu(out.bf16(), tokens, wte, wpe, n, pos, c);
+  k::embedding_forward_cpu(out.f32(), tokens, wte, wpe, n, pos, c);
 }
 
 void CpuNnOps::embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                      int64_t n, int64_t seq, int64_t c) {
-  if (out.is_bf16()) return k::embedding_forward_bf16_cpu(out.bf16(), tokens, wte, wpe, n, seq, c);
-  k::embedding_forward_bf16_cpu(out.f32(), tokens, wte, wpe, n, seq, c);
+                                      int64_t n, RowPositions pos, int64_t c) {
+  if (out.is_bf16()) return k::embedding_forward_bf16_cpu(out.bf16(), tokens, wte, wpe, n, pos, c);
+  k::embedding_forward_bf16_cpu(out.f32(), tokens, wte, wpe, n, pos, c);
 }
 
 void CpuNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
-                                  int64_t seq, int64_t c) {
-  if (dout.is_bf16()) return k::embedding_backward_cpu(dwte, dwpe, dout.bf16(), tokens, n, seq, c);
-  k::embedding_backward_cpu(dwte, dwpe, dout.f32(), tokens, n, seq, c);
+                                  RowPositions pos, int64_t c) {
+  if (dout.is_bf16()) return k::embedding_backward_cpu(dwte, dwpe, dout.bf16(), tokens, n, pos, c);
+  k::embedding_backward_cpu(dwte, dwpe, dout.f32(), tokens, n, pos, c);
 }
 
 void CpuNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {

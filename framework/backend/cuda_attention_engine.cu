@@ -47,6 +47,12 @@ kernels::CudnnAttention* CudaAttentionEngine::cudnn_for(const kernels::Attention
     note_fallback("FARTHING_CUDA_ATTENTION=kernel");
     return nullptr;
   }
+  if (s.doc_start != nullptr) {
+    // Documents packed into a sequence need cuDNN's variable-length (ragged) layout, which this
+    // engine does not build: the fp32 kernel keeps them apart.
+    note_fallback("documents packed into sequences (data.packing documents / none)");
+    return nullptr;
+  }
 #ifdef FARTHING_HAVE_CUDNN
   if (!opened_) {
     opened_ = true;

@@ -5,7 +5,9 @@
 // headers, libcudnn loads at run time and cuDNN has a plan for the shape and direction. Otherwise
 // the hand-written fp32 kernel (attention_cuda.h), the slow path: a bf16 call that lands there says
 // so once on stderr, with the reason (no cuDNN, or none for this shape), and counts it.
-// FARTHING_CUDA_ATTENTION=kernel forces the fp32 kernel (to compare the two on one GPU).
+// FARTHING_CUDA_ATTENTION=kernel forces the fp32 kernel (to compare the two on one GPU). Calls
+// with document starts (AttentionShape::doc_start) run the fp32 kernel too: cuDNN's
+// variable-length path is not built.
 // CUDA builds only (a .cu beside the other CUDA sources). Relies on: kernels/cuda/attention_cudnn.h
 // (when FARTHING_HAVE_CUDNN). Used by: cuda_nn_ops.cu.
 #pragma once

@@ -323,10 +323,10 @@ void CudaNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dout,
   k::layernorm_backward_cuda(dx.f32(), dw, db, dout.f32(), x.f32(), w, mean, rstd, n, c, scratch, STREAM);
 }
 
-void CudaNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+void CudaNnOps::rope_apply(ActRef x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim, int64_t stride,
                            const float* cos, const float* sin, bool inverse) {
-  if (x.is_bf16()) return k::rope_apply_cuda(x.bf16(), rows, seq, heads, head_dim, stride, cos, sin, inverse, STREAM);
-  k::rope_apply_cuda(x.f32(), rows, seq, heads, head_dim, stride, cos, sin, inverse, STREAM);
+  if (x.is_bf16()) return k::rope_apply_cuda(x.bf16(), rows, pos, heads, head_dim, stride, cos, sin, inverse, STREAM);
+  k::rope_apply_cuda(x.f32(), rows, pos, heads, head_dim, stride, cos, sin, inverse, STREAM);
 }
 
 void CudaNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
@@ -356,22 +356,22 @@ void CudaNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) {
 }
 
 void CudaNnOps::embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                                  int64_t seq, int64_t c) {
-  if (out.is_bf16()) return k::embedding_forward_cuda(out.bf16(), tokens, wte, wpe, n, seq, c, STREAM);
-  k::embedding_forward_cuda(out.f32(), tokens, wte, wpe, n, seq, c, STREAM);
+                                  RowPositions pos, int64_t c) {
+  if (out.is_bf16()) return k::embedding_forward_cuda(out.bf16(), tokens, wte, wpe, n, pos, c, STREAM);
+  k::embedding_forward_cuda(out.f32(), tokens, wte, wpe, n, pos, c, STREAM);
 }
 
 void CudaNnOps::embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                       int64_t n, int64_t seq, int64_t c) {
-  if (out.is_bf16()) return k::embedding_forward_bf16_cuda(out.bf16(), tokens, wte, wpe, n, seq, c, STREAM);
-  k::embedding_forward_bf16_cuda(out.f32(), tokens, wte, wpe, n, seq, c, STREAM);
+                                       int64_t n, RowPositions pos, int64_t c) {
+  if (out.is_bf16()) return k::embedding_forward_bf16_cuda(out.bf16(), tokens, wte, wpe, n, pos, c, STREAM);
+  k::embedding_forward_bf16_cuda(out.f32(), tokens, wte, wpe, n, pos, c, STREAM);
 }
 
 void CudaNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
-                                   int64_t seq, int64_t c) {
+                                   RowPositions pos, int64_t c) {
   float* scratch = workspace_floats(k::embedding_backward_scratch_floats(n));
-  if (dout.is_bf16()) return k::embedding_backward_cuda(dwte, dwpe, dout.bf16(), tokens, n, seq, c, scratch, STREAM);
-  k::embedding_backward_cuda(dwte, dwpe, dout.f32(), tokens, n, seq, c, scratch, STREAM);
+  if (dout.is_bf16()) return k::embedding_backward_cuda(dwte, dwpe, dout.bf16(), tokens, n, pos, c, scratch, STREAM);
+  k::embedding_backward_cuda(dwte, dwpe, dout.f32(), tokens, n, pos, c, scratch, STREAM);
 }
 
 void CudaNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {

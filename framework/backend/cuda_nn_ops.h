@@ -70,18 +70,18 @@ class CudaNnOps final : public NnOps {
                             const float* wk, float eps) override;
   void head_rmsnorm_backward(const HeadNormShape& s, ActRef d, float* dwq, float* dwk, ActRef qkv, const float* wq,
                              const float* wk, const float* rstd) override;
-  void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  void rope_apply(ActRef x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override;
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override;
   void swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override;
   void gelu_forward(ActRef out, ActRef x, int64_t count) override;
   void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) override;
   void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                         int64_t seq, int64_t c) override;
+                         RowPositions pos, int64_t c) override;
   void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                              int64_t n, int64_t seq, int64_t c) override;
+                              int64_t n, RowPositions pos, int64_t c) override;
   void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
-                          int64_t seq, int64_t c) override;
+                          RowPositions pos, int64_t c) override;
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
   void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) override;
   void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab,

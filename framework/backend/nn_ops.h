@@ -32,6 +32,7 @@ using kernels::Fp8QuantizeArgs;
 using kernels::GemmDtype;
 using kernels::GemmShape;
 using kernels::HeadNormShape;
+using kernels::RowPositions;
 using kernels::Trans;
 
 class NnOps {
@@ -91,7 +92,8 @@ class NnOps {
   // emulation). models/common/fp4_linears.h's fp4_gemm_engine says which, for plans without ops.
   virtual int64_t fp4_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k, int block) const;
 
-  // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride). out is fp32,
+  // Causal GQA attention: out (B*T, Hq*D), lse (B, Hq, T) from qkv (B*T, stride); with
+  // s.doc_start, each query sees only the keys of its own document (AttentionShape::first_key). out is fp32,
   // or bf16 (ActRef): each value computed in fp32, then rounded once to nearest even. qkv is fp32,
   // or bf16 (as the projection's bf16 GEMM and RoPE store it; with a bf16 out), widened exactly.
   virtual void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) = 0;
@@ -141,9 +143,10 @@ class NnOps {
                                      const float* wq, const float* wk, const float* rstd) = 0;
 
   // Rotary embedding (rotate-half layout) in place on `heads` heads at the start of each row;
-  // row r is at position r % seq; cos/sin (seq, head_dim / 2); inverse rotates by -angle. x is
+  // row r is at position pos.of(r) (r % seq, or from its document's start when pos carries
+  // doc_start: kernels/numerics/op_shapes.h); cos/sin (seq, head_dim / 2); inverse rotates by -angle. x is
   // fp32, or bf16 (each pair widened, rotated in fp32 and rounded to nearest even once).
-  virtual void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  virtual void rope_apply(ActRef x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim, int64_t stride,
                           const float* cos, const float* sin, bool inverse) = 0;
 
   // act = silu(gate) * up, gu rows [gate (H) | up (H)]; backward overwrites dgu. gu (as the MLP's
@@ -156,17 +159,17 @@ class NnOps {
   virtual void gelu_forward(ActRef out, ActRef x, int64_t count) = 0;
   virtual void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) = 0;
 
-  // out[r] = wte[tok[r]] (+ wpe[r % seq]); backward: dwte[tok[r]] += dout[r], dwpe likewise
+  // out[r] = wte[tok[r]] (+ wpe[pos.of(r)]); backward: dwte[tok[r]] += dout[r], dwpe likewise
   // (wpe / dwpe may be null). tokens are device memory. out (the residual stream) is fp32 or bf16
   // (the fp32 sum rounded once); dout (its gradient) fp32 or bf16, widened exactly; the sums stay
   // fp32.
   virtual void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe,
-                                 int64_t n, int64_t seq, int64_t c) = 0;
+                                 int64_t n, RowPositions pos, int64_t c) = 0;
   // The same lookup from bf16 tables (each value widened exactly): bitwise the fp32 lookup.
   virtual void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                      int64_t n, int64_t seq, int64_t c) = 0;
+                                      int64_t n, RowPositions pos, int64_t c) = 0;
   virtual void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
-                                  int64_t seq, int64_t c) = 0;
+                                  RowPositions pos, int64_t c) = 0;
 
   // out[r] += bias (rows of `stride`); dbias += sum over rows of dout (fp32 sums; a bf16 dout,
   // a gradient stored as bf16, widened exactly).

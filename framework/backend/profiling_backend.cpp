@@ -118,10 +118,10 @@ class ProfilingNnOps final : public NnOps {
     TimedCall t(p_, op_kind::kNormBackward);
     inner_.layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c);
   }
-  void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  void rope_apply(ActRef x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
     TimedCall t(p_, op_kind::kRope);
-    inner_.rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+    inner_.rope_apply(x, rows, pos, heads, head_dim, stride, cos, sin, inverse);
   }
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
     TimedCall t(p_, op_kind::kSwigluForward);
@@ -139,20 +139,20 @@ class ProfilingNnOps final : public NnOps {
     TimedCall t(p_, op_kind::kGeluBackward);
     inner_.gelu_backward(dx, dout, x, count);
   }
-  void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n, int64_t seq,
+  void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n, RowPositions pos,
                          int64_t c) override {
     TimedCall t(p_, op_kind::kEmbeddingForward);
-    inner_.embedding_forward(out, tokens, wte, wpe, n, seq, c);
+    inner_.embedding_forward(out, tokens, wte, wpe, n, pos, c);
   }
   void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
-                              int64_t seq, int64_t c) override {
+                              RowPositions pos, int64_t c) override {
     TimedCall t(p_, op_kind::kEmbeddingForward);
-    inner_.embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c);
+    inner_.embedding_forward_bf16(out, tokens, wte, wpe, n, pos, c);
   }
-  void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n, int64_t seq,
+  void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n, RowPositions pos,
                           int64_t c) override {
     TimedCall t(p_, op_kind::kEmbeddingBackward);
-    inner_.embedding_backward(dwte, dwpe, dout, tokens, n, seq, c);
+    inner_.embedding_backward(dwte, dwpe, dout, tokens, n, pos, c);
   }
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override {
     TimedCall t(p_, op_kind::kBiasAdd);

@@ -42,12 +42,13 @@ void StrictNnOps::matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const 
 }
 void StrictNnOps::attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) {
   STRICT_OP(attention_forward, attention_forward(s, out, lse, qkv), {"out", out.data}, {"lse", lse},
-            {"qkv", qkv.data});
+            {"qkv", qkv.data}, {"doc_start", s.doc_start});
 }
 void StrictNnOps::attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout,
                                      ActRef out, const float* lse, ActRef qkv) {
   STRICT_OP(attention_backward, attention_backward(s, dqkv, scratch, dout, out, lse, qkv), {"dqkv", dqkv.data},
-            {"scratch", scratch}, {"dout", dout.data}, {"out", out.data}, {"lse", lse}, {"qkv", qkv.data});
+            {"scratch", scratch}, {"dout", dout.data}, {"out", out.data}, {"lse", lse}, {"qkv", qkv.data},
+            {"doc_start", s.doc_start});
 }
 void StrictNnOps::attention_decode(const AttentionShape& s, float* out, const float* qkv, int64_t rows,
                                    int64_t first_position, const float* k_cache, const float* v_cache) {
@@ -84,10 +85,10 @@ void StrictNnOps::layernorm_backward(ActRef dx, float* dw, float* db, ActRef dou
   STRICT_OP(layernorm_backward, layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, n, c), {"dx", dx.data},
             {"dw", dw}, {"db", db}, {"dout", dout.data}, {"x", x.data}, {"w", w}, {"mean", mean}, {"rstd", rstd});
 }
-void StrictNnOps::rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+void StrictNnOps::rope_apply(ActRef x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim, int64_t stride,
                              const float* cos, const float* sin, bool inverse) {
-  STRICT_OP(rope_apply, rope_apply(x, rows, seq, heads, head_dim, stride, cos, sin, inverse), {"x", x.data},
-            {"cos", cos}, {"sin", sin});
+  STRICT_OP(rope_apply, rope_apply(x, rows, pos, heads, head_dim, stride, cos, sin, inverse), {"x", x.data},
+            {"cos", cos}, {"sin", sin}, {"doc_start", pos.doc_start});
 }
 void StrictNnOps::swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
   STRICT_OP(swiglu_forward, swiglu_forward(act, gu, n, h), {"act", act.data}, {"gu", gu.data});
@@ -103,19 +104,20 @@ void StrictNnOps::gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count)
   STRICT_OP(gelu_backward, gelu_backward(dx, dout, x, count), {"dx", dx.data}, {"dout", dout.data}, {"x", x.data});
 }
 void StrictNnOps::embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                                    int64_t seq, int64_t c) {
-  STRICT_OP(embedding_forward, embedding_forward(out, tokens, wte, wpe, n, seq, c), {"out", out.data},
-            {"tokens", tokens}, {"wte", wte}, {"wpe", wpe});
+                                    RowPositions pos, int64_t c) {
+  STRICT_OP(embedding_forward, embedding_forward(out, tokens, wte, wpe, n, pos, c), {"out", out.data},
+            {"tokens", tokens}, {"wte", wte}, {"wpe", wpe}, {"doc_start", pos.doc_start});
 }
 void StrictNnOps::embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                         int64_t n, int64_t seq, int64_t c) {
-  STRICT_OP(embedding_forward_bf16, embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c), {"out", out.data},
-            {"tokens", tokens}, {"wte", wte}, {"wpe", wpe});
+                                         int64_t n, RowPositions pos, int64_t c) {
+  STRICT_OP(embedding_forward_bf16, embedding_forward_bf16(out, tokens, wte, wpe, n, pos, c), {"out", out.data},
+            {"tokens", tokens}, {"wte", wte}, {"wpe", wpe}, {"doc_start", pos.doc_start});
 }
 void StrictNnOps::embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
-                                     int64_t seq, int64_t c) {
-  STRICT_OP(embedding_backward, embedding_backward(dwte, dwpe, dout, tokens, n, seq, c), {"dwte", dwte},
-            {"dwpe", dwpe}, {"dout", dout.data}, {"tokens", tokens});
+                                     RowPositions pos, int64_t c) {
+  STRICT_OP(embedding_backward, embedding_backward(dwte, dwpe, dout, tokens, n, pos, c), {"dwte", dwte},
+            {"dwpe", dwpe}, {"dout", dout.data}, {"tokens", tokens},
+            {"doc_start", pos.doc_start});
 }
 void StrictNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {
   STRICT_OP(bias_add, bias_add(out, bias, n, c, stride), {"out", out}, {"bias", bias});

@@ -70,6 +70,8 @@ void read_token_document(const fs::path& path, int64_t vocab_size, TokenStream& 
   }
   stream.tokens.assign(file.ids.begin(), file.ids.end());
   stream.loss_mask.assign(file.ids.size(), uint8_t(1));
+  stream.doc_starts = {0};
+  stream.doc_lines = {0};
 }
 
 // Thrown when a file packs into no sequence at all.
@@ -110,6 +112,43 @@ TokenStream load_token_stream(const fs::path& path, const DatasetOptions& option
   return stream;
 }
 
+Packing resolved_packing(Packing packing, const TokenStream& stream) {
+  if (packing != Packing::kAuto) return packing;
+  return stream.examples ? Packing::kDocuments : Packing::kStream;
+}
+
+namespace {
+
+// One file's stream as sequences of seq_len, packed as `packing` says (never kAuto).
+struct Packed {
+  std::shared_ptr<const TokenStream> stream;
+  std::shared_ptr<const SequenceLayout> layout;  // null: a stream cut llm.c-style
+  int64_t sequences = 0;
+  PackingCounts counts;
+};
+
+Packed pack(std::shared_ptr<const TokenStream> stream, const fs::path& path, const char* role, Packing packing,
+            const DatasetOptions& options) {
+  Packed p;
+  p.stream = std::move(stream);
+  const int64_t seq_len = options.seq_len;
+  if (packing == Packing::kStream) {
+    p.sequences = packed_sequence_count(p.stream->size(), seq_len);
+    if (p.sequences == 0) fail_too_short(path, role, p.stream->size(), seq_len);
+    p.counts.documents = int64_t(p.stream->doc_starts.size());
+    p.counts.slots = p.sequences * seq_len;
+    p.counts.tokens_dropped = p.stream->size() - 1 - p.sequences * seq_len;
+  } else {
+    p.layout = std::make_shared<const SequenceLayout>(
+        pack_documents(*p.stream, seq_len, packing, options.long_documents, path.string(), p.counts));
+    p.sequences = p.layout->sequences();
+    FARTHING_CHECK(p.sequences > 0, role, " file ", path.string(), " holds no document");
+  }
+  return p;
+}
+
+}  // namespace
+
 SplitData load_split_data(const fs::path& train, const fs::path& eval, const DatasetOptions& options,
                           const Tokenizer* tokenizer, int64_t vocab_size) {
   const int64_t seq_len = options.seq_len;
@@ -118,10 +157,12 @@ SplitData load_split_data(const fs::path& train, const fs::path& eval, const Dat
                  options.eval_fraction, "; expected a share in [0, 1) (0: no held-out eval set)");
 
   auto train_stream = std::make_shared<const TokenStream>(load_token_stream(train, options, tokenizer, vocab_size));
-  const int64_t n = packed_sequence_count(train_stream->size(), seq_len);
-  if (n == 0) fail_too_short(train, "train", train_stream->size(), seq_len);
-
   SplitData split;
+  split.packing = resolved_packing(options.packing, *train_stream);
+  const Packed t = pack(train_stream, train, "train", split.packing, options);
+  split.train_counts = t.counts;
+  const int64_t n = t.sequences;
+
   if (eval.empty()) {
     int64_t n_eval = 0;
     if (options.eval_fraction > 0.0) {
@@ -131,14 +172,14 @@ SplitData load_split_data(const fs::path& train, const fs::path& eval, const Dat
                      n_eval, ", leaving none to train on; use a shorter seq_len, more data, a smaller "
                      "eval_fraction, or an eval file");
     }
-    split.train = PackedDataset(train_stream, train.string(), seq_len, 0, n - n_eval);
-    if (n_eval > 0) split.eval = PackedDataset(train_stream, train.string(), seq_len, n - n_eval, n_eval);
+    split.train = PackedDataset(t.stream, train.string(), seq_len, 0, n - n_eval, t.layout);
+    if (n_eval > 0) split.eval = PackedDataset(t.stream, train.string(), seq_len, n - n_eval, n_eval, t.layout);
   } else {
-    split.train = PackedDataset(train_stream, train.string(), seq_len, 0, n);
+    split.train = PackedDataset(t.stream, train.string(), seq_len, 0, n, t.layout);
     auto eval_stream = std::make_shared<const TokenStream>(load_token_stream(eval, options, tokenizer, vocab_size));
-    const int64_t n_eval = packed_sequence_count(eval_stream->size(), seq_len);
-    if (n_eval == 0) fail_too_short(eval, "eval", eval_stream->size(), seq_len);
-    split.eval = PackedDataset(eval_stream, eval.string(), seq_len, 0, n_eval);
+    const Packed e = pack(eval_stream, eval, "eval", split.packing, options);
+    split.eval_counts = e.counts;
+    split.eval = PackedDataset(e.stream, eval.string(), seq_len, 0, e.sequences, e.layout);
   }
 
   FARTHING_CHECK(split.train.loss_tokens() > 0, "train file ", train.string(),

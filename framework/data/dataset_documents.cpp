@@ -7,6 +7,7 @@
 #include "framework/core/error.h"
 #include "framework/data/dataset.h"
 #include "framework/data/dataset_jsonl.h"
+#include "framework/data/document_packing.h"
 #include "framework/data/packing.h"
 
 namespace farthing::data {
@@ -30,8 +31,49 @@ void for_each_document(const std::filesystem::path& path, const DatasetOptions& 
   });
 }
 
+namespace {
+
+// The held-out split, as load_split_data makes it.
+int64_t eval_sequences_of(int64_t sequences, double eval_fraction) {
+  if (sequences == 0 || eval_fraction <= 0.0) return 0;
+  return std::min(sequences, std::max<int64_t>(1, std::llround(double(sequences) * eval_fraction)));
+}
+
+// Documents placed whole (documents / none): the layout pack_documents makes of these lengths.
+void summarize_documents(std::span<const int64_t> document_lengths, std::span<const uint8_t> loss_mask,
+                         int64_t seq_len, double eval_fraction, Packing packing, LongDocuments long_documents,
+                         PackingSummary& s) {
+  TokenStream stream;  // only the documents' extents matter to the layout
+  stream.tokens.resize(size_t(s.tokens));
+  int64_t start = 0;
+  for (int64_t n : document_lengths) {
+    stream.doc_starts.push_back(start);
+    stream.doc_lines.push_back(0);
+    start += n;
+  }
+  PackingCounts counts;
+  const SequenceLayout layout = pack_documents(stream, seq_len, packing, long_documents, "the data", counts);
+  s.sequences = layout.sequences();
+  s.eval_sequences = eval_sequences_of(s.sequences, eval_fraction);
+  s.train_sequences = s.sequences - s.eval_sequences;
+  s.padding_tokens = counts.padding_slots;
+  s.documents_cut = counts.documents_cut;
+  s.tokens_dropped = counts.tokens_cut;
+  for (int64_t q = 0; q < s.sequences; ++q) {
+    for (int64_t p = layout.first_piece[size_t(q)]; p < layout.first_piece[size_t(q + 1)]; ++p) {
+      const PackedPiece& piece = layout.pieces[size_t(p)];
+      const auto trained = int64_t(std::count(loss_mask.begin() + piece.start + 1,
+                                              loss_mask.begin() + piece.start + piece.slots + 1, uint8_t(1)));
+      (q < s.train_sequences ? s.train_trained_tokens : s.eval_trained_tokens) += trained;
+    }
+  }
+}
+
+}  // namespace
+
 PackingSummary summarize_packing(std::span<const int64_t> document_lengths, std::span<const uint8_t> loss_mask,
-                                 int64_t seq_len, double eval_fraction) {
+                                 int64_t seq_len, double eval_fraction, Packing packing,
+                                 LongDocuments long_documents) {
   FARTHING_CHECK(seq_len > 0, "seq_len is ", seq_len, "; expected a positive number of tokens");
   PackingSummary s;
   s.documents = int64_t(document_lengths.size());
@@ -44,13 +86,15 @@ PackingSummary summarize_packing(std::span<const int64_t> document_lengths, std:
     s.longest_document = sorted.back();
     s.median_document = sorted[sorted.size() / 2];
   }
+  FARTHING_CHECK(packing != Packing::kAuto, "summarize_packing takes a resolved packing, not auto");
+  if (packing != Packing::kStream) {
+    summarize_documents(document_lengths, loss_mask, seq_len, eval_fraction, packing, long_documents, s);
+    return s;
+  }
   s.sequences = packed_sequence_count(s.tokens, seq_len);
   const int64_t used_end = s.sequences * seq_len;  // the last position any sequence reads (its final target)
   s.tokens_dropped = s.sequences > 0 ? s.tokens - 1 - used_end : s.tokens;
-  // The held-out split, as load_split_data makes it.
-  if (s.sequences > 0 && eval_fraction > 0.0) {
-    s.eval_sequences = std::min(s.sequences, std::max<int64_t>(1, std::llround(double(s.sequences) * eval_fraction)));
-  }
+  s.eval_sequences = eval_sequences_of(s.sequences, eval_fraction);
   s.train_sequences = s.sequences - s.eval_sequences;
   // Sequence i's targets are positions i*L + 1 .. i*L + L.
   const int64_t train_end = s.train_sequences * seq_len;

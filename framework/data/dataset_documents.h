@@ -5,9 +5,10 @@
 // concatenated stream.
 // A text file is one document; a token file is one document too (its boundaries are not
 // recorded); a JSONL file has one per non-blank line (dataset_jsonl.h).
-// The summary follows packing.h and dataset.h: sequence i covers stream positions
-// [i*L, i*L + L], consecutive sequences share one token, the tail short of a sequence is dropped,
-// and the last eval_fraction of the sequences (at least one when it is > 0) is held out.
+// The summary follows packing.h, document_packing.h and dataset.h: under stream, sequence i
+// covers stream positions [i*L, i*L + L], consecutive sequences share one token and the tail
+// short of a sequence is dropped; under documents and none, whole documents are placed and the
+// rest padded; the last eval_fraction of the sequences (at least one when it is > 0) is held out.
 // Relies on: dataset.h, dataset_jsonl.h, packing.h. Tested by: tests/datasets/test_dataset_documents.cpp.
 #pragma once
 
@@ -44,16 +45,18 @@ struct PackingSummary {
   int64_t train_sequences = 0, eval_sequences = 0;
   int64_t train_trained_tokens = 0;   // targets that carry loss in the training sequences
   int64_t eval_trained_tokens = 0;    // the same in the held-out sequences
-  int64_t padding_tokens = 0;         // always 0: sequences are packed back to back
-  int64_t documents_cut = 0;          // split by a boundary between two sequences
-  int64_t tokens_dropped = 0;         // after the last whole sequence
-  int64_t documents_dropped = 0;      // wholly or partly after the last whole sequence
+  int64_t padding_tokens = 0;         // stream: 0 (back to back); documents / none: slots holding no document
+  int64_t documents_cut = 0;          // stream: split by a sequence boundary; else longer than a sequence
+  int64_t tokens_dropped = 0;         // stream: after the last whole sequence; else cut off by truncate
+  int64_t documents_dropped = 0;      // stream: wholly or partly after the last whole sequence; else 0
 };
 
 // document_lengths: tokens of each document in stream order; loss_mask: the whole stream's mask
 // (their sum of lengths). eval_fraction as DatasetOptions::eval_fraction (0 when an eval file
-// is given: the file's sequences are all training ones).
+// is given: the file's sequences are all training ones). packing: stream, documents or none
+// (resolved, not auto), as the trainer packs (document_packing.h for documents and none).
 PackingSummary summarize_packing(std::span<const int64_t> document_lengths, std::span<const uint8_t> loss_mask,
-                                 int64_t seq_len, double eval_fraction);
+                                 int64_t seq_len, double eval_fraction, Packing packing = Packing::kStream,
+                                 LongDocuments long_documents = LongDocuments::kSplit);
 
 }  // namespace farthing::data

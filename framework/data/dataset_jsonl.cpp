@@ -141,7 +141,8 @@ void for_each_jsonl_document(const std::filesystem::path& path, const Tokenizer&
 void read_jsonl_documents(const std::filesystem::path& path, const Tokenizer& tokenizer, const DatasetOptions& options,
                           int64_t vocab_size, TokenStream& stream) {
   for_each_jsonl_document(path, tokenizer, options, vocab_size, [&](const JsonlDocument& doc) {
-    append_document(stream, doc.tokens, doc.loss_mask, doc.ends);
+    append_document(stream, doc.tokens, doc.loss_mask, doc.ends, doc.line);
+    if (std::string_view(doc.kind) != "text") stream.examples = true;
   });
 }
 

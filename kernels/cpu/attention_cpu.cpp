@@ -42,28 +42,51 @@ float max_of(const float* x, int64_t n) {
   return m;
 }
 
-// sum[r] = p[r][0] + p[r][1] + ... over row r's first_valid + r entries (rows ld apart), each
-// added in key order. NOTE: key order is the softmax denominator's definition (decoding sums
-// the same way); eight rows go at once so that their additions overlap instead of each
-// waiting ~3 cycles on the one before, which a single row's sum cannot avoid.
-void row_sums_in_key_order(const float* p, int64_t ld, int64_t rows, int64_t first_valid, float* sum) {
+// sum[r] = p[r][lo[r]] + p[r][lo[r] + 1] + ... + p[r][hi[r] - 1] (rows ld apart), each added in
+// key order. NOTE: key order is the softmax denominator's definition (decoding sums the same way);
+// eight rows go at once so that their additions overlap instead of each waiting ~3 cycles on the
+// one before, which a single row's sum cannot avoid. Each of the eight sums its own entries
+// before the span all eight share, then that span, then its own again: still left to right.
+void row_sums_in_key_order(const float* p, int64_t ld, int64_t rows, const int64_t* lo, const int64_t* hi,
+                           float* sum) {
   int64_t r = 0;
   for (; r + 8 <= rows; r += 8) {
     float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    const int64_t common = first_valid + r;  // entries every one of the eight rows has
-    for (int64_t j = 0; j < common; ++j) {
+    const int64_t common_lo = *std::max_element(lo + r, lo + r + 8);
+    const int64_t common_hi = std::max(common_lo, *std::min_element(hi + r, hi + r + 8));
+    for (int l = 0; l < 8; ++l) {
+      for (int64_t j = lo[r + l]; j < std::min(common_lo, hi[r + l]); ++j) acc[l] += p[(r + l) * ld + j];
+    }
+    for (int64_t j = common_lo; j < common_hi; ++j) {
       for (int l = 0; l < 8; ++l) acc[l] += p[(r + l) * ld + j];
     }
     for (int l = 0; l < 8; ++l) {
-      for (int64_t j = common; j < first_valid + r + l; ++j) acc[l] += p[(r + l) * ld + j];
+      for (int64_t j = std::max(common_hi, lo[r + l]); j < hi[r + l]; ++j) acc[l] += p[(r + l) * ld + j];
       sum[r + l] = acc[l];
     }
   }
   for (; r < rows; ++r) {
     float acc = 0.0f;
-    for (int64_t j = 0; j < first_valid + r; ++j) acc += p[r * ld + j];
+    for (int64_t j = lo[r]; j < hi[r]; ++j) acc += p[r * ld + j];
     sum[r] = acc;
   }
+}
+
+// The keys a block of query rows q0 .. q0 + rows - 1 of sequence b sees: row r's are
+// [kbeg + lo[r], kbeg + hi[r]) of the sequence. Causal (hi = q0 + r + 1), from the row's first
+// visible key (AttentionShape::first_key: its document's start, or the sliding window's edge). The block's GEMMs start at kbeg: the first key any row of the block sees, rounded down
+// to a multiple of kQueryBlock. NOTE: so the GEMMs keep the shapes (rows, q0 + rows - kbeg) that
+// causal blocks without documents have, whose oneDNN primitives are made once and reused; keys
+// of every length would make a new primitive for most blocks of most batches.
+int64_t visible_keys(const AttentionShape& s, int64_t b, int64_t q0, int64_t rows, int64_t* lo, int64_t* hi) {
+  int64_t kbeg = q0;
+  for (int64_t r = 0; r < rows; ++r) kbeg = std::min(kbeg, s.first_key(b * s.seq + q0 + r));
+  kbeg = kbeg / kQueryBlock * kQueryBlock;
+  for (int64_t r = 0; r < rows; ++r) {
+    lo[r] = s.first_key(b * s.seq + q0 + r) - kbeg;
+    hi[r] = q0 + r + 1 - kbeg;
+  }
+  return kbeg;
 }
 
 // C (m, n; ldc) (+)= op(A) op(B), fp32.
@@ -102,50 +125,49 @@ void attention_forward(const AttentionShape& s, Out* out, float* lse, const In* 
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), row_max(kQueryBlock), row_sum(kQueryBlock);
     std::vector<float> out_tile(kBf16Out ? static_cast<size_t>(kQueryBlock * D) : 0), qb, kb, vb;
+    int64_t lo[kQueryBlock], hi[kQueryBlock];
 #pragma omp for collapse(3) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
         for (int64_t blk = 0; blk < blocks; ++blk) {
           const int64_t q0 = blk * kQueryBlock, rows = std::min(kQueryBlock, T - q0), kend = q0 + rows;
+          // The block's GEMMs span keys [kbeg, kend); row r sees its [lo, hi) of them.
+          const int64_t kbeg = visible_keys(s, b, q0, rows, lo, hi), kw = kend - kbeg;
           const In* base = qkv + b * T * S;
           head_rows(base + q0 * S + h * D, S, rows, D, qb);
-          head_rows(base + Hq * D + (h / group) * D, S, kend, D, kb);
-          head_rows(base + (Hq + s.kv_heads) * D + (h / group) * D, S, kend, D, vb);
+          head_rows(base + kbeg * S + Hq * D + (h / group) * D, S, kw, D, kb);
+          head_rows(base + kbeg * S + (Hq + s.kv_heads) * D + (h / group) * D, S, kw, D, vb);
           const float *q = qb.data(), *k0 = kb.data(), *v0 = vb.data();
-          // p (rows, kend) = q k^T
-          gemm(rows, kend, D, q, D, Trans::kN, k0, D, Trans::kT, p.data(), kend, false);
+          // p (rows, kw) = q k^T
+          gemm(rows, kw, D, q, D, Trans::kN, k0, D, Trans::kT, p.data(), kw, false);
           for (int64_t r = 0; r < rows; ++r) {
-            float* pr = p.data() + r * kend;
-            // Keys first .. q0 + r are visible (a sliding window raises first above 0); the keys
-            // before it get p = 0, so the row sums below add zeros there, which changes no bit.
-            const int64_t valid = q0 + r + 1, first = numerics::attention_first_key(q0 + r, s.window);
+            float* pr = p.data() + r * kw;
 #pragma omp simd
-            for (int64_t j = first; j < valid; ++j) pr[j] *= scale;
-            row_max[size_t(r)] = max_of(pr + first, valid - first);
+            for (int64_t j = lo[r]; j < hi[r]; ++j) pr[j] *= scale;
+            row_max[size_t(r)] = max_of(pr + lo[r], hi[r] - lo[r]);
             const float m = row_max[size_t(r)];
-            std::fill(pr, pr + first, 0.0f);
 #pragma omp simd
-            for (int64_t j = first; j < valid; ++j) pr[j] = numerics::softmax_numerator_f32(pr[j], m);
+            for (int64_t j = lo[r]; j < hi[r]; ++j) pr[j] = numerics::softmax_numerator_f32(pr[j], m);
           }
-          row_sums_in_key_order(p.data(), kend, rows, q0 + 1, row_sum.data());
+          row_sums_in_key_order(p.data(), kw, rows, lo, hi, row_sum.data());
           for (int64_t r = 0; r < rows; ++r) {
-            float* pr = p.data() + r * kend;
-            const int64_t valid = q0 + r + 1;
+            float* pr = p.data() + r * kw;
             const float inv = 1.0f / row_sum[size_t(r)];
 #pragma omp simd
-            for (int64_t j = 0; j < valid; ++j) pr[j] *= inv;
-            std::fill(pr + valid, pr + kend, 0.0f);
+            for (int64_t j = lo[r]; j < hi[r]; ++j) pr[j] *= inv;
+            std::fill(pr, pr + lo[r], 0.0f);
+            std::fill(pr + hi[r], pr + kw, 0.0f);
             lse[(b * Hq + h) * T + q0 + r] = row_max[size_t(r)] + std::log(row_sum[size_t(r)]);
           }
           // out (rows, D) = p v
           Out* o = out + (b * T + q0) * Hq * D + h * D;
           if constexpr (kBf16Out) {
-            gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, D, Trans::kN, out_tile.data(), D, false);
+            gemm(rows, D, kw, p.data(), kw, Trans::kN, v0, D, Trans::kN, out_tile.data(), D, false);
             for (int64_t r = 0; r < rows; ++r) {
               for (int64_t d = 0; d < D; ++d) cpu_act::store(o + r * Hq * D + d, out_tile[size_t(r * D + d)]);
             }
           } else {
-            gemm(rows, D, kend, p.data(), kend, Trans::kN, v0, D, Trans::kN, o, Hq * D, false);
+            gemm(rows, D, kw, p.data(), kw, Trans::kN, v0, D, Trans::kN, o, Hq * D, false);
           }
         }
       }
@@ -169,6 +191,7 @@ void attention_backward(const AttentionShape& s, G* dqkv, float* scratch, const 
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), dp(static_cast<size_t>(kQueryBlock * T));
     std::vector<float> o_widened(static_cast<size_t>(D)), dq(static_cast<size_t>(kQueryBlock * D)), qb, kb, vb, gb;
+    int64_t lo[kQueryBlock], hi[kQueryBlock];
 #pragma omp for collapse(2) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
       for (int64_t h = 0; h < Hq; ++h) {
@@ -182,35 +205,36 @@ void attention_backward(const AttentionShape& s, G* dqkv, float* scratch, const 
         std::memset(dv, 0, size_t(T * D) * 4);
         for (int64_t blk = 0; blk < blocks; ++blk) {
           const int64_t q0 = blk * kQueryBlock, rows = std::min(kQueryBlock, T - q0), kend = q0 + rows;
+          const int64_t kbeg = visible_keys(s, b, q0, rows, lo, hi), kw = kend - kbeg;
+          const float *kk = k0 + kbeg * D, *vk = v0 + kbeg * D;
           head_rows(base + q0 * S + h * D, S, rows, D, qb);
           head_rows(dout + (b * T + q0) * Hq * D + h * D, Hq * D, rows, D, gb);
           const float *q = qb.data(), *go = gb.data();
           const Out* o = out + (b * T + q0) * Hq * D + h * D;
           // p = softmax(q k^T * scale) recomputed from the saved log-sum-exp; dp = dO v^T
-          gemm(rows, kend, D, q, D, Trans::kN, k0, D, Trans::kT, p.data(), kend, false);
-          gemm(rows, kend, D, go, D, Trans::kN, v0, D, Trans::kT, dp.data(), kend, false);
+          gemm(rows, kw, D, q, D, Trans::kN, kk, D, Trans::kT, p.data(), kw, false);
+          gemm(rows, kw, D, go, D, Trans::kN, vk, D, Trans::kT, dp.data(), kw, false);
           for (int64_t r = 0; r < rows; ++r) {
-            float* pr = p.data() + r * kend;
-            float* dr = dp.data() + r * kend;
-            const int64_t valid = q0 + r + 1, first = numerics::attention_first_key(q0 + r, s.window);
+            float* pr = p.data() + r * kw;
+            float* dr = dp.data() + r * kw;
             const float l = lse[(b * Hq + h) * T + q0 + r];
             const float di = dot(go + r * D, cpu_act::row_f32(o + r * Hq * D, o_widened.data(), D), D);
-            for (int64_t j = 0; j < first; ++j) pr[j] = dr[j] = 0.0f;
 #pragma omp simd
-            for (int64_t j = first; j < valid; ++j) {
+            for (int64_t j = lo[r]; j < hi[r]; ++j) {
               pr[j] = numerics::attention_prob_from_lse_f32(pr[j], scale, l);
               dr[j] = numerics::attention_ds_f32(pr[j], dr[j], di, scale);
             }
-            for (int64_t j = valid; j < kend; ++j) pr[j] = dr[j] = 0.0f;
+            for (int64_t j = 0; j < lo[r]; ++j) pr[j] = dr[j] = 0.0f;
+            for (int64_t j = hi[r]; j < kw; ++j) pr[j] = dr[j] = 0.0f;
           }
           // dq = ds k; dk += ds^T q; dv += p^T dO
-          gemm(rows, D, kend, dp.data(), kend, Trans::kN, k0, D, Trans::kN, dq.data(), D, false);
+          gemm(rows, D, kw, dp.data(), kw, Trans::kN, kk, D, Trans::kN, dq.data(), D, false);
           for (int64_t r = 0; r < rows; ++r) {
             G* dqr = dqkv + (b * T + q0 + r) * S + h * D;
             for (int64_t d = 0; d < D; ++d) cpu_act::store(dqr + d, dq[size_t(r * D + d)]);
           }
-          gemm(kend, D, rows, dp.data(), kend, Trans::kT, q, D, Trans::kN, dk, D, true);
-          gemm(kend, D, rows, p.data(), kend, Trans::kT, go, D, Trans::kN, dv, D, true);
+          gemm(kw, D, rows, dp.data(), kw, Trans::kT, q, D, Trans::kN, dk + kbeg * D, D, true);
+          gemm(kw, D, rows, p.data(), kw, Trans::kT, go, D, Trans::kN, dv + kbeg * D, D, true);
         }
       }
     }

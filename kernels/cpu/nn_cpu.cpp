@@ -229,7 +229,7 @@ void layernorm_backward_rows(T* dx, float* dw, float* db, const T* dout, const T
 }
 
 template <class T>
-void embedding_backward_rows(float* dwte, float* dwpe, const T* dout, const int32_t* tokens, int64_t n, int64_t seq,
+void embedding_backward_rows(float* dwte, float* dwpe, const T* dout, const int32_t* tokens, int64_t n, RowPositions pos,
                              int64_t c) {
   for_channel_ranges(c, [&](int64_t b, int64_t e) {
     for (int64_t r = 0; r < n; ++r) {
@@ -238,7 +238,7 @@ void embedding_backward_rows(float* dwte, float* dwpe, const T* dout, const int3
 #pragma omp simd
       for (int64_t i = b; i < e; ++i) dt[i] += widened(g[i]);
       if (dwpe) {
-        float* dp = dwpe + (r % seq) * c;
+        float* dp = dwpe + pos.of(r) * c;
 #pragma omp simd
         for (int64_t i = b; i < e; ++i) dp[i] += widened(g[i]);
       }
@@ -283,14 +283,14 @@ namespace {
 
 // x: fp32, or bf16 (each pair widened exactly, rotated in fp32, rounded to nearest even once).
 template <class T>
-void rope_rows(T* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride, const float* cos,
+void rope_rows(T* x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim, int64_t stride, const float* cos,
                const float* sin, bool inverse) {
   const int64_t half = head_dim / 2;
   const float sign = inverse ? -1.0f : 1.0f;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    const float* cr = cos + (r % seq) * half;
-    const float* sr = sin + (r % seq) * half;
+    const float* cr = cos + pos.of(r) * half;
+    const float* sr = sin + pos.of(r) * half;
     for (int64_t h = 0; h < heads; ++h) {
       T* v = x + r * stride + h * head_dim;
 #pragma omp simd
@@ -306,13 +306,13 @@ void rope_rows(T* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
 
 }  // namespace
 
-void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+void rope_apply_cpu(float* x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim,
                     int64_t stride, const float* cos, const float* sin, bool inverse) {
-  rope_rows(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+  rope_rows(x, rows, pos, heads, head_dim, stride, cos, sin, inverse);
 }
-void rope_apply_cpu(uint16_t* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+void rope_apply_cpu(uint16_t* x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim,
                     int64_t stride, const float* cos, const float* sin, bool inverse) {
-  rope_rows(x, rows, seq, heads, head_dim, stride, cos, sin, inverse);
+  rope_rows(x, rows, pos, heads, head_dim, stride, cos, sin, inverse);
 }
 
 void swiglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) { swiglu_forward_rows(act, gu, n, h); }
@@ -339,17 +339,17 @@ void gelu_backward_cpu(uint16_t* dx, const uint16_t* dout, const uint16_t* x, in
 
 namespace {
 
-// out[r] = wte[tok[r]] (+ wpe[r % seq]), each table element widened exactly to fp32 first.
+// out[r] = wte[tok[r]] (+ wpe[pos.of(r)]), each table element widened exactly to fp32 first.
 // out: fp32, or bf16 (the residual stream under bf16 activations: the fp32 sum rounded once).
 template <class Out, class T>
-void embedding_forward_rows(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+void embedding_forward_rows(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, RowPositions pos,
                             int64_t c) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
     const T* e = wte + int64_t(tokens[r]) * c;
     Out* o = out + r * c;
     if (wpe) {
-      const T* p = wpe + (r % seq) * c;
+      const T* p = wpe + pos.of(r) * c;
 #pragma omp simd
       for (int64_t i = 0; i < c; ++i) store(o + i, widened(e[i]) + widened(p[i]));
     } else {
@@ -362,30 +362,30 @@ void embedding_forward_rows(Out* out, const int32_t* tokens, const T* wte, const
 }  // namespace
 
 void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                           int64_t n, int64_t seq, int64_t c) {
-  embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
+                           int64_t n, RowPositions pos, int64_t c) {
+  embedding_forward_rows(out, tokens, wte, wpe, n, pos, c);
 }
 
 void embedding_forward_cpu(uint16_t* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                           int64_t seq, int64_t c) {
-  embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
+                           RowPositions pos, int64_t c) {
+  embedding_forward_rows(out, tokens, wte, wpe, n, pos, c);
 }
 void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                int64_t n, int64_t seq, int64_t c) {
-  embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
+                                int64_t n, RowPositions pos, int64_t c) {
+  embedding_forward_rows(out, tokens, wte, wpe, n, pos, c);
 }
 void embedding_forward_bf16_cpu(uint16_t* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                int64_t n, int64_t seq, int64_t c) {
-  embedding_forward_rows(out, tokens, wte, wpe, n, seq, c);
+                                int64_t n, RowPositions pos, int64_t c) {
+  embedding_forward_rows(out, tokens, wte, wpe, n, pos, c);
 }
 
 void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
-                            int64_t seq, int64_t c) {
-  embedding_backward_rows(dwte, dwpe, dout, tokens, n, seq, c);
+                            RowPositions pos, int64_t c) {
+  embedding_backward_rows(dwte, dwpe, dout, tokens, n, pos, c);
 }
 void embedding_backward_cpu(float* dwte, float* dwpe, const uint16_t* dout, const int32_t* tokens, int64_t n,
-                            int64_t seq, int64_t c) {
-  embedding_backward_rows(dwte, dwpe, dout, tokens, n, seq, c);
+                            RowPositions pos, int64_t c) {
+  embedding_backward_rows(dwte, dwpe, dout, tokens, n, pos, c);
 }
 
 void bias_add_cpu(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) {

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "kernels/numerics/op_shapes.h"
+
 namespace farthing::kernels {
 
 // The forward ops that write an activation only GEMMs read (the norms, SwiGLU, GELU) have a
@@ -52,13 +54,14 @@ void layernorm_backward_cpu(uint16_t* dx, float* dw, float* db, const uint16_t* 
 
 // Rotary embedding in Hugging Face's rotate-half layout, in place on `heads` consecutive
 // heads of head_dim channels at the start of each row (row stride `stride`). Row r is at
-// position r % seq. cos/sin: (seq, head_dim / 2). inverse = true rotates by -angle
+// position pos.of(r) (r % seq, or counted from its document's start: op_shapes.h's
+// RowPositions). cos/sin: (seq, head_dim / 2). inverse = true rotates by -angle
 // (the backward of the forward rotation).
-void rope_apply_cpu(float* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+void rope_apply_cpu(float* x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim,
                     int64_t stride, const float* cos, const float* sin, bool inverse);
 // The same on bf16 rows (qkv as a bf16 GEMM stores it): each pair widened exactly, rotated in
 // fp32 and rounded to nearest even once.
-void rope_apply_cpu(uint16_t* x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim,
+void rope_apply_cpu(uint16_t* x, int64_t rows, RowPositions pos, int64_t heads, int64_t head_dim,
                     int64_t stride, const float* cos, const float* sin, bool inverse);
 
 // act = silu(gate) * up where gu rows are [gate (H) | up (H)]           gu (N, 2H), act (N, H)
@@ -79,24 +82,24 @@ void gelu_forward_cpu(uint16_t* out, const uint16_t* x, int64_t count);
 void gelu_backward_cpu(float* dx, const float* dout, const float* x, int64_t count);
 void gelu_backward_cpu(uint16_t* dx, const uint16_t* dout, const uint16_t* x, int64_t count);
 
-// out[r] = wte[tok[r]] (+ wpe[r % seq])                                   out (N, C)
+// out[r] = wte[tok[r]] (+ wpe[pos.of(r)])                                 out (N, C)
 void embedding_forward_cpu(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                           int64_t n, int64_t seq, int64_t c);
+                           int64_t n, RowPositions pos, int64_t c);
 // ... into a bf16 out (the residual stream under bf16 activations): the fp32 sum rounded once
 void embedding_forward_cpu(uint16_t* out, const int32_t* tokens, const float* wte, const float* wpe,
-                           int64_t n, int64_t seq, int64_t c);
+                           int64_t n, RowPositions pos, int64_t c);
 // The same from bf16 tables, each element widened exactly first: bitwise the fp32 lookup of
 // the widened tables, without a widened copy of the whole table.
 void embedding_forward_bf16_cpu(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                int64_t n, int64_t seq, int64_t c);
+                                int64_t n, RowPositions pos, int64_t c);
 void embedding_forward_bf16_cpu(uint16_t* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                int64_t n, int64_t seq, int64_t c);
-// dwte[tok[r]] += dout[r]; dwpe[r % seq] += dout[r] (dwpe may be null; a bf16 dout widened
+                                int64_t n, RowPositions pos, int64_t c);
+// dwte[tok[r]] += dout[r]; dwpe[pos.of(r)] += dout[r] (dwpe may be null; a bf16 dout widened
 // exactly, the sums fp32)
 void embedding_backward_cpu(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                            int64_t n, int64_t seq, int64_t c);
+                            int64_t n, RowPositions pos, int64_t c);
 void embedding_backward_cpu(float* dwte, float* dwpe, const uint16_t* dout, const int32_t* tokens,
-                            int64_t n, int64_t seq, int64_t c);
+                            int64_t n, RowPositions pos, int64_t c);
 
 // out[r] += bias                                                         out (N, C)
 void bias_add_cpu(float* out, const float* bias, int64_t n, int64_t c, int64_t stride);

@@ -5,7 +5,10 @@
 // the forward and dQ kernels warp w owns query rows 8w .. 8w + 7 of its tile, in the dK/dV
 // kernel key rows 8w .. 8w + 7; lane l owns columns l, l + 32, ... of those rows' accumulators
 // (DC = ceil(head_dim / 32) registers per row). Scores are q.k summed over d in order, then
-// scaled (the CPU's definition: score = (q . k) * scale).
+// scaled (the CPU's definition: score = (q . k) * scale). With document starts
+// (AttentionShape::doc_start), query qi of sequence b sees keys first_key(b, qi) .. qi: the key
+// loops start at the tile holding the query tile's first visible key (starts never decrease
+// within a sequence, so the tile's first row has the smallest).
 #include "kernels/cuda/attention_cuda.h"
 
 #include "kernels/cuda/nn_cuda_common.cuh"
@@ -25,10 +28,19 @@ struct Geometry {
   int64_t T;
   int Hq, Hkv, D;
   float scale;
-  int64_t window;  // AttentionShape::window: 0, or each query's sliding window of keys
-  __device__ int64_t first_key(int64_t qi) const { return nm::attention_first_key(qi, window); }
+  int64_t window;            // AttentionShape::window: 0, or each query's sliding window of keys
+  const int32_t* doc_start;  // AttentionShape::doc_start: null, or (B*T) in device memory
   __device__ int64_t stride() const { return int64_t(Hq + 2 * Hkv) * D; }
   __device__ int kv_head(int h) const { return h / (Hq / Hkv); }
+  // The first key query qi (< T) of sequence b may see: AttentionShape::first_key's rule, the later
+  // of its document's start and its sliding window's first key.
+  __device__ int64_t first_key(int b, int64_t qi) const {
+    const int64_t document = doc_start ? int64_t(doc_start[b * T + qi]) : 0;
+    const int64_t windowed = nm::attention_first_key(qi, window);
+    return document > windowed ? document : windowed;
+  }
+  // The first key tile any query of the tile starting at q0 sees.
+  __device__ int64_t first_key_tile(int b, int64_t q0) const { return first_key(b, q0) / kTile * kTile; }
 };
 
 // dst (kTile rows, ld) <- rows row0 .. row0 + kTile - 1 of src (rows src_stride apart, D columns);
@@ -73,8 +85,7 @@ attention_forward_kernel(Geometry g, float* out, float* lse, const float* qkv) {
     for (int dc = 0; dc < DC; ++dc) o[ii][dc] = 0.0f;
   }
   const int64_t kend = q0 + kTile < T ? q0 + kTile : T;  // causal: no row of this tile sees past kend
-  // Under a sliding window no row of this tile sees below its first row's first key.
-  for (int64_t k0 = g.first_key(q0) / kTile * kTile; k0 < kend; k0 += kTile) {
+  for (int64_t k0 = g.first_key_tile(b, q0); k0 < kend; k0 += kTile) {
     __syncthreads();  // the previous tile's K / V are no longer read
     load_tile(Ks, ld, ksrc, S, k0, T, D);
     load_tile(Vs, ld, vsrc, S, k0, T, D);
@@ -84,10 +95,11 @@ attention_forward_kernel(Geometry g, float* out, float* lse, const float* qkv) {
       const int i = warp * kRowsPerWarp + ii;
       const int64_t qi = q0 + i;
       if (qi >= T) continue;  // uniform across the warp
-      const bool valid = k0 + lane <= qi && k0 + lane >= g.first_key(qi);
+      const bool valid = k0 + lane <= qi && k0 + lane >= g.first_key(b, qi);
       const float s = valid ? dot_in_order(Qs + i * ld, Ks + lane * ld, D) * g.scale : -INFINITY;
-      // m_new is -inf only while every key so far lies below the row's window (then p = 0 and
-      // alpha = 0 keep l and o at zero); the tile holding key qi makes it finite.
+      // A tile before the row's first key (its document's start, or its sliding window's) holds
+      // no key it sees: m stays -inf and l, o stay 0 (p and alpha are 0, never exp(-inf - -inf));
+      // the diagonal tile always holds one.
       const float m_new = fmaxf(m[ii], cuda_nn::warp_max(s));
       const float p = valid ? nm::softmax_numerator_f32(s, m_new) : 0.0f;
       const float alpha = m[ii] == -INFINITY ? 0.0f : nm::softmax_numerator_f32(m[ii], m_new);
@@ -133,8 +145,9 @@ attention_delta_kernel(Geometry g, int64_t batch, float* delta, const float* dou
 }
 
 // Ps, dSs (kTile x kTile) for query tile q0 against key tile k0: p recomputed from the lse,
-// ds = p (dp - delta) scale; zeros outside the causal triangle (and sliding window) and past T.
-__device__ void probabilities_and_score_grads(const Geometry& g, int64_t q0, int64_t k0, const float* Qs,
+// ds = p (dp - delta) scale; zeros outside the causal triangle, before the query's first key
+// (its document's start or its sliding window's) and past T.
+__device__ void probabilities_and_score_grads(const Geometry& g, int b, int64_t q0, int64_t k0, const float* Qs,
                                               const float* dOs, const float* Ks, const float* Vs, const float* lse_s,
                                               const float* delta_s, float* Ps, float* dSs) {
   const int ld = g.D + 1;
@@ -142,7 +155,7 @@ __device__ void probabilities_and_score_grads(const Geometry& g, int64_t q0, int
     const int i = e / kTile, j = e - i * kTile;
     const int64_t qi = q0 + i, kj = k0 + j;
     float p = 0.0f, ds = 0.0f;
-    if (qi < g.T && kj <= qi && kj >= g.first_key(qi)) {
+    if (qi < g.T && kj <= qi && kj >= g.first_key(b, qi)) {
       p = nm::attention_prob_from_lse_f32(dot_in_order(Qs + i * ld, Ks + j * ld, g.D), g.scale, lse_s[i]);
       ds = nm::attention_ds_f32(p, dot_in_order(dOs + i * ld, Vs + j * ld, g.D), delta_s[i], g.scale);
     }
@@ -205,12 +218,14 @@ attention_dkdv_kernel(Geometry g, float* dk_heads, float* dv_heads, const float*
 #pragma unroll
     for (int dc = 0; dc < DC; ++dc) dk[jj][dc] = dv[jj][dc] = 0.0f;
   }
-  // Query tiles from the diagonal on (earlier queries never see these keys), in order.
+  // Query tiles from the diagonal on (earlier queries never see these keys), in order, up to the
+  // first whose rows' first keys (documents' starts, sliding windows) all lie past this key tile.
   for (int64_t q0 = k0; q0 < T; q0 += kTile) {
+    if (g.first_key(b, q0) >= k0 + kTile) break;  // uniform across the block
     __syncthreads();
     load_query_side(g, b, h, q0, qkv, dout, lse, delta, Qs, dOs, lse_s, delta_s);
     __syncthreads();
-    probabilities_and_score_grads(g, q0, k0, Qs, dOs, Ks, Vs, lse_s, delta_s, Ps, dSs);
+    probabilities_and_score_grads(g, b, q0, k0, Qs, dOs, Ks, Vs, lse_s, delta_s, Ps, dSs);
     __syncthreads();
 #pragma unroll
     for (int jj = 0; jj < kRowsPerWarp; ++jj) {
@@ -264,12 +279,12 @@ attention_dq_kernel(Geometry g, float* dqkv, const float* dout, const float* lse
     for (int dc = 0; dc < DC; ++dc) dq[ii][dc] = 0.0f;
   }
   const int64_t kend = q0 + kTile < T ? q0 + kTile : T;
-  for (int64_t k0 = 0; k0 < kend; k0 += kTile) {
+  for (int64_t k0 = g.first_key_tile(b, q0); k0 < kend; k0 += kTile) {
     __syncthreads();
     load_tile(Ks, ld, ksrc, S, k0, T, D);
     load_tile(Vs, ld, ksrc + int64_t(g.Hkv) * D, S, k0, T, D);
     __syncthreads();
-    probabilities_and_score_grads(g, q0, k0, Qs, dOs, Ks, Vs, lse_s, delta_s, Ps, dSs);
+    probabilities_and_score_grads(g, b, q0, k0, Qs, dOs, Ks, Vs, lse_s, delta_s, Ps, dSs);
     __syncthreads();
 #pragma unroll
     for (int ii = 0; ii < kRowsPerWarp; ++ii) {
@@ -355,7 +370,7 @@ attention_decode_kernel(int Hq, int Hkv, int D, float scale, int64_t window, flo
 // The shape's preconditions (attention_cuda.h) are checked by the caller, CudaNnOps.
 Geometry geometry_of(const AttentionShape& s) {
   return Geometry{s.seq, int(s.q_heads), int(s.kv_heads), int(s.head_dim), nm::attention_scale_f32(s.head_dim),
-                  s.window};
+                  s.window, s.doc_start};
 }
 
 // Launches kernel<DC> for DC = ceil(D / 32) with `shared_floats` of dynamic shared memory,

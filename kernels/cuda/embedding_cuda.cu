@@ -14,13 +14,13 @@ constexpr int kColumnTile = 128;
 // Out: fp32, or bf16 (the residual stream under bf16 activations: the fp32 sum rounded once).
 template <class Out, class T>
 __global__ void __launch_bounds__(kThreads)
-embedding_forward_kernel(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+embedding_forward_kernel(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, RowPositions pos,
                          int64_t c) {
   const int64_t count = n * c;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = e / c, i = e - r * c;
     const float v = cuda_nn::load_f32(wte + int64_t(tokens[r]) * c + i);
-    cuda_nn::store_f32(out + e, wpe != nullptr ? v + cuda_nn::load_f32(wpe + (r % seq) * c + i) : v);
+    cuda_nn::store_f32(out + e, wpe != nullptr ? v + cuda_nn::load_f32(wpe + pos.of(r) * c + i) : v);
   }
 }
 
@@ -63,45 +63,52 @@ embedding_backward_wte_kernel(float* dwte, const T* dout, const int32_t* tokens,
   *dst = acc;
 }
 
-// dwpe[p][col] += dout rows p, p + seq, ... in row order.
+// dwpe[p][col] += dout of the rows at position p, in row order: rows p, p + seq, ... or, with
+// document starts, every row whose position within its document is p.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-embedding_backward_wpe_kernel(float* dwpe, const T* dout, int64_t n, int64_t seq, int64_t c) {
-  const int64_t positions = n < seq ? n : seq, count = positions * c;
+embedding_backward_wpe_kernel(float* dwpe, const T* dout, int64_t n, RowPositions pos, int64_t c) {
+  const int64_t positions = n < pos.seq ? n : pos.seq, count = positions * c;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = e / c, col = e - p * c;
     float acc = dwpe[e];
-    for (int64_t r = p; r < n; r += seq) acc += cuda_nn::load_f32(dout + r * c + col);
+    if (pos.doc_start == nullptr) {
+      for (int64_t r = p; r < n; r += pos.seq) acc += cuda_nn::load_f32(dout + r * c + col);
+    } else {
+      for (int64_t r = p; r < n; ++r) {
+        if (pos.of(r) == p) acc += cuda_nn::load_f32(dout + r * c + col);
+      }
+    }
     dwpe[e] = acc;
   }
 }
 
 template <class Out, class T>
-void embedding_forward_any(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, int64_t seq,
+void embedding_forward_any(Out* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t n, RowPositions pos,
                            int64_t c, cudaStream_t stream) {
   if (n * c <= 0) return;
-  embedding_forward_kernel<<<cuda_nn::blocks_for(n * c), kThreads, 0, stream>>>(out, tokens, wte, wpe, n, seq, c);
+  embedding_forward_kernel<<<cuda_nn::blocks_for(n * c), kThreads, 0, stream>>>(out, tokens, wte, wpe, n, pos, c);
   cuda_nn::check_launch();
 }
 
 }  // namespace
 
 void embedding_forward_cuda(float* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                            int64_t seq, int64_t c, cudaStream_t stream) {
-  embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
+                            RowPositions pos, int64_t c, cudaStream_t stream) {
+  embedding_forward_any(out, tokens, wte, wpe, n, pos, c, stream);
 }
 
 void embedding_forward_cuda(uint16_t* out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                            int64_t seq, int64_t c, cudaStream_t stream) {
-  embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
+                            RowPositions pos, int64_t c, cudaStream_t stream) {
+  embedding_forward_any(out, tokens, wte, wpe, n, pos, c, stream);
 }
 void embedding_forward_bf16_cuda(float* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                 int64_t n, int64_t seq, int64_t c, cudaStream_t stream) {
-  embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
+                                 int64_t n, RowPositions pos, int64_t c, cudaStream_t stream) {
+  embedding_forward_any(out, tokens, wte, wpe, n, pos, c, stream);
 }
 void embedding_forward_bf16_cuda(uint16_t* out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe,
-                                 int64_t n, int64_t seq, int64_t c, cudaStream_t stream) {
-  embedding_forward_any(out, tokens, wte, wpe, n, seq, c, stream);
+                                 int64_t n, RowPositions pos, int64_t c, cudaStream_t stream) {
+  embedding_forward_any(out, tokens, wte, wpe, n, pos, c, stream);
 }
 
 int64_t embedding_backward_scratch_floats(int64_t n) { return 2 * n; }  // first, next as int32
@@ -109,7 +116,7 @@ int64_t embedding_backward_scratch_floats(int64_t n) { return 2 * n; }  // first
 namespace {
 
 template <class T>
-void embedding_backward_any(float* dwte, float* dwpe, const T* dout, const int32_t* tokens, int64_t n, int64_t seq,
+void embedding_backward_any(float* dwte, float* dwpe, const T* dout, const int32_t* tokens, int64_t n, RowPositions pos,
                             int64_t c, float* scratch, cudaStream_t stream) {
   if (n <= 0 || c <= 0) return;
   int32_t* first = reinterpret_cast<int32_t*>(scratch);
@@ -120,8 +127,8 @@ void embedding_backward_any(float* dwte, float* dwpe, const T* dout, const int32
   embedding_backward_wte_kernel<<<grid, kColumnTile, 0, stream>>>(dwte, dout, tokens, first, next, c);
   cuda_nn::check_launch();
   if (dwpe != nullptr) {
-    const int64_t count = (n < seq ? n : seq) * c;
-    embedding_backward_wpe_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(dwpe, dout, n, seq, c);
+    const int64_t count = (n < pos.seq ? n : pos.seq) * c;
+    embedding_backward_wpe_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(dwpe, dout, n, pos, c);
     cuda_nn::check_launch();
   }
 }
@@ -129,12 +136,12 @@ void embedding_backward_any(float* dwte, float* dwpe, const T* dout, const int32
 }  // namespace
 
 void embedding_backward_cuda(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int64_t n,
-                             int64_t seq, int64_t c, float* scratch, cudaStream_t stream) {
-  embedding_backward_any(dwte, dwpe, dout, tokens, n, seq, c, scratch, stream);
+                             RowPositions pos, int64_t c, float* scratch, cudaStream_t stream) {
+  embedding_backward_any(dwte, dwpe, dout, tokens, n, pos, c, scratch, stream);
 }
 void embedding_backward_cuda(float* dwte, float* dwpe, const uint16_t* dout, const int32_t* tokens, int64_t n,
-                             int64_t seq, int64_t c, float* scratch, cudaStream_t stream) {
-  embedding_backward_any(dwte, dwpe, dout, tokens, n, seq, c, scratch, stream);
+                             RowPositions pos, int64_t c, float* scratch, cudaStream_t stream) {
+  embedding_backward_any(dwte, dwpe, dout, tokens, n, pos, c, scratch, stream);
 }
 
 }  // namespace farthing::kernels

@@ -8,6 +8,9 @@
 
 #include <cstdint>
 
+#include "kernels/numerics/attention_steps.h"
+#include "kernels/numerics/host_device.h"
+
 namespace farthing::kernels {
 
 // The operand type of a GEMM; C is always fp32 (fp32 accumulation).
@@ -26,14 +29,39 @@ struct GemmShape {
 // kBF16 (the model's bf16 compute): a backend with a bf16 attention may round Q, K, V, O and dO
 // to bf16 with fp32 softmax statistics and accumulation (CUDA: cuDNN's fused attention); one
 // without it computes in fp32 (the CPU). The outputs stay fp32 either way.
+// doc_start: null, or per row (B*T int32, in the memory of the backend that runs the op) the
+// index within its sequence of the first token of the row's document, so that documents packed
+// into one sequence do not see each other. Both masks are lower bounds on the visible key index:
+// query i of a sequence sees keys first_key(i) .. i, the later of its document's start and, under
+// a sliding window, i - window + 1. Within a document the starts never decrease.
 struct AttentionShape {
   int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
   GemmDtype dtype = GemmDtype::kF32;
   // Sliding-window attention (Gemma 3's local layers): query i sees keys i - window + 1 .. i;
-  // 0: every key up to i. The kernels read it as a lower bound on each query row's visible keys,
-  // numerics::attention_first_key (attention_steps.h), so other lower bounds compose with max.
+  // 0: every key up to i.
   int64_t window = 0;
+  // Documents packed into one sequence: row r (of all B*T) sees keys from doc_start[r] on (an
+  // index within its sequence); null: one document a sequence.
+  const int32_t* doc_start = nullptr;
   int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
+  // The first key query row `row` (of all B*T) may see, as an index within its sequence: its
+  // document's start, and under a sliding window no key before i - window + 1. Every kernel masks
+  // keys below it.
+  FARTHING_HD int64_t first_key(int64_t row) const {
+    const int64_t document = doc_start ? int64_t(doc_start[row]) : 0;
+    const int64_t windowed = numerics::attention_first_key(row % seq, window);
+    return document > windowed ? document : windowed;
+  }
+};
+
+// Where each row of a micro-batch sits, for RoPE and learned positions: row r is token r % seq
+// of its sequence, at position r % seq - doc_start[r] (counted from its document's first token;
+// doc_start as AttentionShape's). Built implicitly from a period alone: one document a sequence.
+struct RowPositions {
+  int64_t seq = 0;
+  const int32_t* doc_start = nullptr;
+  RowPositions(int64_t period, const int32_t* starts = nullptr) : seq(period), doc_start(starts) {}  // NOLINT
+  FARTHING_HD int64_t of(int64_t row) const { return row % seq - (doc_start ? int64_t(doc_start[row]) : 0); }
 };
 
 // RMSNorm over each head of the packed projection qkv (Qwen3's and Gemma 3's q_norm and k_norm,

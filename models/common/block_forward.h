@@ -41,12 +41,13 @@ struct BlockActs {
   ActRef fc, act;
 };
 
-// The rows a block runs: row r sits at the position whose RoPE table row is r % period
-// (training: period = seq and the tables start at position 0; the decoder: period = rows and
-// the tables start at the chunk's first position). The tables are unused by GPT-2.
+// The rows a block runs: row r sits at the position whose RoPE table row is period.of(r)
+// (training: r % seq, counted from the row's document start when documents are packed, and the
+// tables start at position 0; the decoder: period = rows and the tables start at the chunk's
+// first position). The tables are unused by GPT-2.
 struct BlockRows {
   int64_t rows = 0;
-  int64_t period = 0;
+  RowPositions period = 0;
   const float* rope_cos = nullptr;  // (period, head_dim / 2) from the first row's position
   const float* rope_sin = nullptr;
 };

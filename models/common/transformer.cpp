@@ -145,10 +145,11 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   own_loss_sum_ = static_cast<double*>(inputs_.data());
   tokens_ = reinterpret_cast<int32_t*>(own_loss_sum_ + 1);
   targets_ = tokens_ + batch * seq;
+  doc_start_ = targets_ + batch * seq;
   if (c.family == ModelFamily::kLlama) {
     std::vector<float> cos, sin;
     rope_tables(c, seq, cos, sin);
-    rope_cos_ = reinterpret_cast<float*>(targets_ + batch * seq);
+    rope_cos_ = reinterpret_cast<float*>(doc_start_ + batch * seq);
     rope_sin_ = rope_cos_ + cos.size();
     ops_.copy(rope_cos_, cos.data(), int64_t(cos.size()));  // host to the ops' memory
     ops_.copy(rope_sin_, sin.data(), int64_t(sin.size()));
@@ -157,7 +158,26 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
 
 int64_t Transformer::input_elems(const ModelConfig& c, int64_t batch, int64_t seq) {
   const int64_t rope = c.family == ModelFamily::kLlama ? 2 * seq * (c.head_dim() / 2) : 0;
-  return 2 + 2 * batch * seq + rope;  // 2: the loss sum, a double
+  return 2 + 3 * batch * seq + rope;  // 2: the loss sum, a double
+}
+
+void Transformer::set_document_starts(const int32_t* doc_start) {
+  if (doc_start == nullptr) {
+    documents_ = false;
+    return;
+  }
+  for (int64_t b = 0; b < batch_; ++b) {
+    for (int64_t t = 0; t < seq_; ++t) {
+      const int32_t start = doc_start[b * seq_ + t];
+      const int32_t before = t > 0 ? doc_start[b * seq_ + t - 1] : 0;
+      // A row starts its own document (start == t) or continues the one before it.
+      FARTHING_CHECK(start == t || (start == before && start < t), "document start ", start, " at row ", t,
+                     " of sequence ", b, ": expected ", t, " (a new document) or ", before,
+                     " (the document of the row before)");
+    }
+  }
+  upload_ids(doc_start_, doc_start);
+  documents_ = true;
 }
 
 void Transformer::upload_ids(int32_t* to, const int32_t* from) {
@@ -518,22 +538,24 @@ void Transformer::embed(const int32_t* tokens) {
   upload_ids(tokens_, tokens);
   if (options_.unit_storage != nullptr && options_.compute == ComputeMode::kBF16) {
     const auto* wpe = spec_.pos_emb >= 0 ? static_cast<const uint16_t*>(weight_ptr(spec_.pos_emb)) : nullptr;
-    ops_.embedding_forward_bf16(resid_, tokens_, static_cast<const uint16_t*>(weight_ptr(spec_.tok_emb)), wpe, M, seq_,
-                                c.dim);
+    ops_.embedding_forward_bf16(resid_, tokens_, static_cast<const uint16_t*>(weight_ptr(spec_.tok_emb)), wpe, M,
+                                row_positions(), c.dim);
     return;
   }
-  ops_.embedding_forward(resid_, tokens_, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M, seq_,
-                         c.dim);
+  ops_.embedding_forward(resid_, tokens_, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M,
+                         row_positions(), c.dim);
 }
 
 // The block's maths is block_forward's (block_forward.h), shared with the KV-cache decoder.
 void Transformer::block_forward(int64_t layer, const BlockActs& a, ActRef x, ActRef y) {
-  models::block_forward(spec_, ops_, *this, layer, a, x, y, BlockRows{batch_ * seq_, seq_, rope_cos_, rope_sin_});
+  models::block_forward(spec_, ops_, *this, layer, a, x, y, BlockRows{batch_ * seq_, row_positions(), rope_cos_,
+                                                                    rope_sin_});
 }
 
 AttentionShape Transformer::attention_shape() const {
   const ModelConfig& c = config();
-  return AttentionShape{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), attention_dtype_of(options_.compute)};
+  return AttentionShape{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), attention_dtype_of(options_.compute),
+                        documents_ ? doc_start_ : nullptr};
 }
 
 void Transformer::attention(int64_t /*layer*/, const BlockActs& a, int64_t rows) {
@@ -560,7 +582,7 @@ void Transformer::block_backward(int64_t layer, const BlockActs& a, ActRef x) {
   linear_backward(datt_, w.attn_out_w, w.attn_out_b, dres_, a.att, M, c.attn_dim(), C, o);
   ops_.attention_backward(attention_shape(), dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
   if (llama) {
-    ops_.rope_apply(dqkv_, M, seq_, c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_,
+    ops_.rope_apply(dqkv_, M, row_positions(), c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_,
                       rope_sin_, true);
   }
   if (c.qk_norm) {  // dqkv becomes the gradient of the projection before the q/k norms
@@ -745,7 +767,7 @@ void Transformer::backward_from_head() {
     release_unit(unit);
   }
   ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens_, M,
-                            seq_, c.dim);
+                          row_positions(), c.dim);
   const int embedding = unit_of(spec_.tok_emb);
   unit_grads_done(embedding);
   release_unit(embedding);

@@ -189,6 +189,14 @@ class Transformer : private BlockHooks {
                                  float std = 0.02f);
   void zero_grads();
 
+  // Documents packed into the micro-batch's sequences: doc_start (host, batch x seq) gives each
+  // token the index within its sequence of its document's first token. The passes that follow
+  // keep documents apart: attention sees only the keys of the query's own document, and RoPE and
+  // learned positions count from the document's start (kernels/numerics/op_shapes.h). Checked
+  // (each row starts a document or continues the one before) and copied to the ops' memory.
+  // nullptr: each sequence is one document (the default).
+  void set_document_starts(const int32_t* doc_start);
+
   // tokens, targets: host arrays (batch, seq), checked and copied to the ops' memory; targets < 0
   // (e.g. -100) are ignored. Returns the mean
   // loss over the counted targets and adds its gradient to grads().
@@ -265,6 +273,7 @@ class Transformer : private BlockHooks {
   }
   void attention(int64_t layer, const BlockActs& a, int64_t rows) override;
   AttentionShape attention_shape() const;
+  RowPositions row_positions() const { return RowPositions(seq_, documents_ ? doc_start_ : nullptr); }
   void block_backward(int64_t layer, const BlockActs& a, ActRef x);
   void final_norm();
   // Embed, blocks, final norm (no grad); backward_follows: prefetch the last block for it.
@@ -296,7 +305,8 @@ class Transformer : private BlockHooks {
   double read_own_loss_sum();
   void backward_from_head();
   BlockActs acts_for(int64_t layer);
-  // The 4-byte elements of inputs_: the loss sum (a double), tokens and targets (M each), then cos
+  // The 4-byte elements of inputs_: the loss sum (a double), tokens, targets and document starts
+  // (M each), then cos
   // and sin when the model rotates.
   static int64_t input_elems(const ModelConfig& c, int64_t batch, int64_t seq);
   // Copies M host ids into the device array `to` (tokens_ or targets_).
@@ -313,6 +323,8 @@ class Transformer : private BlockHooks {
   Buffer inputs_;
   double* own_loss_sum_ = nullptr;
   int32_t *tokens_ = nullptr, *targets_ = nullptr;
+  int32_t* doc_start_ = nullptr;  // set_document_starts' array, read while documents_
+  bool documents_ = false;
   float *rope_cos_ = nullptr, *rope_sin_ = nullptr;
   // Carved from acts_: residual stream (L+1) x (BT, C), stored as the activations are; per-layer
   // (or one) BlockActs; final norm.

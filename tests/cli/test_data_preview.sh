@@ -3,7 +3,8 @@
 # byte-level tokenizer.json written here: ids 0-255 bytes, 256 <s>, 257 </s>, 258 <|im_start|>,
 # 259 <|im_end|>, inside the model's 512-token vocabulary, and the built-in chatml template): the
 # first example rendered with exactly its assistant content and <|im_end|> between ⟦ ⟧, and the
-# counts (documents, tokens: computed here from the bytes) with no padding. The data errors of
+# counts (documents, tokens: computed here from the bytes; packed as documents, padded, and as a
+# stream with no padding). The data errors of
 # `train` and `preview`, each one line writing nothing: a missing data.train or data.eval names
 # the key and where it was set (recipe file:line:column or --set), an empty document names
 # file:line; the shipped recipes' placeholder data.train is named as one; `tokenize --field messages` points to the preview; and the warning when one step
@@ -56,8 +57,18 @@ grep -qF "$WORK/chat.jsonl:1 (messages): 48 tokens, 9 trained" "$WORK/preview" \
 grep -qE "^  documents +40 \(messages\)" "$WORK/preview" || fail "documents: $(grep documents "$WORK/preview")"
 grep -qE "^  tokens +$(cat "$WORK/expected_tokens") " "$WORK/preview" \
   || fail "tokens (expected $(cat "$WORK/expected_tokens")): $(grep '^  tokens' "$WORK/preview")"
-grep -qE "^  padding +0 tokens" "$WORK/preview" || fail "padding: $(grep padding "$WORK/preview")"
-grep -qE "^  documents cut +[0-9]+ of 40" "$WORK/preview" || fail "documents cut: $(grep cut "$WORK/preview")"
+# Chat data packs as documents: 44-50 token chats, one to a sequence of 64, the rest padding.
+grep -qE "^  packing +documents: each document sees only itself" "$WORK/preview" \
+  || fail "packing: $(grep packing "$WORK/preview")"
+grep -qE "^  padding +[1-9][0-9]* tokens, [0-9.]+% of the sequences' 2560 \(no loss, no attention\)" "$WORK/preview" \
+  || fail "padding: $(grep padding "$WORK/preview")"
+grep -qE "^  documents cut +0 of 40 longer than a sequence" "$WORK/preview" || fail "documents cut: $(grep cut "$WORK/preview")"
+# As a stream, the sequences are back to back and documents straddle their boundaries.
+"$FARTHING" data preview "$RECIPE" "${PREVIEW_SMALL[@]}" "${CHAT[@]}" --set data.packing=stream >"$WORK/preview_stream" 2>&1 \
+  || { cat "$WORK/preview_stream"; fail "data preview (stream) exited non-zero"; }
+grep -qE "^  padding +0 tokens" "$WORK/preview_stream" || fail "padding: $(grep padding "$WORK/preview_stream")"
+grep -qE "^  documents cut +[1-9][0-9]* of 40 start in one sequence" "$WORK/preview_stream" \
+  || fail "documents cut: $(grep cut "$WORK/preview_stream")"
 grep -qE "^  chat template +chatml" "$WORK/preview" || fail "chat template: $(grep 'chat template' "$WORK/preview")"
 echo "ok: preview: $(grep -E '^  (tokens|trained tokens|documents cut)' "$WORK/preview" | tr -s ' ' | tr '\n' ';')"
 

@@ -22,6 +22,7 @@ model=(init "$dir/stories260K.bin" --tokenizer "$dir/tok512.bin" --data "$shared
 "$farthing" "${model[@]}" --budget-gb 1 --out "$tmp/roomy.yaml" 2> "$tmp/err" || { cat "$tmp/err"; fail "init exited non-zero"; }
 grep -q "^  state: f32" "$tmp/roomy.yaml" || fail "1 GiB should keep fp32 AdamW state: $(grep state: "$tmp/roomy.yaml")"
 grep -q "^  master: f32" "$tmp/roomy.yaml" || fail "1 GiB should keep the fp32 master"
+grep -q "^  packing: stream  # " "$tmp/roomy.yaml" || fail "plain text should pack as a stream: $(grep packing: "$tmp/roomy.yaml")"
 head -1 "$tmp/roomy.yaml" | grep -qF "farthing train $tmp/roomy.yaml" || fail "first line is not the command: $(head -1 "$tmp/roomy.yaml")"
 [ "$(grep -cE '^  [a-z_0-9]+: .*  # ' "$tmp/roomy.yaml")" -eq "$(grep -cE '^  [a-z_0-9]+:' "$tmp/roomy.yaml")" ] \
   || fail "a key without a comment: $(grep -E '^  [a-z_0-9]+:' "$tmp/roomy.yaml" | grep -v '  # ')"
@@ -81,6 +82,8 @@ PY
   grep -q "^  add_eos: false  # each assistant turn ends with <|im_end|>, which is trained" "$tmp/chat.yaml" \
     || fail "add_eos: $(grep add_eos: "$tmp/chat.yaml")"
   grep -q "^  seq_len: 64  # " "$tmp/chat.yaml" || fail "seq_len for 44-50 token chats: $(grep seq_len: "$tmp/chat.yaml")"
+  grep -q "^  packing: documents  # each example sees only itself" "$tmp/chat.yaml" \
+    || fail "packing for chat data: $(grep packing: "$tmp/chat.yaml")"
   grep -q "^  eval_fraction: 0.05  # " "$tmp/chat.yaml" || fail "eval_fraction: $(grep eval_fraction: "$tmp/chat.yaml")"
   grep -q "^  micro_batch: 7  # " "$tmp/chat.yaml" && grep -q "^  grad_accum: 1  # " "$tmp/chat.yaml" \
     || fail "7 sequences a step: $(grep -E 'micro_batch:|grad_accum:' "$tmp/chat.yaml" | tr '\n' ' ')"

@@ -71,6 +71,7 @@ TEST(DatasetJsonl, PackedTargetsIgnoreThePrompt) {
   DatasetOptions o = jsonl_options();
   o.seq_len = 10;
   o.eval_fraction = 0.0;
+  o.packing = Packing::kStream;  // documents kept apart: test_document_packing.cpp
   // stream: <s> h i ␣ y o </s> <s> q r </s>  (11 tokens: one sequence of 10)
   const SplitData data = load_split_data(path, "", o, &tok, 260);
   ASSERT_EQ(data.train.size(), 1);

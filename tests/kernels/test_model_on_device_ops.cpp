@@ -88,14 +88,14 @@ class StagedOps final : public NnOps {
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override {
     Call k(*this);
     const int64_t rows = s.batch * s.seq;
-    ops_.attention_forward(s, staged(k, out, rows * s.q_heads * s.head_dim),
+    ops_.attention_forward(k.shape(s), staged(k, out, rows * s.q_heads * s.head_dim),
                            k.inout(lse, s.batch * s.q_heads * s.seq * 4), staged(k, qkv, rows * s.qkv_stride()));
   }
   void attention_backward(const AttentionShape& s, ActRef dqkv, float* scratch, ActRef dout, ActRef out,
                           const float* lse, ActRef qkv) override {
     Call k(*this);
     const int64_t rows = s.batch * s.seq, o = rows * s.q_heads * s.head_dim;
-    ops_.attention_backward(s, staged(k, dqkv, rows * s.qkv_stride()),
+    ops_.attention_backward(k.shape(s), staged(k, dqkv, rows * s.qkv_stride()),
                             k.inout(scratch, 2 * s.batch * s.q_heads * s.seq * s.head_dim * 4), staged(k, dout, o),
                             staged(k, out, o), k.in(lse, s.batch * s.q_heads * s.seq * 4),
                             staged(k, qkv, rows * s.qkv_stride()));
@@ -145,11 +145,11 @@ class StagedOps final : public NnOps {
     ops_.head_rmsnorm_backward(s, staged(k, dd, n), k.inout(dwq, d), k.inout(dwk, d), staged(k, qkv, n), k.in(wq, d),
                                k.in(wk, d), k.in(rstd, s.rows * s.normed_heads() * 4));
   }
-  void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  void rope_apply(ActRef x, int64_t rows, RowPositions seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
     Call k(*this);
-    const int64_t table = std::min(rows, seq) * (head_dim / 2) * 4;
-    ops_.rope_apply(staged(k, x, (rows - 1) * stride + heads * head_dim), rows, seq, heads, head_dim, stride,
+    const int64_t table = std::min(rows, seq.seq) * (head_dim / 2) * 4;
+    ops_.rope_apply(staged(k, x, (rows - 1) * stride + heads * head_dim), rows, k.positions(seq, rows), heads, head_dim, stride,
                     k.in(cos, table), k.in(sin, table), inverse);
   }
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
@@ -169,23 +169,23 @@ class StagedOps final : public NnOps {
     ops_.gelu_backward(staged(k, dx, count), staged(k, dout, count), staged(k, x, count), count);
   }
   void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                         int64_t seq, int64_t c) override {
+                         RowPositions seq, int64_t c) override {
     Call k(*this);
     ops_.embedding_forward(staged(k, out, n * c), k.in(tokens, n * 4), k.in(wte, table_rows(tokens, n) * c * 4),
-                           k.in(wpe, std::min(n, seq) * c * 4), n, seq, c);
+                           k.in(wpe, std::min(n, seq.seq) * c * 4), n, k.positions(seq, n), c);
   }
   void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
-                              int64_t seq, int64_t c) override {
+                              RowPositions seq, int64_t c) override {
     Call k(*this);
     ops_.embedding_forward_bf16(staged(k, out, n * c), k.in(tokens, n * 4),
-                                k.in(wte, table_rows(tokens, n) * c * 2), k.in(wpe, std::min(n, seq) * c * 2), n,
-                                seq, c);
+                                k.in(wte, table_rows(tokens, n) * c * 2), k.in(wpe, std::min(n, seq.seq) * c * 2), n,
+                                k.positions(seq, n), c);
   }
-  void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n, int64_t seq,
+  void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n, RowPositions seq,
                           int64_t c) override {
     Call k(*this);
-    ops_.embedding_backward(k.inout(dwte, table_rows(tokens, n) * c * 4), k.inout(dwpe, std::min(n, seq) * c * 4),
-                            staged(k, dout, n * c), k.in(tokens, n * 4), n, seq, c);
+    ops_.embedding_backward(k.inout(dwte, table_rows(tokens, n) * c * 4), k.inout(dwpe, std::min(n, seq.seq) * c * 4),
+                            staged(k, dout, n * c), k.in(tokens, n * 4), n, k.positions(seq, n), c);
   }
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override {
     Call k(*this);
@@ -253,6 +253,15 @@ class StagedOps final : public NnOps {
     template <class T>
     T* inout(T* host, int64_t bytes) {
       return static_cast<T*>(stage(host, bytes, true));
+    }
+    // The document starts an attention shape or a row position carries, staged like any input.
+    AttentionShape shape(AttentionShape s) {
+      if (s.doc_start) s.doc_start = in(s.doc_start, s.batch * s.seq * 4);
+      return s;
+    }
+    RowPositions positions(RowPositions p, int64_t rows) {
+      if (p.doc_start) p.doc_start = in(p.doc_start, rows * 4);
+      return p;
     }
 
    private:

@@ -841,6 +841,59 @@ void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, i
   });
 }
 
+// Documents packed into each sequence (AttentionShape::doc_start, in the arena's memory): starts
+// at 0, 7 + 3b and 2T/3 of sequence b (those below T), so boundaries fall inside and across the
+// kernels' query and key tiles, at different rows in each sequence.
+std::vector<int32_t> document_starts(int64_t batch, int64_t seq) {
+  std::vector<int32_t> starts(size_t(batch * seq));
+  for (int64_t b = 0; b < batch; ++b) {
+    int32_t start = 0;
+    for (int64_t t = 0; t < seq; ++t) {
+      if (t == 7 + 3 * b || t == 2 * seq / 3) start = int32_t(t);
+      starts[size_t(b * seq + t)] = start;
+    }
+  }
+  return starts;
+}
+
+void add_attention_document_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv,
+                                  int64_t d) {
+  const AttentionShape plain{batch, seq, hq, hkv, d};
+  const int64_t rows = batch * seq, stride = plain.qkv_stride();
+  add("attention_forward_documents_" + label, Tol::kAttention, [=](Arena& a, Rng& rng) {
+    AttentionShape s = plain;
+    s.doc_start = a.put(document_starts(batch, seq));
+    float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
+    float* out = a.put(std::vector<float>(size_t(rows * hq * d)));
+    float* lse = a.put(std::vector<float>(size_t(batch * hq * seq)));
+    a.nn().attention_forward(s, out, lse, qkv);
+    Outputs o;
+    o.add("out", a.get(out, size_t(rows * hq * d)));
+    o.add("lse", a.get(lse, size_t(batch * hq * seq)));
+    return o;
+  });
+  add("attention_backward_documents_" + label, Tol::kAttention, [=](Arena& a, Rng& rng) {
+    const std::vector<int32_t> starts = document_starts(batch, seq);
+    AttentionShape host = plain;
+    host.doc_start = starts.data();
+    auto qkv_host = rng.floats(rows * stride, -1.5f, 1.5f);
+    std::vector<float> out_host(size_t(rows * hq * d)), lse_host(size_t(batch * hq * seq));
+    backend_for(Device::cpu()).nn().attention_forward(host, out_host.data(), lse_host.data(), qkv_host.data());
+    AttentionShape s = plain;
+    s.doc_start = a.put(starts);
+    float* qkv = a.put(qkv_host);
+    float* out = a.put(out_host);
+    const float* lse = a.put(lse_host);
+    float* dout = a.put(rng.floats(rows * hq * d));
+    float* dqkv = a.put(rng.floats(rows * stride));
+    float* scratch = a.put(std::vector<float>(size_t(2 * batch * hq * seq * d)));
+    a.nn().attention_backward(s, dqkv, scratch, dout, out, lse, qkv);
+    Outputs o;
+    o.add("dqkv", a.get(dqkv, size_t(rows * stride)));
+    return o;
+  });
+}
+
 // bf16 compute with attention's output stored as bf16, as the model stores its GEMM inputs
 // (act_ref.h). Forward: on each backend the stored output must be that backend's fp32 output
 // narrowed, bit for bit (cuDNN's O is bf16 already; the fp32 kernels round once); then the rows
@@ -1378,6 +1431,7 @@ void add_sim_cases() {
   add_attention_cases("t1", 3, 1, 9, 3, 64);
   add_attention_cases("gqa8_d16", 1, 50, 8, 1, 16);
   add_attention_cases("d96", 1, 33, 4, 2, 96);
+  add_attention_document_cases("stories260k", 2, 70, 8, 4, 8);
   add_attention_bf16out_cases("stories260k", 2, 33, 8, 4, 8);  // the fp32 kernels: no cuDNN in simulation
   add_attention_bf16out_cases("t1", 3, 1, 9, 3, 64);
   add_decode_case("stories260k", 8, 4, 8, 1, 40);
@@ -1467,6 +1521,7 @@ const std::vector<Case>& cases() {
   add_attention_cases("llama31_8b", 1, 65, 32, 8, 128);
   add_attention_cases("t1", 3, 1, 9, 3, 64);
   add_attention_cases("mha_d32", 2, 40, 4, 4, 32);
+  add_attention_document_cases("smollm2_135m", 2, 150, 9, 3, 64);
   add_attention_cases("gqa8_d16", 1, 50, 8, 1, 16);
   add_attention_cases("d96", 1, 33, 4, 2, 96);
   // bf16 compute's attention (cuDNN on a GPU): the head dims 64 / 80 / 128 of the presets, GQA,

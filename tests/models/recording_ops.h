@@ -127,7 +127,7 @@ class RecordingOps final : public NnOps {
     cpu_.head_rmsnorm_backward(s, d, dwq, dwk, qkv, wq, wk, rstd);
     if (round_attention_grads) round_in_place(d, s.rows * s.stride);
   }
-  void rope_apply(ActRef x, int64_t rows, int64_t seq, int64_t heads, int64_t head_dim, int64_t stride,
+  void rope_apply(ActRef x, int64_t rows, RowPositions seq, int64_t heads, int64_t head_dim, int64_t stride,
                   const float* cos, const float* sin, bool inverse) override {
     ++calls[inverse ? "rope_inverse" : "rope"];
     const bool round = round_qkv && !inverse;  // the projection as its GEMM stores it, then as RoPE does
@@ -158,17 +158,17 @@ class RecordingOps final : public NnOps {
     if (round_mlp_grads) round_in_place(dx, count);
   }
   void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,
-                         int64_t seq, int64_t c) override {
+                         RowPositions seq, int64_t c) override {
     ++calls["embedding_forward"];
     cpu_.embedding_forward(out, tokens, wte, wpe, n, seq, c);
   }
   void embedding_forward_bf16(ActRef out, const int32_t* tokens, const uint16_t* wte, const uint16_t* wpe, int64_t n,
-                              int64_t seq, int64_t c) override {
+                              RowPositions seq, int64_t c) override {
     ++calls["embedding_forward_bf16"];
     cpu_.embedding_forward_bf16(out, tokens, wte, wpe, n, seq, c);
   }
   void embedding_backward(float* dwte, float* dwpe, ActRef dout, const int32_t* tokens, int64_t n,
-                          int64_t seq, int64_t c) override {
+                          RowPositions seq, int64_t c) override {
     ++calls["embedding_backward"];
     cpu_.embedding_backward(dwte, dwpe, dout, tokens, n, seq, c);
   }

@@ -32,6 +32,10 @@ struct BenchOptions {
   double reduce_bucket_mib = 0.0;  // dist suite: the runs' distributed.reduce_bucket_mib (> 0: reductions in flight)
   bool profile_ops = false;        // train suite: train.profile: ops, each row's step profile on stderr
   bool torch_compile = false;      // train suite on cuda: also the torch peer through torch.compile
+  // train suite: data.packing of farthing's rows ("": the token file's default, stream). The
+  // synthetic token file is one document, so under documents (split into sequence-sized pieces)
+  // every sequence holds the same tokens as under stream, through the document path.
+  std::string packing;
 };
 
 struct BenchSuite {

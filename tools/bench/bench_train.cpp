@@ -227,7 +227,8 @@ struct TrainerRun {
 // gradients, activations.
 StepResult run_farthing(const TrainerRun& run, const std::string& preset, const std::filesystem::path& tokens,
                         const std::filesystem::path& run_dir, int64_t batch, int64_t seq, double min_seconds,
-                        const std::vector<TorchPeer*>& peers, Device device = Device::cpu(), bool profile_ops = false) {
+                        const std::vector<TorchPeer*>& peers, Device device = Device::cpu(), bool profile_ops = false,
+                        const std::string& packing = "") {
   StepResult r;
   r.mode = run.name;
   recipe::RunConfig rc;
@@ -242,6 +243,7 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
   rc.data.seq_len = seq;
   rc.data.eval_fraction = 0.0;
   rc.data.shuffle = false;
+  if (!packing.empty()) rc.data.packing = recipe::enum_of<data::Packing>(packing);
   rc.optimizer.state = recipe::enum_of<optim::StateFormat>(run.state);
   rc.optimizer.master = recipe::enum_of<optim::MasterMode>(run.master);
   rc.optimizer.weight_rounding = recipe::enum_of<optim::WeightRounding>(run.rounding);
@@ -306,7 +308,8 @@ StepResult run_farthing(const TrainerRun& run, const std::string& preset, const 
 // Every configuration in turn on `device`, over one synthetic token file in a temporary folder.
 std::vector<StepResult> run_rows(std::span<const TrainerRun> runs, const std::string& preset,
                                  const models::ModelConfig& config, int64_t batch, int64_t seq, double min_seconds,
-                                 const std::vector<TorchPeer*>& peers, Device device, bool profile_ops) {
+                                 const std::vector<TorchPeer*>& peers, Device device, bool profile_ops,
+                                 const std::string& packing) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() /
                        ("farthing_bench_train_" + device.name() + "_" + std::to_string(getpid()));
@@ -314,7 +317,8 @@ std::vector<StepResult> run_rows(std::span<const TrainerRun> runs, const std::st
   const fs::path tokens = synthetic_token_file(dir, 64 * batch * (seq + 1), config.vocab_size);
   std::vector<StepResult> rows;
   for (const TrainerRun& run : runs) {
-    rows.push_back(run_farthing(run, preset, tokens, dir / "run", batch, seq, min_seconds, peers, device, profile_ops));
+    rows.push_back(
+        run_farthing(run, preset, tokens, dir / "run", batch, seq, min_seconds, peers, device, profile_ops, packing));
   }
   fs::remove_all(dir);
   return rows;
@@ -407,7 +411,7 @@ int run_train_bench(const BenchOptions& options) {
       {"8bit+SR in backward", "fp32", "8bit", "none", "stochastic", "none", true},
   };
   const std::vector<StepResult> rows = run_rows(runs, preset, config, batch, seq, min_s, peers, Device::cpu(),
-                                                options.profile_ops);
+                                                options.profile_ops, options.packing);
   for (TorchPeer* peer : peers) peer->finish();
 
   const double f32_after = gemm_rate(k::GemmDtype::kF32, shapes, min_s, &shape_tmp);
@@ -433,6 +437,7 @@ int run_train_bench(const BenchOptions& options) {
 
   if (options.json) {
     nlohmann::json out = {{"suite", "train"}, {"preset", preset}, {"batch", batch}, {"seq", seq},
+                          {"packing", options.packing.empty() ? "stream" : options.packing},
                           {"threads", threads}, {"optimizer_step_included", true}, {"turns", kTurns},
                           {"gemm_f32_flops", f32_rate}, {"gemm_bf16_flops", bf16_rate},
                           {"bf16_gemm_native", k::bf16_gemm_is_native_cpu()}};
@@ -459,8 +464,9 @@ int run_train_bench(const BenchOptions& options) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("farthing bench train: %s, batch %lld x seq %lld, %d threads, %.1fM parameters\n",
-              preset.c_str(), (long long)batch, (long long)seq, threads, double(config.num_params()) / 1e6);
+  std::printf("farthing bench train: %s, batch %lld x seq %lld, %d threads, %.1fM parameters, data.packing %s\n",
+              preset.c_str(), (long long)batch, (long long)seq, threads, double(config.num_params()) / 1e6,
+              options.packing.empty() ? "stream" : options.packing.c_str());
   std::printf("step = draw batch + forward + fused chunked cross-entropy + backward + clip + AdamW + new weights\n"
               "(farthing's Trainer::train_step; torch: the transformers model, clip_grad_norm_, AdamW %s)\n",
               torch32.optimizer().empty() ? "-" : torch32.optimizer().c_str());
@@ -557,7 +563,8 @@ int run_train_bench_cuda(const BenchOptions& options) {
       {"bf16 ckpt, 8bit+SR", "bf16", "8bit", "none", "stochastic", "per_block"},
       {"8bit+SR in backward", "bf16", "8bit", "none", "stochastic", "none", true},
   };
-  const std::vector<StepResult> rows = run_rows(runs, preset, config, batch, seq, min_s, peers, device, options.profile_ops);
+  const std::vector<StepResult> rows =
+      run_rows(runs, preset, config, batch, seq, min_s, peers, device, options.profile_ops, options.packing);
   for (TorchPeer* p : peers) p->finish();
   ceiling = std::max(ceiling, device_gemm_ceiling(device, min_s));  // best of before and after
 

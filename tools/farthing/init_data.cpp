@@ -79,6 +79,12 @@ InitData read_init_data(const fs::path& path, const data::Tokenizer* tokenizer, 
   d.add_bos_comment = "BOS before each document, as in pre-training";
   d.add_eos_comment = "EOS after each document, so the model learns where documents end";
   d.chat_template_comment = "used by JSONL \"messages\" lines only: auto = the tokenizer's own template";
+  d.packing_comment = "one stream cut into sequences: text runs on across document ends, as in pre-training";
+  if (d.kind == "chat" || d.kind == "prompt/response") {
+    d.packing = "documents";
+    d.packing_comment = "each example sees only itself, positions restarting at its start, as it will at inference; "
+                        "several share a sequence, the last one padded";
+  }
 
   if (d.kind == "chat") {
     FARTHING_CHECK(tokenizer != nullptr, "init: ", path.string(), " holds chat messages but no tokenizer is known");

@@ -34,6 +34,8 @@ struct InitData {
   std::string chat_template_comment;
   bool add_bos = true, add_eos = true;
   std::string add_bos_comment, add_eos_comment;
+  std::string packing = "stream";  // data.packing: documents for chat and prompt/response data
+  std::string packing_comment;
 };
 
 // Reads `path` (which must exist) with `tokenizer` (nullptr only for token files). Throws as the

@@ -72,6 +72,13 @@ void define_suite_options(CLI::App& app, const BenchSuite& suite, BenchOptions& 
   if (reads("--torch-compile")) {
     app.add_flag("--torch-compile", o.torch_compile, "with --device cuda: also the torch peer through torch.compile");
   }
+  if (reads("--packing")) {
+    app.add_option("--packing", o.packing,
+                   "data.packing of farthing's rows (default: stream, the token file's); documents runs the "
+                   "document path over the same tokens")
+        ->type_name("documents|stream|none")
+        ->check(cli::one_of({"documents", "stream", "none"}));
+  }
   if (reads("--quick")) {
     app.add_flag("--quick", o.quick, "stories260K and short runs (about 2 minutes) instead of SmolLM2-135M");
   }

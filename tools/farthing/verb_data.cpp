@@ -93,8 +93,17 @@ int run_preview(const PreviewArgs& a) {
     mask.insert(mask.end(), doc.loss_mask.begin(), doc.loss_mask.end());
   });
   const double eval_fraction = config.data.eval.empty() ? config.data.eval_fraction : 0.0;
-  const farthing::data::PackingSummary s =
-      farthing::data::summarize_packing(lengths, mask, config.data.seq_len, eval_fraction);
+  // data.packing auto, resolved as the trainer resolves it: documents for examples.
+  const bool has_examples = std::find_if(kinds.begin(), kinds.end(), [](const std::string& k) {
+                          return k == "messages" || k == "prompt/response";
+                        }) != kinds.end();
+  using farthing::data::Packing;
+  const Packing packing = config.data.packing != Packing::kAuto ? config.data.packing
+                          : has_examples                        ? Packing::kDocuments
+                                                                : Packing::kStream;
+  const bool stream = packing == Packing::kStream;
+  const farthing::data::PackingSummary s = farthing::data::summarize_packing(
+      lengths, mask, config.data.seq_len, eval_fraction, packing, config.data.long_documents);
   std::string kind_list;
   for (const std::string& k : kinds) kind_list += (kind_list.empty() ? "" : ", ") + k;
   std::printf("\ncounts (data.train %s):\n", config.data.train.c_str());
@@ -113,11 +122,25 @@ int run_preview(const PreviewArgs& a) {
   std::printf("  trained tokens  %lld of the training split's %lld targets (%s); %lld in the held-out split\n",
               (long long)s.train_trained_tokens, (long long)train_targets,
               percent(s.train_trained_tokens, train_targets).c_str(), (long long)s.eval_trained_tokens);
-  std::printf("  padding         %lld tokens (sequences are packed back to back)\n", (long long)s.padding_tokens);
-  std::printf("  documents cut   %lld of %lld start in one sequence and end in the next\n", (long long)s.documents_cut,
-              (long long)s.documents);
-  std::printf("  dropped         %lld tokens after the last whole sequence (%lld document(s) wholly or partly)\n",
-              (long long)s.tokens_dropped, (long long)s.documents_dropped);
+  std::printf("  packing         %s%s\n", std::string(farthing::recipe::enum_name(packing)).c_str(),
+              stream ? ": one stream cut into sequences, documents seeing those before them"
+                     : ": each document sees only itself, positions restarting at its start");
+  if (stream) {
+    std::printf("  padding         %lld tokens (sequences are packed back to back)\n", (long long)s.padding_tokens);
+    std::printf("  documents cut   %lld of %lld start in one sequence and end in the next\n",
+                (long long)s.documents_cut, (long long)s.documents);
+    std::printf("  dropped         %lld tokens after the last whole sequence (%lld document(s) wholly or partly)\n",
+                (long long)s.tokens_dropped, (long long)s.documents_dropped);
+  } else {
+    std::printf("  padding         %lld tokens, %s of the sequences' %lld (no loss, no attention)\n",
+                (long long)s.padding_tokens, percent(s.padding_tokens, s.sequences * config.data.seq_len).c_str(),
+                (long long)(s.sequences * config.data.seq_len));
+    std::printf("  documents cut   %lld of %lld longer than a sequence (data.long_documents %s)\n",
+                (long long)s.documents_cut, (long long)s.documents,
+                std::string(farthing::recipe::enum_name(config.data.long_documents)).c_str());
+    std::printf("  dropped         %lld tokens cut off long documents (nothing else: the last sequence is padded)\n",
+                (long long)s.tokens_dropped);
+  }
   const int64_t step = config.train.micro_batch * config.train.grad_accum;
   std::printf("  one step        %lld sequences (train.micro_batch %lld x train.grad_accum %lld, per rank)%s\n",
               (long long)step, (long long)config.train.micro_batch, (long long)config.train.grad_accum,

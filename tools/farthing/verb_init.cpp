@@ -144,6 +144,7 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
     << "  eval_fraction: " << number(z.eval_fraction)
     << "  # share of sequences held out: more = steadier eval loss, less training data\n"
     << "  seq_len: " << z.seq_len << "  # tokens per sequence: longer = more context, activations grow linearly\n"
+    << "  packing: " << d.packing << "  # " << d.packing_comment << "\n"
     << "  shuffle: true  # deterministic per-epoch shuffle (train.seed); false keeps file order\n"
     << "  chat_template: " << quoted(d.chat_template) << "  # " << d.chat_template_comment << "\n"
     << "  add_bos: " << (d.add_bos ? "true" : "false") << "  # " << d.add_bos_comment << "\n"

@@ -234,6 +234,7 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
   writer.set_attribute("loss_scale", progress.loss_scale);
   writer.set_attribute("loss_scale_clean_steps", progress.loss_scale_clean_steps);
   writer.set_attribute("seed", int64_t(progress.seed));
+  writer.set_attribute("data_packing", progress.packing);
   writer.write_string("recipe", identity.recipe_yaml);
   writer.write_string("model_config", identity.model_config_json);
   return writer.commit(commit);
@@ -312,6 +313,7 @@ void load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, TrainSta
   progress.loss_scale = reader.attribute_f64("loss_scale");
   progress.loss_scale_clean_steps = reader.attribute_i64("loss_scale_clean_steps");
   progress.seed = uint64_t(reader.attribute_i64("seed"));
+  progress.packing = reader.has_attribute("data_packing") ? reader.attribute_string("data_packing") : "stream";
   state.store.publish_weights();
 }
 

@@ -52,6 +52,7 @@ struct TrainProgressState {
   double loss_scale = 1.0;
   int64_t loss_scale_clean_steps = 0;
   uint64_t seed = 0;
+  std::string packing = "stream";  // data.packing as resolved (a checkpoint without it predates packing: stream)
 };
 
 // Everything a checkpoint saves and restores: the bf16 weights (the parameter store's owned

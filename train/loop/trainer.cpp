@@ -213,6 +213,7 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
   recipe_yaml_ = recipe::resolved_recipe_yaml(config_);
   model_config_json_ = models::config_to_hf_json(source_.config);
   progress_.seed = t.seed;
+  progress_.packing = std::string(recipe::enum_name(data_.packing));
   progress_.loss_scale = scaler_options_and_schedule();
   progress_line_ = std::make_unique<ProgressLine>(output_.progress && comm_.rank() == 0);
   build_note_ = "set up: loading the weights peaked at " + format_bytes(loading_peak_bytes_) + " (tracked), " +
@@ -314,15 +315,23 @@ void Trainer::load_checkpoint(const fs::path& path) {
   FARTHING_CHECK(progress_.seed == config_.train.seed, "checkpoint ", path.string(), " was trained with train.seed ",
                  progress_.seed, " but this recipe has ", config_.train.seed,
                  "; the seed keys the data order and stochastic rounding, so resuming needs the same seed");
+  const std::string packing(recipe::enum_name(data_.packing));
+  FARTHING_CHECK(progress_.packing == packing, "checkpoint ", path.string(), " was trained with data.packing ",
+                 progress_.packing, " but this run packs its data as ", packing,
+                 "; the packing decides what each sequence holds and so what the data position counts: resume with "
+                 "data.packing: ", progress_.packing);
   scaler_->restore(progress_.loss_scale, progress_.loss_scale_clean_steps);
 }
 
-void Trainer::fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets) {
+void Trainer::fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets,
+                               std::vector<int32_t>& doc_start) {
   const int64_t mb = config_.train.micro_batch, T = config_.data.seq_len;
   tokens.resize(size_t(mb * T));
   targets.resize(size_t(mb * T));
+  doc_start.resize(data_.train.has_documents() ? size_t(mb * T) : 0);
   for (int64_t b = 0; b < mb; ++b) {
-    data_.train.sequence(sampler_->at(first_draw + b), tokens.data() + b * T, targets.data() + b * T);
+    data_.train.sequence(sampler_->at(first_draw + b), tokens.data() + b * T, targets.data() + b * T,
+                         doc_start.empty() ? nullptr : doc_start.data() + b * T);
   }
 }
 
@@ -342,9 +351,11 @@ Trainer::StepOutcome Trainer::train_step() {
 
   // This rank's micro-batches of the global batch, and the global count of loss targets.
   std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(A)), targets(static_cast<size_t>(A));
+  std::vector<std::vector<int32_t>> doc_starts(static_cast<size_t>(A));
   int64_t counted = 0;
   for (int64_t a = 0; a < A; ++a) {
-    fill_micro_batch(progress_.data_position + (r * A + a) * mb, tokens[size_t(a)], targets[size_t(a)]);
+    fill_micro_batch(progress_.data_position + (r * A + a) * mb, tokens[size_t(a)], targets[size_t(a)],
+                     doc_starts[size_t(a)]);
     for (int32_t y : targets[size_t(a)]) counted += y >= 0;
   }
   comm_.all_reduce(Tensor(&counted, DType::kI64, Shape{1}), ReduceOp::kSum);
@@ -362,6 +373,7 @@ Trainer::StepOutcome Trainer::train_step() {
   for (int64_t a = 0; a < A; ++a) {
     store_->begin_micro_batch(a);
     if (timeline) timeline->passes.push_back({.begin = StepTimeline::now(), .first_call = timeline->calls.size()});
+    model_->set_document_starts(doc_starts[size_t(a)].empty() ? nullptr : doc_starts[size_t(a)].data());
     model_->forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), loss_grad_scale,
                                  device_loss_sums + a);
     if (timeline) {
@@ -464,6 +476,8 @@ EvalResult Trainer::evaluate(int64_t max_batches) {
   std::vector<double> sums(size_t(batches), 0.0);
   std::vector<int64_t> counts(size_t(batches), 0);
   std::vector<int32_t> tokens(static_cast<size_t>(mb * T)), targets(static_cast<size_t>(mb * T));
+  std::vector<int32_t> doc_start(data_.eval.has_documents() ? size_t(mb * T) : 0);
+  int32_t* doc_start_of = doc_start.empty() ? nullptr : doc_start.data();
   // Batch e runs on rank e % W. At ZeRO-3 a forward pass gathers units (collectives), so every
   // rank runs the same number of passes: a rank out of batches runs one whose targets count for nothing.
   const int64_t rounds = (batches + W - 1) / W;
@@ -473,12 +487,15 @@ EvalResult Trainer::evaluate(int64_t max_batches) {
     for (int64_t b = 0; b < mb; ++b) {
       const int64_t index = e * mb + b;
       if (e < batches && index < n) {
-        data_.eval.sequence(index, tokens.data() + b * T, targets.data() + b * T);
+        data_.eval.sequence(index, tokens.data() + b * T, targets.data() + b * T,
+                            doc_start_of ? doc_start_of + b * T : nullptr);
       } else {  // a short last batch: padding rows count for nothing
         std::fill(tokens.begin() + b * T, tokens.begin() + (b + 1) * T, 0);
         std::fill(targets.begin() + b * T, targets.begin() + (b + 1) * T, -100);
+        if (doc_start_of) std::fill(doc_start_of + b * T, doc_start_of + (b + 1) * T, 0);
       }
     }
+    model_->set_document_starts(doc_start_of);
     const models::Transformer::LossSum ls = model_->forward_loss_sum(tokens.data(), targets.data());
     if (e >= batches) continue;  // the padding pass
     sums[size_t(e)] = ls.sum;
@@ -552,6 +569,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
   }
   if (comm_.rank() == 0) write_text_file(run_dir / "recipe.yaml", recipe_yaml_);
   progress_line_->note(build_note_);
+  progress_line_->note(packing_note(config_, data_));
   metrics_ = std::make_unique<MetricsLog>(run_dir / "metrics.jsonl", resume_from.empty() ? -1 : progress_.step,
                                           comm_.rank() == 0, config_.metrics.tensorboard);
 

@@ -144,7 +144,9 @@ class Trainer {
   const RunStepProfile* step_profile() const { return profiling_backend_ ? &step_profile_ : nullptr; }
 
  private:
-  void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets);
+  // doc_start: each token's document start (data.packing documents / none), else left empty.
+  void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets,
+                        std::vector<int32_t>& doc_start);
   void set_up_first_weights(const models::TransformerSpec& spec);
   TrainState train_state() { return TrainState{model_->layout(), *store_, *optimizer_, progress_, fp8_history_.get()}; }  // from model.path or the preset, unit by unit
   void step_unit(int unit, int shard, const Tensor& grads);  // the optimizer step fused into backward

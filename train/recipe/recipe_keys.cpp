@@ -24,6 +24,8 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(data, format),
       RECIPE_KEY(data, eval_fraction),
       RECIPE_KEY(data, seq_len),
+      RECIPE_KEY(data, packing),
+      RECIPE_KEY(data, long_documents),
       RECIPE_KEY(data, shuffle),
       RECIPE_KEY(data, add_bos),
       RECIPE_KEY(data, add_eos),

@@ -69,6 +69,10 @@ inline constexpr std::array<std::pair<GradDtype, std::string_view>, 3> kGradDtyp
 // data.format: the data layer's enum (auto picks a reader by extension and magic).
 using data::DataFormat;
 using data::kDataFormatNames;
+using data::kLongDocumentsNames;
+using data::kPackingNames;
+using data::LongDocuments;
+using data::Packing;
 
 // optimizer.name.
 enum class OptimizerName : uint8_t { kAdamW };
@@ -87,6 +91,8 @@ template <> struct EnumNames<Nonfinite> { static constexpr const auto& table = k
 template <> struct EnumNames<StepProfileMode> { static constexpr const auto& table = kStepProfileModeNames; };
 template <> struct EnumNames<GradDtype> { static constexpr const auto& table = kGradDtypeNames; };
 template <> struct EnumNames<DataFormat> { static constexpr const auto& table = kDataFormatNames; };
+template <> struct EnumNames<Packing> { static constexpr const auto& table = kPackingNames; };
+template <> struct EnumNames<LongDocuments> { static constexpr const auto& table = kLongDocumentsNames; };
 template <> struct EnumNames<OptimizerName> { static constexpr const auto& table = kOptimizerNames; };
 template <> struct EnumNames<models::Checkpointing> { static constexpr const auto& table = kCheckpointingNames; };
 template <> struct EnumNames<optim::StateFormat> { static constexpr const auto& table = optim::kStateFormatNames; };
@@ -132,6 +138,12 @@ struct DataSection {
   DataFormat format = DataFormat::kAuto;  // auto (by extension and magic) | text | jsonl | tokens
   double eval_fraction = 0.05;  // share of packed sequences held out when `eval` is ""
   int64_t seq_len = 256;        // tokens per sequence
+  // auto | documents | stream | none (framework/data/dataset_options.h). auto: documents for
+  // prompt/response and chat messages (each example sees only itself, positions restarting),
+  // stream for plain text and token files (pre-training).
+  Packing packing = Packing::kAuto;
+  // A document longer than seq_len under documents / none: truncate | split | error
+  LongDocuments long_documents = LongDocuments::kSplit;
   bool shuffle = true;          // deterministic per-epoch shuffle keyed by train.seed
   bool add_bos = true;          // BOS before each document when the tokenizer has one
   bool add_eos = true;          // EOS after each document when the tokenizer has one

@@ -39,6 +39,18 @@ expect_error "empty dataset" "tiny.txt" "seq_len" -- \
 expect_error "out-of-range token id" "ids.tok" "700" -- \
   "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${RUN[@]}" --set "data.train=$WORK/ids.tok" --set data.eval_fraction=0.1
 
+# Examples under data.packing documents: one longer than a sequence under data.long_documents
+# error, and an empty response, each named by file:line; no run directory is made.
+long_prompt="$(head -c 2000 "$WORK/shakespeare_256k.txt" | tr -d '\n"\\')"
+printf '{"prompt": "Who?", "response": "Me."}\n{"prompt": "%s", "response": "Yes."}\n' "$long_prompt" >"$WORK/long.jsonl"
+expect_error "document longer than seq_len" "long.jsonl:2" "longer than a sequence (data.seq_len 64" "data.long_documents is error" -- \
+  "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "checkpoint.run_dir=$WORK/run_long" --set "data.train=$WORK/long.jsonl" \
+  --set data.long_documents=error
+printf '{"prompt": "Who?", "response": "Me."}\n{"prompt": "And you?", "response": ""}\n' >"$WORK/empty.jsonl"
+expect_error "empty document" "empty.jsonl:2" -- \
+  "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "checkpoint.run_dir=$WORK/run_empty" --set "data.train=$WORK/empty.jsonl"
+[ ! -e "$WORK/run_long" ] && [ ! -e "$WORK/run_empty" ] || fail "refused data left a run directory"
+
 # An unwritable run directory (its parent is a file).
 touch "$WORK/a_file"
 expect_error "unwritable run_dir" "$WORK/a_file/run" -- \
@@ -54,6 +66,10 @@ expect_error "checkpoint from another model" "holds another model" "hidden_size"
 expect_error "resume another model's run" "holds another model" -- \
   "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${RUN[@]}" --set model.path= --set model.preset=smollm2-135m \
   --resume latest
+# That run packed its plain text as a stream: resuming it with documents kept apart would count
+# other sequences, so it is refused naming both packings.
+expect_error "resume with another packing" "data.packing stream" "packs its data as documents" -- \
+  "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${RUN[@]}" --set data.packing=documents --resume latest
 [ "$before" = "$(md5sum "$WORK/run/checkpoints/step_00000001.h5")" ] || fail "a failed run changed the checkpoint"
 [ "$(cat "$WORK/run/checkpoints/latest")" = "step_00000001.h5" ] || fail "a failed run moved latest"
 

@@ -2,7 +2,8 @@
 # Exact resume through the CLI: N steps straight == K steps, save, `--resume latest`
 # to N — every logged loss and every byte of state (weights, master, moments) — for an fp32
 # configuration, for 8-bit moments with stochastic rounding and no master, and for ZeRO-3's unit
-# storage and the optimizer step fused into backward (which must also equal the plain step). Also: the loss
+# storage and the optimizer step fused into backward (which must also equal the plain step), and
+# for documents kept apart in packed sequences (data.packing documents). Also: the loss
 # decreases on tinyshakespeare, a fresh run refuses a run_dir that holds checkpoints, and
 # `farthing inspect` names the dynamic map of 8-bit moments.
 source "$(dirname "$0")/train_test_common.sh"
@@ -30,6 +31,20 @@ check_config fp32 --set train.precision=fp32 --set optimizer.state=f32 --set opt
   --set optimizer.weight_rounding=nearest
 check_config 8bit-sr --set train.precision=bf16 --set optimizer.state=8bit --set optimizer.master=none \
   --set optimizer.weight_rounding=stochastic --set optimizer.embedding_f32_state=false
+
+# Documents kept apart (data.packing documents): tinyshakespeare's speeches as JSONL text lines,
+# several to a sequence of 64, long ones split, the rest padded; the starts are part of the data,
+# so the resumed run sees the same sequences.
+python3 - "$WORK/shakespeare_256k.txt" "$WORK/speeches.jsonl" <<'PY'
+import json, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+with open(sys.argv[2], "w") as f:
+    for speech in text.split("\n\n")[:600]:
+        if speech.strip():
+            f.write(json.dumps({"text": speech}) + "\n")
+PY
+check_config documents --set "data.train=$WORK/speeches.jsonl" --set data.packing=documents \
+  --set train.precision=fp32 --set optimizer.state=f32 --set optimizer.master=f32 --set optimizer.weight_rounding=nearest
 
 # farthing inspect names the map that coded 8-bit moments (the checkpoint's optim group records
 # it), and shows none where the moments are not 8-bit.
