@@ -554,8 +554,9 @@ void Transformer::block_forward(int64_t layer, const BlockActs& a, ActRef x, Act
 
 AttentionShape Transformer::attention_shape() const {
   const ModelConfig& c = config();
-  return AttentionShape{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), attention_dtype_of(options_.compute),
-                        documents_ ? doc_start_ : nullptr};
+  AttentionShape s{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), attention_dtype_of(options_.compute)};
+  s.doc_start = documents_ ? doc_start_ : nullptr;
+  return s;
 }
 
 void Transformer::attention(int64_t /*layer*/, const BlockActs& a, int64_t rows) {

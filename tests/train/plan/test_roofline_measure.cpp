@@ -100,7 +100,7 @@ class StubOps final : public NnOps {
                              const float*) override {
     record(op(RooflineOp::kNormBackward, s.rows * s.normed_heads(), s.head_dim, 0));
   }
-  void rope_apply(ActRef, int64_t rows, int64_t, int64_t heads, int64_t head_dim, int64_t, const float*, const float*,
+  void rope_apply(ActRef, int64_t rows, RowPositions, int64_t heads, int64_t head_dim, int64_t, const float*, const float*,
                   bool) override {
     record(op(RooflineOp::kRope, rows, heads, head_dim));
   }
@@ -110,14 +110,14 @@ class StubOps final : public NnOps {
   }
   void gelu_forward(ActRef, ActRef, int64_t count) override { record(op(RooflineOp::kGeluForward, count, 0, 0)); }
   void gelu_backward(ActRef, ActRef, ActRef, int64_t count) override { record(op(RooflineOp::kGeluBackward, count, 0, 0)); }
-  void embedding_forward(ActRef, const int32_t*, const float*, const float*, int64_t n, int64_t, int64_t c) override {
+  void embedding_forward(ActRef, const int32_t*, const float*, const float*, int64_t n, RowPositions, int64_t c) override {
     record(op(RooflineOp::kEmbeddingForward, n, c, 0));
   }
-  void embedding_forward_bf16(ActRef, const int32_t*, const uint16_t*, const uint16_t*, int64_t n, int64_t,
+  void embedding_forward_bf16(ActRef, const int32_t*, const uint16_t*, const uint16_t*, int64_t n, RowPositions,
                               int64_t c) override {
     record(op(RooflineOp::kEmbeddingForward, n, c, 0));
   }
-  void embedding_backward(float*, float*, ActRef, const int32_t*, int64_t n, int64_t, int64_t c) override {
+  void embedding_backward(float*, float*, ActRef, const int32_t*, int64_t n, RowPositions, int64_t c) override {
     record(op(RooflineOp::kEmbeddingBackward, n, c, 0));
   }
   void bias_add(float*, const float*, int64_t n, int64_t c, int64_t) override { record(op(RooflineOp::kBiasAdd, n, c, 0)); }
