@@ -147,6 +147,29 @@ __device__ void store_moment(const MomentRef& moment, const float* map, bool sig
   }
 }
 
+// The CUDA block's partial of the step's diagnostics, in a fixed order: a shuffle tree per warp,
+// then the warps in order; thread 0 writes it to partials[blockIdx.x]. Every thread calls it.
+__device__ void write_step_block_partial(StepBlockPartial mine, StepBlockPartial* warp_partials,
+                                         StepBlockPartial* __restrict__ partials) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    mine.unchanged += __shfl_down_sync(kFullMask, mine.unchanged, offset);
+    mine.update_ss += __shfl_down_sync(kFullMask, mine.update_ss, offset);
+    mine.weight_ss += __shfl_down_sync(kFullMask, mine.weight_ss, offset);
+  }
+  if (lane == 0) warp_partials[warp] = mine;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    StepBlockPartial sum = warp_partials[0];
+    for (unsigned w = 1; w < blockDim.x / 32; ++w) {
+      sum.unchanged += warp_partials[w].unchanged;
+      sum.update_ss += warp_partials[w].update_ss;
+      sum.weight_ss += warp_partials[w].weight_ss;
+    }
+    partials[blockIdx.x] = sum;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     adamw_step_kernel(const StepArgs args, StepBlockPartial* __restrict__ partials) {
   __shared__ float map_m[kMapEntries], map_v[kMapEntries];
@@ -243,23 +266,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // warp_max and words are rewritten by the next chunk
   }
 
-  // Fixed-order reduction: a shuffle tree per warp, then the warps in order.
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    unchanged += __shfl_down_sync(kFullMask, unchanged, offset);
-    update_ss += __shfl_down_sync(kFullMask, update_ss, offset);
-    weight_ss += __shfl_down_sync(kFullMask, weight_ss, offset);
-  }
-  if (lane == 0) warp_partials[warp] = StepBlockPartial{unchanged, update_ss, weight_ss};
-  __syncthreads();
-  if (t == 0) {
-    StepBlockPartial sum = warp_partials[0];
-    for (unsigned w = 1; w < kWarps; ++w) {
-      sum.unchanged += warp_partials[w].unchanged;
-      sum.update_ss += warp_partials[w].update_ss;
-      sum.weight_ss += warp_partials[w].weight_ss;
-    }
-    partials[blockIdx.x] = sum;
-  }
+  write_step_block_partial(StepBlockPartial{unchanged, update_ss, weight_ss}, warp_partials, partials);
 }
 
 // ---- The 8-bit fast path: one warp per 256-element block, eight consecutive elements per lane.
@@ -418,23 +425,7 @@ __global__ void __launch_bounds__(kThreads)
     store8(seg.weight + first, w_new, count);
   }
 
-  // Fixed-order reduction, as adamw_step_kernel's.
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    unchanged += __shfl_down_sync(kFullMask, unchanged, offset);
-    update_ss += __shfl_down_sync(kFullMask, update_ss, offset);
-    weight_ss += __shfl_down_sync(kFullMask, weight_ss, offset);
-  }
-  if (lane == 0) warp_partials[warp] = StepBlockPartial{unchanged, update_ss, weight_ss};
-  __syncthreads();
-  if (t == 0) {
-    StepBlockPartial sum = warp_partials[0];
-    for (unsigned w = 1; w < kWarpsPerCta8; ++w) {
-      sum.unchanged += warp_partials[w].unchanged;
-      sum.update_ss += warp_partials[w].update_ss;
-      sum.weight_ss += warp_partials[w].weight_ss;
-    }
-    partials[blockIdx.x] = sum;
-  }
+  write_step_block_partial(StepBlockPartial{unchanged, update_ss, weight_ss}, warp_partials, partials);
 }
 
 bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
