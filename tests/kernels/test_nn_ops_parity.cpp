@@ -1431,6 +1431,7 @@ void add_sim_cases() {
   add_activation_cases("sim_vec_rows", 5, 64);  // h % 8 == 0: SwiGLU's 16-byte path
   add_embedding_cases("stories260k", 512, 66, 33, 64, false);
   add_embedding_cases("sim_repeats_wpe", 100, 67, 33, 40, true);  // 67 ids from 100: repeats
+  add_embedding_cases("sim_odd_c", 50, 9, 9, 37, true);  // c % 8 != 0: the element-by-element path
   add_bias_cases("sim_part_of_row", 9, 37, 50);
   add_bias_cases("sim_many_rows", 200, 40, 40);
   add_cross_entropy_case("stories260k", 5, 512, true);  // row 1 ignored (target -1)
