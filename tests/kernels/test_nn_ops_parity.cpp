@@ -1493,7 +1493,7 @@ const std::vector<Case>& cases() {
   add_norm_cases("llama31_8b", 5, 4096);
   add_norm_cases("t1", 1, 576);
   add_norm_cases("many_rows", 300, 64);
-  add_rmsnorm_backward_case("wide_dw_global", 130, 16384);
+  add_rmsnorm_backward_case("wide_dw_global", 65, 12300);
   add_head_norm_cases("qwen3_8b", 5, 32, 8, 128);
   add_head_norm_cases("odd", 67, 3, 1, 40);
   add_head_norm_cases("many_rows", 700, 4, 2, 64);  // more head rows than one column-sum chunk
