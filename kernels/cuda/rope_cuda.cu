@@ -26,8 +26,8 @@ rope_kernel(T* x, int64_t rows, RowPositions pos, int32_t heads, int32_t head_di
   const int32_t half = head_dim / 2, groups = (half + kVec - 1) / kVec, items = heads * groups;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const int64_t angle0 = pos.of(r) * half;
-    for (int32_t e = int32_t(blockIdx.x * blockDim.x + threadIdx.x); e < items; e += int32_t(gridDim.x * blockDim.x)) {
-      const int32_t h = e / groups, g = e - h * groups;
+    for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < items; e += int64_t(gridDim.x) * blockDim.x) {
+      const int32_t h = int32_t(e) / groups, g = int32_t(e) - h * groups;
       T* v = x + r * stride + int64_t(h) * head_dim;
       float lo[kVec], hi[kVec], c[kVec], s[kVec];
       const int k = cuda_nn::load_group_f32(v, g, half, aligned, lo);
