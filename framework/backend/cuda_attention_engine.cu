@@ -41,6 +41,13 @@ void CudaAttentionEngine::note_fallback(const std::string& why) {
                why.c_str());
 }
 
+void CudaAttentionEngine::set_deterministic_backward(bool deterministic) {
+  deterministic_backward_ = deterministic;
+#ifdef FARTHING_HAVE_CUDNN
+  if (cudnn_ != nullptr) cudnn_->set_deterministic_backward(deterministic);
+#endif
+}
+
 kernels::CudnnAttention* CudaAttentionEngine::cudnn_for(const kernels::AttentionShape& s, bool backward) {
   if (s.dtype != kernels::GemmDtype::kBF16) return nullptr;  // fp32 asked for: the kernel is the right path
   if (forced_kernel_) {
@@ -58,6 +65,7 @@ kernels::CudnnAttention* CudaAttentionEngine::cudnn_for(const kernels::Attention
     opened_ = true;
     cudnn_ = kernels::CudnnAttention::open(&open_error_);
     if (cudnn_ != nullptr) std::fprintf(stderr, "farthing: attention through cuDNN %s\n", cudnn_->version().c_str());
+    if (cudnn_ != nullptr) cudnn_->set_deterministic_backward(deterministic_backward_);
   }
   if (cudnn_ == nullptr) {
     note_fallback("cuDNN unavailable: " + open_error_);

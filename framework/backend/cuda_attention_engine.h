@@ -33,6 +33,8 @@ class CudaAttentionEngine {
 
   // cuDNN for this call, or nullptr: run the fp32 kernel. Loads cuDNN on the first bf16 call.
   kernels::CudnnAttention* cudnn_for(const kernels::AttentionShape& s, bool backward);
+  // cuDNN's backward: deterministic (the default) or its faster nondeterministic algorithm.
+  void set_deterministic_backward(bool deterministic);
   // bf16 calls that ran the fp32 kernel so far (0 when every one ran on cuDNN).
   int64_t kernel_fallbacks() const { return fallbacks_; }
 
@@ -40,6 +42,7 @@ class CudaAttentionEngine {
   void note_fallback(const std::string& why);
 
   bool forced_kernel_;
+  bool deterministic_backward_ = true;
 #ifdef FARTHING_HAVE_CUDNN  // defined for every user of this header in a cuDNN build (kernels/cuda/CMakeLists.txt)
   bool opened_ = false;
   std::unique_ptr<kernels::CudnnAttention> cudnn_;

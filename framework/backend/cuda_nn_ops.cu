@@ -270,6 +270,10 @@ void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const floa
   k::attention_decode_cuda(s, out, qkv, rows, first_position, k_cache, v_cache, scores, STREAM);
 }
 
+void CudaNnOps::set_deterministic_attention(bool deterministic) {
+  attention_engine_->set_deterministic_backward(deterministic);
+}
+
 void CudaNnOps::rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                                 float eps) {
   check_bf16_input_storage("rmsnorm_forward", out, x);

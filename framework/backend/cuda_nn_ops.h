@@ -47,6 +47,7 @@ class CudaNnOps final : public NnOps {
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
   int64_t fp8_fallback_shapes() const override;
   int64_t workspace_bytes() const override { return int64_t(workspace_bytes_); }
+  void set_deterministic_attention(bool deterministic) override;
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
   void fp4_quantize(const Fp4QuantizeArgs& args) override;

@@ -73,6 +73,10 @@ class NnOps {
   // staging, the kernels' partials), charged to the device's memory tracker as activations. 0
   // where ops take no scratch of their own beyond what they allocate and free inside a call.
   virtual int64_t workspace_bytes() const { return 0; }
+  // Whether attention's backward must be deterministic (train.deterministic_attention). Only the
+  // CUDA set has a choice (cuDNN's nondeterministic backward, faster); everywhere else every op
+  // repeats bit for bit and this changes nothing.
+  virtual void set_deterministic_attention(bool deterministic) { static_cast<void>(deterministic); }
 
   // FP4 GEMMs (kernels/numerics/fp4_block.h; the policy: backend/fp4_policy.h). Quantize an
   // operand (fp4_operand.h says what is written), and C(m, n) (+)= A(m, k) · B(n, k)^T of two

@@ -63,6 +63,7 @@ class ProfilingNnOps final : public NnOps {
   }
   int64_t fp8_fallback_shapes() const override { return inner_.fp8_fallback_shapes(); }
   int64_t workspace_bytes() const override { return inner_.workspace_bytes(); }
+  void set_deterministic_attention(bool deterministic) override { inner_.set_deterministic_attention(deterministic); }
   void fp4_quantize(const Fp4QuantizeArgs& args) override {
     TimedCall t(p_, op_kind::kFp4Quantize);
     inner_.fp4_quantize(args);

@@ -1,9 +1,10 @@
-// activation_cuda.cu — see activation_cuda.h. Grid-stride loops; one element (or channel pair
-// for SwiGLU) per iteration.
+// activation_cuda.cu — see activation_cuda.h. Grid-stride loops over groups of eight elements
+// (eight channels of a row for SwiGLU), read and written with 16-byte accesses where aligned.
 #include "kernels/cuda/activation_cuda.h"
 
 #include "kernels/cuda/act_storage.cuh"
 #include "kernels/cuda/nn_cuda_common.cuh"
+#include "kernels/cuda/vec8.cuh"
 #include "kernels/numerics/activations.h"
 
 namespace farthing::kernels {
@@ -15,69 +16,117 @@ using cuda_nn::store_f32;
 
 namespace {
 
+using cuda_nn::kVec;
+
+// Grid-stride over groups of eight elements (vec8.cuh: 16-byte accesses where every array is
+// aligned, element by element for the tail and unaligned arrays); each element's value is the
+// scalar definition in numerics/activations.h, so the grouping changes no bits.
 template <class Out, class In>
-__global__ void __launch_bounds__(kThreads) gelu_forward_kernel(Out* out, const In* x, int64_t count) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
-    store_f32(out + i, nm::gelu_tanh_f32(load_f32(x + i)));
+__global__ void __launch_bounds__(kThreads) gelu_forward_kernel(Out* out, const In* x, int64_t count, bool aligned) {
+  const int64_t groups = (count + kVec - 1) / kVec;
+  for (int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += int64_t(gridDim.x) * blockDim.x) {
+    float v[kVec];
+    const int n = cuda_nn::load_group_f32(x, g, count, aligned, v);
+    for (int j = 0; j < n; ++j) v[j] = nm::gelu_tanh_f32(v[j]);
+    cuda_nn::store_group_f32(out, g, n, aligned, v);
   }
 }
 
 // T: every array's storage (fp32, or bf16 throughout under bf16 activations).
 template <class T>
-__global__ void __launch_bounds__(kThreads) gelu_backward_kernel(T* dx, const T* dout, const T* x, int64_t count) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
-    store_f32(dx + i, load_f32(dout + i) * nm::gelu_tanh_grad_f32(load_f32(x + i)));
+__global__ void __launch_bounds__(kThreads)
+gelu_backward_kernel(T* dx, const T* dout, const T* x, int64_t count, bool aligned) {
+  const int64_t groups = (count + kVec - 1) / kVec;
+  for (int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += int64_t(gridDim.x) * blockDim.x) {
+    float d[kVec], v[kVec];
+    const int n = cuda_nn::load_group_f32(dout, g, count, aligned, d);
+    cuda_nn::load_group_f32(x, g, count, aligned, v);
+    for (int j = 0; j < n; ++j) v[j] = d[j] * nm::gelu_tanh_grad_f32(v[j]);
+    cuda_nn::store_group_f32(dx, g, n, aligned, v);
   }
 }
 
+// SwiGLU over rows of gate | up (2h wide) into rows of h: rows on grid.y (looped past its limit),
+// groups of eight channels of a row on grid.x, so no index is divided per element. aligned: every
+// array 16-byte aligned and h a multiple of eight (so each row's gate and up halves are too).
 template <class Out, class In>
-__global__ void __launch_bounds__(kThreads) swiglu_forward_kernel(Out* act, const In* gu, int64_t n, int64_t h) {
-  const int64_t count = n * h;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = e / h, i = e - r * h;
-    const In* g = gu + r * 2 * h;
-    store_f32(act + e, nm::swiglu_f32(load_f32(g + i), load_f32(g + h + i)));
+__global__ void __launch_bounds__(kThreads)
+swiglu_forward_kernel(Out* act, const In* gu, int64_t n, int64_t h, bool aligned) {
+  const int64_t groups = (h + kVec - 1) / kVec;
+  for (int64_t r = blockIdx.y; r < n; r += gridDim.y) {
+    const In* gate = gu + r * 2 * h;
+    const In* up = gate + h;
+    Out* a = act + r * h;
+    for (int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += int64_t(gridDim.x) * blockDim.x) {
+      float vg[kVec], vu[kVec];
+      const int k = cuda_nn::load_group_f32(gate, g, h, aligned, vg);
+      cuda_nn::load_group_f32(up, g, h, aligned, vu);
+      for (int j = 0; j < k; ++j) vg[j] = nm::swiglu_f32(vg[j], vu[j]);
+      cuda_nn::store_group_f32(a, g, k, aligned, vg);
+    }
   }
 }
 
 template <class T>
-__global__ void __launch_bounds__(kThreads) swiglu_backward_kernel(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h) {
-  const int64_t count = n * h;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = e / h, i = e - r * h;
-    const T* g = gu + r * 2 * h;
-    float dg, du;
-    nm::swiglu_grad_f32(load_f32(dact + e), load_f32(g + i), load_f32(g + h + i), dg, du);
-    store_f32(dgu + r * 2 * h + i, dg);
-    store_f32(dgu + r * 2 * h + h + i, du);
+__global__ void __launch_bounds__(kThreads)
+swiglu_backward_kernel(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h, bool aligned) {
+  const int64_t groups = (h + kVec - 1) / kVec;
+  for (int64_t r = blockIdx.y; r < n; r += gridDim.y) {
+    const T* gate = gu + r * 2 * h;
+    const T* up = gate + h;
+    const T* da = dact + r * h;
+    T* dgate = dgu + r * 2 * h;
+    T* dup = dgate + h;
+    for (int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += int64_t(gridDim.x) * blockDim.x) {
+      float d[kVec], vg[kVec], vu[kVec];
+      const int k = cuda_nn::load_group_f32(da, g, h, aligned, d);
+      cuda_nn::load_group_f32(gate, g, h, aligned, vg);
+      cuda_nn::load_group_f32(up, g, h, aligned, vu);
+      for (int j = 0; j < k; ++j) nm::swiglu_grad_f32(d[j], vg[j], vu[j], vg[j], vu[j]);
+      cuda_nn::store_group_f32(dgate, g, k, aligned, vg);
+      cuda_nn::store_group_f32(dup, g, k, aligned, vu);
+    }
   }
+}
+
+// Rows of h channels as a grid: grid.x covers a row's groups of eight, grid.y the rows (capped at
+// CUDA's limit; the kernels loop over the rest).
+dim3 row_groups_grid(int64_t n, int64_t h) {
+  const int64_t groups = (h + kVec - 1) / kVec;
+  return dim3(cuda_nn::blocks_for(groups), unsigned(n < cuda_nn::kMaxGridY ? n : cuda_nn::kMaxGridY));
 }
 
 template <class Out, class In>
 void gelu_forward_launch(Out* out, const In* x, int64_t count, cudaStream_t stream) {
   if (count <= 0) return;
-  gelu_forward_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(out, x, count);
+  const bool aligned = cuda_nn::vec8_aligned(out) && cuda_nn::vec8_aligned(x);
+  gelu_forward_kernel<<<cuda_nn::blocks_for((count + kVec - 1) / kVec), kThreads, 0, stream>>>(out, x, count, aligned);
   cuda_nn::check_launch();
 }
 
 template <class T>
 void gelu_backward_launch(T* dx, const T* dout, const T* x, int64_t count, cudaStream_t stream) {
   if (count <= 0) return;
-  gelu_backward_kernel<<<cuda_nn::blocks_for(count), kThreads, 0, stream>>>(dx, dout, x, count);
+  const bool aligned = cuda_nn::vec8_aligned(dx) && cuda_nn::vec8_aligned(dout) && cuda_nn::vec8_aligned(x);
+  gelu_backward_kernel<<<cuda_nn::blocks_for((count + kVec - 1) / kVec), kThreads, 0, stream>>>(dx, dout, x, count,
+                                                                                              aligned);
   cuda_nn::check_launch();
 }
 
 template <class Out, class In>
 void swiglu_forward_launch(Out* act, const In* gu, int64_t n, int64_t h, cudaStream_t stream) {
-  if (n * h <= 0) return;
-  swiglu_forward_kernel<<<cuda_nn::blocks_for(n * h), kThreads, 0, stream>>>(act, gu, n, h);
+  if (n <= 0 || h <= 0) return;
+  const bool aligned = h % kVec == 0 && cuda_nn::vec8_aligned(act) && cuda_nn::vec8_aligned(gu);
+  swiglu_forward_kernel<<<row_groups_grid(n, h), kThreads, 0, stream>>>(act, gu, n, h, aligned);
   cuda_nn::check_launch();
 }
 
 template <class T>
 void swiglu_backward_launch(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h, cudaStream_t stream) {
-  if (n * h <= 0) return;
-  swiglu_backward_kernel<<<cuda_nn::blocks_for(n * h), kThreads, 0, stream>>>(dgu, dact, gu, n, h);
+  if (n <= 0 || h <= 0) return;
+  const bool aligned =
+      h % kVec == 0 && cuda_nn::vec8_aligned(dgu) && cuda_nn::vec8_aligned(dact) && cuda_nn::vec8_aligned(gu);
+  swiglu_backward_kernel<<<row_groups_grid(n, h), kThreads, 0, stream>>>(dgu, dact, gu, n, h, aligned);
   cuda_nn::check_launch();
 }
 

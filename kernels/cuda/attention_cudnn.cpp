@@ -113,7 +113,7 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const AttentionShape& s) {
   return g;
 }
 
-std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionShape& s) {
+std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionShape& s, bool deterministic) {
   auto [g, q, k, v] = new_qkv_graph(s);
   const int64_t stride = s.qkv_stride(), out_stride = s.q_heads * s.head_dim;
   auto o = bf16_tensor(*g, "o", kO, s, s.q_heads, out_stride);
@@ -128,7 +128,7 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionShape& s) {
                      .set_name("farthing_attention_backward")
                      .set_causal_mask(true)
                      .set_attn_scale(scale_of(s))
-                     .set_deterministic_algorithm(true);
+                     .set_deterministic_algorithm(deterministic);
   if (s.window > 0) options.set_diagonal_band_left_bound(int(s.window));
   auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
   dq->set_output(true).set_uid(kDQ).set_dim({s.batch, s.q_heads, s.seq, s.head_dim}).set_stride(
@@ -154,6 +154,7 @@ struct CudnnAttention::Impl {
   cudnnHandle_t handle = nullptr;
   std::mutex mutex;  // the plan cache
   std::map<PlanKey, Plan> plans;
+  bool deterministic_backward = true;
 
   const Plan& plan(const AttentionShape& s, bool backward) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -162,7 +163,7 @@ struct CudnnAttention::Impl {
     if (found != plans.end()) return found->second;
     Plan p;
     try {
-      auto g = backward ? backward_graph(s) : forward_graph(s);
+      auto g = backward ? backward_graph(s, deterministic_backward) : forward_graph(s);
       fe::error_t e = g->validate();
       if (e.is_good()) e = g->build_operation_graph(handle);
       if (e.is_good()) e = g->create_execution_plans({fe::HeurMode_t::A});
@@ -210,6 +211,13 @@ CudnnAttention::CudnnAttention(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 CudnnAttention::~CudnnAttention() {
   impl_->plans.clear();
   if (impl_->handle != nullptr) static_cast<void>(fe::detail::destroy_handle(impl_->handle));
+}
+
+void CudnnAttention::set_deterministic_backward(bool deterministic) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->deterministic_backward == deterministic) return;
+  impl_->deterministic_backward = deterministic;
+  std::erase_if(impl_->plans, [](const auto& entry) { return std::get<6>(entry.first); });  // the backward plans
 }
 
 std::string CudnnAttention::version() const {

@@ -5,7 +5,8 @@
 // (Hq + 2 Hkv) D, read in place through strides (no permute); out (B*T, Hq*D); lse (B, Hq, T),
 // the natural log-sum-exp of each query row's scaled scores (cuDNN's "stats"), as the CPU's; the
 // backward writes dqkv in the qkv layout. The backward asks cuDNN for its deterministic
-// algorithm, so a step repeats bit for bit (exact resume on the GPU).
+// algorithm, so a step repeats bit for bit (exact resume on the GPU), unless
+// set_deterministic_backward(false) (train.deterministic_attention) lets cuDNN choose.
 //
 // libcudnn is loaded at run time (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING): no binary links it,
 // the GPU package carries none, and a machine without it runs the fp32 fallback kernel
@@ -38,6 +39,11 @@ class CudnnAttention {
   ~CudnnAttention();
   CudnnAttention(const CudnnAttention&) = delete;
   CudnnAttention& operator=(const CudnnAttention&) = delete;
+
+  // The backward's algorithm: deterministic (the default; a step repeats bit for bit) or cuDNN's
+  // choice, which may sum dq with atomics (faster, not repeatable). Backward plans built before a
+  // change are dropped.
+  void set_deterministic_backward(bool deterministic);
 
   // The loaded library's version, e.g. "9.10.2".
   std::string version() const;

@@ -5,9 +5,11 @@
 // is lse - logit[target] in double. One block per row: max (exact), e^(l - max) with
 // numerics/exp_f32.h (the CPU's bits per element), the sum of those in double in a fixed tree
 // (the CPU sums in index order: the two sums may differ in the last bits of a double), then the
-// scaling. The row losses go to row_loss (device, R doubles) and are summed in row order, and
-// that sum added to *loss_sum (device), by a second kernel: nothing waits for the host here.
-// Relies on: numerics/exp_f32.h, nn_cuda_common.cuh, act_storage.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
+// scaling. Rows are read eight elements at a time (16-byte accesses where the rows are aligned,
+// vec8.cuh). The row losses go to row_loss (device, R doubles) and are summed in a fixed order by
+// one block, and that sum added to *loss_sum (device), by a second kernel: nothing waits for the
+// host here.
+// Relies on: numerics/exp_f32.h, nn_cuda_common.cuh, act_storage.cuh, vec8.cuh. Tested by: tests/kernels/test_nn_ops_parity.cpp.
 #pragma once
 
 #include <cuda_runtime_api.h>

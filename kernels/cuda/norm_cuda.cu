@@ -33,23 +33,67 @@ rmsnorm_forward_kernel(Out* out, float* rstd, const In* x, const float* w, int64
   }
 }
 
+// RMSNorm's whole backward in one kernel. Block b owns the rows of column-sum chunk b
+// (cuda_nn::kColumnChunkRows rows, nn_cuda_common.cuh) and takes them in row order: for each row
+// the block's fixed tree sums w dy x, then each thread writes dx for its channels and adds the
+// row's dw terms to its channels' chunk sums (dw_acc). The chunk sums are then those of
+// cuda_nn::column_sum_accumulate, in the same order: with one chunk dw_acc starts at dw and the
+// rows add into it in row order (the CPU's order); with several, each block stores its chunk's sum
+// in partial[b], and the last block to finish (a ticket from *blocks_done, which the host zeroes)
+// adds the chunks in chunk order into dw.
+// dw_acc: c floats of shared memory where they fit (c <= 12,031), else the block's row
+// of partial (or dw itself with one chunk); each thread only ever touches its own channels.
 // T: how dx, dout and x are stored (fp32, or bf16 under bf16 activations: dout and x widened,
 // each dx value widened, added to and rounded once).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-rmsnorm_backward_dx_kernel(T* dx, const T* dout, const T* x, const float* w, const float* rstd, int64_t c) {
-  __shared__ float shared[kThreads];
-  const int64_t r = blockIdx.x;
-  const T* xr = x + r * c;
-  const T* g = dout + r * c;
-  float acc = 0.0f;  // sum_i w_i dy_i x_i
-  for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += w[i] * cuda_nn::load_f32(g + i) * cuda_nn::load_f32(xr + i);
-  const float s = rstd[r];
-  const float k = nm::rmsnorm_dx_coeff_f32(cuda_nn::block_sum(acc, shared), s, float(c));
-  T* d = dx + r * c;
+rmsnorm_backward_kernel(T* dx, float* dw, float* partial, unsigned* blocks_done, const T* dout, const T* x,
+                        const float* w, const float* rstd, int64_t n, int64_t c, bool dw_in_shared) {
+  // All of the block's shared memory is the one dynamic array, laid out by hand: the tree's
+  // kThreads floats, the last-block flag, then (dw_in_shared) the c dw sums. (GPGPU-Sim places a
+  // kernel's dynamic shared array over its static ones, where a GPU puts it after them.)
+  extern __shared__ float dynamic_shared[];
+  float* const shared = dynamic_shared;
+  unsigned* const last_block = reinterpret_cast<unsigned*>(dynamic_shared + kThreads);
+  float* const dw_shared = dynamic_shared + kThreads + 1;
+  const int64_t chunks = cuda_nn::column_chunks(n);
+  const int64_t chunk = blockIdx.x;
+  const int64_t r0 = chunk * cuda_nn::kColumnChunkRows;
+  const int64_t r1 = r0 + cuda_nn::kColumnChunkRows < n ? r0 + cuda_nn::kColumnChunkRows : n;
+  float* const chunk_sum = chunks == 1 ? dw : partial + chunk * c;
+  float* const dw_acc = dw_in_shared ? dw_shared : chunk_sum;
+  for (int64_t i = threadIdx.x; i < c; i += kThreads) dw_acc[i] = chunks == 1 ? dw[i] : 0.0f;
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* xr = x + r * c;
+    const T* g = dout + r * c;
+    float acc = 0.0f;  // sum_i w_i dy_i x_i
+    for (int64_t i = threadIdx.x; i < c; i += kThreads) acc += w[i] * cuda_nn::load_f32(g + i) * cuda_nn::load_f32(xr + i);
+    const float s = rstd[r];
+    const float k = nm::rmsnorm_dx_coeff_f32(cuda_nn::block_sum(acc, shared), s, float(c));
+    T* d = dx + r * c;
+    for (int64_t i = threadIdx.x; i < c; i += kThreads) {
+      const float gi = cuda_nn::load_f32(g + i), xi = cuda_nn::load_f32(xr + i);
+      cuda_nn::store_f32(d + i, cuda_nn::load_f32(d + i) + nm::rmsnorm_dx_f32(w[i], gi, xi, s, k));
+      dw_acc[i] += nm::rmsnorm_dw_term_f32(gi, xi, s);
+    }
+  }
+  if (dw_in_shared) {
+    for (int64_t i = threadIdx.x; i < c; i += kThreads) chunk_sum[i] = dw_acc[i];
+  }
+  if (chunks == 1) return;
+  // Publish this block's chunk sum, then take a ticket; the block with the last ticket sees
+  // every chunk's sum (the fence orders each block's stores before its ticket).
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) *last_block = atomicAdd(blocks_done, 1u) == unsigned(chunks - 1) ? 1u : 0u;
+  __syncthreads();
+  if (*last_block == 0u) return;
+  __threadfence();
   for (int64_t i = threadIdx.x; i < c; i += kThreads) {
-    const float dxi = nm::rmsnorm_dx_f32(w[i], cuda_nn::load_f32(g + i), cuda_nn::load_f32(xr + i), s, k);
-    cuda_nn::store_f32(d + i, cuda_nn::load_f32(d + i) + dxi);
+    const volatile float* p = partial;  // written by other blocks: read through to memory
+    float sum = p[i];
+    for (int64_t k = 1; k < chunks; ++k) sum += p[k * c + i];
+    dw[i] += sum;
   }
 }
 
@@ -101,17 +145,7 @@ layernorm_backward_dx_kernel(T* dx, const T* dout, const T* x, const float* w, c
   }
 }
 
-// The per-(row, channel) terms of the weight gradients, for cuda_nn::column_sum_accumulate.
-template <class T>
-struct RmsnormDwTerm {
-  const T *dout, *x;
-  const float* rstd;
-  int64_t c;
-  __device__ float operator()(int64_t r, int64_t i) const {
-    return nm::rmsnorm_dw_term_f32(cuda_nn::load_f32(dout + r * c + i), cuda_nn::load_f32(x + r * c + i), rstd[r]);
-  }
-};
-
+// The per-(row, channel) terms of LayerNorm's weight gradient, for cuda_nn::column_sum_accumulate.
 template <class T>
 struct LayernormDwTerm {
   const T *dout, *x;
@@ -123,13 +157,23 @@ struct LayernormDwTerm {
   }
 };
 
+// Dynamic shared memory a kernel may use without opting in to more.
+constexpr int64_t kSharedBytes = 48 * 1024;
+
 template <class T>
 void rmsnorm_backward_launch(T* dx, float* dw, const T* dout, const T* x, const float* w, const float* rstd,
                              int64_t n, int64_t c, float* scratch, cudaStream_t stream) {
   if (n <= 0) return;
-  rmsnorm_backward_dx_kernel<<<unsigned(n), kThreads, 0, stream>>>(dx, dout, x, w, rstd, c);
+  const int64_t chunks = cuda_nn::column_chunks(n);
+  float* partial = chunks > 1 ? scratch : nullptr;
+  unsigned* blocks_done = chunks > 1 ? reinterpret_cast<unsigned*>(scratch + chunks * c) : nullptr;
+  if (blocks_done != nullptr) FARTHING_CUDA_CHECK(cudaMemsetAsync(blocks_done, 0, sizeof(unsigned), stream));
+  const int64_t fixed_bytes = (kThreads + 1) * int64_t(sizeof(float));  // the tree and the flag
+  const bool dw_in_shared = fixed_bytes + c * int64_t(sizeof(float)) <= kSharedBytes;
+  const size_t shared_bytes = size_t(fixed_bytes + (dw_in_shared ? c * int64_t(sizeof(float)) : 0));
+  rmsnorm_backward_kernel<<<unsigned(chunks), kThreads, shared_bytes, stream>>>(
+      dx, dw, partial, blocks_done, dout, x, w, rstd, n, c, dw_in_shared);
   cuda_nn::check_launch();
-  cuda_nn::column_sum_accumulate(dw, scratch, n, c, RmsnormDwTerm<T>{dout, x, rstd, c}, stream);
 }
 
 template <class T>
@@ -162,7 +206,11 @@ void layernorm_forward_launch(Out* out, float* mean, float* rstd, const In* x, c
 
 }  // namespace
 
-int64_t norm_backward_scratch_floats(int64_t n, int64_t c) { return cuda_nn::column_sum_scratch_floats(n, c); }
+int64_t norm_backward_scratch_floats(int64_t n, int64_t c) {
+  // The chunk sums, and one word more for the RMSNorm backward's count of finished blocks.
+  const int64_t sums = cuda_nn::column_sum_scratch_floats(n, c);
+  return sums > 0 ? sums + 1 : 0;
+}
 
 void rmsnorm_forward_cuda(float* out, float* rstd, const float* x, const float* w, int64_t n, int64_t c, float eps,
                           cudaStream_t stream) {

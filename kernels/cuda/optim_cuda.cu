@@ -170,6 +170,21 @@ __device__ void write_step_block_partial(StepBlockPartial mine, StepBlockPartial
   }
 }
 
+// What both step kernels do first: the step's scalars, then m's and v's quantization maps staged
+// in shared memory (one entry per thread; blocks of kThreads == kMapEntries threads). False when
+// the step changes nothing (non-finite gradients, clip_sums): the whole block returns before any
+// barrier, since the scalars are the same for every thread.
+__device__ bool begin_step(const AdamWSegmentCuda& seg, nm::AdamWScalars& scalars, float* map_m, float* map_v) {
+  if (!scalars_for_step(seg, scalars)) return false;
+  const unsigned t = threadIdx.x;
+  if (seg.m.format == MomentFormat::kBlock8) map_m[t] = seg.signed_map[t];
+  if (seg.m.format == MomentFormat::kBlock4 && t < kMap4Entries) map_m[t] = seg.signed_map4[t];
+  if (seg.v.format == MomentFormat::kBlock8) map_v[t] = seg.unsigned_map[t];
+  if (seg.v.format == MomentFormat::kBlock4 && t < kMap4Entries) map_v[t] = seg.unsigned_map4[t];
+  __syncthreads();
+  return true;
+}
+
 __global__ void __launch_bounds__(kThreads)
     adamw_step_kernel(const StepArgs args, StepBlockPartial* __restrict__ partials) {
   __shared__ float map_m[kMapEntries], map_v[kMapEntries];
@@ -179,14 +194,9 @@ __global__ void __launch_bounds__(kThreads)
 
   const AdamWSegmentCuda& seg = args.seg;
   nm::AdamWScalars scalars;
-  if (!scalars_for_step(seg, scalars)) return;  // non-finite gradients (clip_sums): nothing changes
+  if (!begin_step(seg, scalars, map_m, map_v)) return;
   const unsigned t = threadIdx.x;
   const unsigned lane = t % 32, warp = t / 32;
-  if (seg.m.format == MomentFormat::kBlock8) map_m[t] = seg.signed_map[t];
-  if (seg.m.format == MomentFormat::kBlock4 && t < kMap4Entries) map_m[t] = seg.signed_map4[t];
-  if (seg.v.format == MomentFormat::kBlock8) map_v[t] = seg.unsigned_map[t];
-  if (seg.v.format == MomentFormat::kBlock4 && t < kMap4Entries) map_v[t] = seg.unsigned_map4[t];
-  __syncthreads();
 
   const bool reduce_absmax = is_blocked(seg.m.format) || is_blocked(seg.v.format);
   unsigned long long unchanged = 0;
@@ -322,12 +332,9 @@ __global__ void __launch_bounds__(kThreads)
 
   const AdamWSegmentCuda& seg = args.seg;
   nm::AdamWScalars scalars;
-  if (!scalars_for_step(seg, scalars)) return;  // non-finite gradients (clip_sums): nothing changes
+  if (!begin_step(seg, scalars, map_m, map_v)) return;
   const unsigned t = threadIdx.x;
   const unsigned lane = t % 32, warp = t / 32;
-  map_m[t] = seg.signed_map[t];
-  map_v[t] = seg.unsigned_map[t];
-  __syncthreads();
 
   uint8_t* const m_codes = static_cast<uint8_t*>(seg.m.values);
   uint8_t* const v_codes = static_cast<uint8_t*>(seg.v.values);

@@ -405,6 +405,31 @@ void add_head_norm_cases(const std::string& label, int64_t rows, int64_t hq, int
   });
 }
 
+// RMSNorm's backward (one kernel on a GPU, norm_cuda.cu): dx accumulated into, dw added to in
+// column-sum chunks of 64 rows; c beyond 12,031 keeps the chunk sums in global memory.
+void add_rmsnorm_backward_case(const std::string& label, int64_t n, int64_t c) {
+  add("rmsnorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
+    const auto xs = rng.floats(n * c, -2.0f, 2.0f);
+    std::vector<float> rstds(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) {
+      double ss = 0;
+      for (int64_t i = 0; i < c; ++i) ss += double(xs[size_t(r * c + i)]) * xs[size_t(r * c + i)];
+      rstds[size_t(r)] = float(1.0 / std::sqrt(ss / double(c) + 1e-5));
+    }
+    float* x = a.put(xs);
+    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
+    float* dout = a.put(rng.floats(n * c));
+    const float* rstd = a.put(rstds);
+    float* dx = a.put(rng.floats(n * c));  // accumulated into
+    float* dw = a.put(rng.floats(c));
+    a.nn().rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
+    Outputs o;
+    o.add("dx", a.get(dx, size_t(n * c)));
+    o.add("dw", a.get(dw, size_t(c)));
+    return o;
+  });
+}
+
 void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
   add("rmsnorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     float* x = a.put(rng.floats(n * c, -2.0f, 2.0f));
@@ -439,26 +464,7 @@ void add_norm_cases(const std::string& label, int64_t n, int64_t c) {
     o.add("rstd", std::move(r.arrays.front().second));
     return o;
   });
-  add("rmsnorm_backward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
-    const auto xs = rng.floats(n * c, -2.0f, 2.0f);
-    std::vector<float> rstds(static_cast<size_t>(n));
-    for (int64_t r = 0; r < n; ++r) {
-      double ss = 0;
-      for (int64_t i = 0; i < c; ++i) ss += double(xs[size_t(r * c + i)]) * xs[size_t(r * c + i)];
-      rstds[size_t(r)] = float(1.0 / std::sqrt(ss / double(c) + 1e-5));
-    }
-    float* x = a.put(xs);
-    const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
-    float* dout = a.put(rng.floats(n * c));
-    const float* rstd = a.put(rstds);
-    float* dx = a.put(rng.floats(n * c));  // accumulated into
-    float* dw = a.put(rng.floats(c));
-    a.nn().rmsnorm_backward(dx, dw, dout, x, w, rstd, n, c);
-    Outputs o;
-    o.add("dx", a.get(dx, size_t(n * c)));
-    o.add("dw", a.get(dw, size_t(c)));
-    return o;
-  });
+  add_rmsnorm_backward_case(label, n, c);
   add("layernorm_forward_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     float* x = a.put(rng.floats(n * c, -2.0f, 3.0f));
     const float* w = a.put(rng.floats(c, 0.5f, 1.5f));
@@ -1415,13 +1421,17 @@ void add_sim_cases() {
   add_norm_cases("stories260k", 66, 64);
   add_norm_cases("t1", 1, 576);
   add_norm_cases("sim_odd", 67, 33);
+  add_rmsnorm_backward_case("sim_3_chunks", 130, 40);
+  add_rmsnorm_backward_case("sim_wide_dw_global", 65, 12300);
   add_head_norm_cases("sim_gqa", 9, 4, 2, 16);
   add_rope_case("stories260k", 66, 33, 8, 8, 128);
   add_rope_case("sim_d64_kv", 9, 9, 3, 64, 384);
   add_activation_cases("stories260k", 66, 172);
   add_activation_cases("sim_odd", 3, 37);
+  add_activation_cases("sim_vec_rows", 5, 64);  // h % 8 == 0: SwiGLU's 16-byte path
   add_embedding_cases("stories260k", 512, 66, 33, 64, false);
   add_embedding_cases("sim_repeats_wpe", 100, 67, 33, 40, true);  // 67 ids from 100: repeats
+  add_embedding_cases("sim_odd_c", 50, 9, 9, 37, true);  // c % 8 != 0: the element-by-element path
   add_bias_cases("sim_part_of_row", 9, 37, 50);
   add_bias_cases("sim_many_rows", 200, 40, 40);
   add_cross_entropy_case("stories260k", 5, 512, true);  // row 1 ignored (target -1)
@@ -1483,6 +1493,7 @@ const std::vector<Case>& cases() {
   add_norm_cases("llama31_8b", 5, 4096);
   add_norm_cases("t1", 1, 576);
   add_norm_cases("many_rows", 300, 64);
+  add_rmsnorm_backward_case("wide_dw_global", 65, 12300);
   add_head_norm_cases("qwen3_8b", 5, 32, 8, 128);
   add_head_norm_cases("odd", 67, 3, 1, 40);
   add_head_norm_cases("many_rows", 700, 4, 2, 64);  // more head rows than one column-sum chunk

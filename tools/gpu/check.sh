@@ -167,8 +167,9 @@ if [[ $part == profile ]]; then
   exit 0
 fi
 # The A/B pairs on the same warm machine, each against llama-8b-recipe above: the head and loss in
-# 64-row chunks against the whole micro-batch, and the recipe without recomputation.
-for preset_case in llama-8b-head-64 llama-8b-no-recompute; do
+# 64-row chunks against the whole micro-batch, the recipe without recomputation, and cuDNN's
+# nondeterministic attention backward against the deterministic one.
+for preset_case in llama-8b-head-64 llama-8b-no-recompute llama-8b-nondeterministic-attention; do
   run_step "ab-$preset_case" 110 env TRAIN_PRESETS_PROFILE=1 "$here/train_presets.sh" "$PKG/bin/farthing" \
     "$presets_work" "$preset_case"
 done

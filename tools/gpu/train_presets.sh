@@ -21,6 +21,8 @@
 #   llama-8b-head-64  llama-8b-recipe with the head and loss in 64-row chunks (model.loss_chunk_rows
 #                64) against the recipe's whole micro-batch at once: an A/B pair with it
 #   llama-8b-no-recompute  llama-8b-recipe without recomputation (activation_checkpointing none)
+#   llama-8b-nondeterministic-attention  llama-8b-recipe with cuDNN's nondeterministic attention
+#                backward (train.deterministic_attention false) against its deterministic one
 # TRAIN_PRESETS_H200=1: the *-recipe cases (and their A/B pairs) take the H200 recipes
 # (*_h200.yaml: micro-batch 4, no recomputation, the plan's --fit h200 choice).
 # TRAIN_PRESETS_PROFILE=1 adds train.profile: ops to every run: each prints its step profile
@@ -54,9 +56,9 @@ case "$case_name" in
   llama-8b-offload) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_offload.yaml ;;
   qwen-7b) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device.yaml ;;
   qwen-7b-recipe) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device${h200_suffix}.yaml ;;
-  llama-8b-recipe|llama-8b-head-64|llama-8b-no-recompute)
+  llama-8b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention)
     preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device${h200_suffix}.yaml ;;
-  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b|llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute)" >&2; exit 2 ;;
+  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b|llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention)" >&2; exit 2 ;;
 esac
 if [[ -n ${TRAIN_PRESETS_PRESET:-} ]]; then
   preset="$TRAIN_PRESETS_PRESET"
@@ -136,12 +138,13 @@ PY
     summary "$case_name"
     echo "train_presets: qwen-7b: llm.q publishes 14k tokens/s for Qwen2.5-7B on one H100 in BF16 (not this GPU)"
     ;;
-  llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute)
+  llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention)
     # The recipe as written (its micro-batch, clipping, the optimizer after backward), with two
     # micro-batches per step rather than 8-16 so that three steps fit a check's timeout.
     ab=()
     [[ $case_name == llama-8b-head-64 ]] && ab=(--set model.loss_chunk_rows=64)
     [[ $case_name == llama-8b-no-recompute ]] && ab=(--set model.activation_checkpointing=none)
+    [[ $case_name == llama-8b-nondeterministic-attention ]] && ab=(--set train.deterministic_attention=false)
     rm -rf "$work/$case_name"
     run "$case_name" "$device" --set train.steps=3 --set train.grad_accum=2 \
       --set checkpoint.save_every=0 --set checkpoint.save_final=false "${ab[@]}"

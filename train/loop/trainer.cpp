@@ -157,6 +157,12 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
                  device_.name().c_str(), std::string(recipe::enum_name(t.precision)).c_str());
   }
   Backend& backend = backend_for(device_);
+  backend.nn().set_deterministic_attention(t.deterministic_attention);
+  if (!t.deterministic_attention && device_.kind == DeviceKind::kCuda && comm_.rank() == 0 && output_.progress) {
+    std::fprintf(stderr, "farthing: note: train.deterministic_attention false: cuDNN's attention backward may sum "
+                         "in any order, so steps do not repeat bit for bit (resume is not exact, np=N differs from "
+                         "np=1 in the last bits)\n");
+  }
   // Off the host, the ZeRO collectives move device buffers: NCCL, or MPI through host staging.
   dist::DeviceCommunicator device_comm = dist::make_device_communicator(comm_, backend);
   device_comm_ = std::move(device_comm.comm);

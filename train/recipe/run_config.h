@@ -225,6 +225,11 @@ struct TrainSection {
   // the exact emulation on the device (bf16 GEMMs of the dequantized operands); false refuses.
   // From sm_100 cuBLASLt's block-scaled FP4 GEMM runs whatever this says (docs/fp4.md).
   bool fp4_gpu_emulation = false;
+  // cuDNN's attention backward (bf16 compute on a GPU): true asks for its deterministic
+  // algorithm, so a step repeats bit for bit (exact resume, np=N equal to np=1); false lets cuDNN
+  // pick its faster nondeterministic one (dq summed with atomics), and those no longer hold.
+  // Every other backend and kernel is deterministic whatever this says.
+  bool deterministic_attention = true;
   // One backward's kept gradient: auto (fp32 under precision fp32, else bf16) | fp32 | bf16.
   // Sums over micro-batches or ranks are fp32 whatever this says.
   GradDtype grad_dtype = GradDtype::kAuto;
