@@ -6,6 +6,7 @@
 
 #include <cudnn_frontend.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -37,7 +38,7 @@ void require(bool ok, const Parts&... parts) {
 // The tensors' ids in a graph's variant pack.
 enum Uid : fe::graph::Tensor_attributes::uid_t {
   kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV,
-  kSeqLen, kQkvOffset, kOutOffset, kStatsOffset  // the ragged batch of documents
+  kSeqLenQ, kSeqLenKV, kQkvOffset, kOutOffset, kStatsOffset  // the ragged batch of documents
 };
 
 // libcudnn.so.9, once per process; the empty string when loaded, else why not.
@@ -67,17 +68,25 @@ const std::string& load_cudnn() {
 // (attention_documents_cuda.h), so nothing is copied or padded per document. The causal mask and
 // the sliding window's left bound apply within each document from its first row (top-left
 // alignment), which is attention_first_key's max(document start, i - window + 1). The graph's
-// batch is a bound on the documents, the next power of two, so a few graphs serve every
-// micro-batch; the entries past the real documents are empty. 0: no documents, B sequences.
-int64_t document_bound(const AttentionShape& s) {
-  if (s.doc_start == nullptr) return 0;
-  int64_t bound = 1;
-  while (bound < s.documents) bound *= 2;
-  return bound;
+// batch is a bound on the documents and its sequence length a bound on the longest, each the next
+// power of two (the length at most T), so a few graphs serve every micro-batch; the entries past
+// the real documents are empty. The length bound keeps cuDNN's backward workspace (its dP
+// scratch grows as batch x length^2) near the dense path's for the same rows: many short
+// documents make a large batch of short sequences, not of T-long ones.
+int64_t power_of_two_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+// 0: no documents (B sequences of T).
+int64_t document_bound(const AttentionShape& s) { return s.doc_start ? power_of_two_at_least(s.documents) : 0; }
+int64_t length_bound(const AttentionShape& s) {
+  return s.doc_start ? std::min(s.seq, power_of_two_at_least(s.longest_document)) : 0;
 }
 
-// The graph's batch: the documents' bound, else the micro-batch's sequences.
+// The graph's batch and sequence length: the documents' bounds, else the micro-batch's B and T.
 int64_t graph_batch(const AttentionShape& s) { return s.doc_start ? document_bound(s) : s.batch; }
+int64_t graph_seq(const AttentionShape& s) { return s.doc_start ? length_bound(s) : s.seq; }
 
 // Element (b, h, t, d) of the q, k or v part of the packed rows, or of out / dout (B*T, Hq*D); a
 // document's b stride is replaced by its ragged offset.
@@ -90,13 +99,13 @@ std::shared_ptr<fe::graph::Tensor_attributes> bf16_tensor(fe::graph::Graph& g, c
   return g.tensor(fe::graph::Tensor_attributes()
                       .set_name(name)
                       .set_uid(uid)
-                      .set_dim({graph_batch(s), heads, s.seq, s.head_dim})
+                      .set_dim({graph_batch(s), heads, graph_seq(s), s.head_dim})
                       .set_stride(packed_strides(s, row_stride))
                       .set_data_type(fe::DataType_t::BFLOAT16));
 }
 
-// The softmax statistics (B, Hq, T, 1), fp32.
-std::vector<int64_t> stats_dims(const AttentionShape& s) { return {graph_batch(s), s.q_heads, s.seq, 1}; }
+// The softmax statistics (B, Hq, T, 1), fp32; a document's offset replaces its b stride.
+std::vector<int64_t> stats_dims(const AttentionShape& s) { return {graph_batch(s), s.q_heads, graph_seq(s), 1}; }
 std::vector<int64_t> stats_strides(const AttentionShape& s) { return {s.q_heads * s.seq, s.seq, 1, 1}; }
 
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
@@ -112,25 +121,24 @@ TensorPtr int32_tensor(fe::graph::Graph& g, const char* name, Uid uid, int64_t n
 
 // A graph's ragged batch: the documents' lengths and their offsets in qkv, out and lse.
 struct RaggedTensors {
-  TensorPtr seq_len, qkv_offset, out_offset, stats_offset;
+  TensorPtr seq_len_q, seq_len_kv, qkv_offset, out_offset, stats_offset;
 };
 
 RaggedTensors ragged_tensors(fe::graph::Graph& g, const AttentionShape& s) {
   const int64_t bound = document_bound(s);
-  return {int32_tensor(g, "seq_len", kSeqLen, bound), int32_tensor(g, "qkv_offset", kQkvOffset, bound + 1),
+  return {int32_tensor(g, "seq_len_q", kSeqLenQ, bound), int32_tensor(g, "seq_len_kv", kSeqLenKV, bound),
+          int32_tensor(g, "qkv_offset", kQkvOffset, bound + 1),
           int32_tensor(g, "out_offset", kOutOffset, bound + 1),
           int32_tensor(g, "stats_offset", kStatsOffset, bound + 1)};
 }
 
 // Sets what both directions share on a graph of documents: per-document lengths under the
-// padding mask, and the packed token total.
+// padding mask. NOTE: no max_total_seq_len: with it the frontend lays its backward scratch out
+// in the statistics' strides and sizes it for a token-major ([t, h] or [h, t]) layout, too small
+// for lse's (B, Hq, T); without it the scratch is a dense (batch, Hq, length) of its own.
 template <class Options>
-void set_documents(Options& options, const AttentionShape& s, const RaggedTensors& r) {
-  options.set_padding_mask(true)
-      .set_seq_len_q(r.seq_len)
-      .set_seq_len_kv(r.seq_len)
-      .set_max_total_seq_len_q(s.batch * s.seq)
-      .set_max_total_seq_len_kv(s.batch * s.seq);
+void set_documents(Options& options, const RaggedTensors& r) {
+  options.set_padding_mask(true).set_seq_len_q(r.seq_len_q).set_seq_len_kv(r.seq_len_kv);
 }
 
 float scale_of(const AttentionShape& s) { return 1.0f / sqrtf(float(s.head_dim)); }  // attention_steps.h
@@ -167,9 +175,9 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const AttentionShape& s) {
                      .set_attn_scale(scale_of(s));
   // cuDNN's sliding window keeps keys j > i - window: attention_first_key's i - window + 1 on.
   if (s.window > 0) options.set_diagonal_band_left_bound(int(s.window));
-  if (s.doc_start != nullptr) set_documents(options, s, ragged);
+  if (s.doc_start != nullptr) set_documents(options, ragged);
   auto [o, stats] = g->sdpa(q, k, v, options);
-  o->set_output(true).set_uid(kO).set_dim({graph_batch(s), s.q_heads, s.seq, s.head_dim}).set_stride(
+  o->set_output(true).set_uid(kO).set_dim({graph_batch(s), s.q_heads, graph_seq(s), s.head_dim}).set_stride(
       packed_strides(s, out_stride));
   stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim(stats_dims(s)).set_stride(
       stats_strides(s));
@@ -198,17 +206,17 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionShape& s) {
                      .set_deterministic_algorithm(true);
   if (s.window > 0) options.set_diagonal_band_left_bound(int(s.window));
   if (s.doc_start != nullptr) {
-    set_documents(options, s, ragged);
+    set_documents(options, ragged);
     o->set_ragged_offset(ragged.out_offset);
     dout->set_ragged_offset(ragged.out_offset);
     stats->set_ragged_offset(ragged.stats_offset);
   }
   auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, options);
-  dq->set_output(true).set_uid(kDQ).set_dim({graph_batch(s), s.q_heads, s.seq, s.head_dim}).set_stride(
+  dq->set_output(true).set_uid(kDQ).set_dim({graph_batch(s), s.q_heads, graph_seq(s), s.head_dim}).set_stride(
       packed_strides(s, stride));
-  dk->set_output(true).set_uid(kDK).set_dim({graph_batch(s), s.kv_heads, s.seq, s.head_dim}).set_stride(
+  dk->set_output(true).set_uid(kDK).set_dim({graph_batch(s), s.kv_heads, graph_seq(s), s.head_dim}).set_stride(
       packed_strides(s, stride));
-  dv->set_output(true).set_uid(kDV).set_dim({graph_batch(s), s.kv_heads, s.seq, s.head_dim}).set_stride(
+  dv->set_output(true).set_uid(kDV).set_dim({graph_batch(s), s.kv_heads, graph_seq(s), s.head_dim}).set_stride(
       packed_strides(s, stride));
   if (s.doc_start != nullptr) {
     for (const TensorPtr& t : {dq, dk, dv}) t->set_ragged_offset(ragged.qkv_offset);
@@ -222,13 +230,15 @@ struct Plan {
   std::string why_not;
 };
 
-// The shape, window, documents' bound (0: none) and direction.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+// The shape, window, documents' bounds (0: none) and direction.
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
 
 // Why a graph of documents cannot be built for s; "" when it can.
 std::string documents_refused(const AttentionShape& s) {
   if (s.doc_start == nullptr) return "";
-  if (s.documents < 1) return "the number of documents is not given (AttentionShape::documents)";
+  if (s.documents < 1 || s.longest_document < 1 || s.longest_document > s.seq) {
+    return "the documents' count and longest are not given (AttentionShape::documents, longest_document)";
+  }
   if (s.batch * s.seq * s.qkv_stride() > INT32_MAX) return "the documents' offsets in qkv pass int32";
   return "";
 }
@@ -242,7 +252,8 @@ void* bind_documents(const AttentionShape& s, VariantPack& pack, void* workspace
   const int64_t bound = document_bound(s);
   const RaggedDocuments r = ragged_documents_in(workspace, bound);
   ragged_documents_cuda(s, bound, r, stream);
-  pack[kSeqLen] = r.lengths;
+  pack[kSeqLenQ] = r.lengths;  // a document attends within itself: one length for both
+  pack[kSeqLenKV] = r.lengths;
   pack[kQkvOffset] = r.qkv_offset;
   pack[kOutOffset] = r.out_offset;
   pack[kStatsOffset] = r.stats_offset;
@@ -258,7 +269,8 @@ struct CudnnAttention::Impl {
 
   const Plan& plan(const AttentionShape& s, bool backward) {
     std::lock_guard<std::mutex> lock(mutex);
-    const PlanKey key{s.batch, s.seq, s.q_heads, s.kv_heads, s.head_dim, s.window, document_bound(s), backward};
+    const PlanKey key{s.batch,  s.seq,           s.q_heads,       s.kv_heads, s.head_dim,
+                      s.window, document_bound(s), length_bound(s), backward};
     auto found = plans.find(key);
     if (found != plans.end()) return found->second;
     Plan p;

@@ -14,10 +14,10 @@
 // Documents packed into the sequences (AttentionShape::doc_start and documents): each document is
 // one sequence of cuDNN's ragged batch (seq_len_q/kv under the padding mask, per-document
 // offsets into qkv, out and lse, built on the device by attention_documents_cuda.h), read and
-// written in place; the graph's batch is the next power of two above the documents, so one graph
-// serves every micro-batch with as many; causal and sliding-window masks count from each
-// document's first row. Its arrays take the front of the workspace (workspace_bytes includes
-// them).
+// written in place; the graph's batch and length are the next powers of two above the documents'
+// count and the longest's rows (AttentionShape::documents, longest_document), so a few graphs
+// serve every micro-batch; causal and sliding-window masks count from each document's first row.
+// Its arrays take the front of the workspace (workspace_bytes includes them).
 // Tolerance: bf16 inputs and outputs, so against the fp32 CPU reference this is within the
 // "bf16 attention" class of tests/kernels/test_nn_ops_parity.cpp, never bitwise.
 // Built only with cuDNN's headers (FARTHING_HAVE_CUDNN; cmake/FarthingDependencies.cmake finds the

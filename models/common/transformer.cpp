@@ -166,7 +166,7 @@ void Transformer::set_document_starts(const int32_t* doc_start) {
     documents_ = 0;
     return;
   }
-  int64_t documents = 0;
+  int64_t documents = 0, longest = 0;
   for (int64_t b = 0; b < batch_; ++b) {
     for (int64_t t = 0; t < seq_; ++t) {
       const int32_t start = doc_start[b * seq_ + t];
@@ -176,10 +176,12 @@ void Transformer::set_document_starts(const int32_t* doc_start) {
                      " of sequence ", b, ": expected ", t, " (a new document) or ", before,
                      " (the document of the row before)");
       documents += start == t;
+      longest = std::max<int64_t>(longest, t - start + 1);
     }
   }
   upload_ids(doc_start_, doc_start);
   documents_ = documents;
+  longest_document_ = longest;
 }
 
 void Transformer::upload_ids(int32_t* to, const int32_t* from) {
@@ -559,6 +561,7 @@ AttentionShape Transformer::attention_shape() const {
   AttentionShape s{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), attention_dtype_of(options_.compute)};
   s.doc_start = documents_ ? doc_start_ : nullptr;
   s.documents = documents_;
+  s.longest_document = longest_document_;
   return s;
 }
 

@@ -856,11 +856,14 @@ std::vector<int32_t> document_starts(int64_t batch, int64_t seq) {
   return starts;
 }
 
-// The documents those starts make (AttentionShape::documents): each row that starts one.
-int64_t document_count(const std::vector<int32_t>& starts, int64_t seq) {
-  int64_t n = 0;
-  for (size_t r = 0; r < starts.size(); ++r) n += int64_t(starts[r]) == int64_t(r) % seq;
-  return n;
+// The documents those starts make and the rows of the longest (AttentionShape::documents and
+// longest_document), as Transformer::set_document_starts counts them.
+void count_documents(const std::vector<int32_t>& starts, int64_t seq, AttentionShape& s) {
+  for (size_t r = 0; r < starts.size(); ++r) {
+    const int64_t t = int64_t(r) % seq;
+    s.documents += starts[r] == t;
+    s.longest_document = std::max<int64_t>(s.longest_document, t - starts[r] + 1);
+  }
 }
 
 // dtype kBF16: cuDNN's ragged batch of documents on a GPU (rows attention_*_bf16_documents_*),
@@ -868,7 +871,7 @@ int64_t document_count(const std::vector<int32_t>& starts, int64_t seq) {
 void add_attention_document_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv,
                                   int64_t d, GemmDtype dtype = GemmDtype::kF32, int64_t window = 0) {
   AttentionShape plain{batch, seq, hq, hkv, d, dtype, window};
-  plain.documents = document_count(document_starts(batch, seq), seq);
+  count_documents(document_starts(batch, seq), seq, plain);
   const int64_t rows = batch * seq, stride = plain.qkv_stride();
   const bool bf16 = dtype == GemmDtype::kBF16;
   const std::string kind = bf16 ? "bf16_" : "";
@@ -1551,7 +1554,8 @@ const std::vector<Case>& cases() {
   add_attention_cases("window40", 1, 130, 4, 4, 32, GemmDtype::kBF16, 40);  // cuDNN's sliding window
   add_attention_cases("gqa4_t300_window128", 2, 300, 8, 2, 128, GemmDtype::kBF16, 128);
   // Packed documents through cuDNN's ragged batch (6 documents: a graph batch of 8 with two
-  // empty), and with a window of 128 inside the documents of 193 and 190 rows.
+  // empty; the longest of 93 rows: a graph length of 128), and with a window of 128 inside the
+  // documents of 193 and 190 rows (a graph length of 256, below T = 300).
   add_attention_document_cases("smollm2_135m", 2, 150, 9, 3, 64, GemmDtype::kBF16);
   add_attention_document_cases("gqa4_t300_window128", 2, 300, 8, 2, 128, GemmDtype::kBF16, 128);
   // ... and with the output stored as bf16, as the model stores it under bf16 compute.
