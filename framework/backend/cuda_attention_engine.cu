@@ -22,7 +22,8 @@ bool kernel_forced_by_environment() {
 std::string shape_text(const kernels::AttentionShape& s, bool backward) {
   return std::string(backward ? "backward" : "forward") + " B " + std::to_string(s.batch) + " T " +
          std::to_string(s.seq) + " Hq " + std::to_string(s.q_heads) + " Hkv " + std::to_string(s.kv_heads) + " D " +
-         std::to_string(s.head_dim);
+         std::to_string(s.head_dim) + (s.window > 0 ? " window " + std::to_string(s.window) : "") +
+         (s.doc_start != nullptr ? " with packed documents" : "");  // not their count: said once
 }
 #endif
 
@@ -52,12 +53,6 @@ kernels::CudnnAttention* CudaAttentionEngine::cudnn_for(const kernels::Attention
   if (s.dtype != kernels::GemmDtype::kBF16) return nullptr;  // fp32 asked for: the kernel is the right path
   if (forced_kernel_) {
     note_fallback("FARTHING_CUDA_ATTENTION=kernel");
-    return nullptr;
-  }
-  if (s.doc_start != nullptr) {
-    // Documents packed into a sequence need cuDNN's variable-length (ragged) layout, which this
-    // engine does not build: the fp32 kernel keeps them apart.
-    note_fallback("documents packed into sequences (data.packing documents / none)");
     return nullptr;
   }
 #ifdef FARTHING_HAVE_CUDNN

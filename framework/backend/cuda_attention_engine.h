@@ -6,8 +6,9 @@
 // the hand-written fp32 kernel (attention_cuda.h), the slow path: a bf16 call that lands there says
 // so once on stderr, with the reason (no cuDNN, or none for this shape), and counts it.
 // FARTHING_CUDA_ATTENTION=kernel forces the fp32 kernel (to compare the two on one GPU). Calls
-// with document starts (AttentionShape::doc_start) run the fp32 kernel too: cuDNN's
-// variable-length path is not built.
+// with document starts (AttentionShape::doc_start) go to cuDNN as its ragged batch of documents
+// (attention_cudnn.h) and, where cuDNN has no plan for that, to the fp32 kernel, which keeps
+// them apart too; the message names the shape and the documents.
 // CUDA builds only (a .cu beside the other CUDA sources). Relies on: kernels/cuda/attention_cudnn.h
 // (when FARTHING_HAVE_CUDNN). Used by: cuda_nn_ops.cu.
 #pragma once

@@ -20,14 +20,15 @@ void for_each_document(const std::filesystem::path& path, const DatasetOptions& 
     // One document per file: the reader's own stream, with all its checks.
     TokenStream stream = load_token_stream(path, options, tokenizer, vocab_size);
     const bool tokens = dataset_format(path, options.format) == DataFormat::kTokens;
-    visit({path.string(), tokens ? "token file" : "text file", std::move(stream.tokens), std::move(stream.loss_mask)});
+    visit({path.string(), 0, tokens ? "token file" : "text file", std::move(stream.tokens), std::move(stream.loss_mask)});
     return;
   }
   FARTHING_CHECK(vocab_size > 0, "vocab_size is ", vocab_size, " for ", path.string(), "; expected the model's (> 0)");
   for_each_jsonl_document(path, *tokenizer, options, vocab_size, [&](const JsonlDocument& doc) {
     TokenStream one;
     append_document(one, doc.tokens, doc.loss_mask, doc.ends);
-    visit({path.string() + ":" + std::to_string(doc.line), doc.kind, std::move(one.tokens), std::move(one.loss_mask)});
+    visit({path.string() + ":" + std::to_string(doc.line), doc.line, doc.kind, std::move(one.tokens),
+           std::move(one.loss_mask)});
   });
 }
 
@@ -39,20 +40,11 @@ int64_t eval_sequences_of(int64_t sequences, double eval_fraction) {
   return std::min(sequences, std::max<int64_t>(1, std::llround(double(sequences) * eval_fraction)));
 }
 
-// Documents placed whole (documents / none): the layout pack_documents makes of these lengths.
-void summarize_documents(std::span<const int64_t> document_lengths, std::span<const uint8_t> loss_mask,
-                         int64_t seq_len, double eval_fraction, Packing packing, LongDocuments long_documents,
-                         PackingSummary& s) {
-  TokenStream stream;  // only the documents' extents matter to the layout
-  stream.tokens.resize(size_t(s.tokens));
-  int64_t start = 0;
-  for (int64_t n : document_lengths) {
-    stream.doc_starts.push_back(start);
-    stream.doc_lines.push_back(0);
-    start += n;
-  }
+// Documents placed whole (documents / none): the layout pack_documents makes of them.
+void summarize_documents(const DocumentExtents& documents, std::span<const uint8_t> loss_mask, int64_t seq_len,
+                         double eval_fraction, Packing packing, LongDocuments long_documents, PackingSummary& s) {
   PackingCounts counts;
-  const SequenceLayout layout = pack_documents(stream, seq_len, packing, long_documents, "the data", counts);
+  const SequenceLayout layout = pack_documents(documents, seq_len, packing, long_documents, counts);
   s.sequences = layout.sequences();
   s.eval_sequences = eval_sequences_of(s.sequences, eval_fraction);
   s.train_sequences = s.sequences - s.eval_sequences;
@@ -71,10 +63,11 @@ void summarize_documents(std::span<const int64_t> document_lengths, std::span<co
 
 }  // namespace
 
-PackingSummary summarize_packing(std::span<const int64_t> document_lengths, std::span<const uint8_t> loss_mask,
+PackingSummary summarize_packing(const DocumentExtents& documents, std::span<const uint8_t> loss_mask,
                                  int64_t seq_len, double eval_fraction, Packing packing,
                                  LongDocuments long_documents) {
   FARTHING_CHECK(seq_len > 0, "seq_len is ", seq_len, "; expected a positive number of tokens");
+  const std::vector<int64_t>& document_lengths = documents.lengths;
   PackingSummary s;
   s.documents = int64_t(document_lengths.size());
   for (int64_t n : document_lengths) s.tokens += n;
@@ -88,7 +81,7 @@ PackingSummary summarize_packing(std::span<const int64_t> document_lengths, std:
   }
   FARTHING_CHECK(packing != Packing::kAuto, "summarize_packing takes a resolved packing, not auto");
   if (packing != Packing::kStream) {
-    summarize_documents(document_lengths, loss_mask, seq_len, eval_fraction, packing, long_documents, s);
+    summarize_documents(documents, loss_mask, seq_len, eval_fraction, packing, long_documents, s);
     return s;
   }
   s.sequences = packed_sequence_count(s.tokens, seq_len);

@@ -9,7 +9,7 @@
 // covers stream positions [i*L, i*L + L], consecutive sequences share one token and the tail
 // short of a sequence is dropped; under documents and none, whole documents are placed and the
 // rest padded; the last eval_fraction of the sequences (at least one when it is > 0) is held out.
-// Relies on: dataset.h, dataset_jsonl.h, packing.h. Tested by: tests/datasets/test_dataset_documents.cpp.
+// Relies on: dataset.h, dataset_jsonl.h, packing.h, document_packing.h. Tested by: tests/datasets/test_dataset_documents.cpp.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +20,14 @@
 #include <vector>
 
 #include "framework/data/dataset_options.h"
+#include "framework/data/document_packing.h"
 #include "framework/data/tokenizer.h"
 
 namespace farthing::data {
 
 struct DataDocument {
   std::string where;               // "file:line" for a JSONL line, else the file
+  int64_t line = 0;                // the JSONL line (1-based), 0 for a file that is one document
   std::string kind;                // "messages", "prompt/response", "text" (JSONL), "text file", "token file"
   std::vector<int32_t> tokens;     // as the stream holds them: BOS and EOS included
   std::vector<uint8_t> loss_mask;  // per token: 1 when predicting it counts in the loss
@@ -51,11 +53,12 @@ struct PackingSummary {
   int64_t documents_dropped = 0;      // stream: wholly or partly after the last whole sequence; else 0
 };
 
-// document_lengths: tokens of each document in stream order; loss_mask: the whole stream's mask
-// (their sum of lengths). eval_fraction as DatasetOptions::eval_fraction (0 when an eval file
-// is given: the file's sequences are all training ones). packing: stream, documents or none
-// (resolved, not auto), as the trainer packs (document_packing.h for documents and none).
-PackingSummary summarize_packing(std::span<const int64_t> document_lengths, std::span<const uint8_t> loss_mask,
+// documents: each document's length in stream order, and its file and line for errors;
+// loss_mask: the whole stream's mask (their sum of lengths). eval_fraction as
+// DatasetOptions::eval_fraction (0 when an eval file is given: the file's sequences are all
+// training ones). packing: stream, documents or none (resolved, not auto), as the trainer packs
+// (document_packing.h for documents and none).
+PackingSummary summarize_packing(const DocumentExtents& documents, std::span<const uint8_t> loss_mask,
                                  int64_t seq_len, double eval_fraction, Packing packing = Packing::kStream,
                                  LongDocuments long_documents = LongDocuments::kSplit);
 

@@ -48,10 +48,27 @@ struct PackingCounts {
   int64_t tokens_dropped = 0;  // stream: the tail short of a whole sequence
 };
 
+// A file's documents known by their lengths alone, back to back from stream position 0: what
+// `farthing init` and `farthing data preview` pack without holding a stream, so that they count
+// the sequences the trainer will make with the trainer's own rule.
+struct DocumentExtents {
+  std::string source;            // the file, as errors name it
+  std::vector<int64_t> lengths;  // tokens of each document (BOS/EOS included), in file order
+  std::vector<int64_t> lines;    // each document's 1-based line in source (0 or absent: none)
+};
+
 // packing: kDocuments or kNone. `source` names the file in errors ("file:line" where the
 // document has a line). Throws for a document of one token (nothing to predict) and, under
 // LongDocuments::kError, for one longer than a sequence.
 SequenceLayout pack_documents(const TokenStream& stream, int64_t seq_len, Packing packing, LongDocuments long_documents,
                               const std::string& source, PackingCounts& counts);
+SequenceLayout pack_documents(const DocumentExtents& documents, int64_t seq_len, Packing packing,
+                              LongDocuments long_documents, PackingCounts& counts);
+
+// The sequences of seq_len these documents become under `packing` (stream, documents or none;
+// not auto), as load_split_data packs them: packed_sequence_count for a stream, else
+// pack_documents' layout. Throws as pack_documents does.
+int64_t packed_sequences(const DocumentExtents& documents, int64_t seq_len, Packing packing,
+                         LongDocuments long_documents);
 
 }  // namespace farthing::data

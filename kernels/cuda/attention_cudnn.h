@@ -12,12 +12,19 @@
 // the GPU package carries none, and a machine without it runs the fp32 fallback kernel
 // (attention_cuda.h), which CudaNnOps announces. One graph per shape and direction is built on
 // first use and cached with its workspace size.
+// Documents packed into the sequences (AttentionShape::doc_start and documents): each document is
+// one sequence of cuDNN's ragged batch (seq_len_q/kv under the padding mask, per-document
+// offsets into qkv, out and lse, built on the device by attention_documents_cuda.h), read and
+// written in place; the graph's batch and length are the next powers of two above the documents'
+// count and the longest's rows (AttentionShape::documents, longest_document), so a few graphs
+// serve every micro-batch; causal and sliding-window masks count from each document's first row.
+// Its arrays take the front of the workspace (workspace_bytes includes them).
 // Tolerance: bf16 inputs and outputs, so against the fp32 CPU reference this is within the
 // "bf16 attention" class of tests/kernels/test_nn_ops_parity.cpp, never bitwise.
 // Built only with cuDNN's headers (FARTHING_HAVE_CUDNN; cmake/FarthingDependencies.cmake finds the
 // PyPI wheels nvidia-cudnn-cu13 and nvidia-cudnn-frontend). Cannot run under a GPU simulator
 // (cuDNN ships machine code only); tools/gpu/check.sh runs it on a GPU.
-// Relies on: cudnn_frontend.h. Used by: framework/backend/cuda_nn_ops.cu.
+// Relies on: cudnn_frontend.h, attention_documents_cuda.h. Used by: framework/backend/cuda_nn_ops.cu.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -43,6 +43,10 @@ struct AttentionShape {
   // Documents packed into one sequence: row r (of all B*T) sees keys from doc_start[r] on (an
   // index within its sequence); null: one document a sequence.
   const int32_t* doc_start = nullptr;
+  // With doc_start: how many documents the B*T rows hold (a sequence's padding is one) and the
+  // rows of the longest, known on the host without reading doc_start, so that cuDNN's ragged
+  // batch (kernels/cuda/attention_cudnn.h) can be sized. 0: not given.
+  int64_t documents = 0, longest_document = 0;
   int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
   // The first key query row `row` (of all B*T) may see, as an index within its sequence: its
   // document's start, and under a sliding window no key before i - window + 1. Every kernel masks

@@ -163,9 +163,10 @@ int64_t Transformer::input_elems(const ModelConfig& c, int64_t batch, int64_t se
 
 void Transformer::set_document_starts(const int32_t* doc_start) {
   if (doc_start == nullptr) {
-    documents_ = false;
+    documents_ = 0;
     return;
   }
+  int64_t documents = 0, longest = 0;
   for (int64_t b = 0; b < batch_; ++b) {
     for (int64_t t = 0; t < seq_; ++t) {
       const int32_t start = doc_start[b * seq_ + t];
@@ -174,10 +175,13 @@ void Transformer::set_document_starts(const int32_t* doc_start) {
       FARTHING_CHECK(start == t || (start == before && start < t), "document start ", start, " at row ", t,
                      " of sequence ", b, ": expected ", t, " (a new document) or ", before,
                      " (the document of the row before)");
+      documents += start == t;
+      longest = std::max<int64_t>(longest, t - start + 1);
     }
   }
   upload_ids(doc_start_, doc_start);
-  documents_ = true;
+  documents_ = documents;
+  longest_document_ = longest;
 }
 
 void Transformer::upload_ids(int32_t* to, const int32_t* from) {
@@ -556,6 +560,8 @@ AttentionShape Transformer::attention_shape() const {
   const ModelConfig& c = config();
   AttentionShape s{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), attention_dtype_of(options_.compute)};
   s.doc_start = documents_ ? doc_start_ : nullptr;
+  s.documents = documents_;
+  s.longest_document = longest_document_;
   return s;
 }
 

@@ -324,7 +324,8 @@ class Transformer : private BlockHooks {
   double* own_loss_sum_ = nullptr;
   int32_t *tokens_ = nullptr, *targets_ = nullptr;
   int32_t* doc_start_ = nullptr;  // set_document_starts' array, read while documents_
-  bool documents_ = false;
+  int64_t documents_ = 0;          // documents in the micro-batch's sequences; 0: one a sequence
+  int64_t longest_document_ = 0;   // rows of the longest of them
   float *rope_cos_ = nullptr, *rope_sin_ = nullptr;
   // Carved from acts_: residual stream (L+1) x (BT, C), stored as the activations are; per-layer
   // (or one) BlockActs; final norm.

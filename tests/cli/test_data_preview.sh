@@ -6,8 +6,8 @@
 # counts (documents, tokens: computed here from the bytes; packed as documents, padded, and as a
 # stream with no padding). The data errors of
 # `train` and `preview`, each one line writing nothing: a missing data.train or data.eval names
-# the key and where it was set (recipe file:line:column or --set), an empty document names
-# file:line; the shipped recipes' placeholder data.train is named as one; `tokenize --field messages` points to the preview; and the warning when one step
+# the key and where it was set (recipe file:line:column or --set), an empty document and a
+# document of one token name file:line; the shipped recipes' placeholder data.train is named as one; `tokenize --field messages` points to the preview; and the warning when one step
 # takes more sequences than the training split holds.
 # usage: test_data_preview.sh FARTHING SHARED_DIR SOURCE_DIR   (exit 77: skipped)
 source "$3/tests/train/loop/train_test_common.sh"
@@ -42,6 +42,8 @@ with open(os.path.join(work, "expected_tokens"), "w") as f:
     f.write(str(total))
 with open(os.path.join(work, "empty.jsonl"), "w") as f:
     f.write(json.dumps({"text": "fine"}) + "\n" + json.dumps({"text": ""}) + "\n")
+with open(os.path.join(work, "one_token.jsonl"), "w") as f:
+    f.write(json.dumps({"text": "fine"}) + "\n\n" + json.dumps({"text": "a"}) + "\n")
 PY
 PREVIEW_SMALL=("${SMALL[@]:0:${#SMALL[@]}-1}")  # SMALL less its final --quiet, a train option
 CHAT=(--set "model.tokenizer=$WORK/tokenizer.json" --set "data.train=$WORK/chat.jsonl" --set data.chat_template=chatml
@@ -99,6 +101,17 @@ expect_error "train with the recipes' placeholder data.train" "is the placeholde
 expect_error "train with an empty document" "$WORK/empty.jsonl:2: has an empty \"text\": an empty document" -- \
   "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "data.train=$WORK/empty.jsonl" --set "checkpoint.run_dir=$WORK/run_empty"
 [ ! -e "$WORK/run_empty" ] || fail "a refused train wrote $WORK/run_empty"
+# A document of one token (no BOS/EOS around it) under documents packing: file:line from train
+# and from the preview alike (line 3: a blank line is skipped but counted).
+ONE=(--set "model.tokenizer=$WORK/tokenizer.json" --set "data.train=$WORK/one_token.jsonl" --set data.packing=documents
+     --set data.add_bos=false --set data.add_eos=false --set data.seq_len=16)
+expect_error "train with a one-token document" "$WORK/one_token.jsonl:3: a document of 1 token(s) has nothing to predict" -- \
+  "$FARTHING" train "$RECIPE" "${SMALL[@]}" "${ONE[@]}" --set "checkpoint.run_dir=$WORK/run_one"
+[ ! -e "$WORK/run_one" ] || fail "a refused train wrote $WORK/run_one"
+expect_error "preview with a one-token document" "$WORK/one_token.jsonl:3: a document of 1 token(s) has nothing to predict" -- \
+  "$FARTHING" data preview "$RECIPE" "${PREVIEW_SMALL[@]}" "${ONE[@]}" --examples 0
+out="$("$FARTHING" data preview "$RECIPE" "${PREVIEW_SMALL[@]}" "${ONE[@]}" --examples 0 2>&1)" || true
+[ "$(wc -l <<<"$out")" -eq 1 ] || fail "the preview's one-token error is not one line: $out"
 out="$("$FARTHING" train "$WORK/typo.yaml" --quiet 2>&1)" || true
 [ "$(wc -l <<<"$out")" -eq 1 ] || fail "the missing-file error is not one line: $out"
 

@@ -3,7 +3,9 @@
 # recipe it writes parses, fits the budget by `farthing plan`'s own check, trains; a smaller
 # budget moves down the ladder (8-bit moments, then no master); a budget nothing fits is exit 1
 # naming it; chat data is read: the template found, BOS/EOS off with the reasons, seq_len, the
-# eval share and the step sized to it, and a warning when one step outgrows the training split;
+# eval share and the step sized to it, counting the sequences as the run packs them (chat data as
+# documents: init's count is the one `data preview` and the run print), and a warning when one
+# step outgrows the training split;
 # without data it says so; bad input (missing model, missing --data, existing --out) is one
 # error line naming the path.
 # usage: test_init.sh FARTHING_BINARY SHARED_DIR     (exit 77: skipped, ../shared absent)
@@ -44,8 +46,9 @@ echo "ok: 1 MiB -> exit 1: $out"
 
 # Chat data: init reads it. A byte-level tokenizer.json (ids 0-255 bytes, 256 <s>, 257 </s>,
 # 258 <|im_start|>, 259 <|im_end|>: inside stories260K's vocabulary) with a ChatML template in the
-# tokenizer_config.json beside it, and 40 conversations of 44-50 tokens: 90% fit 64 tokens, about
-# 30 sequences of 64, 5% held out, 7 sequences a step (a quarter of the split).
+# tokenizer_config.json beside it, and 40 conversations of 44-50 tokens: 90% fit 64 tokens; packed
+# as documents, one conversation a sequence of 64 (two do not fit), 40 sequences where one stream
+# would make 30; 2 held out (5%), 8 sequences a step (a quarter of the 38, at most 8).
 if command -v python3 >/dev/null; then
   python3 - "$tmp" <<'PY'
 import json, os, sys
@@ -73,6 +76,8 @@ with open(os.path.join(tmp, "qa.jsonl"), "w") as f:
         f.write(json.dumps({"prompt": f"What is {i} plus {i}? ", "response": f"It is {2 * i}."}) + "\n")
 with open(os.path.join(tmp, "tiny.jsonl"), "w") as f:
     f.write(json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]}) + "\n")
+with open(os.path.join(tmp, "tiny_text.jsonl"), "w") as f:
+    f.write(json.dumps({"text": "Once upon a time."}) + "\n")
 PY
   chat=(init "$dir/stories260K.bin" --tokenizer "$tmp/tokenizer.json" --budget-gb 1)
   "$farthing" "${chat[@]}" --data "$tmp/chat.jsonl" --out "$tmp/chat.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on chat data"; }
@@ -85,12 +90,22 @@ PY
   grep -q "^  packing: documents  # each example sees only itself" "$tmp/chat.yaml" \
     || fail "packing for chat data: $(grep packing: "$tmp/chat.yaml")"
   grep -q "^  eval_fraction: 0.05  # " "$tmp/chat.yaml" || fail "eval_fraction: $(grep eval_fraction: "$tmp/chat.yaml")"
-  grep -q "^  micro_batch: 7  # " "$tmp/chat.yaml" && grep -q "^  grad_accum: 1  # " "$tmp/chat.yaml" \
-    || fail "7 sequences a step: $(grep -E 'micro_batch:|grad_accum:' "$tmp/chat.yaml" | tr '\n' ' ')"
+  grep -q "^  micro_batch: 8  # " "$tmp/chat.yaml" && grep -q "^  grad_accum: 1  # " "$tmp/chat.yaml" \
+    || fail "8 sequences a step: $(grep -E 'micro_batch:|grad_accum:' "$tmp/chat.yaml" | tr '\n' ' ')"
+  grep -qF "seq_len 64 packs 40 sequence(s), 38 to train on, 2 held out." "$tmp/chat.yaml" \
+    || fail "init's count is not the documents packing's: $(sed -n 5p "$tmp/chat.yaml")"
   grep -q "^# Data: $tmp/chat.jsonl, chat; 40 document(s)" "$tmp/chat.yaml" || fail "no Data: line: $(sed -n 5p "$tmp/chat.yaml")"
   ! grep -qi "warning" "$tmp/chat.yaml" "$tmp/err" || fail "a warning for data that fits: $(grep -i warning "$tmp/err")"
   "$farthing" train "$tmp/chat.yaml" --set train.steps=2 --set schedule.warmup_steps=0 --set "checkpoint.run_dir=$tmp/chat_run" \
-    --quiet >"$tmp/train" 2>&1 || { cat "$tmp/train"; fail "the chat recipe does not train"; }
+    >"$tmp/train" 2>&1 || { cat "$tmp/train"; fail "the chat recipe does not train"; }
+  # The same count from the preview and from the run, read off their own lines.
+  "$farthing" data preview "$tmp/chat.yaml" --examples 0 >"$tmp/preview" 2>&1 || { cat "$tmp/preview"; fail "preview of the init recipe"; }
+  init_count=$(sed -nE 's/.*packs ([0-9]+) sequence\(s\), ([0-9]+) to train on, ([0-9]+) held out.*/\1 \2 \3/p' "$tmp/chat.yaml")
+  preview_count=$(sed -nE 's/^  sequences +([0-9]+) of seq_len 64: ([0-9]+) to train on, ([0-9]+) held out.*/\1 \2 \3/p' "$tmp/preview")
+  run_count=$(sed -nE 's/.*document\(s\) into ([0-9]+) sequence\(s\) of 64 tokens.*/\1/p' "$tmp/train")
+  [ -n "$init_count" ] && [ "$init_count" = "$preview_count" ] && [ "${init_count%% *}" = "$run_count" ] \
+    || fail "sequences (all, train, held out): init '$init_count', preview '$preview_count', run '$run_count'"
+  echo "ok: init, preview and the run pack $init_count sequences (all, train, held out)"
   echo "ok: chat data -> $(grep -E '^  (chat_template|add_bos|add_eos|seq_len|micro_batch|steps):' "$tmp/chat.yaml" | cut -d'#' -f1 | tr -s ' ' | tr '\n' ';'); trains"
   # Prompt/response data: the EOS after each response is trained; the template found is named.
   "$farthing" "${chat[@]}" --data "$tmp/qa.jsonl" >"$tmp/qa.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on prompt/response data"; }
@@ -99,12 +114,16 @@ PY
   grep -q '^  chat_template: "chatml"  # the template in .*; prompt/response lines are joined as they are' "$tmp/qa.yaml" \
     || fail "prompt/response chat_template: $(grep chat_template: "$tmp/qa.yaml")"
   echo "ok: prompt/response data -> $(grep -E '^  (chat_template|add_bos|add_eos):' "$tmp/qa.yaml" | cut -d'#' -f1 | tr -s ' ' | tr '\n' ';')"
-  # One conversation of 25 tokens packs into no sequence: the recipe is written, with a warning.
+  # One conversation of 25 tokens, packed as a document, fills one padded sequence: no warning.
+  # The same few tokens as a stream pack into no sequence: the recipe is written, with a warning.
   "$farthing" "${chat[@]}" --data "$tmp/tiny.jsonl" >"$tmp/tiny.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on tiny data"; }
+  grep -qF "seq_len 32 packs 1 sequence(s), 1 to train on, 0 held out." "$tmp/err" && ! grep -qi warning "$tmp/err" \
+    || fail "one conversation should pack into one sequence, unwarned: $(cat "$tmp/err")"
+  "$farthing" "${chat[@]}" --data "$tmp/tiny_text.jsonl" >"$tmp/tiny_text.yaml" 2>"$tmp/err" || { cat "$tmp/err"; fail "init on tiny text"; }
   grep -qF "warning: one step takes 1 sequences of 32 tokens, more than the 0 the training split holds" "$tmp/err" \
     || fail "no warning for a step larger than the split: $(cat "$tmp/err")"
-  grep -qF "# WARNING: one step takes" "$tmp/tiny.yaml" || fail "the tiny recipe does not carry the warning"
-  echo "ok: tiny data -> $(grep warning "$tmp/err")"
+  grep -qF "# WARNING: one step takes" "$tmp/tiny_text.yaml" || fail "the tiny recipe does not carry the warning"
+  echo "ok: tiny data -> one padded sequence as a document; as a stream $(grep warning "$tmp/err")"
   out="$("$farthing" "${chat[@]}" --data "$tmp/absent.jsonl" --out "$tmp/absent.yaml" 2>&1)" && fail "a missing --data was accepted"
   grep -qF "init: --data '$tmp/absent.jsonl' does not exist" <<<"$out" && [ ! -e "$tmp/absent.yaml" ] || fail "unexpected: $out"
   echo "ok: missing --data refused: $out"

@@ -60,7 +60,7 @@ TEST(DatasetDocuments, JsonlDocumentsAreTheStreamOneByOne) {
 // positions 0..12; position 13 is dropped. The 5-token document [3, 8) spans the boundary at 4;
 // [8, 12) starts on one; [12, 14) runs past position 12.
 TEST(DatasetDocuments, PackingSummaryByHand) {
-  const std::vector<int64_t> lengths{3, 5, 4, 2};
+  const DocumentExtents lengths{"data.jsonl", {3, 5, 4, 2}, {}};
   std::vector<uint8_t> mask(14, 1);
   for (int p = 3; p < 8; ++p) mask[size_t(p)] = 0;  // the second document trains nothing
   const PackingSummary s = summarize_packing(lengths, mask, 4, 0.34);
@@ -79,7 +79,7 @@ TEST(DatasetDocuments, PackingSummaryByHand) {
   EXPECT_EQ(s.documents_dropped, 1);
   // No eval split: every sequence trains; fewer tokens than one sequence: none at all.
   EXPECT_EQ(summarize_packing(lengths, mask, 4, 0.0).train_trained_tokens, 7);
-  const PackingSummary tiny = summarize_packing(std::vector<int64_t>{3}, std::vector<uint8_t>(3, 1), 4, 0.05);
+  const PackingSummary tiny = summarize_packing(DocumentExtents{"data.jsonl", {3}, {}}, std::vector<uint8_t>(3, 1), 4, 0.05);
   EXPECT_EQ(tiny.sequences, 0);
   EXPECT_EQ(tiny.documents_dropped, 1);
   EXPECT_EQ(tiny.tokens_dropped, 3);

@@ -862,11 +862,27 @@ std::vector<int32_t> document_starts(int64_t batch, int64_t seq) {
   return starts;
 }
 
+// The documents those starts make and the rows of the longest (AttentionShape::documents and
+// longest_document), as Transformer::set_document_starts counts them.
+void count_documents(const std::vector<int32_t>& starts, int64_t seq, AttentionShape& s) {
+  for (size_t r = 0; r < starts.size(); ++r) {
+    const int64_t t = int64_t(r) % seq;
+    s.documents += starts[r] == t;
+    s.longest_document = std::max<int64_t>(s.longest_document, t - starts[r] + 1);
+  }
+}
+
+// dtype kBF16: cuDNN's ragged batch of documents on a GPU (rows attention_*_bf16_documents_*),
+// with a sliding window where window > 0.
 void add_attention_document_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv,
-                                  int64_t d) {
-  const AttentionShape plain{batch, seq, hq, hkv, d};
+                                  int64_t d, GemmDtype dtype = GemmDtype::kF32, int64_t window = 0) {
+  AttentionShape plain{batch, seq, hq, hkv, d, dtype, window};
+  count_documents(document_starts(batch, seq), seq, plain);
   const int64_t rows = batch * seq, stride = plain.qkv_stride();
-  add("attention_forward_documents_" + label, Tol::kAttention, [=](Arena& a, Rng& rng) {
+  const bool bf16 = dtype == GemmDtype::kBF16;
+  const std::string kind = bf16 ? "bf16_" : "";
+  const Tol tol = bf16 ? Tol::kBf16Attention : Tol::kAttention;
+  add("attention_forward_" + kind + "documents_" + label, tol, [=](Arena& a, Rng& rng) {
     AttentionShape s = plain;
     s.doc_start = a.put(document_starts(batch, seq));
     float* qkv = a.put(rng.floats(rows * stride, -1.5f, 1.5f));
@@ -878,7 +894,7 @@ void add_attention_document_cases(const std::string& label, int64_t batch, int64
     o.add("lse", a.get(lse, size_t(batch * hq * seq)));
     return o;
   });
-  add("attention_backward_documents_" + label, Tol::kAttention, [=](Arena& a, Rng& rng) {
+  add("attention_backward_" + kind + "documents_" + label, tol, [=](Arena& a, Rng& rng) {
     const std::vector<int32_t> starts = document_starts(batch, seq);
     AttentionShape host = plain;
     host.doc_start = starts.data();
@@ -1548,6 +1564,11 @@ const std::vector<Case>& cases() {
   add_attention_cases("window1", 1, 33, 4, 2, 16, GemmDtype::kF32, 1);
   add_attention_cases("window40", 1, 130, 4, 4, 32, GemmDtype::kBF16, 40);  // cuDNN's sliding window
   add_attention_cases("gqa4_t300_window128", 2, 300, 8, 2, 128, GemmDtype::kBF16, 128);
+  // Packed documents through cuDNN's ragged batch (6 documents: a graph batch of 8 with two
+  // empty; the longest of 93 rows: a graph length of 128), and with a window of 128 inside the
+  // documents of 193 and 190 rows (a graph length of 256, below T = 300).
+  add_attention_document_cases("smollm2_135m", 2, 150, 9, 3, 64, GemmDtype::kBF16);
+  add_attention_document_cases("gqa4_t300_window128", 2, 300, 8, 2, 128, GemmDtype::kBF16, 128);
   // ... and with the output stored as bf16, as the model stores it under bf16 compute.
   add_attention_bf16out_cases("smollm2_135m", 1, 67, 9, 3, 64);
   add_attention_bf16out_cases("llama31_8b", 1, 65, 32, 8, 128);

@@ -81,7 +81,7 @@ InitData read_init_data(const fs::path& path, const data::Tokenizer* tokenizer, 
   d.chat_template_comment = "used by JSONL \"messages\" lines only: auto = the tokenizer's own template";
   d.packing_comment = "one stream cut into sequences: text runs on across document ends, as in pre-training";
   if (d.kind == "chat" || d.kind == "prompt/response") {
-    d.packing = "documents";
+    d.packing = data::Packing::kDocuments;
     d.packing_comment = "each example sees only itself, positions restarting at its start, as it will at inference; "
                         "several share a sequence, the last one padded";
   }
@@ -128,9 +128,12 @@ InitData read_init_data(const fs::path& path, const data::Tokenizer* tokenizer, 
   options.add_bos = d.add_bos;
   options.add_eos = d.add_eos;
   options.chat_template = d.chat_template;
-  data::for_each_document(path, options, tokenizer, vocab_size,
-                          [&](const data::DataDocument& doc) { d.lengths.push_back(int64_t(doc.tokens.size())); });
-  FARTHING_CHECK(!d.lengths.empty(), "init: ", path.string(), " holds no document (only blank lines?)");
+  d.documents.source = path.string();
+  data::for_each_document(path, options, tokenizer, vocab_size, [&](const data::DataDocument& doc) {
+    d.documents.lengths.push_back(int64_t(doc.tokens.size()));
+    d.documents.lines.push_back(doc.line);
+  });
+  FARTHING_CHECK(!d.documents.lengths.empty(), "init: ", path.string(), " holds no document (only blank lines?)");
   return d;
 }
 

@@ -14,7 +14,8 @@
 //    these lines do not go through it (prompt and response are joined as they are).
 //  - text and token files: BOS and EOS around each document, as before.
 // Each choice carries the comment init writes beside it.
-// Relies on: framework/data/dataset_documents.h, framework/data/dataset_chat.h.
+// Relies on: framework/data/dataset_documents.h, framework/data/dataset_chat.h,
+// framework/data/document_packing.h.
 // Tested by: tests/cli/test_init.sh.
 #pragma once
 
@@ -23,18 +24,19 @@
 #include <string>
 #include <vector>
 
+#include "framework/data/document_packing.h"
 #include "framework/data/tokenizer.h"
 
 namespace farthing::cli {
 
 struct InitData {
   std::string kind;               // "chat", "prompt/response", "text", "text file", "token file"
-  std::vector<int64_t> lengths;   // tokens per document, BOS/EOS included as chosen below
+  data::DocumentExtents documents;  // tokens per document, BOS/EOS included as chosen below, and its line
   std::string chat_template = "auto";
   std::string chat_template_comment;
   bool add_bos = true, add_eos = true;
   std::string add_bos_comment, add_eos_comment;
-  std::string packing = "stream";  // data.packing: documents for chat and prompt/response data
+  data::Packing packing = data::Packing::kStream;  // data.packing: documents for chat and prompt/response data
   std::string packing_comment;
 };
 

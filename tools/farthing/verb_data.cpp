@@ -71,25 +71,25 @@ int run_preview(const PreviewArgs& a) {
                  " is a token file and the model names no tokenizer to show its ids as text; set model.tokenizer");
   const farthing::data::Tokenizer& tok = *source.tokenizer;
 
-  std::printf("data.train %s, seq_len %lld, add_bos %s, add_eos %s, chat_template %s\n", config.data.train.c_str(),
-              (long long)config.data.seq_len, config.data.add_bos ? "true" : "false",
-              config.data.add_eos ? "true" : "false", config.data.chat_template.c_str());
-  std::printf("%s%s marks the tokens that carry loss (the model learns to predict them)\n", kOpen, kClose);
-  std::vector<int64_t> lengths;
+  // The examples are printed once the whole file has been read and packed, so that a data error
+  // is the only line a refused preview prints.
+  std::string shown;
+  farthing::data::DocumentExtents documents{config.data.train, {}, {}};
   std::vector<uint8_t> mask;
   std::vector<std::string> kinds;
   bool has_chat = false;
   farthing::data::for_each_document(config.data.train, options, &tok, source.config.vocab_size,
                                     [&](const farthing::data::DataDocument& doc) {
-    if (int64_t(lengths.size()) < examples) {
+    if (int64_t(documents.lengths.size()) < examples) {
       int64_t trained = 0;
       for (uint8_t m : doc.loss_mask) trained += m;
-      std::printf("\n--- %s (%s): %zu tokens, %lld trained ---\n%s\n", doc.where.c_str(), doc.kind.c_str(),
-                  doc.tokens.size(), (long long)trained, rendered(doc, tok, max_tokens).c_str());
+      shown += "\n--- " + doc.where + " (" + doc.kind + "): " + std::to_string(doc.tokens.size()) + " tokens, " +
+               std::to_string(trained) + " trained ---\n" + rendered(doc, tok, max_tokens) + "\n";
     }
     has_chat = has_chat || doc.kind == "messages";
     if (std::find(kinds.begin(), kinds.end(), doc.kind) == kinds.end()) kinds.push_back(doc.kind);
-    lengths.push_back(int64_t(doc.tokens.size()));
+    documents.lengths.push_back(int64_t(doc.tokens.size()));
+    documents.lines.push_back(doc.line);
     mask.insert(mask.end(), doc.loss_mask.begin(), doc.loss_mask.end());
   });
   const double eval_fraction = config.data.eval.empty() ? config.data.eval_fraction : 0.0;
@@ -103,7 +103,12 @@ int run_preview(const PreviewArgs& a) {
                                                                 : Packing::kStream;
   const bool stream = packing == Packing::kStream;
   const farthing::data::PackingSummary s = farthing::data::summarize_packing(
-      lengths, mask, config.data.seq_len, eval_fraction, packing, config.data.long_documents);
+      documents, mask, config.data.seq_len, eval_fraction, packing, config.data.long_documents);
+  std::printf("data.train %s, seq_len %lld, add_bos %s, add_eos %s, chat_template %s\n", config.data.train.c_str(),
+              (long long)config.data.seq_len, config.data.add_bos ? "true" : "false",
+              config.data.add_eos ? "true" : "false", config.data.chat_template.c_str());
+  std::printf("%s%s marks the tokens that carry loss (the model learns to predict them)\n", kOpen, kClose);
+  std::printf("%s", shown.c_str());
   std::string kind_list;
   for (const std::string& k : kinds) kind_list += (kind_list.empty() ? "" : ", ") + k;
   std::printf("\ncounts (data.train %s):\n", config.data.train.c_str());

@@ -7,8 +7,9 @@
 // activation checkpointing, one sequence, shorter sequences), sizing each with `farthing plan`'s
 // estimate, and writes the first that fits the budget as a recipe with every knob commented, to
 // stdout or --out. seq_len, eval_fraction, the sequences a step takes and the steps follow the
-// data (train/plan/data_sizing.h) within the rung's limits; a step larger than the training
-// split is warned about. Without --data (and no data/train.txt) it sizes without data. The
+// data (train/plan/data_sizing.h) within the rung's limits, its sequences counted as the run
+// will pack them under the data.packing written; a step larger than the training split is
+// warned about. Without --data (and no data/train.txt) it sizes without data. The
 // budget: --budget-gb, else 90% of GPU 0's free memory when training on CUDA (--device cuda, or
 // auto with a GPU visible), else 80% of this machine's MemAvailable.
 // Relies on: train/plan/memory_estimate.h, train/plan/data_sizing.h, train/recipe,
@@ -101,7 +102,9 @@ Sizing sizing_for(const Rung& r, int64_t model_max_seq_len, const farthing::cli:
     z.grad_accum = std::max<int64_t>(1, 8 / r.micro_batch);
     return z;
   }
-  const farthing::train::DataSizing d = farthing::train::size_to_data(data->lengths, cap);
+  // Counted as the run packs: data.packing as written, data.long_documents as it defaults.
+  const farthing::train::DataSizing d = farthing::train::size_to_data(
+      data->documents, cap, data->packing, farthing::recipe::DataSection{}.long_documents);
   if (data_sizing) *data_sizing = d;
   z.seq_len = d.seq_len;
   z.eval_fraction = d.eval_fraction;
@@ -144,7 +147,7 @@ std::string recipe_text(const std::string& model_path, const std::string& tokeni
     << "  eval_fraction: " << number(z.eval_fraction)
     << "  # share of sequences held out: more = steadier eval loss, less training data\n"
     << "  seq_len: " << z.seq_len << "  # tokens per sequence: longer = more context, activations grow linearly\n"
-    << "  packing: " << d.packing << "  # " << d.packing_comment << "\n"
+    << "  packing: " << farthing::recipe::enum_name(d.packing) << "  # " << d.packing_comment << "\n"
     << "  shuffle: true  # deterministic per-epoch shuffle (train.seed); false keeps file order\n"
     << "  chat_template: " << quoted(d.chat_template) << "  # " << d.chat_template_comment << "\n"
     << "  add_bos: " << (d.add_bos ? "true" : "false") << "  # " << d.add_bos_comment << "\n"

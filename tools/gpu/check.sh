@@ -12,7 +12,8 @@
 # measured (the A/B pairs follow in a full check); the package's library closure (closure.sh) and
 # how this machine's loader resolves every binary (resolve.sh); every ctest test labelled cuda; the NnOps
 # parity table (test_nn_ops_parity: CUDA vs CPU per op and shape; test_ptx_numerics skips there
-# without nvcc); the FP8 GEMMs' plans (cuBLASLt FP8 or the dense fallback) and FP8 vs BF16 TFLOP/s
+# without nvcc); packed documents through cuDNN's ragged batch (cudnn-documents: those parity
+# rows, failing where they fall back to the fp32 kernel); the FP8 GEMMs' plans (cuBLASLt FP8 or the dense fallback) and FP8 vs BF16 TFLOP/s
 # at Llama-3.1-8B shapes (fp8-gemm); whole models through the CUDA ops (test_model_on_device_ops);
 # the one-GPU trainer against the CPU (train_smoke.sh) and its exact resume (train_presets.sh
 # resume-135m); two ranks under the package's mpirun, and
@@ -191,6 +192,14 @@ run_step cuda-tests-nn-parity 90 bash -c 'in_ctest_dir "$@"' _ -R '^(test_nn_ops
 # Llama-3.1-8B's projection shapes (a disabled test of the same binary).
 run_step fp8-gemm 45 env FARTHING_FP8_PLAN_LOG=1 "$PKG/bin/test_nn_ops_parity" --gtest_also_run_disabled_tests \
   --gtest_filter='NnOps/Cuda.MatchesCpuWithinItsClass/matmul_fp8_*:Fp8GemmThroughput.*'
+# Packed documents through cuDNN's ragged batch (attention_cudnn.h): the parity table's
+# attention_*_bf16_documents_* rows again, failing where cuDNN did not load or they ran the fp32
+# kernel instead (the log keeps the engine's line saying why).
+run_step cudnn-documents 45 bash -c 'out="$("$PKG/bin/test_nn_ops_parity" \
+  --gtest_filter="NnOps/Cuda.MatchesCpuWithinItsClass/attention_*_bf16_documents_*" 2>&1)"; rc=$?; echo "$out"
+  grep -q "attention through cuDNN" <<<"$out" || { echo "cudnn-documents: cuDNN did not load"; exit 1; }
+  ! grep -q "runs the fp32 CUDA kernel" <<<"$out" || { echo "cudnn-documents: the rows ran the fp32 kernel"; exit 1; }
+  exit $rc'
 # Whole models (a training step's loss and gradients, decoding logits) through the CUDA ops:
 # the small models, then SmolLM2-135M in fp32 and bf16, then in FP8 (the twelve cases together
 # outrun one step's 85 s on an H200).

@@ -4,7 +4,7 @@
 Sections: what ran where; the steps (outcome, exit code, seconds); every test's result from the
 ctest logs (pass/fail/skip counts, then one row per test); the trainer's smoke run and the
 two-rank ZeRO check as printed; the preset runs' figures (train_presets.sh); the FP8 GEMM plans and throughput
-(fp8-gemm); each benchmark's table as printed;
+(fp8-gemm); packed documents through cuDNN (cudnn-documents); each benchmark's table as printed;
 the versions; the tail of every log whose step did not pass. Only reads files; prints Markdown.
 
 usage: report.py LOG_DIR ARCHIVE REPO_ROOT
@@ -150,6 +150,15 @@ def main():
     out.append("")
     out.append("```")
     keep = [l for l in (fp8 or "").splitlines() if l.startswith(("matmul_fp8 plan", "fp8 gemm", "[  PASSED", "[  FAILED"))]
+    out.append("\n".join(keep) if keep else "(did not run)")
+    out.append("```")
+    out.append("")
+    documents = read(os.path.join(log_dir, "cudnn-documents.log"))
+    out.append("## Packed documents through cuDNN's ragged batch (cudnn-documents)")
+    out.append("")
+    out.append("```")
+    keep = [l for l in (documents or "").splitlines()
+            if "documents" in l or l.startswith(("farthing:", "[  PASSED", "[  FAILED"))]
     out.append("\n".join(keep) if keep else "(did not run)")
     out.append("```")
     out.append("")

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "framework/core/error.h"
-#include "framework/data/packing.h"
 
 namespace farthing::train {
 
@@ -26,7 +25,9 @@ int64_t next_power_of_two(int64_t n) {
 
 }  // namespace
 
-DataSizing size_to_data(std::span<const int64_t> document_lengths, int64_t seq_len_cap) {
+DataSizing size_to_data(const data::DocumentExtents& documents, int64_t seq_len_cap, data::Packing packing,
+                        data::LongDocuments long_documents) {
+  const std::vector<int64_t>& document_lengths = documents.lengths;
   FARTHING_CHECK(!document_lengths.empty(), "sizing to data with no document");
   FARTHING_CHECK(seq_len_cap >= 1, "sizing to data with a seq_len cap of ", seq_len_cap);
   std::vector<int64_t> sorted(document_lengths.begin(), document_lengths.end());
@@ -38,8 +39,11 @@ DataSizing size_to_data(std::span<const int64_t> document_lengths, int64_t seq_l
   DataSizing s;
   const int64_t floor = std::min(kMinSeqLen, seq_len_cap);
   s.seq_len = std::clamp(next_power_of_two(p90), floor, seq_len_cap);
-  while (s.seq_len / 2 >= floor && data::packed_sequence_count(tokens, s.seq_len) < kMinSequences) s.seq_len /= 2;
-  s.sequences = data::packed_sequence_count(tokens, s.seq_len);
+  auto sequences_at = [&](int64_t seq_len) {
+    return data::packed_sequences(documents, seq_len, packing, long_documents);
+  };
+  while (s.seq_len / 2 >= floor && sequences_at(s.seq_len) < kMinSequences) s.seq_len /= 2;
+  s.sequences = sequences_at(s.seq_len);
 
   if (s.sequences >= 20) {
     s.eval_fraction = 0.05;

@@ -1,5 +1,8 @@
 // data_sizing.h — what `farthing init` writes for a data set: data.seq_len, data.eval_fraction,
-// the sequences one optimizer step takes and train.steps, from the documents' lengths.
+// the sequences one optimizer step takes and train.steps, from the documents' lengths. Every
+// count of sequences is the trainer's own (document_packing.h packed_sequences) under the
+// recipe's data.packing: documents and none pad each sequence's end, so they make more
+// sequences of the same tokens than a stream does.
 //   seq_len         the smallest power of two (at least 32) holding 90% of the documents whole,
 //                   at most `seq_len_cap` (the model's context, or the memory ladder's rung); then
 //                   halved while the data packs into fewer than 8 sequences, so that a small data
@@ -10,12 +13,13 @@
 //                   epoch, and never more sequences a step than the split holds.
 //   steps           3 epochs below 10M training tokens (fine-tuning sets are small and see
 //                   each example a few times), 1 above; at most 100,000.
-// Relies on: framework/data/packing.h (packed_sequence_count). Tested by: tests/train/plan/test_data_sizing.cpp.
+// Relies on: framework/data/document_packing.h (packed_sequences). Tested by: tests/train/plan/test_data_sizing.cpp.
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string>
+
+#include "framework/data/document_packing.h"
 
 namespace farthing::train {
 
@@ -29,7 +33,11 @@ struct DataSizing {
   std::string why;             // one line: the numbers these came from
 };
 
-// document_lengths: tokens of each document as packed (BOS/EOS included), in file order.
-DataSizing size_to_data(std::span<const int64_t> document_lengths, int64_t seq_len_cap);
+// documents: tokens of each document as packed (BOS/EOS included), in file order, and where each
+// is (for pack_documents' errors). packing and long_documents: the recipe's (packing resolved,
+// not auto). Throws as pack_documents does (a document of one token; one too long under error).
+DataSizing size_to_data(const data::DocumentExtents& documents, int64_t seq_len_cap,
+                        data::Packing packing = data::Packing::kStream,
+                        data::LongDocuments long_documents = data::LongDocuments::kSplit);
 
 }  // namespace farthing::train
