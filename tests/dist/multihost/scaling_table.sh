@@ -26,6 +26,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 # The wire ends itself after MH_WIRE_LIFETIME_S (hosts.sh: 15 min by default); the whole matrix
 # takes hours.
 export MH_WIRE_LIFETIME_S="${MH_WIRE_LIFETIME_S:-28800}"
+# The wire at a real-time priority: ranks that spin while they wait for MPI would otherwise take
+# its core, and the link would carry less than its rate (wire_throughput.sh).
+export MH_WIRE_RT="${MH_WIRE_RT:-1}"
 source "$(dirname "$0")/hosts.sh"
 trap 'mh_teardown' EXIT
 mkdir -p "$OUT"
