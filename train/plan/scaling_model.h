@@ -65,13 +65,10 @@ struct Interconnect {
 };
 
 // nvlink, ib400, ib200, eth100, or link:RATE:LATENCY (RATE in gbit or mbit per second per rank,
-// LATENCY in ms or us per ring step, e.g. link:1gbit:1ms; carried by MPI over TCP, whose
-// rendezvous above 64 KiB is kMpiTcpEagerLimit); throws naming the choices otherwise.
+// LATENCY in ms or us per ring step, e.g. link:1gbit:1ms; carried by MPI over TCP, with its
+// rendezvous above the eager limit); throws naming the choices otherwise.
 Interconnect interconnect_preset(std::string_view name);
 inline constexpr const char* kInterconnectNames = "nvlink, ib400, ib200, eth100";
-// Open MPI's TCP transport (btl_tcp_eager_limit): a larger message waits for a clear-to-send.
-inline constexpr double kMpiTcpEagerLimit = 65536.0;
-inline constexpr int kRendezvousTrips = 2;  // the clear-to-send back, then the data's own trip again
 
 int ring_steps(Collective c, int world);
 double ring_bytes_sent(Collective c, double bytes, int world);  // per rank

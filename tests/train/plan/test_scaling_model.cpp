@@ -93,10 +93,12 @@ TEST(Ring, HandshakeAboveTheEagerLimit) {
   EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllReduce, above, 2, plain), 2e-3 + 2002.0 / 1e6);
   // The message is the buffer over N: 4000 bytes over 4 ranks is 1000 a step, eager.
   EXPECT_DOUBLE_EQ(collective_seconds(Collective::kReduceScatter, 4000.0, 4, rendezvous), 3e-3 + 3000.0 / 1e6);
-  // The described link carries MPI over TCP: 64 KiB eager, two more trips.
+  // The described link carries MPI over TCP: 64 KiB eager, headers included, so a 64 KiB
+  // message (an all-gather of 128 KiB over 2 ranks) is above it; four more trips, as measured.
   const LinkCost described = interconnect_preset("link:200mbit:5ms").all_gather;
-  EXPECT_DOUBLE_EQ(described.eager_limit_bytes, 65536.0);
-  EXPECT_EQ(described.handshake_trips, 2);
+  EXPECT_EQ(described.handshake_trips, 4);
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllGather, 131072.0, 2, described), 5 * 5e-3 + 65536.0 / 25e6);
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllGather, 120000.0, 2, described), 5e-3 + 60000.0 / 25e6);
   EXPECT_EQ(interconnect_preset("eth100").all_gather.handshake_trips, 0);
 }
 
@@ -108,8 +110,8 @@ TEST(Interconnect, DescribedLink) {
   EXPECT_DOUBLE_EQ(interconnect_preset("link:250mbit:20us").reduce_scatter.bytes_per_s, 31.25e6);
   EXPECT_DOUBLE_EQ(interconnect_preset("link:250mbit:20us").reduce_scatter.latency_s, 20e-6);
   // 1 MB all-gather over 4 ranks: 250 KB a step, above the eager limit: 3 steps of 1 ms, each
-  // after its handshake's two more trips, plus 0.75 MB at 125 MB/s.
-  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 1e6, 4, link.all_gather), 3 * 3e-3 + 0.75e6 / 125e6, 1e-12);
+  // after its rendezvous' four more trips, plus 0.75 MB at 125 MB/s.
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 1e6, 4, link.all_gather), 3 * 5e-3 + 0.75e6 / 125e6, 1e-12);
   // 200 KB: 50 KB a step, eager: one trip a step.
   EXPECT_NEAR(collective_seconds(Collective::kAllGather, 2e5, 4, link.all_gather), 3e-3 + 0.15e6 / 125e6, 1e-12);
   for (const char* bad : {"link:1gbit", "link:1gb:1ms", "link:1gbit:1s", "link:-1gbit:1ms", "link:0gbit:1ms", "link:xgbit:1ms"}) {
