@@ -1,6 +1,7 @@
 // roll_call.cpp — see roll_call.h.
 #include "framework/dist/roll_call.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -15,6 +16,11 @@ namespace {
 constexpr int kQueryTag = 1;
 constexpr int kAnswerTag = 2;
 constexpr auto kPollInterval = std::chrono::milliseconds(5);
+// The responder's poll slows from kPollInterval to this while no query comes: a roll call is
+// rare (a wait ran out), and its 2 s grace leaves room for a 100 ms answer, while a poll every
+// 5 ms for the whole run would wake every rank 200 times a second, taking MPI's progress lock
+// beside the communicator's transfers each time.
+constexpr auto kIdlePollInterval = std::chrono::milliseconds(100);
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string text = ranks.size() == 1 ? "rank " : "ranks ";
@@ -48,6 +54,7 @@ void RollCall::respond() {
   // here (freed with the object).
   std::deque<int64_t> answers;
   std::vector<MPI_Request> sends;
+  auto interval = kPollInterval;
   while (!stopping_) {
     if (pending == MPI_REQUEST_NULL &&
         MPI_Irecv(&query, 1, MPI_INT64_T, MPI_ANY_SOURCE, kQueryTag, comm_, &pending) != MPI_SUCCESS) {
@@ -62,13 +69,18 @@ void RollCall::respond() {
       if (MPI_Isend(&answers.back(), 1, MPI_INT64_T, status.MPI_SOURCE, kAnswerTag, comm_, &send) == MPI_SUCCESS) {
         sends.push_back(send);
       }
+      interval = kPollInterval;  // more queries follow one (every waiting rank asks)
       continue;
     }
+    bool sending = false;
     for (MPI_Request& send : sends) {
       int sent = 0;
       if (send != MPI_REQUEST_NULL) MPI_Test(&send, &sent, MPI_STATUS_IGNORE);
+      sending = sending || send != MPI_REQUEST_NULL;
     }
-    std::this_thread::sleep_for(kPollInterval);
+    std::this_thread::sleep_for(interval);
+    // An answer in flight keeps the fast poll (its send progresses here); otherwise slow down.
+    interval = sending ? kPollInterval : std::min(interval * 2, kIdlePollInterval);
   }
   if (pending != MPI_REQUEST_NULL) {
     MPI_Cancel(&pending);

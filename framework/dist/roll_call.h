@@ -11,8 +11,9 @@
 //
 // The responder is a thread (it must answer while this rank's own threads are blocked in MPI),
 // so it needs MPI_THREAD_MULTIPLE; without it there is no roll call, and the report says that
-// MPI cannot say which ranks did not arrive. The responder polls its one pending receive every
-// few milliseconds: no busy wait, and its cost is nil next to a step.
+// MPI cannot say which ranks did not arrive. The responder polls its one pending receive: every
+// 5 ms after a query, slowing to every 100 ms while none comes (no busy wait; ten wake-ups a
+// second for the whole run), which still answers well within the asker's grace.
 // Relies on: MPI (Open MPI), framework/core.
 // Tested by: tests/dist/test_fault.sh (a hung rank named by its peers), tests/dist/multihost/
 // test_multihost.sh (faults a' and e: the ranks of a lost or cut-off host named).

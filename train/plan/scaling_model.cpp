@@ -21,8 +21,17 @@ const LinkCost& Interconnect::of(Collective c) const {
 
 namespace {
 
+// Open MPI's TCP transport (btl_tcp_eager_limit, 64 KiB) sends a larger message only after a
+// handshake. The limit counts the transport's headers (tens of bytes; 64 bound them), so a
+// 64 KiB message is already above it. The handshake's request and clear-to-send are two one-way
+// trips; a ping-pong over the harness's wire measured 3.6-4.0 more one-way trips per message at
+// 64 KiB-1 MiB than with the limit raised past the message (docs/scaling.md, "single collectives
+// over the wire"), and this takes the measured 4.
+constexpr double kMpiTcpEagerLimit = 65536.0 - 64.0;
+constexpr int kRendezvousTrips = 4;
+
 Interconnect uniform(std::string name, std::string source, double latency_s, double bytes_per_s) {
-  const LinkCost link{latency_s, bytes_per_s};
+  const LinkCost link{latency_s, bytes_per_s, 0.0, 0};
   return {std::move(name), std::move(source), link, link, link};
 }
 
@@ -43,7 +52,8 @@ double parse_quantity(std::string_view text, std::initializer_list<std::pair<std
 
 // link:RATE:LATENCY, e.g. link:1gbit:1ms: a link described by hand (a shaped test link, an
 // Ethernet without RDMA). RATE is taken as every rank's bandwidth, with no efficiency factor;
-// LATENCY is the one-way delay and the cost of one ring step.
+// LATENCY is the one-way delay and the cost of one ring step. Such a link carries MPI over TCP,
+// so a step's message above the TCP transport's eager limit waits for its rendezvous first.
 Interconnect described_link(std::string_view spec) {
   const std::string_view rest = spec.substr(5);
   const size_t colon = rest.find(':');
@@ -51,8 +61,15 @@ Interconnect described_link(std::string_view spec) {
   const double bits_per_s = parse_quantity(rest.substr(0, colon), {{"gbit", 1e9}, {"mbit", 1e6}}, spec);
   const double latency_s = parse_quantity(rest.substr(colon + 1), {{"ms", 1e-3}, {"us", 1e-6}}, spec);
   FARTHING_CHECK(bits_per_s > 0.0, "interconnect '", spec, "': the rate must be above 0");
-  return uniform(std::string(spec), "described by hand: every rank sends at the stated rate; each ring step costs the stated latency",
-                 latency_s, bits_per_s / 8.0);
+  Interconnect link = uniform(std::string(spec),
+                              "described by hand: every rank sends at the stated rate; each ring step costs the stated "
+                              "latency, five times over for a message above MPI over TCP's 64 KiB eager limit (its rendezvous)",
+                              latency_s, bits_per_s / 8.0);
+  for (LinkCost* c : {&link.all_gather, &link.reduce_scatter, &link.all_reduce}) {
+    c->eager_limit_bytes = kMpiTcpEagerLimit;
+    c->handshake_trips = kRendezvousTrips;
+  }
+  return link;
 }
 
 }  // namespace
@@ -88,7 +105,9 @@ double ring_bytes_sent(Collective c, double bytes, int world) {
 
 double collective_seconds(Collective c, double bytes, int world, const LinkCost& link) {
   if (world <= 1) return 0.0;
-  return double(ring_steps(c, world)) * link.latency_s + ring_bytes_sent(c, bytes, world) / link.bytes_per_s;
+  const bool handshake = link.handshake_trips > 0 && bytes / double(world) > link.eager_limit_bytes;
+  const double trips_per_step = 1.0 + (handshake ? double(link.handshake_trips) : 0.0);
+  return double(ring_steps(c, world)) * link.latency_s * trips_per_step + ring_bytes_sent(c, bytes, world) / link.bytes_per_s;
 }
 
 LinkCost fit_link(Collective c, int world, const std::vector<std::pair<double, double>>& bytes_seconds) {
@@ -103,7 +122,7 @@ LinkCost fit_link(Collective c, int world, const std::vector<std::pair<double, d
   const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   const double a = (sy - b * sx) / n;
   FARTHING_CHECK(b > 0.0, "fit_link: the measured times do not grow with size; measure larger buffers");
-  return {std::max(0.0, a) / double(ring_steps(c, world)), 1.0 / b};
+  return {std::max(0.0, a) / double(ring_steps(c, world)), 1.0 / b, 0.0, 0};
 }
 
 namespace {

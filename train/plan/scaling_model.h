@@ -13,7 +13,8 @@
 //   once per step: the trainer's small all-reduces (token count, loss sums, the optimizer's two).
 // A ring collective over N ranks of a buffer of B bytes (the whole, gathered size) sends
 //   all-gather, reduce-scatter: (N-1)/N · B in N-1 steps;  all-reduce: 2(N-1)/N · B in 2(N-1) steps,
-// and takes steps · latency + sent / bandwidth (bandwidth as nccl-tests' "busbw").
+// and takes steps · latency · (1 + handshake trips if B/N is above the eager limit) + sent /
+// bandwidth (bandwidth as nccl-tests' "busbw").
 //
 // Overlap, two schedules:
 //   kNone:    every collective blocks the rank: the trainer with distributed.reduce_bucket_mib
@@ -45,10 +46,15 @@ namespace farthing::train {
 
 enum class Collective : uint8_t { kAllGather, kReduceScatter, kAllReduce };
 
-// One collective's cost: latency per ring step and bandwidth per rank (bytes/s).
+// One collective's cost: latency per ring step and bandwidth per rank (bytes/s). A transport
+// with a rendezvous protocol sends a message above its eager limit only after a handshake (a
+// request to send, a clear-to-send back): `handshake_trips` more one-way latencies for each
+// ring step whose message (the buffer / N) is above `eager_limit_bytes`. 0 trips: no handshake.
 struct LinkCost {
   double latency_s = 0.0;
   double bytes_per_s = 0.0;
+  double eager_limit_bytes = 0.0;
+  int handshake_trips = 0;
 };
 
 struct Interconnect {
@@ -59,7 +65,8 @@ struct Interconnect {
 };
 
 // nvlink, ib400, ib200, eth100, or link:RATE:LATENCY (RATE in gbit or mbit per second per rank,
-// LATENCY in ms or us per ring step, e.g. link:1gbit:1ms); throws naming the choices otherwise.
+// LATENCY in ms or us per ring step, e.g. link:1gbit:1ms; carried by MPI over TCP, with its
+// rendezvous above the eager limit); throws naming the choices otherwise.
 Interconnect interconnect_preset(std::string_view name);
 inline constexpr const char* kInterconnectNames = "nvlink, ib400, ib200, eth100";
 

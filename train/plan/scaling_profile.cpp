@@ -13,7 +13,7 @@ using nlohmann::json;
 
 json link_json(const LinkCost& l) { return {{"latency_s", l.latency_s}, {"bytes_per_s", l.bytes_per_s}}; }
 
-LinkCost link_from(const json& j) { return {j.at("latency_s").get<double>(), j.at("bytes_per_s").get<double>()}; }
+LinkCost link_from(const json& j) { return {j.at("latency_s").get<double>(), j.at("bytes_per_s").get<double>(), 0.0, 0}; }
 
 }  // namespace
 

@@ -14,11 +14,13 @@
 # between two TAP devices of the same names (delay, loss, rate cap, cut; the kernel has no netem);
 # mh_use_veth swaps back. Static ARP entries on both link kinds: a dropped ARP frame would
 # otherwise cost a 1 s retry.
-MH_NET=10.213.47
+# MH_PREFIX and MH_NET (both set, or neither) give another pair of names and subnet, for a run
+# beside the harness's (the scaling table while the multihost tests run).
+MH_NET=${MH_NET:-10.213.47}
 MH_HOST_A=$MH_NET.1
 MH_HOST_B=$MH_NET.2
-MH_NS_A=fth34-a
-MH_NS_B=fth34-b
+MH_NS_A=${MH_PREFIX:-fth34}-a
+MH_NS_B=${MH_PREFIX:-fth34}-b
 MH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 mh_skip() { echo "SKIP: $*"; exit 77; }
@@ -73,14 +75,19 @@ mh_place_link() {
 # delay, loss fraction and rate cap (0: none), each way. Sets MH_WIRE_PID (SIGUSR1 cuts the wire,
 # SIGUSR2 mends it) and MH_WIRE_STATS (its frame counts, written when it ends: mh_stop_wire).
 # The wire ends itself after MH_WIRE_LIFETIME_S (default 900 s) or when this shell goes.
+# MH_WIRE_RT=1 gives it a real-time priority (below).
 mh_use_wire() {
   local delay_ms="$1" loss="$2" rate_mbit="$3" seed="${4:-1}" state
   mh_stop_wire
   [ -z "${MH_WIRE_STATE:-}" ] || rm -rf "$MH_WIRE_STATE"
   ip -n "$MH_NS_A" link del "$MH_NS_A" 2>/dev/null || true  # the veth pair, both ends
-  state="$(mktemp -d /tmp/fth34-wire.XXXXXX)"
+  state="$(mktemp -d "/tmp/${MH_PREFIX:-fth34}-wire.XXXXXX")"
   MH_WIRE_STATS="$state/stats.json"
-  python3 "$MH_DIR/tap_wire.py" --tap-a "$MH_NS_A" --tap-b "$MH_NS_B" --delay-ms "$delay_ms" --loss "$loss" \
+  local -a priority=()
+  # MH_WIRE_RT=1: the wire runs first whenever a frame waits (SCHED_FIFO), as a NIC forwards
+  # beside busy cores; otherwise it shares them with ranks that spin while they wait for MPI.
+  [ "${MH_WIRE_RT:-0}" = 1 ] && priority=(chrt -f 10)
+  "${priority[@]}" python3 "$MH_DIR/tap_wire.py" --tap-a "$MH_NS_A" --tap-b "$MH_NS_B" --delay-ms "$delay_ms" --loss "$loss" \
     --rate-mbit "$rate_mbit" --seed "$seed" --lifetime-s "${MH_WIRE_LIFETIME_S:-900}" \
     --ready "$state/ready" --stats "$MH_WIRE_STATS" 2>"$state/stderr" &
   MH_WIRE_PID=$!
@@ -133,7 +140,11 @@ mh_mpirun_command() {
   [[ -n ${OMP_NUM_THREADS:-} ]] && x+=(-x OMP_NUM_THREADS)
   local v
   for v in ${MH_EXPORT:-}; do x+=(-x "$v"); done
-  MH_COMMAND=(ip netns exec "$MH_NS_A" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$MH_NS_A"
+  # MH_RANK_NICE: the job's niceness (mpirun's, inherited by the daemons and ranks), e.g. -10 to
+  # measure beside other work on the machine.
+  local -a nice=()
+  [[ -n ${MH_RANK_NICE:-} ]] && nice=(nice -n "$MH_RANK_NICE")
+  MH_COMMAND=("${nice[@]}" ip netns exec "$MH_NS_A" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$MH_NS_A"
               mpirun --hostfile "$hostfile" -np "$np" --map-by slot --mca plm_rsh_agent "$MH_DIR/rsh_agent.sh"
               --mca btl tcp,self --mca btl_tcp_if_include "$MH_NET.0/24" --mca oob_tcp_if_include "$MH_NET.0/24"
               "${x[@]}" "$@")

@@ -45,14 +45,14 @@ TEST(Ring, VolumesAndTimesByHand) {
   EXPECT_EQ(ring_steps(Collective::kAllReduce, 4), 6);
   EXPECT_DOUBLE_EQ(ring_bytes_sent(Collective::kAllGather, 1000.0, 4), 750.0);
   EXPECT_DOUBLE_EQ(ring_bytes_sent(Collective::kAllReduce, 1000.0, 4), 1500.0);
-  const LinkCost link{2e-6, 1e9};
+  const LinkCost link{2e-6, 1e9, 0.0, 0};
   // 3 steps of 2 us, then 750 bytes at 1 GB/s.
   EXPECT_DOUBLE_EQ(collective_seconds(Collective::kReduceScatter, 1000.0, 4, link), 6e-6 + 750e-9);
   EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllReduce, 1000.0, 1, link), 0.0);
 }
 
 TEST(Ring, FitRecoversTheLink) {
-  const LinkCost truth{7e-6, 3.5e9};
+  const LinkCost truth{7e-6, 3.5e9, 0.0, 0};
   for (Collective c : {Collective::kAllGather, Collective::kAllReduce}) {
     std::vector<std::pair<double, double>> samples;
     for (double mib : {1.0, 4.0, 16.0, 64.0}) {
@@ -81,6 +81,27 @@ TEST(Interconnect, PresetsAndRefusal) {
   }
 }
 
+// A rendezvous transport: a step's message above the eager limit pays its handshake's trips; at
+// or below it, and on a link without a handshake, one latency a step.
+TEST(Ring, HandshakeAboveTheEagerLimit) {
+  const LinkCost plain{1e-3, 1e6, 0.0, 0};
+  const LinkCost rendezvous{1e-3, 1e6, 1000.0, 2};
+  // All-reduce over 2 ranks: 2 steps, each sending half the buffer.
+  const double at_limit = 2000.0, above = 2002.0;
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllReduce, at_limit, 2, rendezvous), 2e-3 + 2000.0 / 1e6);
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllReduce, above, 2, rendezvous), 2 * 3e-3 + 2002.0 / 1e6);
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllReduce, above, 2, plain), 2e-3 + 2002.0 / 1e6);
+  // The message is the buffer over N: 4000 bytes over 4 ranks is 1000 a step, eager.
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kReduceScatter, 4000.0, 4, rendezvous), 3e-3 + 3000.0 / 1e6);
+  // The described link carries MPI over TCP: 64 KiB eager, headers included, so a 64 KiB
+  // message (an all-gather of 128 KiB over 2 ranks) is above it; four more trips, as measured.
+  const LinkCost described = interconnect_preset("link:200mbit:5ms").all_gather;
+  EXPECT_EQ(described.handshake_trips, 4);
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllGather, 131072.0, 2, described), 5 * 5e-3 + 65536.0 / 25e6);
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllGather, 120000.0, 2, described), 5e-3 + 60000.0 / 25e6);
+  EXPECT_EQ(interconnect_preset("eth100").all_gather.handshake_trips, 0);
+}
+
 // link:RATE:LATENCY: a link described by hand, e.g. a test link shaped with tc.
 TEST(Interconnect, DescribedLink) {
   const Interconnect link = interconnect_preset("link:1gbit:1ms");
@@ -88,8 +109,11 @@ TEST(Interconnect, DescribedLink) {
   EXPECT_DOUBLE_EQ(link.all_reduce.latency_s, 1e-3);
   EXPECT_DOUBLE_EQ(interconnect_preset("link:250mbit:20us").reduce_scatter.bytes_per_s, 31.25e6);
   EXPECT_DOUBLE_EQ(interconnect_preset("link:250mbit:20us").reduce_scatter.latency_s, 20e-6);
-  // 1 MB all-gather over 4 ranks: 3 steps of 1 ms plus 0.75 MB at 125 MB/s.
-  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 1e6, 4, link.all_gather), 3e-3 + 0.75e6 / 125e6, 1e-12);
+  // 1 MB all-gather over 4 ranks: 250 KB a step, above the eager limit: 3 steps of 1 ms, each
+  // after its rendezvous' four more trips, plus 0.75 MB at 125 MB/s.
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 1e6, 4, link.all_gather), 3 * 5e-3 + 0.75e6 / 125e6, 1e-12);
+  // 200 KB: 50 KB a step, eager: one trip a step.
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 2e5, 4, link.all_gather), 3e-3 + 0.15e6 / 125e6, 1e-12);
   for (const char* bad : {"link:1gbit", "link:1gb:1ms", "link:1gbit:1s", "link:-1gbit:1ms", "link:0gbit:1ms", "link:xgbit:1ms"}) {
     EXPECT_THROW(interconnect_preset(bad), Error) << bad;
   }
