@@ -105,6 +105,8 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
     for (const ParamEntry& e : spec_.layout.entries()) {  // the 1-D tensors widened under bf16 compute
       if (e.shape.rank == 1) unit_vector_entries_[size_t(e.unit)].push_back(&e);
     }
+    unit_grad_vectors_.resize(units);
+    for (size_t u = 0; u < units; ++u) unit_grad_adds_.push_back(unit_grad_adds(spec_, int(u), options, batch * seq));
   }
 
   // Sized by carving from nothing, then carved from the buffers: buffer_bytes() sizes the same way.
@@ -345,14 +347,54 @@ const float* Transformer::P(int64_t offset) const {
 float* Transformer::G(int64_t offset) {
   if (options_.unit_storage == nullptr) return grads() + offset;
   const int u = unit_of(offset);
+  const bool once = unit_grad_adds_[size_t(u)] == dist::UnitStorage::GradAdds::kOnce;
   float*& g = unit_grads_[size_t(u)];
-  if (g == nullptr) g = options_.unit_storage->acquire_grads(u);
+  if (g == nullptr) {
+    g = options_.unit_storage->acquire_grads(u, unit_grad_adds_[size_t(u)]);
+    const int64_t n = unit_vector_elems(layout(), u);
+    if (once && n > 0) {  // planned: UnitBufferBytes::grad_vectors
+      unit_grad_vectors_[size_t(u)] = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kGrads);
+      ops_.zero(static_cast<float*>(unit_grad_vectors_[size_t(u)].data()), n);
+    }
+  }
+  if (once) {
+    // NOTE (numerics): a 1-D tensor's gradient gets one addition per row (norms, biases), so it
+    // sums from zero here and is added to the unit's gradients once, in unit_grads_done.
+    int64_t position = 0;
+    for (const ParamEntry* e : unit_vector_entries_[size_t(u)]) {
+      if (e->offset_elems == offset) return static_cast<float*>(unit_grad_vectors_[size_t(u)].data()) + position;
+      position += e->numel();
+    }
+  }
   return g + (offset - layout().units()[size_t(u)].begin_elems);
 }
 
+dist::UnitStorage::GradAdds Transformer::unit_grad_adds(const TransformerSpec& spec, int unit,
+                                                        const ModelOptions& options, int64_t rows) {
+  using Adds = dist::UnitStorage::GradAdds;
+  const FlatLayout& layout = spec.layout;
+  if (unit == unit_holding(layout, spec.tok_emb)) return Adds::kSeveral;
+  if (unit == unit_holding(layout, spec.head_w) && rows > options.loss_chunk_rows) return Adds::kSeveral;
+  if (options.fp4.recipe != nullptr) return Adds::kSeveral;
+  if (options.fp8.recipe != nullptr && Fp8Linears::unit_bytes(spec, unit, *options.fp8.recipe) > 0) return Adds::kSeveral;
+  return Adds::kOnce;
+}
+
+void Transformer::weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b) {
+  float* dw = G(w);
+  if (options_.unit_storage != nullptr && unit_grad_adds_[size_t(unit_of(w))] == dist::UnitStorage::GradAdds::kOnce) {
+    ops_.matmul_add_product(dtype, shape, a, b, dw);
+  } else {
+    ops_.matmul(dtype, shape, a, b, dw, true);
+  }
+}
+
 // What acquire_unit below allocates beside the storage's buffers.
-UnitBufferBytes Transformer::unit_buffer_bytes(const TransformerSpec& spec, int unit, const ModelOptions& options) {
+UnitBufferBytes Transformer::unit_buffer_bytes(const TransformerSpec& spec, int unit, const ModelOptions& options,
+                                               int64_t rows) {
   UnitBufferBytes b;
+  b.grad_adds = unit_grad_adds(spec, unit, options, rows);
+  if (b.grad_adds == dist::UnitStorage::GradAdds::kOnce) b.grad_vectors = unit_vector_elems(spec.layout, unit) * 4;
   b.reads_bf16 = options.compute == ComputeMode::kBF16;
   if (b.reads_bf16) {
     b.weights = unit_vector_elems(spec.layout, unit) * 4;  // unit_vectors_
@@ -407,6 +449,15 @@ void Transformer::release_unit(int u) {
 
 void Transformer::unit_grads_done(int u) {
   if (options_.unit_storage == nullptr || unit_grads_[size_t(u)] == nullptr) return;
+  if (unit_grad_vectors_[size_t(u)].data() != nullptr) {  // the 1-D tensors' sums, each added once
+    const auto* sums = static_cast<const float*>(unit_grad_vectors_[size_t(u)].data());
+    const int64_t begin = layout().units()[size_t(u)].begin_elems;
+    for (const ParamEntry* e : unit_vector_entries_[size_t(u)]) {
+      ops_.accumulate(unit_grads_[size_t(u)] + (e->offset_elems - begin), sums, e->numel());
+      sums += e->numel();
+    }
+    unit_grad_vectors_[size_t(u)] = Buffer();
+  }
   unit_grads_[size_t(u)] = nullptr;
   options_.unit_storage->grads_ready(u);
 }
@@ -500,10 +551,10 @@ void Transformer::linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy,
   // dW += dy^T x  (W as (N, K)) or x^T dy (W as (K, N))
   if (orient == WeightOrientation::kOutIn) {
     GemmShape sw{n, kdim, m, n, kdim, kdim, Trans::kT, Trans::kN};
-    ops_.matmul(dt, sw, dy_op, x_op, G(w), true);
+    weight_grad_gemm(w, dt, sw, dy_op, x_op);
   } else {
     GemmShape sw{kdim, n, m, kdim, n, n, Trans::kT, Trans::kN};
-    ops_.matmul(dt, sw, x_op, dy_op, G(w), true);
+    weight_grad_gemm(w, dt, sw, x_op, dy_op);
   }
   if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
 }

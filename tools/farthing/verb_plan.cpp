@@ -331,6 +331,11 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
               : e.grad_sums                ? "added to the kept fp32 sums (grad_accum or several ranks)"
                                            : "kept in fp32 (one backward's gradient, train.grad_dtype)");
+  if (e.world_size == 1 && !e.optimizer_in_backward && e.grad_bytes_per_elem == 4) {
+    std::printf("            in place: a block's (and an untied head's, its loss in one chunk) gradients are\n"
+                "            added straight to the kept fp32 sums, with no accumulator; its 1-D tensors'\n"
+                "            sums alone are held, and the embedding (one addition per token) keeps one\n");
+  }
   std::printf("\nnominal: the per-parameter cost of these settings (docs/design.md, \"Memory per parameter\"); the\n"
               "units in use and the workspace come on top (flat space %lld elements for %lld parameters).\n",
               (long long)e.flat_elems, (long long)e.param_count);
