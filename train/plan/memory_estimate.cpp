@@ -328,6 +328,19 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.step_peak_moment = peaks.moment;
   e.unit_weights = e.bytes(MemoryCategory::kWeights) - e.trainer_weights - e.master_copy;
   e.unit_grads = e.bytes(MemoryCategory::kGrads) - e.grad_sum;
+  for (size_t u = 0; u < units.size(); ++u) {
+    const dist::UnitStorage::GradAdds adds =
+        models::Transformer::unit_grad_adds(spec, int(u), model_options, t.micro_batch * config.data.seq_len);
+    const int64_t span = zero.aligned_end(u) - units[u].begin;
+    if (dist::grads_in_place(store_options, world_size, adds)) {
+      e.grad_in_place_elems += span;
+      continue;
+    }
+    e.grad_accumulator_elems += zero.padded_elems(u);
+    if (!t.optimizer_in_backward) {
+      e.grad_kept_from_accumulator_elems += e.zero_stage == 1 ? span : zero.owned(u, e.peak_rank).size();
+    }
+  }
   e.comm_transient = e.bytes(MemoryCategory::kCommBuffers) - e.comm_staging;
 
   // While the trainer is built (its constructor): the optimizer's and the store's buffers, and one
