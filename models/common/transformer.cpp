@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
+#include <vector>
 
 #include "framework/backend/backend.h"
 #include "kernels/numerics/bf16.h"
@@ -148,10 +150,12 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   tokens_ = reinterpret_cast<int32_t*>(own_loss_sum_ + 1);
   targets_ = tokens_ + batch * seq;
   doc_start_ = targets_ + batch * seq;
+  token_slots_ = doc_start_ + batch * seq;
+  slot_tokens_ = token_slots_ + batch * seq;
   if (c.family == ModelFamily::kLlama) {
     std::vector<float> cos, sin;
     rope_tables(c, seq, cos, sin);
-    rope_cos_ = reinterpret_cast<float*>(doc_start_ + batch * seq);
+    rope_cos_ = reinterpret_cast<float*>(slot_tokens_ + batch * seq);
     rope_sin_ = rope_cos_ + cos.size();
     ops_.copy(rope_cos_, cos.data(), int64_t(cos.size()));  // host to the ops' memory
     ops_.copy(rope_sin_, sin.data(), int64_t(sin.size()));
@@ -160,7 +164,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
 
 int64_t Transformer::input_elems(const ModelConfig& c, int64_t batch, int64_t seq) {
   const int64_t rope = c.family == ModelFamily::kLlama ? 2 * seq * (c.head_dim() / 2) : 0;
-  return 2 + 3 * batch * seq + rope;  // 2: the loss sum, a double
+  return 2 + 5 * batch * seq + rope;  // 2: the loss sum, a double
 }
 
 void Transformer::set_document_starts(const int32_t* doc_start) {
@@ -352,7 +356,7 @@ float* Transformer::G(int64_t offset) {
   if (g == nullptr) {
     g = options_.unit_storage->acquire_grads(u, unit_grad_adds_[size_t(u)]);
     const int64_t n = unit_vector_elems(layout(), u);
-    if (once && n > 0) {  // planned: UnitBufferBytes::grad_vectors
+    if (once && n > 0) {  // planned: UnitBufferBytes::grad_scratch
       unit_grad_vectors_[size_t(u)] = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kGrads);
       ops_.zero(static_cast<float*>(unit_grad_vectors_[size_t(u)].data()), n);
     }
@@ -373,7 +377,9 @@ dist::UnitStorage::GradAdds Transformer::unit_grad_adds(const TransformerSpec& s
                                                         const ModelOptions& options, int64_t rows) {
   using Adds = dist::UnitStorage::GradAdds;
   const FlatLayout& layout = spec.layout;
-  if (unit == unit_holding(layout, spec.tok_emb)) return Adds::kSeveral;
+  if (unit == unit_holding(layout, spec.tok_emb) && (spec.pos_emb >= 0 || unit == unit_holding(layout, spec.head_w))) {
+    return Adds::kSeveral;
+  }
   if (unit == unit_holding(layout, spec.head_w) && rows > options.loss_chunk_rows) return Adds::kSeveral;
   if (options.fp4.recipe != nullptr) return Adds::kSeveral;
   if (options.fp8.recipe != nullptr && Fp8Linears::unit_bytes(spec, unit, *options.fp8.recipe) > 0) return Adds::kSeveral;
@@ -394,7 +400,10 @@ UnitBufferBytes Transformer::unit_buffer_bytes(const TransformerSpec& spec, int 
                                                int64_t rows) {
   UnitBufferBytes b;
   b.grad_adds = unit_grad_adds(spec, unit, options, rows);
-  if (b.grad_adds == dist::UnitStorage::GradAdds::kOnce) b.grad_vectors = unit_vector_elems(spec.layout, unit) * 4;
+  if (b.grad_adds == dist::UnitStorage::GradAdds::kOnce) {
+    b.grad_scratch = unit_vector_elems(spec.layout, unit) * 4;
+    if (unit == unit_holding(spec.layout, spec.tok_emb)) b.grad_scratch += rows * spec.config.dim * 4;  // embedding_backward_once
+  }
   b.reads_bf16 = options.compute == ComputeMode::kBF16;
   if (b.reads_bf16) {
     b.weights = unit_vector_elems(spec.layout, unit) * 4;  // unit_vectors_
@@ -587,6 +596,19 @@ void Transformer::embed(const int32_t* tokens) {
   }
   // Checked on the host, then copied to the ops' memory (where backward reads them again).
   upload_ids(tokens_, tokens);
+  if (embedding_once()) {  // each row's slot among the distinct tokens, and those tokens
+    std::vector<int32_t> slots(size_t(M), 0), distinct(size_t(M), 0);
+    std::unordered_map<int32_t, int32_t> slot_of;
+    slot_of.reserve(size_t(M));
+    distinct_tokens_ = 0;
+    for (int64_t i = 0; i < M; ++i) {
+      const auto [it, fresh] = slot_of.try_emplace(tokens[i], int32_t(distinct_tokens_));
+      if (fresh) distinct[size_t(distinct_tokens_++)] = tokens[i];
+      slots[size_t(i)] = it->second;
+    }
+    upload_ids(token_slots_, slots.data());
+    upload_ids(slot_tokens_, distinct.data());
+  }
   if (options_.unit_storage != nullptr && options_.compute == ComputeMode::kBF16) {
     const auto* wpe = spec_.pos_emb >= 0 ? static_cast<const uint16_t*>(weight_ptr(spec_.pos_emb)) : nullptr;
     ops_.embedding_forward_bf16(resid_, tokens_, static_cast<const uint16_t*>(weight_ptr(spec_.tok_emb)), wpe, M,
@@ -791,6 +813,24 @@ UnitSchedule Transformer::unit_schedule(const TransformerSpec& spec) {
   return s;
 }
 
+bool Transformer::embedding_once() const {
+  return options_.unit_storage != nullptr &&
+         unit_grad_adds_[size_t(unit_of(spec_.tok_emb))] == dist::UnitStorage::GradAdds::kOnce;
+}
+
+// NOTE (numerics): the embedding's backward adds one row per token. Summed first per distinct
+// token, from zero and in row order (the rows' slots), then added to the unit's gradients once
+// per token (each distinct token one row), every element gets one addition: kept + (r1 + r2),
+// the accumulator's sum. The scratch holds M rows, the most a micro-batch has distinct.
+void Transformer::embedding_backward_once() {
+  const int64_t M = batch_ * seq_, C = config().dim;
+  Buffer rows(ops_.device(), size_t(M * C) * 4, MemoryCategory::kGrads);  // planned: UnitBufferBytes::grad_scratch
+  auto* sums = static_cast<float*>(rows.data());
+  ops_.zero(sums, distinct_tokens_ * C);
+  ops_.embedding_backward(sums, nullptr, dres_, token_slots_, M, row_positions(), C);
+  ops_.embedding_backward(G(spec_.tok_emb), nullptr, ActRef(sums), slot_tokens_, distinct_tokens_, row_positions(), C);
+}
+
 // Final norm, blocks in reverse, embeddings: after loss_and_head left d(final norm out) in dn_.
 void Transformer::backward_from_head() {
   const OpPhaseScope phase(OpPhase::kBackward);
@@ -818,8 +858,12 @@ void Transformer::backward_from_head() {
     unit_grads_done(unit);
     release_unit(unit);
   }
-  ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens_, M,
-                          row_positions(), c.dim);
+  if (embedding_once()) {
+    embedding_backward_once();
+  } else {
+    ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens_, M,
+                            row_positions(), c.dim);
+  }
   const int embedding = unit_of(spec_.tok_emb);
   unit_grads_done(embedding);
   release_unit(embedding);

@@ -88,9 +88,10 @@ UnitCost unit_cost(const dist::ZeroLayout& zero, const dist::ParamStoreOptions& 
   c.acquiring = acquisition.peak;
   c.in_use = acquisition.held;
   c.in_use.weights += m.weights;
-  // The store's accumulator (none where in place) and the model's sums of the 1-D tensors: both
-  // from the unit's first gradient to its hand-over.
-  c.accumulator = s.accumulator + m.grad_vectors;
+  // The store's accumulator (none where in place) and the model's gradient scratch (the 1-D
+  // tensors' sums, the embedding's rows per distinct token): both from the unit's first gradient
+  // to its hand-over.
+  c.accumulator = s.accumulator + m.grad_scratch;
   c.reducing = s.reducing;
   c.stepping = s.stepping;
   return c;
