@@ -38,6 +38,7 @@
 // moment) are the store's own statement of what it allocates, for `farthing plan`.
 // Relies on: dist/{zero_layout,communicator,zero_collectives,unit_storage}.h, backend/backend.h.
 // Tested by: tests/train/loop/test_train_mpi.sh (np 1/2/3 × stages 1-3), test_train_resume.sh,
+// test_train_grads_in_place.sh (in place against np=2's accumulators),
 // tests/dist/test_param_store_plan.cpp (planned_unit_bytes against the tracker, call by call),
 // tests/train/plan/test_memory_estimate.cpp (every buffer of real training steps, to the byte).
 #pragma once
