@@ -333,6 +333,10 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
     const dist::UnitStorage::GradAdds adds =
         models::Transformer::unit_grad_adds(spec, int(u), model_options, t.micro_batch * config.data.seq_len);
     const int64_t span = zero.aligned_end(u) - units[u].begin;
+    const models::ParamUnit& unit = layout.units()[u];
+    if (spec.tok_emb >= unit.begin_elems && spec.tok_emb < unit.end_elems) {
+      e.embedding_rows_once = adds == dist::UnitStorage::GradAdds::kOnce;
+    }
     if (dist::grads_in_place(store_options, world_size, adds)) {
       e.grad_in_place_elems += span;
       continue;

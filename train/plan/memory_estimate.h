@@ -87,6 +87,7 @@ struct MemoryEstimate {
   int64_t grad_accumulator_elems = 0;
   int64_t grad_kept_from_accumulator_elems = 0;
   int64_t grad_in_place_elems = 0;
+  bool embedding_rows_once = false;  // the model sums the embedding's rows per distinct token first
   // While the trainer is built: the flat fp32 copy of a model.path file's tensors, or one unit's
   // fp32 values made from a preset (kOther).
   int64_t initial_weights = 0;

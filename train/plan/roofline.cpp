@@ -221,6 +221,14 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   // and adds it into fp32 table rows (read and write).
   rows.add("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 0.0,
            (act_bytes + 2.0 * kFp32) * n * C, kBf16 * 3.0 * n * C);
+  if (in.embedding_rows_once) {
+    // Summed per distinct token first (docs/parameter_store.md, "Gradients in place"): the slots
+    // zeroed, then each added to its table row, read and write. Every token distinct, the most
+    // a micro-batch can have: a bound.
+    rows.add("zero embedding row sums", micro, call(Op::kZero, tokens * c.dim), 0.0, kFp32 * n * C, 0.0);
+    rows.add("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 0.0,
+             3.0 * kFp32 * n * C, 0.0);
+  }
   norm_forward(micro);
   norm_backward(micro);
   // The logits are a GEMM output stored as the activations are; the loss reads them and writes
@@ -278,6 +286,7 @@ RooflineInputs roofline_inputs(const recipe::RunConfig& config, const models::Mo
   in.grad_kept_from_accumulator_elems = estimate.grad_kept_from_accumulator_elems;
   in.grad_in_place_elems = estimate.grad_in_place_elems;
   in.kept_grad_bytes = estimate.grad_bytes_per_elem > 0 ? estimate.grad_bytes_per_elem : 4;
+  in.embedding_rows_once = estimate.embedding_rows_once;
   return in;
 }
 

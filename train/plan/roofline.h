@@ -102,6 +102,7 @@ struct RooflineInputs {
   // narrowed to bf16), and the gradients kept in place, zeroed once a step.
   int64_t grad_accumulator_elems = 0, grad_kept_from_accumulator_elems = 0, grad_in_place_elems = 0;
   int64_t kept_grad_bytes = 4;  // per element: 4 (fp32 sums) or 2 (one backward's, bf16)
+  bool embedding_rows_once = false;  // the embedding's rows summed per distinct token, then added
 };
 
 struct RooflineStep {
