@@ -24,6 +24,11 @@ void CpuNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, co
   k::matmul_cpu(dtype, shape, a, b, c, accumulate);
 }
 
+void CpuNnOps::matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                                  float* c) {
+  k::matmul_add_product_cpu(dtype, shape, a, b, c);
+}
+
 void CpuNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
                                const float* bias, const uint16_t* add, uint16_t* c) {
   k::matmul_bf16_out_cpu(dtype, shape, a, b, bias, add, c);

@@ -12,6 +12,7 @@ class CpuNnOps final : public NnOps {
   Device device() const override { return Device::cpu(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
+  void matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c) override;
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
                        const uint16_t* add, uint16_t* c) override;
   void fp4_quantize(const Fp4QuantizeArgs& args) override;

@@ -100,6 +100,12 @@ void CudaNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a, c
   matmul_->run(dtype, shape, a, b, c, accumulate, STREAM);
 }
 
+// NOTE: beta = 1 is applied in cuBLASLt's epilogue, after the whole K-sum (the plans exclude
+// split-K), so C's old value enters one addition: what matmul_add_product promises.
+void CudaNnOps::matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c) {
+  matmul_->run(dtype, shape, a, b, c, true, STREAM);
+}
+
 void CudaNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
                                 const float* bias, const uint16_t* add, uint16_t* c) {
   if (bias == nullptr) return matmul_->run_bf16_out(dtype, shape, a, b, add, c, STREAM);

@@ -41,6 +41,7 @@ class CudaNnOps final : public NnOps {
   Device device() const override { return Device::cuda(device_index_); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
+  void matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c) override;
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
                        const uint16_t* add, uint16_t* c) override;
   void fp8_quantize(const Fp8QuantizeArgs& args) override;

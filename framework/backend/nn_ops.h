@@ -44,6 +44,13 @@ class NnOps {
   // C(m, n) = op(A) · op(B), or C += ... when accumulate; A and B of `dtype`, C fp32.
   virtual void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                       bool accumulate) = 0;
+  // C(m, n) += op(A) · op(B), the product's whole K-sum formed first and added to C once (one
+  // rounding of C's old value per element), so that a running sum over calls adds whole products
+  // in call order: the gradients kept in place across micro-batches (docs/parameter_store.md).
+  // Onto a zero C it gives matmul's bits with accumulate. The CPU stages each tile
+  // (kernels/cpu/matmul_cpu.h); cuBLASLt applies beta = 1 in its epilogue after the whole
+  // K-sum (no split-K). This default forms the product in a scratch C and adds it.
+  virtual void matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c);
   // C(m, n) = bf16(add + op(A) · op(B) + bias): a GEMM output stored as bf16 (qkv, the MLP's
   // in-projection, the gradients of dgrads, and with `add` the residual stream under bf16
   // activations). add (bf16, C's layout) is null, or the residual the product is added to (C

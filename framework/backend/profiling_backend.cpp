@@ -44,6 +44,10 @@ class ProfilingNnOps final : public NnOps {
     TimedCall t(p_, op_kind::kGemm, gemm_flops(shape.m, shape.n, shape.k));
     inner_.matmul(dtype, shape, a, b, c, accumulate);
   }
+  void matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c) override {
+    TimedCall t(p_, op_kind::kGemm, gemm_flops(shape.m, shape.n, shape.k));
+    inner_.matmul_add_product(dtype, shape, a, b, c);
+  }
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
                        const uint16_t* add, uint16_t* c) override {
     TimedCall t(p_, op_kind::kGemm, gemm_flops(shape.m, shape.n, shape.k));

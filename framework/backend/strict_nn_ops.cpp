@@ -22,6 +22,10 @@ void StrictNnOps::matmul(GemmDtype dtype, const GemmShape& shape, const void* a,
                          bool accumulate) {
   STRICT_OP(matmul, matmul(dtype, shape, a, b, c, accumulate), {"a", a}, {"b", b}, {"c", c});
 }
+void StrictNnOps::matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                                     float* c) {
+  STRICT_OP(matmul_add_product, matmul_add_product(dtype, shape, a, b, c), {"a", a}, {"b", b}, {"c", c});
+}
 void StrictNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
                                   const float* bias, const uint16_t* add, uint16_t* c) {
   STRICT_OP(matmul_bf16_out, matmul_bf16_out(dtype, shape, a, b, bias, add, c), {"a", a}, {"b", b}, {"bias", bias},

@@ -19,6 +19,7 @@ class StrictNnOps final : public NnOps {
                   void* workspace) override;
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
               bool accumulate) override;
+  void matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c) override;
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
                        const uint16_t* add, uint16_t* c) override;
   void attention_forward(const AttentionShape& s, ActRef out, float* lse, ActRef qkv) override;

@@ -26,6 +26,15 @@ DType kept_gradient_dtype(const ParamStoreOptions& options, int world_size) {
   return options.grad_accum * world_size > 1 ? DType::kF32 : options.one_backward_grad_dtype;
 }
 
+bool grads_in_place(const ParamStoreOptions& options, int world_size, UnitStorage::GradAdds adds) {
+  // NOTE (numerics): alone, a kept fp32 sum written once per element per backward is exactly the
+  // accumulator's copy (first backward) or add (later ones): 0 + g, then ((g0 + g1) + g2).
+  // Over ranks the reduction needs this backward's own gradient; a bf16 kept gradient would
+  // round the fp32 sum the model forms.
+  return adds == UnitStorage::GradAdds::kOnce && world_size == 1 && !options.optimizer_in_backward &&
+         kept_gradient_dtype(options, world_size) == DType::kF32;
+}
+
 ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& backend, ParamStoreOptions options)
     : zero_(zero), comm_(comm), backend_(backend), options_(options), shards_(zero.owned_shards()) {
   FARTHING_CHECK(options_.zero_stage >= 1 && options_.zero_stage <= 3, "distributed.zero_stage must be 1, 2 or 3, not ",
@@ -61,8 +70,12 @@ ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& back
   params_.resize(units);
   gathered_.resize(units);
   accumulators_.resize(units);
+  in_place_.assign(units, false);
   pending_.resize(units);
-  for (size_t u = 0; u < units; ++u) reducing_bytes_.push_back(planned_unit_bytes(zero_, options_, u).reducing.total());
+  // What a reduction holds is counted over several ranks only, where no unit is in place.
+  for (size_t u = 0; u < units; ++u) {
+    reducing_bytes_.push_back(planned_unit_bytes(zero_, options_, u, GradAdds::kSeveral).reducing.total());
+  }
 }
 
 ParamStoreBytes ParamStore::planned_bytes(const ZeroLayout& zero, const ParamStoreOptions& options) {
@@ -86,7 +99,7 @@ int64_t mpi_all_reduce_temp_bytes(int64_t n, int world, int64_t elem_bytes) {
 
 // Each figure is what the call named beside it allocates (below in this file); keep them together.
 ParamStoreUnitBytes ParamStore::planned_unit_bytes(const ZeroLayout& zero, const ParamStoreOptions& options,
-                                                   size_t unit) {
+                                                   size_t unit, UnitStorage::GradAdds adds) {
   const int64_t shard = zero.shard_elems(unit), padded = zero.padded_elems(unit);
   const int64_t span = zero.aligned_end(unit) - zero.units()[unit].begin;
   const int world = zero.world_size();
@@ -117,8 +130,8 @@ ParamStoreUnitBytes ParamStore::planned_unit_bytes(const ZeroLayout& zero, const
     b.bf16_params.peak = b.gathering;
     b.bf16_params.held.comm = padded * 2;
   }
-  // acquire_grads: a zero-filled fp32 accumulator of P_u.
-  b.accumulator = padded * 4;
+  // acquire_grads: a zero-filled fp32 accumulator of P_u, or nothing in place.
+  b.accumulator = grads_in_place(options, world, adds) ? 0 : padded * 4;
   // grads_ready: stage 1 all-reduces the accumulator's span in place (MpiCommunicator's
   // temporaries); stages 2-3 reduce-scatter it into this rank's block (L_u fp32), the
   // communicator receiving every rank's block of it (P_u fp32).
@@ -293,11 +306,23 @@ void ParamStore::release_params(int unit) {
   gathered_[size_t(unit)] = Buffer();
 }
 
-float* ParamStore::acquire_grads(int unit) {
+float* ParamStore::acquire_grads(int unit, GradAdds adds) {
   const size_t u = size_t(unit);
-  FARTHING_CHECK(accumulators_[u].data() == nullptr, "unit ", unit, "'s gradients acquired twice in one backward");
+  FARTHING_CHECK(accumulators_[u].data() == nullptr && !in_place_[u], "unit ", unit,
+                 "'s gradients acquired twice in one backward");
   const int64_t padded = zero_.padded_elems(u);
   const OpPhaseScope phase(OpPhase::kGradients);
+  if (grads_in_place(options_, zero_.world_size(), adds)) {
+    // Alone, this rank owns the whole unit: its kept gradients address the unit's span. The
+    // step's first backward zeroes them (alignment gaps included, as the copy wrote them).
+    const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
+    FARTHING_CHECK(whole_grads_ || zero_.owned(u, zero_.rank()).begin == begin, "ParamStore: unit ", unit,
+                   " is not held whole for its gradients in place");
+    float* kept = static_cast<float*>(grads_.data()) + (whole_grads_ ? begin : compact_offset_[size_t(shard_of(unit))]);
+    if (micro_batch_ == 0) backend_.nn().zero(kept, span);
+    in_place_[u] = true;
+    return kept;
+  }
   accumulators_[u] = Buffer(backend_.device(), size_t(padded) * 4, MemoryCategory::kGrads);  // planned: accumulator
   backend_.nn().zero(static_cast<float*>(accumulators_[u].data()), padded);
   return static_cast<float*>(accumulators_[u].data());
@@ -327,6 +352,10 @@ void ParamStore::keep_gradients(int unit, int64_t micro_batch, const float* src,
 
 void ParamStore::grads_ready(int unit) {
   const size_t u = size_t(unit);
+  if (in_place_[u]) {  // already where they are kept: nothing to copy, add or reduce
+    in_place_[u] = false;
+    return;
+  }
   const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
   const int64_t shard = zero_.shard_elems(u), padded = zero_.padded_elems(u);
   const Device device = backend_.device();

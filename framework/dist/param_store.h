@@ -19,10 +19,15 @@
 // more than one rank: summed in fp32 in a fixed order); one backward's gradient, read once by
 // the optimizer (world 1, grad_accum 1), is kept as ParamStoreOptions::one_backward_grad_dtype
 // says: bf16, or fp32 (train.grad_dtype; fp32 by default under precision fp32).
+// Gradients in place: alone (world 1) with fp32 kept gradients, a unit whose gradients the model
+// adds once per element (UnitStorage::GradAdds::kOnce) is handed its kept gradients themselves,
+// zeroed by the step's first backward: no accumulator, no copy or add per micro-batch, and the
+// same bits (docs/parameter_store.md). Other units, and every unit over several ranks (a
+// reduction needs the backward's own gradient) or kept in bf16, use an accumulator.
 // Transient: a unit's parameters while the model uses it — under bf16 compute the bf16 weights
 // themselves (no copy where this rank holds them; gathered from the owners at stage 3), else
 // fp32, widened exactly (or gathered and widened) — with the next unit's gather prefetched; and
-// a unit's fp32 gradient accumulator during its backward. Under precision fp32 with an fp32 master the compute
+// a unit's fp32 gradient accumulator during its backward where it is not in place. Under precision fp32 with an fp32 master the compute
 // reads the master's values instead (the owned master at world 1; at stages 1-2 over several
 // ranks a whole fp32 copy gathered after each step; at stage 3 gathered per unit).
 //
@@ -33,6 +38,7 @@
 // moment) are the store's own statement of what it allocates, for `farthing plan`.
 // Relies on: dist/{zero_layout,communicator,zero_collectives,unit_storage}.h, backend/backend.h.
 // Tested by: tests/train/loop/test_train_mpi.sh (np 1/2/3 × stages 1-3), test_train_resume.sh,
+// test_train_grads_in_place.sh (in place against np=2's accumulators),
 // tests/dist/test_param_store_plan.cpp (planned_unit_bytes against the tracker, call by call),
 // tests/train/plan/test_memory_estimate.cpp (every buffer of real training steps, to the byte).
 #pragma once
@@ -108,7 +114,7 @@ struct ParamStoreUnitBytes {
   };
   Acquisition params;       // acquire_params: fp32 parameters
   Acquisition bf16_params;  // acquire_bf16_params: the bf16 weights themselves
-  // acquire_grads until grads_ready: the fp32 accumulator (kGrads).
+  // acquire_grads until grads_ready: the fp32 accumulator (kGrads); none where in place.
   int64_t accumulator = 0;
   // A reduction over ranks from its issue in grads_ready until it is finished, the accumulator
   // included (what counts against reduce_bucket_bytes).
@@ -117,6 +123,10 @@ struct ParamStoreUnitBytes {
   // hook runs (the hook's own buffers come on top: the trainer's step, through AdamW).
   UnitBytes stepping;
 };
+
+// Whether acquire_grads hands out the kept gradients themselves for a unit the model writes as
+// `adds` says (see the header).
+bool grads_in_place(const ParamStoreOptions& options, int world_size, UnitStorage::GradAdds adds);
 
 // The temporaries MpiCommunicator's all_reduce holds for n f32/f64 elements of elem_bytes over
 // world ranks (mpi_communicator.cpp: the zero-padded copy and the received blocks, ceil(n/W)·W
@@ -136,7 +146,8 @@ class ParamStore final : public UnitStorage {
   ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& backend, ParamStoreOptions options);
   static ParamStoreBytes planned_bytes(const ZeroLayout& zero, const ParamStoreOptions& options);
   // What using `unit` costs this rank (see ParamStoreUnitBytes): the calls below allocate exactly these.
-  static ParamStoreUnitBytes planned_unit_bytes(const ZeroLayout& zero, const ParamStoreOptions& options, size_t unit);
+  static ParamStoreUnitBytes planned_unit_bytes(const ZeroLayout& zero, const ParamStoreOptions& options, size_t unit,
+                                                UnitStorage::GradAdds adds);
 
   const ZeroLayout& layout() const { return zero_; }
   Device device() const { return backend_.device(); }  // where the weights and gradients live
@@ -159,15 +170,15 @@ class ParamStore final : public UnitStorage {
   // owner's shards into the whole copies. Stage 3 gathers per unit when used: nothing to do.
   void publish_weights();
 
-  // Backward of micro-batch a of this step begins: a = 0 overwrites the kept gradients, later
-  // ones add to them.
+  // Backward of micro-batch a of this step begins: a = 0 overwrites the kept gradients (in place:
+  // zeroes each unit's as it is acquired), later ones add to them.
   void begin_micro_batch(int64_t a) { micro_batch_ = a; }
 
   const float* acquire_params(int unit) override;
   const uint16_t* acquire_bf16_params(int unit) override;
   void release_params(int unit) override;
   void prefetch_params(int unit) override;
-  float* acquire_grads(int unit) override;
+  float* acquire_grads(int unit, GradAdds adds) override;
   void grads_ready(int unit) override;
   void backward_done() override;
 
@@ -214,6 +225,7 @@ class ParamStore final : public UnitStorage {
   int64_t micro_batch_ = 0;
   // Per unit: fp32 parameters in use, gathered bf16 weights in use (ZeRO-3), gradient accumulator.
   std::vector<Buffer> params_, gathered_, accumulators_;
+  std::vector<bool> in_place_;  // per unit: its gradients of this backward go to the kept ones
   std::vector<std::unique_ptr<Pending>> pending_;
   std::deque<Reduction> reductions_;  // in flight, oldest first
   int64_t reductions_bytes_ = 0;      // what they hold

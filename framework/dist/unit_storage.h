@@ -25,9 +25,16 @@ class UnitStorage {
   // A hint, given right after the previous unit was acquired: `unit` is acquired next, so its
   // gather may start now and overlap the compute in between.
   virtual void prefetch_params(int unit) { (void)unit; }
-  // A zero-filled fp32 gradient accumulator for the unit, for one backward.
-  virtual float* acquire_grads(int unit) = 0;
-  // The unit's gradients of this backward are complete (the accumulator may be freed). Their
+  // Where the unit's gradients of this backward go, as `adds` says the model writes them:
+  //   kSeveral: a zero-filled fp32 accumulator, for one backward;
+  //   kOnce: each element's gradient of this backward is formed whole and then added in one
+  //     addition (NnOps::matmul_add_product, a scratch of the 1-D tensors added once). The
+  //     storage may then hand out its running fp32 sum over this step's backwards itself (zero
+  //     at the step's first): the gradients accumulate in place, with no accumulator, and
+  //     ((g0 + g1) + g2) comes out as a separate accumulator's copy and adds would make it.
+  enum class GradAdds { kOnce, kSeveral };
+  virtual float* acquire_grads(int unit, GradAdds adds) = 0;
+  // The unit's gradients of this backward are complete (an accumulator may be freed). Their
   // reduction over ranks may start here and still be in flight when this returns.
   virtual void grads_ready(int unit) = 0;
   // Backward has handed every unit over: what grads_ready left in flight finishes before this

@@ -158,6 +158,7 @@ namespace {
 // the bits would no longer be the fp32 GEMM's.
 struct GemmOut {
   float* f32 = nullptr;
+  float* add_to = nullptr;  // fp32 C that each staged tile is added to once (matmul_add_product_cpu)
   uint16_t* bf16 = nullptr;
   const float* bias = nullptr;  // bf16 output only: n values, or none
   const uint16_t* add = nullptr;  // bf16 output only: what the product is added to (C's layout), or none
@@ -174,10 +175,12 @@ void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b,
     widen(dtype, static_cast<const uint16_t*>(b), tb ? s.n : s.k, tb ? s.k : s.n, s.ldb, wb);
     return run_gemm(GemmDtype::kF32, s, wa.data(), wb.data(), out, accumulate);
   }
-  const bool staged = out.bf16 != nullptr;
+  const bool staged = out.bf16 != nullptr || out.add_to != nullptr;
   if (s.k == 0) {
     for (int64_t r = 0; r < s.m; ++r) {
-      if (staged) {
+      if (out.add_to != nullptr) {
+        for (int64_t j = 0; j < s.n; ++j) out.add_to[r * s.ldc + j] += 0.0f;
+      } else if (staged) {
         for (int64_t j = 0; j < s.n; ++j) {
           const float added = out.add != nullptr ? numerics::bf16_to_f32(out.add[r * s.ldc + j]) : 0.0f;
           out.bf16[r * s.ldc + j] = numerics::f32_to_bf16_rne(out.bias != nullptr ? added + out.bias[j] : added);
@@ -237,6 +240,14 @@ void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b,
     e.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
     stream.wait();
     if (!staged) continue;
+    if (out.add_to != nullptr) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* tile_row = staging.data() + r * s.ldc;
+        float* c_row = out.add_to + (i0 + r) * s.ldc + j0;
+        for (int64_t q = 0; q < cols; ++q) c_row[q] += tile_row[q];
+      }
+      continue;
+    }
     for (int64_t r = 0; r < rows; ++r) {
       float* tile_row = staging.data() + r * s.ldc;
       uint16_t* c_row = out.bf16 + (i0 + r) * s.ldc + j0;
@@ -253,12 +264,16 @@ void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b,
 
 void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                 bool accumulate) {
-  run_gemm(dtype, dense(shape), a, b, GemmOut{c, nullptr, nullptr}, accumulate);
+  run_gemm(dtype, dense(shape), a, b, GemmOut{.f32 = c}, accumulate);
+}
+
+void matmul_add_product_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c) {
+  run_gemm(dtype, dense(shape), a, b, GemmOut{.add_to = c}, false);
 }
 
 void matmul_bf16_out_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
                          const uint16_t* add, uint16_t* c) {
-  run_gemm(dtype, dense(shape), a, b, GemmOut{nullptr, c, bias, add}, false);
+  run_gemm(dtype, dense(shape), a, b, GemmOut{.bf16 = c, .bias = bias, .add = add}, false);
 }
 
 std::string matmul_impl_name_cpu(GemmDtype dtype, const GemmShape& shape) {

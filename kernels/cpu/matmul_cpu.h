@@ -25,6 +25,15 @@ namespace farthing::kernels {
 void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
                 bool accumulate);
 
+// C(m, n) += op(A) · op(B), the product formed whole first and then added to C once: each element
+// becomes C + (its whole K-sum), one rounding of C's old value. matmul_cpu's accumulate instead
+// hands C to oneDNN's sum post-op, which adds C in before the last K-block (above 64 to 256
+// rows of K, by ISA), so a running sum over calls would depend on where K is cut. Each tile is
+// computed as matmul_cpu computes it without accumulate, into the thread's staging rows (C's
+// row stride), then added: onto a zero C, bit for bit matmul_cpu with accumulate.
+// The gradients kept in place across micro-batches use it (docs/parameter_store.md).
+void matmul_add_product_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c);
+
 // C(m, n) = bf16(op(A) · op(B) + bias), bias (n) or null: a bf16 GEMM output (the MLP's
 // in-projection under bf16 activations). Each tile is computed in fp32 as above (the same
 // primitive, C's row stride) into the thread's staging rows, the bias is added in fp32 and the

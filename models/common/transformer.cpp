@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
+#include <vector>
 
 #include "framework/backend/backend.h"
 #include "kernels/numerics/bf16.h"
@@ -105,6 +107,8 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
     for (const ParamEntry& e : spec_.layout.entries()) {  // the 1-D tensors widened under bf16 compute
       if (e.shape.rank == 1) unit_vector_entries_[size_t(e.unit)].push_back(&e);
     }
+    unit_grad_vectors_.resize(units);
+    for (size_t u = 0; u < units; ++u) unit_grad_adds_.push_back(unit_grad_adds(spec_, int(u), options, batch * seq));
   }
 
   // Sized by carving from nothing, then carved from the buffers: buffer_bytes() sizes the same way.
@@ -146,10 +150,12 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   tokens_ = reinterpret_cast<int32_t*>(own_loss_sum_ + 1);
   targets_ = tokens_ + batch * seq;
   doc_start_ = targets_ + batch * seq;
+  token_slots_ = doc_start_ + batch * seq;
+  slot_tokens_ = token_slots_ + batch * seq;
   if (c.family == ModelFamily::kLlama) {
     std::vector<float> cos, sin;
     rope_tables(c, seq, cos, sin);
-    rope_cos_ = reinterpret_cast<float*>(doc_start_ + batch * seq);
+    rope_cos_ = reinterpret_cast<float*>(slot_tokens_ + batch * seq);
     rope_sin_ = rope_cos_ + cos.size();
     ops_.copy(rope_cos_, cos.data(), int64_t(cos.size()));  // host to the ops' memory
     ops_.copy(rope_sin_, sin.data(), int64_t(sin.size()));
@@ -158,7 +164,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
 
 int64_t Transformer::input_elems(const ModelConfig& c, int64_t batch, int64_t seq) {
   const int64_t rope = c.family == ModelFamily::kLlama ? 2 * seq * (c.head_dim() / 2) : 0;
-  return 2 + 3 * batch * seq + rope;  // 2: the loss sum, a double
+  return 2 + 5 * batch * seq + rope;  // 2: the loss sum, a double
 }
 
 void Transformer::set_document_starts(const int32_t* doc_start) {
@@ -349,14 +355,59 @@ const float* Transformer::P(int64_t offset) const {
 float* Transformer::G(int64_t offset) {
   if (options_.unit_storage == nullptr) return grads() + offset;
   const int u = unit_of(offset);
+  const bool once = unit_grad_adds_[size_t(u)] == dist::UnitStorage::GradAdds::kOnce;
   float*& g = unit_grads_[size_t(u)];
-  if (g == nullptr) g = options_.unit_storage->acquire_grads(u);
+  if (g == nullptr) {
+    g = options_.unit_storage->acquire_grads(u, unit_grad_adds_[size_t(u)]);
+    const int64_t n = unit_vector_elems(layout(), u);
+    if (once && n > 0) {  // planned: UnitBufferBytes::grad_scratch
+      unit_grad_vectors_[size_t(u)] = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kGrads);
+      ops_.zero(static_cast<float*>(unit_grad_vectors_[size_t(u)].data()), n);
+    }
+  }
+  if (once) {
+    // NOTE (numerics): a 1-D tensor's gradient gets one addition per row (norms, biases), so it
+    // sums from zero here and is added to the unit's gradients once, in unit_grads_done.
+    int64_t position = 0;
+    for (const ParamEntry* e : unit_vector_entries_[size_t(u)]) {
+      if (e->offset_elems == offset) return static_cast<float*>(unit_grad_vectors_[size_t(u)].data()) + position;
+      position += e->numel();
+    }
+  }
   return g + (offset - layout().units()[size_t(u)].begin_elems);
 }
 
+dist::UnitStorage::GradAdds Transformer::unit_grad_adds(const TransformerSpec& spec, int unit,
+                                                        const ModelOptions& options, int64_t rows) {
+  using Adds = dist::UnitStorage::GradAdds;
+  const FlatLayout& layout = spec.layout;
+  if (unit == unit_holding(layout, spec.tok_emb) && (spec.pos_emb >= 0 || unit == unit_holding(layout, spec.head_w))) {
+    return Adds::kSeveral;
+  }
+  if (unit == unit_holding(layout, spec.head_w) && rows > options.loss_chunk_rows) return Adds::kSeveral;
+  if (options.fp4.recipe != nullptr) return Adds::kSeveral;
+  if (options.fp8.recipe != nullptr && Fp8Linears::unit_bytes(spec, unit, *options.fp8.recipe) > 0) return Adds::kSeveral;
+  return Adds::kOnce;
+}
+
+void Transformer::weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b) {
+  float* dw = G(w);
+  if (options_.unit_storage != nullptr && unit_grad_adds_[size_t(unit_of(w))] == dist::UnitStorage::GradAdds::kOnce) {
+    ops_.matmul_add_product(dtype, shape, a, b, dw);
+  } else {
+    ops_.matmul(dtype, shape, a, b, dw, true);
+  }
+}
+
 // What acquire_unit below allocates beside the storage's buffers.
-UnitBufferBytes Transformer::unit_buffer_bytes(const TransformerSpec& spec, int unit, const ModelOptions& options) {
+UnitBufferBytes Transformer::unit_buffer_bytes(const TransformerSpec& spec, int unit, const ModelOptions& options,
+                                               int64_t rows) {
   UnitBufferBytes b;
+  b.grad_adds = unit_grad_adds(spec, unit, options, rows);
+  if (b.grad_adds == dist::UnitStorage::GradAdds::kOnce) {
+    b.grad_scratch = unit_vector_elems(spec.layout, unit) * 4;
+    if (unit == unit_holding(spec.layout, spec.tok_emb)) b.grad_scratch += rows * spec.config.dim * 4;  // embedding_backward_once
+  }
   b.reads_bf16 = options.compute == ComputeMode::kBF16;
   if (b.reads_bf16) {
     b.weights = unit_vector_elems(spec.layout, unit) * 4;  // unit_vectors_
@@ -411,6 +462,15 @@ void Transformer::release_unit(int u) {
 
 void Transformer::unit_grads_done(int u) {
   if (options_.unit_storage == nullptr || unit_grads_[size_t(u)] == nullptr) return;
+  if (unit_grad_vectors_[size_t(u)].data() != nullptr) {  // the 1-D tensors' sums, each added once
+    const auto* sums = static_cast<const float*>(unit_grad_vectors_[size_t(u)].data());
+    const int64_t begin = layout().units()[size_t(u)].begin_elems;
+    for (const ParamEntry* e : unit_vector_entries_[size_t(u)]) {
+      ops_.accumulate(unit_grads_[size_t(u)] + (e->offset_elems - begin), sums, e->numel());
+      sums += e->numel();
+    }
+    unit_grad_vectors_[size_t(u)] = Buffer();
+  }
   unit_grads_[size_t(u)] = nullptr;
   options_.unit_storage->grads_ready(u);
 }
@@ -504,10 +564,10 @@ void Transformer::linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy,
   // dW += dy^T x  (W as (N, K)) or x^T dy (W as (K, N))
   if (orient == WeightOrientation::kOutIn) {
     GemmShape sw{n, kdim, m, n, kdim, kdim, Trans::kT, Trans::kN};
-    ops_.matmul(dt, sw, dy_op, x_op, G(w), true);
+    weight_grad_gemm(w, dt, sw, dy_op, x_op);
   } else {
     GemmShape sw{kdim, n, m, kdim, n, n, Trans::kT, Trans::kN};
-    ops_.matmul(dt, sw, x_op, dy_op, G(w), true);
+    weight_grad_gemm(w, dt, sw, x_op, dy_op);
   }
   if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
 }
@@ -540,6 +600,19 @@ void Transformer::embed(const int32_t* tokens) {
   }
   // Checked on the host, then copied to the ops' memory (where backward reads them again).
   upload_ids(tokens_, tokens);
+  if (embedding_once()) {  // each row's slot among the distinct tokens, and those tokens
+    std::vector<int32_t> slots(size_t(M), 0), distinct(size_t(M), 0);
+    std::unordered_map<int32_t, int32_t> slot_of;
+    slot_of.reserve(size_t(M));
+    distinct_tokens_ = 0;
+    for (int64_t i = 0; i < M; ++i) {
+      const auto [it, fresh] = slot_of.try_emplace(tokens[i], int32_t(distinct_tokens_));
+      if (fresh) distinct[size_t(distinct_tokens_++)] = tokens[i];
+      slots[size_t(i)] = it->second;
+    }
+    upload_ids(token_slots_, slots.data());
+    upload_ids(slot_tokens_, distinct.data());
+  }
   if (options_.unit_storage != nullptr && options_.compute == ComputeMode::kBF16) {
     const auto* wpe = spec_.pos_emb >= 0 ? static_cast<const uint16_t*>(weight_ptr(spec_.pos_emb)) : nullptr;
     ops_.embedding_forward_bf16(resid_, tokens_, static_cast<const uint16_t*>(weight_ptr(spec_.tok_emb)), wpe, M,
@@ -746,6 +819,24 @@ UnitSchedule Transformer::unit_schedule(const TransformerSpec& spec) {
   return s;
 }
 
+bool Transformer::embedding_once() const {
+  return options_.unit_storage != nullptr &&
+         unit_grad_adds_[size_t(unit_of(spec_.tok_emb))] == dist::UnitStorage::GradAdds::kOnce;
+}
+
+// NOTE (numerics): the embedding's backward adds one row per token. Summed first per distinct
+// token, from zero and in row order (the rows' slots), then added to the unit's gradients once
+// per token (each distinct token one row), every element gets one addition: kept + (r1 + r2),
+// the accumulator's sum. The scratch holds M rows, the most a micro-batch has distinct.
+void Transformer::embedding_backward_once() {
+  const int64_t M = batch_ * seq_, C = config().dim;
+  Buffer rows(ops_.device(), size_t(M * C) * 4, MemoryCategory::kGrads);  // planned: UnitBufferBytes::grad_scratch
+  auto* sums = static_cast<float*>(rows.data());
+  ops_.zero(sums, distinct_tokens_ * C);
+  ops_.embedding_backward(sums, nullptr, dres_, token_slots_, M, row_positions(), C);
+  ops_.embedding_backward(G(spec_.tok_emb), nullptr, ActRef(sums), slot_tokens_, distinct_tokens_, row_positions(), C);
+}
+
 // Final norm, blocks in reverse, embeddings: after loss_and_head left d(final norm out) in dn_.
 void Transformer::backward_from_head() {
   const OpPhaseScope phase(OpPhase::kBackward);
@@ -773,8 +864,12 @@ void Transformer::backward_from_head() {
     unit_grads_done(unit);
     release_unit(unit);
   }
-  ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens_, M,
-                          row_positions(), c.dim);
+  if (embedding_once()) {
+    embedding_backward_once();
+  } else {
+    ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens_, M,
+                            row_positions(), c.dim);
+  }
   const int embedding = unit_of(spec_.tok_emb);
   unit_grads_done(embedding);
   release_unit(embedding);

@@ -119,11 +119,16 @@ struct TransformerBufferBytes {
 };
 
 // What acquire_unit allocates itself for one unit over a UnitStorage, beside what the storage
-// hands it, and which storage call it makes (held until release_unit, kWeights).
+// hands it, and which storage call it makes (held until release_unit, kWeights); and how its
+// backward writes the unit's gradients (acquire_grads' `adds`), with the scratch that takes.
 struct UnitBufferBytes {
   bool reads_bf16 = false;  // acquire_bf16_params (bf16 compute), else acquire_params
   int64_t weights = 0;      // the 1-D tensors widened to fp32 (bf16), or the 16-bit GEMM copy (fp16),
                             // and under FP8 the unit's quantized weights
+  dist::UnitStorage::GradAdds grad_adds = dist::UnitStorage::GradAdds::kSeveral;
+  // kOnce: the 1-D tensors' fp32 gradient sums, or the embedding's rows summed per distinct
+  // token (M x C fp32), from acquire_grads to unit_grads_done (kGrads).
+  int64_t grad_scratch = 0;
 };
 
 // Which units a training step over a UnitStorage holds at once (forward_backward_sum): the
@@ -164,7 +169,19 @@ class Transformer : private BlockHooks {
                                              const ModelOptions& options);
   // Over a UnitStorage: what acquire_unit allocates for `unit`, and the units a training step
   // holds together (forward_trunk, loss_and_head and backward_from_head keep to it).
-  static UnitBufferBytes unit_buffer_bytes(const TransformerSpec& spec, int unit, const ModelOptions& options);
+  // rows: batch · seq, the rows of one micro-batch.
+  static UnitBufferBytes unit_buffer_bytes(const TransformerSpec& spec, int unit, const ModelOptions& options,
+                                           int64_t rows);
+  // How backward writes `unit`'s gradients (UnitStorage::GradAdds): kOnce where every element
+  // gets one addition per backward, its whole gradient formed first — a block's and an untied
+  // head's weight matrices through NnOps::matmul_add_product (the head only when its loss runs
+  // in one chunk), their 1-D tensors' row sums in a scratch added once, and an untied embedding
+  // without learned positions, its rows summed per distinct token first (embedding_backward_once).
+  // kSeveral for a tied embedding (the head's GEMMs add to it too), learned positions (a row per
+  // sequence), a head whose loss runs in several chunks, and units with FP8 or FP4 layers (their
+  // GEMMs accumulate as they go).
+  static dist::UnitStorage::GradAdds unit_grad_adds(const TransformerSpec& spec, int unit, const ModelOptions& options,
+                                                    int64_t rows);
   static UnitSchedule unit_schedule(const TransformerSpec& spec);
   // Allocates parameters, gradients and activations for batches of (batch, seq) tokens.
   Transformer(TransformerSpec spec, int64_t batch, int64_t seq, ModelOptions options = {});
@@ -305,8 +322,8 @@ class Transformer : private BlockHooks {
   double read_own_loss_sum();
   void backward_from_head();
   BlockActs acts_for(int64_t layer);
-  // The 4-byte elements of inputs_: the loss sum (a double), tokens, targets and document starts
-  // (M each), then cos
+  // The 4-byte elements of inputs_: the loss sum (a double), tokens, targets, document starts,
+  // each row's slot among the distinct tokens and the distinct tokens (M each), then cos
   // and sin when the model rotates.
   static int64_t input_elems(const ModelConfig& c, int64_t batch, int64_t seq);
   // Copies M host ids into the device array `to` (tokens_ or targets_).
@@ -324,6 +341,12 @@ class Transformer : private BlockHooks {
   double* own_loss_sum_ = nullptr;
   int32_t *tokens_ = nullptr, *targets_ = nullptr;
   int32_t* doc_start_ = nullptr;  // set_document_starts' array, read while documents_
+  // A kOnce embedding: each row's slot (its token's first occurrence in the micro-batch, counted
+  // among distinct tokens) and the distinct tokens in slot order (the first distinct_tokens_).
+  int32_t *token_slots_ = nullptr, *slot_tokens_ = nullptr;
+  int64_t distinct_tokens_ = 0;
+  bool embedding_once() const;
+  void embedding_backward_once();
   int64_t documents_ = 0;          // documents in the micro-batch's sequences; 0: one a sequence
   int64_t longest_document_ = 0;   // rows of the longest of them
   float *rope_cos_ = nullptr, *rope_sin_ = nullptr;
@@ -354,6 +377,10 @@ class Transformer : private BlockHooks {
   std::vector<Buffer> unit_vectors_;
   std::vector<std::vector<const ParamEntry*>> unit_vector_entries_;  // per unit: its 1-D tensors, in order
   std::vector<float*> unit_grads_;
+  std::vector<dist::UnitStorage::GradAdds> unit_grad_adds_;
+  std::vector<Buffer> unit_grad_vectors_;  // kOnce units: their 1-D tensors' gradients of this backward
+  // dW (+)= the product: added whole (matmul_add_product) where w's unit is kOnce.
+  void weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b);
 };
 
 

@@ -87,7 +87,7 @@ void check_case(const Case& k) {
   store.set_master_source([&](size_t shard) { return master[shard].data(); });
 
   for (size_t u = 0; u < units.size(); ++u) {
-    const ParamStoreUnitBytes plan = ParamStore::planned_unit_bytes(zero, options, u);
+    const ParamStoreUnitBytes plan = ParamStore::planned_unit_bytes(zero, options, u, UnitStorage::GradAdds::kSeveral);
     const std::string unit = spec.layout.units()[u].name;
     for (bool bf16 : {false, true}) {
       if (bf16 && k.compute_from_master) continue;  // the compute reads the fp32 master then
@@ -112,6 +112,9 @@ void check_case(const Case& k) {
         expect_bytes(watch.held(), UnitBytes{}, what + ", released");
       }
     }
+    // Gradients, written once per element (in place where the store keeps fp32 sums alone) or not.
+    for (UnitStorage::GradAdds adds : {UnitStorage::GradAdds::kSeveral, UnitStorage::GradAdds::kOnce}) {
+    const ParamStoreUnitBytes plan = ParamStore::planned_unit_bytes(zero, options, u, adds);
     UnitBytes in_hook;
     int hook_calls = 0;
     const Watch watch;
@@ -119,7 +122,7 @@ void check_case(const Case& k) {
       ++hook_calls;
       in_hook = watch.held();
     });
-    store.acquire_grads(int(u));
+    store.acquire_grads(int(u), adds);
     expect_bytes(watch.held(), UnitBytes{.grads = plan.accumulator}, unit + " acquire_grads");
     store.grads_ready(int(u));
     const UnitBytes peak = k.fused ? larger(plan.reducing, plan.stepping) : plan.reducing;
@@ -129,6 +132,7 @@ void check_case(const Case& k) {
     expect_bytes(watch.held(), UnitBytes{}, unit + " grads_ready, done");
     EXPECT_EQ(hook_calls, k.fused ? 1 : 0) << unit;
     if (k.fused) expect_bytes(in_hook, plan.stepping, unit + " grads_ready, while the fused hook runs");
+    }
   }
 }
 
@@ -155,7 +159,7 @@ TEST(ParamStorePlan, Zero3FiguresInClosedForm) {
   ParamStoreOptions options;
   options.zero_stage = 3;
   options.grad_accum = 2;
-  const ParamStoreUnitBytes b = ParamStore::planned_unit_bytes(zero, options, 1);
+  const ParamStoreUnitBytes b = ParamStore::planned_unit_bytes(zero, options, 1, UnitStorage::GradAdds::kSeveral);
   const int64_t padded = zero.padded_elems(1), shard = zero.shard_elems(1);
   EXPECT_EQ(padded, 5120);
   EXPECT_EQ(b.gathering.comm, shard * 2 + padded * 2);

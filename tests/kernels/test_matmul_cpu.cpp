@@ -2,7 +2,7 @@
 // transpose combination, strided operands, accumulation and awkward tails (one tile and many,
 // with short last tiles); bf16 mode against the loop over bf16-rounded inputs; primitives are
 // reused, not rebuilt; the tiling depends on the problem only, and C's bits on no thread count;
-// a bf16 C is the fp32 C (plus bias) rounded once.
+// a bf16 C is the fp32 C (plus bias) rounded once; matmul_add_product adds the whole product once.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -146,6 +146,56 @@ TEST(MatmulCpu, BitwiseAtAnyThreadCount) {
     }
   }
   omp_set_num_threads(saved);
+}
+
+// matmul_add_product adds the whole product once: bit for bit C + (matmul_cpu without accumulate),
+// element by element, where matmul_cpu's accumulate (oneDNN's sum post-op) adds C in before the
+// last K-block once K is long (1500 here; past 256 rows on AVX-512, 64 on AVX2). Onto a zero C
+// it is matmul_cpu's accumulate onto zero, bit for bit: the gradients in place keep the bits of
+// a zeroed accumulator's. A padded ldc's padding is left alone.
+TEST(MatmulCpu, AddProductAddsTheWholeProductOnce) {
+  for (GemmDtype dt : {GemmDtype::kF32, GemmDtype::kBF16}) {
+    for (Trans ta : {Trans::kN, Trans::kT}) {
+      for (Case c : {Case{5, 160, 33, ta, Trans::kN, 3, true}, Case{333, 700, 1500, ta, Trans::kN, 0, true}}) {
+        test::SplitMix64 rng(uint64_t(c.m * 3 + c.n + c.k));
+        const size_t elem = dt == GemmDtype::kF32 ? 4 : 2;
+        const int64_t ldc = c.n + c.pad;
+        std::vector<uint8_t> a(size_t(c.m * c.k) * elem), b(size_t(c.k * c.n) * elem);
+        for (std::vector<uint8_t>* x : {&a, &b}) {
+          for (size_t i = 0; i < x->size() / elem; ++i) {
+            const float v = rng.uniform() * 2 - 1;
+            if (dt == GemmDtype::kF32) std::memcpy(&(*x)[i * 4], &v, 4);
+            else { const uint16_t h = numerics::f32_to_bf16_rne(v); std::memcpy(&(*x)[i * 2], &h, 2); }
+          }
+        }
+        const GemmShape s{c.m, c.n, c.k, 0, 0, ldc, ta, Trans::kN};
+        std::vector<float> product(size_t(c.m * ldc), 0.0f), kept(size_t(c.m * ldc));
+        for (auto& v : kept) v = (rng.uniform() * 2 - 1) * 64;
+        matmul_cpu(dt, s, a.data(), b.data(), product.data(), false);
+        std::vector<float> in_place = kept;
+        matmul_add_product_cpu(dt, s, a.data(), b.data(), in_place.data());
+        size_t differ = 0, padding_written = 0;
+        for (int64_t i = 0; i < c.m; ++i) {
+          for (int64_t j = 0; j < ldc; ++j) {
+            const size_t x = size_t(i * ldc + j);
+            if (j >= c.n) {
+              padding_written += std::memcmp(&in_place[x], &kept[x], 4) != 0;
+              continue;
+            }
+            const float want = kept[x] + product[x];
+            differ += std::memcmp(&in_place[x], &want, 4) != 0;
+          }
+        }
+        EXPECT_EQ(differ, 0u) << "m" << c.m << " n" << c.n << " k" << c.k << " dtype " << int(dt) << " ta " << int(ta);
+        EXPECT_EQ(padding_written, 0u) << "wrote past n";
+        std::vector<float> onto_zero(product.size(), 0.0f), accumulated(product.size(), 0.0f);
+        matmul_add_product_cpu(dt, s, a.data(), b.data(), onto_zero.data());
+        matmul_cpu(dt, s, a.data(), b.data(), accumulated.data(), true);
+        EXPECT_EQ(std::memcmp(onto_zero.data(), accumulated.data(), onto_zero.size() * 4), 0)
+            << "onto zero: m" << c.m << " k" << c.k << " dtype " << int(dt) << " ta " << int(ta);
+      }
+    }
+  }
 }
 
 // A bf16 GEMM output is bit for bit the fp32 GEMM, plus the bias in fp32, rounded to nearest

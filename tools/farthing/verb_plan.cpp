@@ -277,7 +277,7 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
                                                                              : "fp32 parameters ";
   std::printf("%-16s %8s %8s %12s  %s\n", "units in use", "-", "-",
               train::format_bytes(e.unit_weights + e.unit_grads).c_str(),
-              (in_use + train::format_bytes(e.unit_weights) + ", fp32 gradient accumulators " +
+              (in_use + train::format_bytes(e.unit_weights) + ", fp32 gradient accumulators and scratch " +
                train::format_bytes(e.unit_grads))
                   .c_str());
   for (MemoryCategory cat : kWorkspace) {
@@ -331,6 +331,12 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
               : e.grad_sums                ? "added to the kept fp32 sums (grad_accum or several ranks)"
                                            : "kept in fp32 (one backward's gradient, train.grad_dtype)");
+  if (e.world_size == 1 && !e.optimizer_in_backward && e.grad_bytes_per_elem == 4) {
+    std::printf("            in place: blocks, an untied head whose loss runs in one chunk and an untied\n"
+                "            embedding without learned positions add their gradients straight to the kept\n"
+                "            fp32 sums, with no accumulator; only their 1-D tensors' sums and the embedding's\n"
+                "            rows per distinct token are held (docs/parameter_store.md)\n");
+  }
   std::printf("\nnominal: the per-parameter cost of these settings (docs/design.md, \"Memory per parameter\"); the\n"
               "units in use and the workspace come on top (flat space %lld elements for %lld parameters).\n",
               (long long)e.flat_elems, (long long)e.param_count);

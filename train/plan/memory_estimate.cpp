@@ -78,9 +78,9 @@ struct UnitCost {
 };
 
 UnitCost unit_cost(const dist::ZeroLayout& zero, const dist::ParamStoreOptions& store,
-                   const models::TransformerSpec& spec, const models::ModelOptions& model, size_t unit) {
-  const dist::ParamStoreUnitBytes s = dist::ParamStore::planned_unit_bytes(zero, store, unit);
-  const models::UnitBufferBytes m = models::Transformer::unit_buffer_bytes(spec, int(unit), model);
+                   const models::TransformerSpec& spec, const models::ModelOptions& model, int64_t rows, size_t unit) {
+  const models::UnitBufferBytes m = models::Transformer::unit_buffer_bytes(spec, int(unit), model, rows);
+  const dist::ParamStoreUnitBytes s = dist::ParamStore::planned_unit_bytes(zero, store, unit, m.grad_adds);
   const dist::ParamStoreUnitBytes::Acquisition& acquisition = m.reads_bf16 ? s.bf16_params : s.params;
   UnitCost c;
   c.gathering = s.gathering;
@@ -88,7 +88,10 @@ UnitCost unit_cost(const dist::ZeroLayout& zero, const dist::ParamStoreOptions& 
   c.acquiring = acquisition.peak;
   c.in_use = acquisition.held;
   c.in_use.weights += m.weights;
-  c.accumulator = s.accumulator;
+  // The store's accumulator (none where in place) and the model's gradient scratch (the 1-D
+  // tensors' sums, the embedding's rows per distinct token): both from the unit's first gradient
+  // to its hand-over.
+  c.accumulator = s.accumulator + m.grad_scratch;
   c.reducing = s.reducing;
   c.stepping = s.stepping;
   return c;
@@ -311,7 +314,7 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   const int64_t persistent_bytes = persistent.total();
   const dist::ZeroLayout zero(units, world_size, e.peak_rank);
   std::vector<UnitCost> cost;
-  for (size_t u = 0; u < units.size(); ++u) cost.push_back(unit_cost(zero, store_options, spec, model_options, u));
+  for (size_t u = 0; u < units.size(); ++u) cost.push_back(unit_cost(zero, store_options, spec, model_options, t.micro_batch * config.data.seq_len, u));
   // The trainer's own all-reduces (MpiCommunicator's temporaries): AdamW's partial sums through
   // its reduce hook, in inspect_grads or finish_step; the micro-batch loss sums.
   const int64_t hook_comm =
@@ -326,6 +329,23 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.step_peak_moment = peaks.moment;
   e.unit_weights = e.bytes(MemoryCategory::kWeights) - e.trainer_weights - e.master_copy;
   e.unit_grads = e.bytes(MemoryCategory::kGrads) - e.grad_sum;
+  for (size_t u = 0; u < units.size(); ++u) {
+    const dist::UnitStorage::GradAdds adds =
+        models::Transformer::unit_grad_adds(spec, int(u), model_options, t.micro_batch * config.data.seq_len);
+    const int64_t span = zero.aligned_end(u) - units[u].begin;
+    const models::ParamUnit& unit = layout.units()[u];
+    if (spec.tok_emb >= unit.begin_elems && spec.tok_emb < unit.end_elems) {
+      e.embedding_rows_once = adds == dist::UnitStorage::GradAdds::kOnce;
+    }
+    if (dist::grads_in_place(store_options, world_size, adds)) {
+      e.grad_in_place_elems += span;
+      continue;
+    }
+    e.grad_accumulator_elems += zero.padded_elems(u);
+    if (!t.optimizer_in_backward) {
+      e.grad_kept_from_accumulator_elems += e.zero_stage == 1 ? span : zero.owned(u, e.peak_rank).size();
+    }
+  }
   e.comm_transient = e.bytes(MemoryCategory::kCommBuffers) - e.comm_staging;
 
   // While the trainer is built (its constructor): the optimizer's and the store's buffers, and one

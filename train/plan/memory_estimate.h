@@ -80,6 +80,14 @@ struct MemoryEstimate {
   // fp32 gradient accumulators alive at once (a tied head's embedding beside a block's).
   int64_t unit_weights = 0;
   int64_t unit_grads = 0;
+  // Gradient bookkeeping on peak_rank, elements per micro-batch (the roofline's rows): the
+  // accumulators zeroed (P_u of each unit not in place), what is then copied, added or narrowed
+  // from them into the kept gradients (the unit's span at stage 1, its owned part at 2-3; none
+  // fused), and the kept gradients written in place (zeroed once a step instead).
+  int64_t grad_accumulator_elems = 0;
+  int64_t grad_kept_from_accumulator_elems = 0;
+  int64_t grad_in_place_elems = 0;
+  bool embedding_rows_once = false;  // the model sums the embedding's rows per distinct token first
   // While the trainer is built: the flat fp32 copy of a model.path file's tensors, or one unit's
   // fp32 values made from a preset (kOther).
   int64_t initial_weights = 0;

@@ -221,6 +221,14 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   // and adds it into fp32 table rows (read and write).
   rows.add("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 0.0,
            (act_bytes + 2.0 * kFp32) * n * C, kBf16 * 3.0 * n * C);
+  if (in.embedding_rows_once) {
+    // Summed per distinct token first (docs/parameter_store.md, "Gradients in place"): the slots
+    // zeroed, then each added to its table row, read and write. Every token distinct, the most
+    // a micro-batch can have: a bound.
+    rows.add("zero embedding row sums", micro, call(Op::kZero, tokens * c.dim), 0.0, kFp32 * n * C, 0.0);
+    rows.add("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 0.0,
+             3.0 * kFp32 * n * C, 0.0);
+  }
   norm_forward(micro);
   norm_backward(micro);
   // The logits are a GEMM output stored as the activations are; the loss reads them and writes
@@ -236,6 +244,26 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     const double logits = double(rows_each) * V;
     rows.add("cross-entropy (+grad)", micro * chunks, call(Op::kCrossEntropy, rows_each, c.vocab_size), 0.0,
              2.0 * act_bytes * logits, kBf16 * 2.0 * logits);
+  }
+
+  // Gradient bookkeeping: each micro-batch zeroes the accumulators and keeps their sums (a copy,
+  // read 4 and write 4 bytes, or a narrowing, 4 and 2, at the first micro-batch; an add, read 8
+  // and write 4, at the later ones, timed as the add); the gradients kept in place are zeroed
+  // once a step. Design: every unit in place.
+  const double acc = double(in.grad_accumulator_elems), kept = double(in.grad_kept_from_accumulator_elems);
+  const double in_place = double(in.grad_in_place_elems);
+  if (acc > 0) {
+    rows.add("zero gradient accumulators", micro, call(Op::kZero, in.grad_accumulator_elems), 0.0, kFp32 * acc,
+             kFp32 * acc / double(micro));
+  }
+  if (kept > 0) {
+    const RooflineCall keep = call(Op::kResidualAdd, in.grad_kept_from_accumulator_elems);
+    rows.add("keep gradients", 1, keep, 0.0, (kFp32 + double(in.kept_grad_bytes)) * kept, 0.0);
+    rows.add("keep gradients", micro - 1, keep, 0.0, 3.0 * kFp32 * kept, 0.0);
+  }
+  if (in_place > 0) {
+    rows.add("zero kept gradients", 1, call(Op::kZero, in.grad_in_place_elems), 0.0, kFp32 * in_place,
+             kFp32 * in_place);
   }
 
   // The optimizer step, once per optimizer step.
@@ -254,6 +282,11 @@ RooflineInputs roofline_inputs(const recipe::RunConfig& config, const models::Mo
   in.fp8 = config.train.precision == recipe::Precision::kFp8;
   in.loss_chunk_rows = config.model.loss_chunk_rows;
   in.optimizer_bytes = optimizer_step_bytes(estimate);
+  in.grad_accumulator_elems = estimate.grad_accumulator_elems;
+  in.grad_kept_from_accumulator_elems = estimate.grad_kept_from_accumulator_elems;
+  in.grad_in_place_elems = estimate.grad_in_place_elems;
+  in.kept_grad_bytes = estimate.grad_bytes_per_elem > 0 ? estimate.grad_bytes_per_elem : 4;
+  in.embedding_rows_once = estimate.embedding_rows_once;
   return in;
 }
 

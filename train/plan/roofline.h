@@ -39,6 +39,7 @@ enum class RooflineOp {
   kAttentionForward,   // RooflineInputs' batch, seq and the model's heads
   kAttentionBackward,  //   likewise
   kResidualAdd,        // m elements: dst += src
+  kZero,               // m fp32 elements zeroed
   kSwigluForward,      // m rows, n = hidden
   kSwigluBackward,     //   likewise
   kGeluForward,        // m elements
@@ -96,6 +97,12 @@ struct RooflineInputs {
   bool acts_bf16() const { return !fp8; }
   // Bytes the optimizer step reads and writes in all (AdamW's state, master, weights, gradients).
   double optimizer_bytes = 0.0;
+  // Gradient bookkeeping (MemoryEstimate's figures): per micro-batch, the accumulators zeroed and
+  // what is kept from them (copied at the first micro-batch, added at the later ones, or
+  // narrowed to bf16), and the gradients kept in place, zeroed once a step.
+  int64_t grad_accumulator_elems = 0, grad_kept_from_accumulator_elems = 0, grad_in_place_elems = 0;
+  int64_t kept_grad_bytes = 4;  // per element: 4 (fp32 sums) or 2 (one backward's, bf16)
+  bool embedding_rows_once = false;  // the embedding's rows summed per distinct token, then added
 };
 
 struct RooflineStep {

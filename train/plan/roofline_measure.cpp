@@ -114,6 +114,10 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       float *dst = s.floats(call.m), *src = s.floats(call.m);
       return timed([&] { nn.accumulate(dst, src, call.m); });
     }
+    case RooflineOp::kZero: {
+      float* dst = s.floats(call.m);
+      return timed([&] { nn.zero(dst, call.m); });
+    }
     case RooflineOp::kSwigluForward:
     case RooflineOp::kSwigluBackward: {
       float *gu = s.floats(call.m * 2 * call.n), *act = s.floats(call.m * call.n), *dgu = s.floats(call.m * 2 * call.n);

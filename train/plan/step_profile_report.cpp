@@ -24,6 +24,7 @@ const char* kind_of(RooflineOp op) {
     case RooflineOp::kAttentionForward: return op_kind::kAttentionForward;
     case RooflineOp::kAttentionBackward: return op_kind::kAttentionBackward;
     case RooflineOp::kResidualAdd: return op_kind::kAccumulate;
+    case RooflineOp::kZero: return op_kind::kZero;
     case RooflineOp::kSwigluForward: return op_kind::kSwigluForward;
     case RooflineOp::kSwigluBackward: return op_kind::kSwigluBackward;
     case RooflineOp::kGeluForward: return op_kind::kGeluForward;

@@ -407,6 +407,31 @@ TEST(MemoryEstimate, Gpt2FromSafetensorsDir) {
   expect_within_10_percent(c, gpt2, "gpt2 from safetensors, bf16 state, remainder16 master");
 }
 
+// An untied Llama with its loss in one chunk, two micro-batches: alone, every unit's gradients
+// are kept in place (docs/parameter_store.md): no accumulator, only the 1-D tensors' sums and the
+// embedding's rows per distinct token (M x C) as scratch. The plan says so and matches the run.
+TEST(MemoryEstimate, UntiedLlamaGradientsInPlace) {
+  TempDir dir("untied");
+  models::ModelConfig llama = models::preset_config("stories260k");
+  llama.name = "untied-stories260k";
+  llama.tied_embeddings = false;
+  write_random_safetensors(llama, dir.path / "model", 5);
+  recipe::RunConfig c = base_config(dir.path);
+  c.model.preset = "";
+  c.model.path = (dir.path / "model").string();
+  c.model.loss_chunk_rows = c.train.micro_batch * c.data.seq_len;
+  c.train.grad_accum = 2;
+  set_numerics(c, recipe::Precision::kBf16, optim::StateFormat::kBlock8, optim::MasterMode::kF32);
+  const MemoryEstimate e = estimate_memory(c, llama, world().world_size(), world().rank());
+  if (world().world_size() == 1) {
+    EXPECT_EQ(e.grad_accumulator_elems, 0);
+    EXPECT_GE(e.grad_in_place_elems, e.param_count);
+  } else {
+    EXPECT_EQ(e.grad_in_place_elems, 0);
+  }
+  expect_within_10_percent(c, llama, "untied llama, loss in one chunk, accum 2: gradients in place");
+}
+
 // Precision fp32 with train.grad_dtype auto keeps one backward's gradient in fp32 (the reference
 // setting must not train on bf16 gradients); grad_dtype bf16 keeps it in bf16
 // as before. One micro-batch per step: on one rank the gradient is one backward's.

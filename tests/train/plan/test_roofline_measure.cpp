@@ -130,7 +130,7 @@ class StubOps final : public NnOps {
   void narrow(GemmDtype, uint16_t*, const float*, int64_t count) override { record(op(RooflineOp::kNarrow, count, 0, 0)); }
   void widen(GemmDtype, float*, const uint16_t*, int64_t count) override { record(op(RooflineOp::kWiden, count, 0, 0)); }
   void copy(float*, const float*, int64_t) override {}  // token ids for a shape's buffers: not timed
-  void zero(float*, int64_t) override { std::abort(); }
+  void zero(float*, int64_t count) override { record(op(RooflineOp::kZero, count, 0, 0)); }
   void accumulate(float*, const float*, int64_t count) override { record(op(RooflineOp::kResidualAdd, count, 0, 0)); }
 
  private:
@@ -191,6 +191,7 @@ Call expected_call(const RooflineCall& shape, const RooflineInputs& in) {
     case RooflineOp::kGeluForward:
     case RooflineOp::kGeluBackward:
     case RooflineOp::kResidualAdd:
+    case RooflineOp::kZero:
     case RooflineOp::kNarrow:
     case RooflineOp::kWiden: c.mnk = {shape.m, 0, 0}; break;
     default: c.mnk = {shape.m, shape.n, 0}; break;
@@ -217,6 +218,10 @@ void check_step(const std::string& preset, int64_t micro_batch, int64_t seq) {
   in.seq = seq;
   in.grad_accum = 2;
   in.optimizer_bytes = 1e6;
+  in.grad_accumulator_elems = 3000;  // the gradient bookkeeping rows: zero, keep, zero in place
+  in.grad_kept_from_accumulator_elems = 2900;
+  in.grad_in_place_elems = 5000;
+  in.embedding_rows_once = true;  // and the embedding summed per distinct token first
   const RooflineStep step = roofline_step(in);
   StubBackend stub;
   RooflineMeasureOptions options;
