@@ -75,7 +75,7 @@ std::shared_ptr<fe::graph::Tensor_attributes> bf16_tensor(fe::graph::Graph& g, c
 std::vector<int64_t> stats_dims(const AttentionShape& s) { return {s.batch, s.q_heads, s.seq, 1}; }
 std::vector<int64_t> stats_strides(const AttentionShape& s) { return {s.q_heads * s.seq, s.seq, 1, 1}; }
 
-float scale_of(const AttentionShape& s) { return 1.0f / sqrtf(float(s.head_dim)); }  // attention_steps.h
+float scale_of(const AttentionShape& s) { return s.scale(); }  // attention_steps.h
 
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 
@@ -146,7 +146,7 @@ struct Plan {
   std::string why_not;
 };
 
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;  // the shape, window, backward
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;  // the shape, window, score scalar, backward
 
 }  // namespace
 
@@ -157,7 +157,7 @@ struct CudnnAttention::Impl {
 
   const Plan& plan(const AttentionShape& s, bool backward) {
     std::lock_guard<std::mutex> lock(mutex);
-    const PlanKey key{s.batch, s.seq, s.q_heads, s.kv_heads, s.head_dim, s.window, backward};
+    const PlanKey key{s.batch, s.seq, s.q_heads, s.kv_heads, s.head_dim, s.window, s.score_scalar, backward};
     auto found = plans.find(key);
     if (found != plans.end()) return found->second;
     Plan p;

@@ -43,6 +43,9 @@ struct AttentionShape {
   // Documents packed into one sequence: row r (of all B*T) sees keys from doc_start[r] on (an
   // index within its sequence); null: one document a sequence.
   const int32_t* doc_start = nullptr;
+  // Scores are (q . k) / sqrt(score_scalar): Gemma 3's query_pre_attn_scalar; 0: head_dim.
+  int64_t score_scalar = 0;
+  FARTHING_HD float scale() const { return numerics::attention_scale_f32(score_scalar > 0 ? score_scalar : head_dim); }
   int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
   // The first key query row `row` (of all B*T) may see, as an index within its sequence: its
   // document's start, and under a sliding window no key before i - window + 1. Every kernel masks

@@ -664,6 +664,77 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
   });
 }
 
+// Gemma 3's GeGLU and scale_add (the embedding's sqrt(dim) and the residual add after a post-norm).
+void add_gemma_elementwise_cases(const std::string& label, int64_t n, int64_t h) {
+  add("geglu_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    float* act = a.put(std::vector<float>(size_t(n * h)));
+    a.nn().geglu_forward(act, gu, n, h);
+    Outputs o;
+    o.add("act", a.get(act, size_t(n * h)));
+    return o;
+  });
+  add("geglu_forward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    return bf16_store_outputs(a, n * h, [&](ActRef act) { a.nn().geglu_forward(act, gu, n, h); });
+  });
+  add("geglu_forward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> gu_bits = to_bf16(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    uint16_t* gu16 = a.put(gu_bits);
+    float* gu32 = a.put(widened_bf16(gu_bits));
+    uint16_t* from16 = a.put(std::vector<uint16_t>(size_t(n * h)));
+    uint16_t* from32 = a.put(std::vector<uint16_t>(size_t(n * h)));
+    a.nn().geglu_forward(ActRef::bf16(from16), ActRef::bf16(gu16), n, h);
+    a.nn().geglu_forward(ActRef::bf16(from32), gu32, n, h);
+    return same_bits_outputs(a, from16, from32, n * h, "act");
+  });
+  add("geglu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    float* dact = a.put(rng.floats(n * h));
+    float* dgu = a.put(std::vector<float>(size_t(n * 2 * h)));
+    a.nn().geglu_backward(dgu, dact, gu, n, h);
+    Outputs o;
+    o.add("dgu", a.get(dgu, size_t(n * 2 * h)));
+    return o;
+  });
+  add("geglu_backward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> gu_bits = to_bf16(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    const std::vector<uint16_t> dact_bits = to_bf16(rng.floats(n * h));
+    uint16_t *gu16 = a.put(gu_bits), *dact16 = a.put(dact_bits);
+    float *gu32 = a.put(widened_bf16(gu_bits)), *dact32 = a.put(widened_bf16(dact_bits));
+    return bf16_store_outputs(a, n * 2 * h, [&](ActRef dgu) {
+      if (dgu.is_bf16()) return a.nn().geglu_backward(dgu, ActRef::bf16(dact16), ActRef::bf16(gu16), n, h);
+      a.nn().geglu_backward(dgu, dact32, gu32, n, h);
+    });
+  });
+  // out = x * s + add, in place as the model calls it (the embedding: no add, s = sqrt(dim) as a
+  // bf16 value; the residual: s = 1), fp32 and bf16.
+  add("scale_add_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    float* x = a.put(rng.floats(count, -8.0f, 8.0f));
+    float* y = a.put(rng.floats(count, -8.0f, 8.0f));
+    float* scaled = a.put(rng.floats(count, -8.0f, 8.0f));
+    a.nn().scale_add(y, y, 1.0f, x, count);
+    a.nn().scale_add(scaled, scaled, 33.941125f, ActRef(), count);
+    Outputs o;
+    o.add("residual", a.get(y, size_t(count)));
+    o.add("scaled", a.get(scaled, size_t(count)));
+    return o;
+  });
+  add("scale_add_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    uint16_t* x = a.put(to_bf16(rng.floats(count, -8.0f, 8.0f)));
+    uint16_t* y = a.put(to_bf16(rng.floats(count, -8.0f, 8.0f)));
+    uint16_t* scaled = a.put(to_bf16(rng.floats(count, -8.0f, 8.0f)));
+    a.nn().scale_add(ActRef::bf16(y), ActRef::bf16(y), 1.0f, ActRef::bf16(x), count);
+    a.nn().scale_add(ActRef::bf16(scaled), ActRef::bf16(scaled), 34.0f, ActRef(), count);
+    Outputs o;
+    o.add("residual", widened_bf16(a.get_u16(y, size_t(count))));
+    o.add("scaled", widened_bf16(a.get_u16(scaled, size_t(count))));
+    return o;
+  });
+}
+
 void add_embedding_cases(const std::string& label, int64_t vocab, int64_t n, int64_t seq, int64_t c, bool with_wpe) {
   add("embedding_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int32_t* tok = a.put(rng.tokens(n, vocab));
@@ -1420,6 +1491,7 @@ void add_sim_cases() {
   add_rope_case("sim_d64_kv", 9, 9, 3, 64, 384);
   add_activation_cases("stories260k", 66, 172);
   add_activation_cases("sim_odd", 3, 37);
+  add_gemma_elementwise_cases("sim_odd", 3, 37);
   add_embedding_cases("stories260k", 512, 66, 33, 64, false);
   add_embedding_cases("sim_repeats_wpe", 100, 67, 33, 40, true);  // 67 ids from 100: repeats
   add_bias_cases("sim_part_of_row", 9, 37, 50);
@@ -1496,6 +1568,7 @@ const std::vector<Case>& cases() {
   add_activation_cases("smollm2_135m", 7, 1536);
   add_activation_cases("llama32_1b", 5, 8192);
   add_activation_cases("llama31_8b", 3, 14336);
+  add_gemma_elementwise_cases("gemma3_1b", 5, 6912);
   // Embeddings (the table's vocabulary is cut to keep the reference quick: the lookup does not
   // depend on it); repeated tokens; learned positions for GPT-2-like models.
   add_embedding_cases("stories260k", 512, 66, 33, 64, false);

@@ -146,6 +146,21 @@ class RecordingOps final : public NnOps {
     cpu_.swiglu_backward(dgu, dact, gu, n, h);
     if (round_mlp_grads) round_in_place(dgu, n * 2 * h);
   }
+  void geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
+    ++calls["geglu_forward"];
+    if (round_mlp_input) round_in_place(gu, n * 2 * h);
+    cpu_.geglu_forward(act, gu, n, h);
+  }
+  void geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override {
+    ++calls["geglu_backward"];
+    if (round_mlp_grads) round_in_place(dact, n * h);
+    cpu_.geglu_backward(dgu, dact, gu, n, h);
+    if (round_mlp_grads) round_in_place(dgu, n * 2 * h);
+  }
+  void scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) override {
+    ++calls["scale_add"];
+    cpu_.scale_add(out, x, s, add, count);
+  }
   void gelu_forward(ActRef out, ActRef x, int64_t count) override {
     ++calls["gelu_forward"];
     if (round_mlp_input) round_in_place(x, count);

@@ -1,7 +1,9 @@
 // test_model_goldens.cpp — fp32 forward and backward against PyTorch/transformers: logits,
 // loss and every parameter gradient, tensor by tensor, for tiny Llama (GQA, untied, llama3
-// RoPE scaling), Qwen2 (q/k/v biases, tied), GPT-2 and Qwen3 (q/k norms, GQA, head_dim other
-// than hidden / heads; the reference in fp64) configs; and, where the golden has one, the
+// RoPE scaling), Qwen2 (q/k/v biases, tied), GPT-2, Qwen3 (q/k norms, GQA, head_dim other
+// than hidden / heads) and Gemma 3 (norm gains 1 + w, sandwich norms, GeGLU, scaled embedding and
+// scores, sliding and global layers with a window of 5 over 12 tokens, each with its RoPE base)
+// configs, the last two with the reference in fp64; and, where the golden has one, the
 // KV-cache decoder's greedy continuation against transformers' generate.
 // Goldens: tests/data/models/*.fgld from tools/goldens/gen_model_goldens.py.
 #include <gtest/gtest.h>
@@ -89,7 +91,7 @@ TEST_P(ModelGolden, LogitsLossAndEveryGradientMatchPyTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ModelGolden,
-                         ::testing::Values("llama_gqa_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny"));
+                         ::testing::Values("llama_gqa_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny", "gemma3_tiny"));
 
 }  // namespace
 }  // namespace farthing::models
