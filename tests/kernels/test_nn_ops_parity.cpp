@@ -876,10 +876,12 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
 }
 
 // dtype kBF16: the model's bf16 compute (rows named attention_*_bf16_*, class bf16 attention).
-// window > 0: sliding-window attention (AttentionShape::window).
+// window > 0: sliding-window attention (AttentionShape::window). score_scalar > 0: scores scaled by
+// its inverse square root instead of head_dim's (Gemma 3's query_pre_attn_scalar).
 void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv, int64_t d,
-                         GemmDtype dtype = GemmDtype::kF32, int64_t window = 0) {
-  const AttentionShape s{batch, seq, hq, hkv, d, dtype, window};
+                         GemmDtype dtype = GemmDtype::kF32, int64_t window = 0, int64_t score_scalar = 0) {
+  AttentionShape s{batch, seq, hq, hkv, d, dtype, window};
+  s.score_scalar = score_scalar;
   const int64_t rows = batch * seq, stride = s.qkv_stride();
   const bool bf16 = dtype == GemmDtype::kBF16;
   const std::string kind = bf16 ? "bf16_" : "";
@@ -1059,8 +1061,9 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
 }
 
 void add_decode_case(const std::string& label, int64_t hq, int64_t hkv, int64_t d, int64_t rows, int64_t first,
-                     int64_t window = 0) {
-  const AttentionShape s{1, rows, hq, hkv, d, GemmDtype::kF32, window};
+                     int64_t window = 0, int64_t score_scalar = 0) {
+  AttentionShape s{1, rows, hq, hkv, d, GemmDtype::kF32, window};
+  s.score_scalar = score_scalar;
   // Every sum in the CPU's order (attention_cuda.h): bitwise.
   add("attention_decode_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t positions = first + rows, kv_row = hkv * d;
@@ -1511,6 +1514,8 @@ void add_sim_cases() {
   add_decode_case("sim_rows3", 6, 2, 32, 3, 17);
   add_attention_cases("sim_window5", 2, 40, 4, 2, 16, GemmDtype::kF32, 5);
   add_decode_case("sim_window5", 6, 2, 32, 3, 17, 5);
+  add_attention_cases("sim_window5_scalar24", 2, 40, 4, 2, 16, GemmDtype::kF32, 5, 24);  // Gemma 3's scale
+  add_decode_case("sim_window5_scalar24", 6, 2, 32, 3, 17, 5, 24);
   // GEMMs: cuBLASLt on a GPU; in the simulator build (FARTHING_SIM_GEMM_DOUBLE) the plain
   // test-double kernel, so these rows check the ops' GEMM plumbing (strides, transposes,
   // accumulate, dtypes) there rather than cuBLASLt.
@@ -1610,6 +1615,10 @@ const std::vector<Case>& cases() {
   add_attention_cases("window1", 1, 33, 4, 2, 16, GemmDtype::kF32, 1);
   add_attention_cases("window40", 1, 130, 4, 4, 32, GemmDtype::kBF16, 40);  // cuDNN's sliding window
   add_attention_cases("gqa4_t300_window128", 2, 300, 8, 2, 128, GemmDtype::kBF16, 128);
+  // Gemma 3's layers: head_dim 256, scores scaled by query_pre_attn_scalar (here 224, not 256, so
+  // the scale is not head_dim's), a window of 50, fp32 and cuDNN's bf16.
+  add_attention_cases("gemma3_window50_scalar224", 1, 70, 4, 1, 256, GemmDtype::kF32, 50, 224);
+  add_attention_cases("gemma3_window50_scalar224", 1, 70, 4, 1, 256, GemmDtype::kBF16, 50, 224);
   // ... and with the output stored as bf16, as the model stores it under bf16 compute.
   add_attention_bf16out_cases("smollm2_135m", 1, 67, 9, 3, 64);
   add_attention_bf16out_cases("llama31_8b", 1, 65, 32, 8, 128);
@@ -1621,6 +1630,7 @@ const std::vector<Case>& cases() {
   add_decode_case("llama31_8b", 32, 8, 128, 2, 77);
   add_decode_case("first_token", 9, 3, 64, 1, 0);
   add_decode_case("window7", 32, 8, 128, 2, 77, 7);
+  add_decode_case("gemma3_window50_scalar224", 4, 1, 256, 2, 77, 50, 224);
   // GEMMs: projections forward (C = X W^T), input gradients (dX = dY W), weight gradients
   // (dW += dY^T X, accumulate), strided A (a view into qkv rows), T = 1, the 128,256 LM head.
   using T = Trans;
