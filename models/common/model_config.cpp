@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "framework/core/error.h"
 
 namespace farthing::models {
@@ -87,6 +89,34 @@ RopeScaling rope_scaling_from(const nlohmann::json& rope, const char* key) {
     s.original_max_position = rope.value("original_max_position_embeddings", int64_t(8192));
   }
   return s;
+}
+
+// Qwen3's sliding window (use_sliding_window: true): the layers from max_window_layers on attend
+// through sliding_window (or those layer_types names sliding_attention), with the same RoPE as the
+// others.
+void qwen_sliding_layers_from_hf_json(const nlohmann::json& j, const std::string& type, ModelConfig& c) {
+  FARTHING_CHECK(type == "qwen3", "config.json use_sliding_window: true is not supported for model_type '", type,
+                 "' (qwen3 only; every layer attends to the whole causal prefix)");
+  FARTHING_CHECK(set_and_not_null(j, "sliding_window") && j["sliding_window"].is_number_integer() &&
+                     int64_t(j["sliding_window"]) > 0,
+                 "config.json use_sliding_window: true needs a positive whole sliding_window, got ",
+                 j.contains("sliding_window") ? j["sliding_window"].dump() : std::string("none"));
+  c.sliding_window = j["sliding_window"];
+  c.sliding_layers.assign(size_t(c.n_layers), false);
+  if (set_and_not_null(j, "layer_types")) {
+    const auto& types = j["layer_types"];
+    FARTHING_CHECK(types.is_array() && int64_t(types.size()) == c.n_layers, "config.json layer_types must list ",
+                   c.n_layers, " layers (num_hidden_layers), got ", types.dump());
+    for (size_t l = 0; l < types.size(); ++l) {
+      const std::string t = types[l];
+      FARTHING_CHECK(t == "sliding_attention" || t == "full_attention", "config.json layer_types[", l, "] '", t,
+                     "' is not sliding_attention or full_attention");
+      c.sliding_layers[l] = t == "sliding_attention";
+    }
+  } else {
+    const int64_t first = j.value("max_window_layers", int64_t(28));
+    for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers[size_t(l)] = l >= first;
+  }
 }
 
 // Gemma 3's text model (transformers' Gemma3TextConfig, whose defaults are used where a key is
@@ -197,8 +227,7 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
     c.tied_embeddings = j.value("tie_word_embeddings", false);
     c.qkv_bias = type == "qwen2" || j.value("attention_bias", false);
     c.qk_norm = type == "qwen3";
-    FARTHING_CHECK(!j.value("use_sliding_window", false), "config.json use_sliding_window: true is not supported "
-                   "for model_type '", type, "' (every layer attends to the whole causal prefix)");
+    if (j.value("use_sliding_window", false)) qwen_sliding_layers_from_hf_json(j, type, c);
     // transformers < 5 writes rope_theta and rope_scaling; 5.x nests both in rope_parameters.
     c.rope_theta = j.value("rope_theta", 10000.0f);
     nlohmann::json rope = j.contains("rope_scaling") ? j["rope_scaling"] : nlohmann::json();
@@ -206,7 +235,7 @@ ModelConfig config_from_hf_json(const std::string& json_text, const std::string&
       rope = j["rope_parameters"];
       c.rope_theta = rope.value("rope_theta", c.rope_theta);
     }
-    c.rope_scaling = rope_scaling_from(rope, "rope_scaling");
+    c.rope_scaling = rope_scaling_from(rope, j.contains("rope_parameters") ? "rope_parameters" : "rope_scaling");
     FARTHING_CHECK(!c.rope_scaling.linear, "config.json rope type 'linear' is supported for gemma3_text only "
                    "(model_type '", type, "': default, llama3)");
     // A head_dim other than hidden_size / num_attention_heads (Qwen3-0.6B and -4B) is kept; the
@@ -282,6 +311,18 @@ std::string config_to_hf_json(const ModelConfig& c) {
     j["model_type"] = type;
     j["architectures"] = {c.qk_norm ? "Qwen3ForCausalLM" : c.qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
     if (c.qk_norm) j["attention_bias"] = c.qkv_bias;
+    if (!c.sliding_layers.empty()) {  // Qwen3's sliding window: the layer kinds said outright
+      j["use_sliding_window"] = true;
+      j["sliding_window"] = c.sliding_window;
+      nlohmann::json types = nlohmann::json::array();
+      int64_t first_sliding = c.n_layers;
+      for (int64_t l = 0; l < c.n_layers; ++l) {
+        types.push_back(c.is_sliding(l) ? "sliding_attention" : "full_attention");
+        if (c.is_sliding(l)) first_sliding = std::min(first_sliding, l);
+      }
+      j["layer_types"] = types;
+      j["max_window_layers"] = first_sliding;
+    }
     // Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads: always say it.
     if (c.qk_norm || c.head_size > 0) j["head_dim"] = c.head_dim();
     j["vocab_size"] = c.vocab_size;

@@ -49,7 +49,8 @@ struct ModelConfig {
   int64_t query_pre_attn_scalar = 0;  // attention scores are (q . k) / sqrt(this); 0: head_dim
   int64_t sliding_window = 0;         // keys visible to query i on a sliding layer: i - window + 1 .. i
   std::vector<bool> sliding_layers;   // per layer, whether it attends through the window (empty: none)
-  float rope_local_theta = 0.0f;      // RoPE base of the sliding layers, which rope_scaling skips
+  float rope_local_theta = 0.0f;      // Gemma 3: RoPE base of the sliding layers, which rope_scaling skips; 0: as
+                                      // the global layers (Qwen's sliding window)
 
   bool is_sliding(int64_t layer) const { return !sliding_layers.empty() && sliding_layers[size_t(layer)]; }
   // The window of layer `layer`'s attention (AttentionShape::window): 0 on a global layer.

@@ -9,9 +9,11 @@ void rope_tables(const ModelConfig& c, int64_t positions, std::vector<float>& co
                  std::vector<float>& sin_out, bool sliding) {
   const int64_t D = c.head_dim(), half = D / 2;
   std::vector<float> inv(static_cast<size_t>(half));
-  // Gemma 3's sliding layers rotate with their own base and without the global layers' scaling.
-  const double theta = sliding ? double(c.rope_local_theta) : double(c.rope_theta);
-  const RopeScaling rs = sliding ? RopeScaling{} : c.rope_scaling;
+  // Gemma 3's sliding layers rotate with their own base and without the global layers' scaling;
+  // Qwen's (no rope_local_theta) as the others do.
+  const bool own = sliding && c.rope_local_theta > 0.0f;
+  const double theta = own ? double(c.rope_local_theta) : double(c.rope_theta);
+  const RopeScaling rs = own ? RopeScaling{} : c.rope_scaling;
   for (int64_t i = 0; i < half; ++i) {
     double f = 1.0 / std::pow(theta, double(2 * i) / double(D));
     if (rs.factor > 0.0f && rs.linear) {

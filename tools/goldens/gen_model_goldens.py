@@ -55,7 +55,8 @@ def write_fgld(path, tensors):
             f.write(arr.tobytes())
 
 
-def make_case(name, model, config, batch, seq, seed, f64=False, generate=0, norm_plus_one=False):
+def make_case(name, model, config, batch, seq, seed, f64=False, generate=0, norm_plus_one=False,
+              greedy_by_forward=False):
     torch.manual_seed(seed)
     model.eval()  # no dropout
     with torch.no_grad():
@@ -85,8 +86,16 @@ def make_case(name, model, config, batch, seq, seed, f64=False, generate=0, norm
     if generate:
         prompt = ids[:1, :5]
         with torch.no_grad():
-            out = model.generate(prompt, max_new_tokens=generate, do_sample=False, min_new_tokens=generate,
-                                 output_logits=True, return_dict_in_generate=True, pad_token_id=0, eos_token_id=None)
+            if greedy_by_forward:  # each token the argmax of the model's forward over all before it
+                seq_ids, step_logits = prompt, []
+                for _ in range(generate):
+                    step_logits.append(model(seq_ids).logits[:, -1])
+                    seq_ids = torch.cat([seq_ids, step_logits[-1].argmax(-1, keepdim=True)], 1)
+                out = transformers.utils.ModelOutput(sequences=seq_ids, logits=tuple(step_logits))
+            else:
+                out = model.generate(prompt, max_new_tokens=generate, do_sample=False, min_new_tokens=generate,
+                                     output_logits=True, return_dict_in_generate=True, pad_token_id=0,
+                                     eos_token_id=None)
         margin = min(float((l[0].topk(2).values[0] - l[0].topk(2).values[1]).item()) for l in out.logits)
         extra = [("generate_prompt", prompt[0].numpy().astype(np.int32)),
                  ("generate_ids", out.sequences[0, prompt.shape[1]:].numpy().astype(np.int32)),
@@ -112,7 +121,7 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     only = set(sys.argv[1:])
     cases = {"llama_gqa_tiny": llama_case, "qwen2_tiny": qwen2_case, "gpt2_tiny": gpt2_case,
-             "qwen3_tiny": qwen3_case, "gemma3_tiny": gemma3_case}
+             "qwen3_tiny": qwen3_case, "gemma3_tiny": gemma3_case, "qwen3_window_tiny": qwen3_window_case}
     for name, case in cases.items():
         if not only or name in only:
             case()
@@ -155,6 +164,22 @@ def qwen3_case():
         rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
         attn_implementation="eager")
     make_case("qwen3_tiny", transformers.Qwen3ForCausalLM(qwen3_cfg), qwen3_cfg, 2, 12, 4, f64=True, generate=32)
+
+
+def qwen3_window_case():
+    # Qwen3 with use_sliding_window: layers from max_window_layers (1) on attend through a window of
+    # 4 over 12 tokens (and the 37 of the greedy continuation), with the same RoPE as layer 0.
+    # The greedy continuation is the argmax of the model's forward, step by step: transformers
+    # 5.25's generate (with or without its cache) departs from that for Qwen3's sliding layers at
+    # the 9th token here (generate picks 47; the forward over the same 13 tokens, or any longer
+    # prefix, gives 72 at that position), so generate is not the model's greedy decoding there.
+    qwen3_cfg = transformers.Qwen3Config(
+        vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+        rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+        use_sliding_window=True, sliding_window=4, max_window_layers=1, attn_implementation="eager")
+    make_case("qwen3_window_tiny", transformers.Qwen3ForCausalLM(qwen3_cfg), qwen3_cfg, 2, 12, 6, f64=True,
+              generate=32, greedy_by_forward=True)
 
 
 def gemma3_case():
