@@ -148,6 +148,26 @@ void CpuNnOps::swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, in
   k::swiglu_backward_cpu(dgu.f32(), dact.f32(), gu.f32(), n, h);
 }
 
+void CpuNnOps::geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
+  check_bf16_input_storage("geglu_forward", act, gu);
+  if (gu.is_bf16()) return k::geglu_forward_cpu(act.bf16(), gu.bf16(), n, h);
+  if (act.is_bf16()) return k::geglu_forward_cpu(act.bf16(), gu.f32(), n, h);
+  k::geglu_forward_cpu(act.f32(), gu.f32(), n, h);
+}
+
+void CpuNnOps::geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) {
+  check_one_storage("geglu_backward", {{"dgu", dgu}, {"dact", dact}, {"gu", gu}});
+  if (gu.is_bf16()) return k::geglu_backward_cpu(dgu.bf16(), dact.bf16(), gu.bf16(), n, h);
+  k::geglu_backward_cpu(dgu.f32(), dact.f32(), gu.f32(), n, h);
+}
+
+void CpuNnOps::scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) {
+  const ActRef a = add.data != nullptr ? add : x;  // no add: out and x alone share a storage
+  check_one_storage("scale_add", {{"out", out}, {"x", x}, {"add", a}});
+  if (x.is_bf16()) return k::scale_add_cpu(out.bf16(), x.bf16(), s, add.data ? add.bf16() : nullptr, count);
+  k::scale_add_cpu(out.f32(), x.f32(), s, add.data ? add.f32() : nullptr, count);
+}
+
 void CpuNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
   check_bf16_input_storage("gelu_forward", out, x);
   if (x.is_bf16()) return k::gelu_forward_cpu(out.bf16(), x.bf16(), count);

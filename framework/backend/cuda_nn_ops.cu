@@ -22,6 +22,8 @@
 #include "kernels/cuda/cross_entropy_cuda.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/embedding_cuda.h"
+#include "kernels/cuda/geglu_cuda.h"
+#include "kernels/cuda/scale_add_cuda.h"
 #include "kernels/cuda/fp8_cuda.h"
 #include "kernels/cuda/fp4_cuda.h"
 #include "kernels/cuda/gemm_fp4_cublaslt.h"
@@ -350,6 +352,26 @@ void CudaNnOps::swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, i
   check_one_storage("swiglu_backward", {{"dgu", dgu}, {"dact", dact}, {"gu", gu}});
   if (gu.is_bf16()) return k::swiglu_backward_cuda(dgu.bf16(), dact.bf16(), gu.bf16(), n, h, STREAM);
   k::swiglu_backward_cuda(dgu.f32(), dact.f32(), gu.f32(), n, h, STREAM);
+}
+
+void CudaNnOps::geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
+  check_bf16_input_storage("geglu_forward", act, gu);
+  if (gu.is_bf16()) return k::geglu_forward_cuda(act.bf16(), gu.bf16(), n, h, STREAM);
+  if (act.is_bf16()) return k::geglu_forward_cuda(act.bf16(), gu.f32(), n, h, STREAM);
+  k::geglu_forward_cuda(act.f32(), gu.f32(), n, h, STREAM);
+}
+
+void CudaNnOps::geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) {
+  check_one_storage("geglu_backward", {{"dgu", dgu}, {"dact", dact}, {"gu", gu}});
+  if (gu.is_bf16()) return k::geglu_backward_cuda(dgu.bf16(), dact.bf16(), gu.bf16(), n, h, STREAM);
+  k::geglu_backward_cuda(dgu.f32(), dact.f32(), gu.f32(), n, h, STREAM);
+}
+
+void CudaNnOps::scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) {
+  const ActRef a = add.data != nullptr ? add : x;  // no add: out and x alone share a storage
+  check_one_storage("scale_add", {{"out", out}, {"x", x}, {"add", a}});
+  if (x.is_bf16()) return k::scale_add_cuda(out.bf16(), x.bf16(), s, add.data ? add.bf16() : nullptr, count, STREAM);
+  k::scale_add_cuda(out.f32(), x.f32(), s, add.data ? add.f32() : nullptr, count, STREAM);
 }
 
 void CudaNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {

@@ -76,6 +76,9 @@ class CudaNnOps final : public NnOps {
                   const float* cos, const float* sin, bool inverse) override;
   void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override;
   void swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override;
+  void geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override;
+  void geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override;
+  void scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) override;
   void gelu_forward(ActRef out, ActRef x, int64_t count) override;
   void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) override;
   void embedding_forward(ActRef out, const int32_t* tokens, const float* wte, const float* wpe, int64_t n,

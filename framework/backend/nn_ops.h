@@ -166,6 +166,14 @@ class NnOps {
   // gradients too: dact as its GEMM rounds it, dgu rounded once as it is written).
   virtual void swiglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) = 0;
   virtual void swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) = 0;
+  // act = gelu_tanh(gate) * up (GeGLU: Gemma 3's MLP, the GELU of gelu_forward), gu and act laid
+  // out and stored as swiglu's, the backward's arrays as swiglu_backward's.
+  virtual void geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) = 0;
+  virtual void geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) = 0;
+  // out = x * s + add, count elements (kernels/numerics/scale_add.h): the embedding's scale (add
+  // empty: out = x * s, rounded once) and the residual add after a post-norm (s = 1: x + add,
+  // rounded once). out may be x or add; all three fp32 or all bf16 (widened exactly).
+  virtual void scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) = 0;
   // out = gelu_tanh(x); backward overwrites dx. x as swiglu's gu, the backward's arrays as its.
   virtual void gelu_forward(ActRef out, ActRef x, int64_t count) = 0;
   virtual void gelu_backward(ActRef dx, ActRef dout, ActRef x, int64_t count) = 0;

@@ -136,6 +136,18 @@ class ProfilingNnOps final : public NnOps {
     TimedCall t(p_, op_kind::kSwigluBackward);
     inner_.swiglu_backward(dgu, dact, gu, n, h);
   }
+  void geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
+    TimedCall t(p_, op_kind::kGegluForward);
+    inner_.geglu_forward(act, gu, n, h);
+  }
+  void geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override {
+    TimedCall t(p_, op_kind::kGegluBackward);
+    inner_.geglu_backward(dgu, dact, gu, n, h);
+  }
+  void scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) override {
+    TimedCall t(p_, op_kind::kScaleAdd);
+    inner_.scale_add(out, x, s, add, count);
+  }
   void gelu_forward(ActRef out, ActRef x, int64_t count) override {
     TimedCall t(p_, op_kind::kGeluForward);
     inner_.gelu_forward(out, x, count);

@@ -101,6 +101,16 @@ void StrictNnOps::swiglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n,
   STRICT_OP(swiglu_backward, swiglu_backward(dgu, dact, gu, n, h), {"dgu", dgu.data}, {"dact", dact.data},
             {"gu", gu.data});
 }
+void StrictNnOps::geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) {
+  STRICT_OP(geglu_forward, geglu_forward(act, gu, n, h), {"act", act.data}, {"gu", gu.data});
+}
+void StrictNnOps::geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) {
+  STRICT_OP(geglu_backward, geglu_backward(dgu, dact, gu, n, h), {"dgu", dgu.data}, {"dact", dact.data},
+            {"gu", gu.data});
+}
+void StrictNnOps::scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) {
+  STRICT_OP(scale_add, scale_add(out, x, s, add, count), {"out", out.data}, {"x", x.data}, {"add", add.data});
+}
 void StrictNnOps::gelu_forward(ActRef out, ActRef x, int64_t count) {
   STRICT_OP(gelu_forward, gelu_forward(out, x, count), {"out", out.data}, {"x", x.data});
 }

@@ -120,7 +120,7 @@ void attention_forward(const AttentionShape& s, Out* out, float* lse, const In* 
   constexpr bool kBf16Out = std::is_same_v<Out, uint16_t>;
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, S = s.qkv_stride();
   const int64_t group = Hq / s.kv_heads, blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  const float scale = numerics::attention_scale_f32(D);
+  const float scale = s.scale();
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(kQueryBlock * T)), row_max(kQueryBlock), row_sum(kQueryBlock);
@@ -184,7 +184,7 @@ void attention_backward(const AttentionShape& s, G* dqkv, float* scratch, const 
                         const float* lse, const In* qkv) {
   const int64_t T = s.seq, D = s.head_dim, Hq = s.q_heads, Hkv = s.kv_heads, S = s.qkv_stride();
   const int64_t group = Hq / Hkv, blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  const float scale = numerics::attention_scale_f32(D);
+  const float scale = s.scale();
   float* dk_all = scratch;                         // (B, Hq, T, D)
   float* dv_all = scratch + s.batch * Hq * T * D;  // (B, Hq, T, D)
 #pragma omp parallel
@@ -301,7 +301,7 @@ void attention_decode_cpu(const AttentionShape& s, float* out, const float* qkv,
   const int64_t group = Hq / s.kv_heads;
   // NOTE: the training kernel's order: score = (q . k) * scale, exact max-subtracted softmax
   // in fp32, out = sum_j p_j v_j.
-  const float scale = numerics::attention_scale_f32(D);
+  const float scale = s.scale();
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(first_position + rows));

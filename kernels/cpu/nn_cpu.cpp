@@ -16,6 +16,7 @@
 #include "kernels/numerics/minifloat.h"
 #include "kernels/numerics/norm_steps.h"
 #include "kernels/numerics/rope_rotate.h"
+#include "kernels/numerics/scale_add.h"
 
 namespace farthing::kernels {
 
@@ -91,21 +92,32 @@ void layernorm_forward_rows(Out* out, float* mean, float* rstd, const In* x, con
   }
 }
 
-template <class Out, class In>
-void swiglu_forward_rows(Out* act, const In* gu, int64_t n, int64_t h) {
+// The gated MLP activations, act = f(gate) * up: Gate supplies the scalar forward (SwiGLU's or
+// GeGLU's, numerics/activations.h) and its gradient.
+struct SwigluGate {
+  static float forward(float g, float u) { return nm::swiglu_f32(g, u); }
+  static void grad(float da, float g, float u, float& dg, float& du) { nm::swiglu_grad_f32(da, g, u, dg, du); }
+};
+struct GegluGate {
+  static float forward(float g, float u) { return nm::geglu_f32(g, u); }
+  static void grad(float da, float g, float u, float& dg, float& du) { nm::geglu_grad_f32(da, g, u, dg, du); }
+};
+
+template <class Gate, class Out, class In>
+void gated_forward_rows(Out* act, const In* gu, int64_t n, int64_t h) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
     const In* g = gu + r * 2 * h;
     const In* u = g + h;
     Out* a = act + r * h;
 #pragma omp simd
-    for (int64_t i = 0; i < h; ++i) store(a + i, nm::swiglu_f32(widened(g[i]), widened(u[i])));
+    for (int64_t i = 0; i < h; ++i) store(a + i, Gate::forward(widened(g[i]), widened(u[i])));
   }
 }
 
 // T: every array's storage (fp32, or bf16 throughout under bf16 activations).
-template <class T>
-void swiglu_backward_rows(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h) {
+template <class Gate, class T>
+void gated_backward_rows(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
     const T* g = gu + r * 2 * h;
@@ -116,10 +128,28 @@ void swiglu_backward_rows(T* dgu, const T* dact, const T* gu, int64_t n, int64_t
 #pragma omp simd
     for (int64_t i = 0; i < h; ++i) {
       float dgi, dui;
-      nm::swiglu_grad_f32(widened(da[i]), widened(g[i]), widened(u[i]), dgi, dui);
+      Gate::grad(widened(da[i]), widened(g[i]), widened(u[i]), dgi, dui);
       store(dg + i, dgi);
       store(du + i, dui);
     }
+  }
+}
+
+template <class Out, class In>
+void swiglu_forward_rows(Out* act, const In* gu, int64_t n, int64_t h) {
+  gated_forward_rows<SwigluGate>(act, gu, n, h);
+}
+template <class T>
+void swiglu_backward_rows(T* dgu, const T* dact, const T* gu, int64_t n, int64_t h) {
+  gated_backward_rows<SwigluGate>(dgu, dact, gu, n, h);
+}
+
+// a: null (no add: -0 is the additive identity that keeps x * s's bits, a -0 product included).
+template <class T>
+void scale_add_elements(T* out, const T* x, float s, const T* a, int64_t count) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) {
+    store(out + i, nm::scale_add_f32(widened(x[i]), s, a != nullptr ? widened(a[i]) : -0.0f));
   }
 }
 
@@ -324,6 +354,29 @@ void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t
 }
 void swiglu_backward_cpu(uint16_t* dgu, const uint16_t* dact, const uint16_t* gu, int64_t n, int64_t h) {
   swiglu_backward_rows(dgu, dact, gu, n, h);
+}
+
+void geglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h) {
+  gated_forward_rows<GegluGate>(act, gu, n, h);
+}
+void geglu_forward_cpu(uint16_t* act, const float* gu, int64_t n, int64_t h) {
+  gated_forward_rows<GegluGate>(act, gu, n, h);
+}
+void geglu_forward_cpu(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h) {
+  gated_forward_rows<GegluGate>(act, gu, n, h);
+}
+void geglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h) {
+  gated_backward_rows<GegluGate>(dgu, dact, gu, n, h);
+}
+void geglu_backward_cpu(uint16_t* dgu, const uint16_t* dact, const uint16_t* gu, int64_t n, int64_t h) {
+  gated_backward_rows<GegluGate>(dgu, dact, gu, n, h);
+}
+
+void scale_add_cpu(float* out, const float* x, float s, const float* a, int64_t count) {
+  scale_add_elements(out, x, s, a, count);
+}
+void scale_add_cpu(uint16_t* out, const uint16_t* x, float s, const uint16_t* a, int64_t count) {
+  scale_add_elements(out, x, s, a, count);
 }
 
 void gelu_forward_cpu(float* out, const float* x, int64_t count) { gelu_forward_elements(out, x, count); }

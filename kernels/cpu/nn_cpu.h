@@ -74,6 +74,18 @@ void swiglu_forward_cpu(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h)
 void swiglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h);
 void swiglu_backward_cpu(uint16_t* dgu, const uint16_t* dact, const uint16_t* gu, int64_t n, int64_t h);
 
+// act = gelu_tanh(gate) * up (GeGLU, Gemma 3's MLP), laid out and stored as SwiGLU's
+void geglu_forward_cpu(float* act, const float* gu, int64_t n, int64_t h);
+void geglu_forward_cpu(uint16_t* act, const float* gu, int64_t n, int64_t h);
+void geglu_forward_cpu(uint16_t* act, const uint16_t* gu, int64_t n, int64_t h);
+void geglu_backward_cpu(float* dgu, const float* dact, const float* gu, int64_t n, int64_t h);
+void geglu_backward_cpu(uint16_t* dgu, const uint16_t* dact, const uint16_t* gu, int64_t n, int64_t h);
+
+// out = x * s + a (a may be null: out = x * s), numerics/scale_add.h; out may be x or a. Every
+// array fp32, or every one bf16 (each value widened exactly, the result rounded once).
+void scale_add_cpu(float* out, const float* x, float s, const float* a, int64_t count);
+void scale_add_cpu(uint16_t* out, const uint16_t* x, float s, const uint16_t* a, int64_t count);
+
 // out = gelu_tanh(x) (GPT-2's "gelu_new")                               (count)
 void gelu_forward_cpu(float* out, const float* x, int64_t count);
 void gelu_forward_cpu(uint16_t* out, const float* x, int64_t count);

@@ -369,7 +369,7 @@ attention_decode_kernel(int Hq, int Hkv, int D, float scale, int64_t window, flo
 
 // The shape's preconditions (attention_cuda.h) are checked by the caller, CudaNnOps.
 Geometry geometry_of(const AttentionShape& s) {
-  return Geometry{s.seq, int(s.q_heads), int(s.kv_heads), int(s.head_dim), nm::attention_scale_f32(s.head_dim),
+  return Geometry{s.seq, int(s.q_heads), int(s.kv_heads), int(s.head_dim), s.scale(),
                   s.window, s.doc_start};
 }
 

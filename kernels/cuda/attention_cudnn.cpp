@@ -141,7 +141,7 @@ void set_documents(Options& options, const RaggedTensors& r) {
   options.set_padding_mask(true).set_seq_len_q(r.seq_len_q).set_seq_len_kv(r.seq_len_kv);
 }
 
-float scale_of(const AttentionShape& s) { return 1.0f / sqrtf(float(s.head_dim)); }  // attention_steps.h
+float scale_of(const AttentionShape& s) { return s.scale(); }  // attention_steps.h
 
 // A bf16-in, fp32-inside graph with its q, k and v inputs over the packed rows.
 struct QkvGraph {
@@ -230,8 +230,8 @@ struct Plan {
   std::string why_not;
 };
 
-// The shape, window, documents' bounds (0: none) and direction.
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+// The shape, window, score scalar, documents' bounds (0: none) and direction.
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
 
 // Why a graph of documents cannot be built for s; "" when it can.
 std::string documents_refused(const AttentionShape& s) {
@@ -270,8 +270,8 @@ struct CudnnAttention::Impl {
 
   const Plan& plan(const AttentionShape& s, bool backward) {
     std::lock_guard<std::mutex> lock(mutex);
-    const PlanKey key{s.batch,  s.seq,           s.q_heads,       s.kv_heads, s.head_dim,
-                      s.window, document_bound(s), length_bound(s), backward};
+    const PlanKey key{s.batch,        s.seq,          s.q_heads,         s.kv_heads,      s.head_dim,
+                      s.window,       s.score_scalar, document_bound(s), length_bound(s), backward};
     auto found = plans.find(key);
     if (found != plans.end()) return found->second;
     Plan p;

@@ -1,4 +1,4 @@
-// activations.h — the scalar GELU (tanh form), SiLU and SwiGLU maths, forward and derivative.
+// activations.h — the scalar GELU (tanh form), SiLU, SwiGLU and GeGLU maths, forward and derivative.
 //
 // Written once for kernels/cpu/nn_cpu.cpp and the CUDA kernels (kernels/cuda/activation_cuda.cu),
 // so both round the same operations in the same order: with contraction off on both sides
@@ -41,6 +41,16 @@ FARTHING_HD void swiglu_grad_f32(float da, float g, float u, float& dg, float& d
   const float silu = g * sig;
   du = da * silu;
   dg = da * u * (sig * (1.0f + g * (1.0f - sig)));
+}
+
+// gelu_tanh(g) * u, GeGLU's forward for one channel (Gemma 3's MLP, hidden_activation
+// gelu_pytorch_tanh): the same GELU as GPT-2's.
+FARTHING_HD float geglu_f32(float g, float u) { return gelu_tanh_f32(g) * u; }
+
+// GeGLU's backward for one channel: dg and du from da = dL/d(gelu_tanh(g) u).
+FARTHING_HD void geglu_grad_f32(float da, float g, float u, float& dg, float& du) {
+  du = da * gelu_tanh_f32(g);
+  dg = da * u * gelu_tanh_grad_f32(g);
 }
 
 }  // namespace farthing::numerics

@@ -16,7 +16,8 @@
 
 namespace farthing::numerics {
 
-// 1 / sqrt(head_dim), IEEE on both sides (never rsqrtf).
+// 1 / sqrt(head_dim) (or of the score scalar that stands in for it: AttentionShape::scale), IEEE
+// on both sides (never rsqrtf).
 FARTHING_HD float attention_scale_f32(int64_t head_dim) { return 1.0f / sqrtf(float(head_dim)); }
 
 // The first key query position i sees under a sliding window of `window` keys (0: no window, key

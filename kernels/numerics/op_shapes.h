@@ -47,6 +47,9 @@ struct AttentionShape {
   // rows of the longest, known on the host without reading doc_start, so that cuDNN's ragged
   // batch (kernels/cuda/attention_cudnn.h) can be sized. 0: not given.
   int64_t documents = 0, longest_document = 0;
+  // Scores are (q . k) / sqrt(score_scalar): Gemma 3's query_pre_attn_scalar; 0: head_dim.
+  int64_t score_scalar = 0;
+  FARTHING_HD float scale() const { return numerics::attention_scale_f32(score_scalar > 0 ? score_scalar : head_dim); }
   int64_t qkv_stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
   // The first key query row `row` (of all B*T) may see, as an index within its sequence: its
   // document's start, and under a sliding window no key before i - window + 1. Every kernel masks

@@ -42,8 +42,11 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   // x, n, mean, rstd, qkv, att, mid, fc, act (R rows each), then the last row's logits, then the
   // projection before the q/k norms and their statistics (empty without them)
   const int64_t qk = c.qk_norm ? 1 : 0;
+  // (Gemma 3's sandwich norms: attention's and the MLP's outputs before their post-norms, and
+  // those norms' statistics, one slot each)
+  const int64_t post = c.sandwich_norms ? 1 : 0;
   const int64_t sizes[] = {R * C, R * C, R, R, R * Sq, R * c.attn_dim(), R * C, R * F, R * H, V,
-                           qk * R * Sq, qk * R * (c.n_heads + c.n_kv_heads)};
+                           qk * R * Sq, qk * R * (c.n_heads + c.n_kv_heads), post * R * C, post * R};
   int64_t total = 0;
   for (int64_t s : sizes) total += round16(s);
   scratch_ = Buffer(ops_.device(), size_t(total) * 4, MemoryCategory::kActivations);
@@ -58,7 +61,9 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   float* mid = nullptr;
   float* qkv_raw = nullptr;
   float* qk_rstd = nullptr;
-  float** slots[] = {&x_, &n, &mean, &rstd, &qkv, &att, &mid, &fc, &act, &logits_, &qkv_raw, &qk_rstd};
+  float* sub_out = nullptr;
+  float* sub_rstd = nullptr;
+  float** slots[] = {&x_, &n, &mean, &rstd, &qkv, &att, &mid, &fc, &act, &logits_, &qkv_raw, &qk_rstd, &sub_out, &sub_rstd};
   for (size_t i = 0; i < std::size(slots); ++i) {
     *slots[i] = cursor;
     cursor += round16(sizes[i]);
@@ -75,7 +80,27 @@ KvCacheDecoder::KvCacheDecoder(const TransformerSpec& spec, const float* params,
   acts_.act = act;
   acts_.n1_mean = acts_.n2_mean = mean;
   acts_.n1_rstd = acts_.n2_rstd = rstd;
+  if (c.sandwich_norms) {  // attention's output is consumed before the MLP's is made
+    acts_.attn_out = acts_.mlp_out = sub_out;
+    acts_.attn_out_rstd = acts_.mlp_out_rstd = sub_rstd;
+  }
   if (c.family == ModelFamily::kLlama) rope_tables(c, max_seq_, rope_cos_, rope_sin_);
+  if (c.family == ModelFamily::kLlama && !c.sliding_layers.empty()) {
+    rope_tables(c, max_seq_, local_cos_, local_sin_, /*sliding=*/true);
+  }
+  if (c.norm_plus_one) {
+    gain_width_ = std::max(C, c.head_dim());
+    gains_ = Buffer(ops_.device(), size_t((1 + kNormSlots) * gain_width_) * 4, MemoryCategory::kActivations);
+    const std::vector<float> ones(size_t(gain_width_), 1.0f);
+    ops_.copy(static_cast<float*>(gains_.data()), ones.data(), gain_width_);
+  }
+}
+
+const float* KvCacheDecoder::norm_gain(NormSlot slot, int64_t offset, int64_t n) {
+  float* ones = static_cast<float*>(gains_.data());
+  float* gain = ones + (1 + int64_t(slot)) * gain_width_;
+  norm_gain_plus_one(ops_, gain, ones, params_ + offset, n);
+  return gain;
 }
 
 float* KvCacheDecoder::key_cache(int64_t layer, int64_t pos) const {
@@ -119,16 +144,22 @@ void KvCacheDecoder::forward_rows(const int32_t* tokens, int64_t rows) {
   // position table starts at this chunk's first position.
   const float* wpe = spec_.pos_emb >= 0 ? params_ + spec_.pos_emb + position_ * C : nullptr;
   ops_.embedding_forward(x_, tokens, params_ + spec_.tok_emb, wpe, rows, rows, C);
+  if (c.scaled_embedding) ops_.scale_add(x_, x_, embedding_scale(c, GemmDtype::kF32), ActRef(), rows * C);
   const int64_t half = c.head_dim() / 2;
-  const BlockRows block_rows = c.family == ModelFamily::kLlama
-                                   ? BlockRows{rows, rows, rope_cos_.data() + position_ * half,
-                                               rope_sin_.data() + position_ * half}
-                                   : BlockRows{rows, rows, nullptr, nullptr};
+  BlockRows block_rows{rows, rows, nullptr, nullptr};
+  if (c.family == ModelFamily::kLlama) {
+    block_rows.rope_cos = rope_cos_.data() + position_ * half;
+    block_rows.rope_sin = rope_sin_.data() + position_ * half;
+  }
+  if (!local_cos_.empty()) {
+    block_rows.local_cos = local_cos_.data() + position_ * half;
+    block_rows.local_sin = local_sin_.data() + position_ * half;
+  }
   for (int64_t l = 0; l < c.n_layers; ++l) block_forward(spec_, ops_, *this, l, acts_, x_, x_, block_rows);
   // Only the last row's logits are wanted: final norm and head on that row alone.
   float* last = x_ + (rows - 1) * C;
   block_norm_forward(spec_, ops_, *this, acts_.n1, acts_.n1_mean, acts_.n1_rstd, last, spec_.final_norm_w,
-                     spec_.final_norm_b, 1);
+                     spec_.final_norm_b, 1, NormSlot::kFinal);
   linear(logits_, acts_.n1, spec_.head_w, -1, 1, C, V, WeightOrientation::kOutIn, ActRef());
   position_ += rows;
 }
@@ -143,7 +174,7 @@ void KvCacheDecoder::attention(int64_t layer, const BlockActs& a, int64_t rows) 
     ops_.copy(key_cache(layer, position_ + r), src, kv_row);
     ops_.copy(value_cache(layer, position_ + r), src + kv_row, kv_row);
   }
-  const AttentionShape shape{1, max_seq_, c.n_heads, c.n_kv_heads, D};
+  const AttentionShape shape = layer_attention_shape(c, layer, 1, max_seq_, GemmDtype::kF32);
   ops_.attention_decode(shape, a.att.f32(), a.qkv.f32(), rows, position_, key_cache(layer, 0), value_cache(layer, 0));
 }
 

@@ -57,6 +57,7 @@ class KvCacheDecoder : private BlockHooks {
   // Caches the rows' keys and values, then attends causally from each row (at position_ + r)
   // over every cached position.
   void attention(int64_t layer, const BlockActs& a, int64_t rows) override;
+  const float* norm_gain(NormSlot slot, int64_t offset, int64_t n) override;
   float* key_cache(int64_t layer, int64_t pos) const;
   float* value_cache(int64_t layer, int64_t pos) const;
 
@@ -70,6 +71,10 @@ class KvCacheDecoder : private BlockHooks {
   // The blocks' activations over a chunk: n1 and n2 (and their statistics) share one slot.
   BlockActs acts_{};
   std::vector<float> rope_cos_, rope_sin_;  // (max_seq, head_dim / 2), Llama only
+  std::vector<float> local_cos_, local_sin_;  // the sliding layers' tables (Gemma 3)
+  // Under RMSNorm gains 1 + w (Gemma 3): a row of ones, then kNormSlots gains, gain_width_ each.
+  Buffer gains_;
+  int64_t gain_width_ = 0;
 };
 
 }  // namespace farthing::models

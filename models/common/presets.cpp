@@ -21,7 +21,8 @@ const std::vector<std::pair<std::string, ModelConfig (*)()>>& table() {
       {"qwen3-1.7b", &qwen3_1_7b},         {"qwen3-4b", &qwen3_4b},
       {"qwen3-8b", &qwen3_8b},             {"gpt2-124m", &gpt2_124m},
       {"gpt2-355m", &gpt2_355m},           {"gpt2-774m", &gpt2_774m},
-      {"gpt2-1.5b", &gpt2_1_5b},
+      {"gpt2-1.5b", &gpt2_1_5b},           {"gemma3-1b", &gemma3_1b},
+      {"gemma3-4b", &gemma3_4b},
   };
   return t;
 }

@@ -12,9 +12,11 @@
 namespace farthing::models {
 
 // cos/sin of position t times each inverse frequency, (positions, head_dim / 2) row-major.
-// NOTE: inverse frequencies as Hugging Face computes them (with "llama3" scaling when
+// NOTE: inverse frequencies as Hugging Face computes them (with "llama3" or "linear" scaling when
 // configured), in double, rounded to fp32; the angle is the fp32 product position * inv_freq.
+// sliding: the tables of a sliding-window layer (Gemma 3: base rope_local_theta, no scaling;
+// without a rope_local_theta, Qwen's: the global tables).
 void rope_tables(const ModelConfig& config, int64_t positions, std::vector<float>& cos_out,
-                 std::vector<float>& sin_out);
+                 std::vector<float>& sin_out, bool sliding = false);
 
 }  // namespace farthing::models

@@ -152,19 +152,47 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   doc_start_ = targets_ + batch * seq;
   token_slots_ = doc_start_ + batch * seq;
   slot_tokens_ = token_slots_ + batch * seq;
+  float* after_ids = reinterpret_cast<float*>(slot_tokens_ + batch * seq);
   if (c.family == ModelFamily::kLlama) {
     std::vector<float> cos, sin;
     rope_tables(c, seq, cos, sin);
-    rope_cos_ = reinterpret_cast<float*>(slot_tokens_ + batch * seq);
+    rope_cos_ = after_ids;
     rope_sin_ = rope_cos_ + cos.size();
     ops_.copy(rope_cos_, cos.data(), int64_t(cos.size()));  // host to the ops' memory
     ops_.copy(rope_sin_, sin.data(), int64_t(sin.size()));
+    after_ids = rope_sin_ + sin.size();
+    if (!c.sliding_layers.empty()) {
+      rope_tables(c, seq, cos, sin, /*sliding=*/true);
+      local_cos_ = after_ids;
+      local_sin_ = local_cos_ + cos.size();
+      ops_.copy(local_cos_, cos.data(), int64_t(cos.size()));
+      ops_.copy(local_sin_, sin.data(), int64_t(sin.size()));
+      after_ids = local_sin_ + sin.size();
+    }
+  }
+  gain_width_ = gain_width(c);
+  if (gain_width_ > 0) {
+    norm_ones_ = after_ids;
+    norm_gains_ = norm_ones_ + gain_width_;
+    const std::vector<float> ones(size_t(gain_width_), 1.0f);
+    ops_.copy(norm_ones_, ones.data(), gain_width_);
   }
 }
 
+int64_t Transformer::gain_width(const ModelConfig& c) {
+  return c.norm_plus_one ? std::max(c.dim, c.head_dim()) : 0;
+}
+
 int64_t Transformer::input_elems(const ModelConfig& c, int64_t batch, int64_t seq) {
-  const int64_t rope = c.family == ModelFamily::kLlama ? 2 * seq * (c.head_dim() / 2) : 0;
-  return 2 + 5 * batch * seq + rope;  // 2: the loss sum, a double
+  const int64_t tables = c.sliding_layers.empty() ? 1 : 2;
+  const int64_t rope = c.family == ModelFamily::kLlama ? tables * 2 * seq * (c.head_dim() / 2) : 0;
+  return 2 + 5 * batch * seq + rope + (1 + kNormSlots) * gain_width(c);  // 2: the loss sum, a double
+}
+
+const float* Transformer::norm_gain(NormSlot slot, int64_t offset, int64_t n) {
+  float* gain = norm_gains_ + int64_t(slot) * gain_width_;
+  norm_gain_plus_one(ops_, gain, norm_ones_, P(offset), n);
+  return gain;
 }
 
 void Transformer::set_document_starts(const int32_t* doc_start) {
@@ -241,6 +269,12 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
     a.n2_rstd = acts.take(M);
     a.fc = acts.take_act(M * F, stored);
     a.act = acts.take_act(M * H, stored);
+    if (c.sandwich_norms) {
+      a.attn_out = acts.take_act(M * C, stored);
+      a.attn_out_rstd = acts.take(M);
+      a.mlp_out = acts.take_act(M * C, stored);
+      a.mlp_out_rstd = acts.take(M);
+    }
     out.layer_acts.push_back(a);
   }
   out.nf = acts.take_act(M * C, stored);
@@ -304,9 +338,11 @@ void Transformer::init_weights_range(const TransformerSpec& spec, float* p, int6
   for (const ParamEntry& e : spec.layout.entries()) {
     const int64_t first = std::max(begin, e.offset_elems), last = std::min(end, e.offset_elems + e.numel());
     if (first >= last) continue;
-    // NOTE: norm weights start at 1 and biases at 0, as in both reference implementations.
+    // NOTE: norm gains start at 1 (Gemma 3's w of 1 + w at 0) and biases at 0, as in the reference
+    // implementations.
     const bool one = std::find(spec.ones.begin(), spec.ones.end(), e.offset_elems) != spec.ones.end();
-    if (one || e.name.ends_with(".bias")) {
+    const bool zero = std::find(spec.zeros.begin(), spec.zeros.end(), e.offset_elems) != spec.zeros.end();
+    if (one || zero || e.name.ends_with(".bias")) {
       std::fill(p + (first - begin), p + (last - begin), one ? 1.0f : 0.0f);
       continue;
     }
@@ -572,19 +608,25 @@ void Transformer::linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy,
   if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
 }
 
-void Transformer::norm_forward(ActRef out, float* mean, float* rstd, ActRef x, int64_t w, int64_t b) {
-  block_norm_forward(spec_, ops_, *this, out, mean, rstd, x, w, b, batch_ * seq_);
+void Transformer::norm_forward(ActRef out, float* mean, float* rstd, ActRef x, int64_t w, int64_t b, NormSlot slot) {
+  block_norm_forward(spec_, ops_, *this, out, mean, rstd, x, w, b, batch_ * seq_, slot);
 }
 
 void Transformer::norm_backward(ActRef dx, ActRef dout, ActRef x, int64_t w, int64_t b, const float* mean,
-                                const float* rstd) {
+                                const float* rstd, NormSlot slot) {
   const ModelConfig& c = config();
   const int64_t M = batch_ * seq_;
   if (c.family == ModelFamily::kGpt2) {
     ops_.layernorm_backward(dx, G(w), G(b), dout, x, P(w), mean, rstd, M, c.dim);
   } else {
-    ops_.rmsnorm_backward(dx, G(w), dout, x, P(w), rstd, M, c.dim);
+    ops_.rmsnorm_backward(dx, G(w), dout, x, norm_weight(c, *this, slot, w, c.dim), rstd, M, c.dim);
   }
+}
+
+void Transformer::post_norm_backward(ActRef dout_pre, ActRef out, const float* rstd, int64_t w, NormSlot slot) {
+  const int64_t MC = batch_ * seq_ * config().dim;
+  backend_for(ops_.device()).fill_bytes(dout_pre.data, 0, size_t(MC * dout_pre.element_bytes()));  // the op adds
+  norm_backward(dout_pre, dres_, out, w, -1, nullptr, rstd, slot);
 }
 
 BlockActs Transformer::acts_for(int64_t layer) {
@@ -617,66 +659,87 @@ void Transformer::embed(const int32_t* tokens) {
     const auto* wpe = spec_.pos_emb >= 0 ? static_cast<const uint16_t*>(weight_ptr(spec_.pos_emb)) : nullptr;
     ops_.embedding_forward_bf16(resid_, tokens_, static_cast<const uint16_t*>(weight_ptr(spec_.tok_emb)), wpe, M,
                                 row_positions(), c.dim);
+    scale_embedding(resid_);
     return;
   }
   ops_.embedding_forward(resid_, tokens_, P(spec_.tok_emb), spec_.pos_emb >= 0 ? P(spec_.pos_emb) : nullptr, M,
                          row_positions(), c.dim);
+  scale_embedding(resid_);
+}
+
+// Gemma 3: x = embedding * sqrt(dim) (in the weights' dtype); the backward scales dL/dx likewise.
+void Transformer::scale_embedding(ActRef x) {
+  const ModelConfig& c = config();
+  if (c.scaled_embedding) ops_.scale_add(x, x, embedding_scale(c, gemm_dtype_of(options_.compute)), ActRef(), batch_ * seq_ * c.dim);
 }
 
 // The block's maths is block_forward's (block_forward.h), shared with the KV-cache decoder.
 void Transformer::block_forward(int64_t layer, const BlockActs& a, ActRef x, ActRef y) {
-  models::block_forward(spec_, ops_, *this, layer, a, x, y, BlockRows{batch_ * seq_, row_positions(), rope_cos_,
-                                                                    rope_sin_});
+  models::block_forward(spec_, ops_, *this, layer, a, x, y,
+                        BlockRows{batch_ * seq_, row_positions(), rope_cos_, rope_sin_, local_cos_, local_sin_});
 }
 
-AttentionShape Transformer::attention_shape() const {
-  const ModelConfig& c = config();
-  AttentionShape s{batch_, seq_, c.n_heads, c.n_kv_heads, c.head_dim(), attention_dtype_of(options_.compute)};
+AttentionShape Transformer::attention_shape(int64_t layer) const {
+  AttentionShape s = layer_attention_shape(config(), layer, batch_, seq_, attention_dtype_of(options_.compute));
   s.doc_start = documents_ ? doc_start_ : nullptr;
   s.documents = documents_;
   s.longest_document = longest_document_;
   return s;
 }
 
-void Transformer::attention(int64_t /*layer*/, const BlockActs& a, int64_t rows) {
+void Transformer::attention(int64_t layer, const BlockActs& a, int64_t rows) {
   FARTHING_CHECK(rows == batch_ * seq_, "training attention runs whole micro-batches: ", rows, " rows");
-  ops_.attention_forward(attention_shape(), a.att, a.lse, a.qkv);
+  ops_.attention_forward(attention_shape(layer), a.att, a.lse, a.qkv);
 }
 
 void Transformer::block_backward(int64_t layer, const BlockActs& a, ActRef x) {
   const ModelConfig& c = config();
   const BlockOffsets& w = spec_.blocks[size_t(layer)];
-  const int64_t M = batch_ * seq_, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim();
+  const int64_t M = batch_ * seq_, C = c.dim, H = c.hidden_dim, Sq = c.qkv_dim(), D = c.head_dim();
   const bool llama = c.family == ModelFamily::kLlama;
   const WeightOrientation o = spec_.orientation;
   const int64_t F = llama ? 2 * H : H;
   // dres_ holds dL/dy on entry and dL/dx on exit (the residual passes it through).
-  linear_backward(dact_, w.mlp_out_w, w.mlp_out_b, dres_, a.act, M, H, C, o);
-  if (llama) {
+  if (c.sandwich_norms) {  // y = mid + norm(mlp_out): dn_ = dL/d mlp_out
+    post_norm_backward(dn_, a.mlp_out, a.mlp_out_rstd, w.mlp_post_norm_w, NormSlot::kMlpPost);
+    linear_backward(dact_, w.mlp_out_w, w.mlp_out_b, dn_, a.act, M, H, C, o);
+  } else {
+    linear_backward(dact_, w.mlp_out_w, w.mlp_out_b, dres_, a.act, M, H, C, o);
+  }
+  if (llama && c.gelu_gate) {
+    ops_.geglu_backward(dfc_, dact_, a.fc, M, H);
+  } else if (llama) {
     ops_.swiglu_backward(dfc_, dact_, a.fc, M, H);
   } else {
     ops_.gelu_backward(dfc_, dact_, a.fc, M * H);
   }
   linear_backward(dn_, w.mlp_in_w, w.mlp_in_b, dfc_, a.n2, M, C, F, o);
-  norm_backward(dres_, dn_, a.mid, w.norm2_w, w.norm2_b, a.n2_mean, a.n2_rstd);
-  linear_backward(datt_, w.attn_out_w, w.attn_out_b, dres_, a.att, M, c.attn_dim(), C, o);
-  ops_.attention_backward(attention_shape(), dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
+  norm_backward(dres_, dn_, a.mid, w.norm2_w, w.norm2_b, a.n2_mean, a.n2_rstd, NormSlot::kMlpPre);
+  if (c.sandwich_norms) {  // mid = x + norm(attn_out): dn_ = dL/d attn_out
+    post_norm_backward(dn_, a.attn_out, a.attn_out_rstd, w.attn_post_norm_w, NormSlot::kAttnPost);
+    linear_backward(datt_, w.attn_out_w, w.attn_out_b, dn_, a.att, M, c.attn_dim(), C, o);
+  } else {
+    linear_backward(datt_, w.attn_out_w, w.attn_out_b, dres_, a.att, M, c.attn_dim(), C, o);
+  }
+  ops_.attention_backward(attention_shape(layer), dqkv_, att_scratch_, datt_, a.att, a.lse, a.qkv);
   if (llama) {
-    ops_.rope_apply(dqkv_, M, row_positions(), c.n_heads + c.n_kv_heads, c.head_dim(), Sq, rope_cos_,
-                      rope_sin_, true);
+    const BlockRows tables{M, row_positions(), rope_cos_, rope_sin_, local_cos_, local_sin_};
+    ops_.rope_apply(dqkv_, M, row_positions(), c.n_heads + c.n_kv_heads, D, Sq, tables.cos_of(c, layer),
+                    tables.sin_of(c, layer), true);
   }
   if (c.qk_norm) {  // dqkv becomes the gradient of the projection before the q/k norms
-    ops_.head_rmsnorm_backward(qk_norm_shape(c, M), dqkv_, G(w.q_norm_w), G(w.k_norm_w), a.qkv_raw, P(w.q_norm_w),
-                               P(w.k_norm_w), a.qk_rstd);
+    ops_.head_rmsnorm_backward(qk_norm_shape(c, M), dqkv_, G(w.q_norm_w), G(w.k_norm_w), a.qkv_raw,
+                               norm_weight(c, *this, NormSlot::kQ, w.q_norm_w, D),
+                               norm_weight(c, *this, NormSlot::kK, w.k_norm_w, D), a.qk_rstd);
   }
   linear_backward(dn_, w.qkv_w, w.qkv_b, dqkv_, a.n1, M, C, Sq, o);
-  norm_backward(dres_, dn_, x, w.norm1_w, w.norm1_b, a.n1_mean, a.n1_rstd);
+  norm_backward(dres_, dn_, x, w.norm1_w, w.norm1_b, a.n1_mean, a.n1_rstd, NormSlot::kInput);
 }
 
 void Transformer::final_norm() {
   const int64_t MC = batch_ * seq_ * config().dim;
   norm_forward(nf_, nf_mean_, nf_rstd_, resid_.offset(config().n_layers * MC), spec_.final_norm_w,
-               spec_.final_norm_b);
+               spec_.final_norm_b, NormSlot::kFinal);
 }
 
 int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, double* loss_sum,
@@ -844,7 +907,7 @@ void Transformer::backward_from_head() {
   const int64_t M = batch_ * seq_, MC = M * c.dim;
   backend_for(ops_.device()).fill_bytes(dres_.data, 0, size_t(MC * dres_.element_bytes()));  // +0 in fp32 and bf16
   norm_backward(dres_, dn_, resid_.offset(c.n_layers * MC), spec_.final_norm_w, spec_.final_norm_b,
-                nf_mean_, nf_rstd_);
+                nf_mean_, nf_rstd_, NormSlot::kFinal);
   // The head unit (final norm, and the output head when untied) is finished; a tied head's
   // gradient went to the embedding unit, which stays until the very end.
   const int head = unit_of(spec_.final_norm_w);
@@ -864,6 +927,7 @@ void Transformer::backward_from_head() {
     unit_grads_done(unit);
     release_unit(unit);
   }
+  scale_embedding(dres_);  // dL/d(embedding row) = sqrt(dim) dL/dx under Gemma 3's scale
   if (embedding_once()) {
     embedding_backward_once();
   } else {

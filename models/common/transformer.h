@@ -280,6 +280,7 @@ class Transformer : private BlockHooks {
   void unit_grads_done(int unit);
   void release_all_units();
   void embed(const int32_t* tokens);
+  void scale_embedding(ActRef x);
   void block_forward(int64_t layer, const BlockActs& a, ActRef x, ActRef y);
   // BlockHooks: the block's 1-D tensors, its projections (FP8, 16-bit or fp32 operands) and
   // attention within each sequence of the micro-batch.
@@ -289,15 +290,20 @@ class Transformer : private BlockHooks {
     linear_forward(y, x, w, bias, m, k, n, orient, residual);
   }
   void attention(int64_t layer, const BlockActs& a, int64_t rows) override;
-  AttentionShape attention_shape() const;
+  const float* norm_gain(NormSlot slot, int64_t offset, int64_t n) override;
+  AttentionShape attention_shape(int64_t layer) const;
   RowPositions row_positions() const { return RowPositions(seq_, documents_ ? doc_start_ : nullptr); }
   void block_backward(int64_t layer, const BlockActs& a, ActRef x);
   void final_norm();
   // Embed, blocks, final norm (no grad); backward_follows: prefetch the last block for it.
   void forward_trunk(const int32_t* tokens, bool backward_follows = false);
   void prefetch_unit(int unit);
-  void norm_forward(ActRef out, float* mean, float* rstd, ActRef x, int64_t w, int64_t b);
-  void norm_backward(ActRef dx, ActRef dout, ActRef x, int64_t w, int64_t b, const float* mean, const float* rstd);
+  void norm_forward(ActRef out, float* mean, float* rstd, ActRef x, int64_t w, int64_t b, NormSlot slot);
+  void norm_backward(ActRef dx, ActRef dout, ActRef x, int64_t w, int64_t b, const float* mean, const float* rstd,
+                     NormSlot slot);
+  // Gemma 3's post-norm (on attention's or the MLP's output `out`, which the residual adds):
+  // dout_pre (the scratch dn_) = d norm(out) / d out applied to dres_, and the norm's weight gradient.
+  void post_norm_backward(ActRef dout_pre, ActRef out, const float* rstd, int64_t w, NormSlot slot);
   // y(M,N) = residual + x(M,K) W^T (+ bias); residual: none, y itself or another array (BlockHooks::linear)
   void linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k,
                       int64_t n, WeightOrientation orient, ActRef residual);
@@ -323,8 +329,10 @@ class Transformer : private BlockHooks {
   void backward_from_head();
   BlockActs acts_for(int64_t layer);
   // The 4-byte elements of inputs_: the loss sum (a double), tokens, targets, document starts,
-  // each row's slot among the distinct tokens and the distinct tokens (M each), then cos
-  // and sin when the model rotates.
+  // each row's slot among the distinct tokens and the distinct tokens (M each), then cos and
+  // sin when the model rotates (twice with sliding layers: their own tables), then the norm
+  // gains' ones and scratch (gain_width).
+  static int64_t gain_width(const ModelConfig& c);
   static int64_t input_elems(const ModelConfig& c, int64_t batch, int64_t seq);
   // Copies M host ids into the device array `to` (tokens_ or targets_).
   void upload_ids(int32_t* to, const int32_t* from);
@@ -350,6 +358,10 @@ class Transformer : private BlockHooks {
   int64_t documents_ = 0;          // documents in the micro-batch's sequences; 0: one a sequence
   int64_t longest_document_ = 0;   // rows of the longest of them
   float *rope_cos_ = nullptr, *rope_sin_ = nullptr;
+  float *local_cos_ = nullptr, *local_sin_ = nullptr;  // the sliding layers' tables (Gemma 3), else null
+  // Under RMSNorm gains 1 + w (Gemma 3): a row of ones and kNormSlots gains, gain_width_ floats each.
+  float *norm_ones_ = nullptr, *norm_gains_ = nullptr;
+  int64_t gain_width_ = 0;
   // Carved from acts_: residual stream (L+1) x (BT, C), stored as the activations are; per-layer
   // (or one) BlockActs; final norm.
   ActRef resid_;

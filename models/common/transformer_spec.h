@@ -32,6 +32,8 @@ struct BlockOffsets {
   int64_t norm2_w = -1, norm2_b = -1;
   int64_t mlp_in_w = -1, mlp_in_b = -1;    // Llama: [gate; up] (2H, C); GPT-2: c_fc (C, H)
   int64_t mlp_out_w = -1, mlp_out_b = -1;
+  // Gemma 3's sandwich norms: on attention's output and on the MLP's, before each residual add.
+  int64_t attn_post_norm_w = -1, mlp_post_norm_w = -1;
 };
 
 // One of a block's four linear layers as a GEMM: its weight's offset, K in, N out.

@@ -90,6 +90,32 @@ ModelConfig qwen3(const char* name, int64_t dim, int64_t hidden, int64_t layers,
 }
 }  // namespace
 
+namespace {
+// Gemma 3 (text): 262k vocabulary (262,144 for 1B; the multimodal sizes' text models add 64
+// image tokens), head_dim 256 scaled by query_pre_attn_scalar 256, five sliding-window layers to
+// one global one (RoPE base 10,000 local, 1,000,000 global), a tied head.
+ModelConfig gemma3(const char* name, int64_t vocab, int64_t dim, int64_t hidden, int64_t layers, int64_t heads,
+                   int64_t kv_heads, int64_t max_seq, int64_t window) {
+  ModelConfig c = llama(name, vocab, dim, hidden, layers, heads, kv_heads, max_seq, 1e-6f, 1000000.0f, true);
+  c.qk_norm = c.norm_plus_one = c.sandwich_norms = c.gelu_gate = c.scaled_embedding = true;
+  if (dim / heads != 256) c.head_size = 256;
+  c.query_pre_attn_scalar = 256;
+  c.sliding_window = window;
+  c.rope_local_theta = 10000.0f;
+  c.sliding_layers.assign(size_t(layers), false);
+  for (int64_t l = 0; l < layers; ++l) c.sliding_layers[size_t(l)] = (l + 1) % 6 != 0;
+  return c;
+}
+}  // namespace
+
+ModelConfig gemma3_1b() { return gemma3("Gemma-3-1B", 262144, 1152, 6912, 26, 4, 1, 32768, 512); }
+ModelConfig gemma3_4b() {
+  ModelConfig c = gemma3("Gemma-3-4B", 262208, 2560, 10240, 34, 8, 4, 131072, 1024);
+  c.rope_scaling.factor = 8.0f;  // linear, on the global layers
+  c.rope_scaling.linear = true;
+  return c;
+}
+
 ModelConfig qwen3_0_6b() { return qwen3("Qwen3-0.6B", 1024, 3072, 28, 16, true); }
 ModelConfig qwen3_1_7b() { return qwen3("Qwen3-1.7B", 2048, 6144, 28, 16, true); }
 ModelConfig qwen3_4b() { return qwen3("Qwen3-4B", 2560, 9728, 36, 32, true); }
@@ -107,6 +133,7 @@ TransformerSpec llama_spec(const ModelConfig& config) {
   const int64_t q = config.n_heads * D, kv = config.n_kv_heads * D;
   L.begin_unit("embedding");
   s.tok_emb = L.add("model.embed_tokens.weight", {config.vocab_size, C});
+  std::vector<int64_t> norms;  // every norm weight's offset
   for (int64_t i = 0; i < config.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     BlockOffsets b;
@@ -125,20 +152,33 @@ TransformerSpec llama_spec(const ModelConfig& config) {
     if (config.qk_norm) {
       b.q_norm_w = L.add(p + "self_attn.q_norm.weight", {D});
       b.k_norm_w = L.add(p + "self_attn.k_norm.weight", {D});
-      s.ones.push_back(b.q_norm_w);
-      s.ones.push_back(b.k_norm_w);
+      norms.push_back(b.q_norm_w);
+      norms.push_back(b.k_norm_w);
     }
-    b.norm2_w = L.add(p + "post_attention_layernorm.weight", {C});
+    if (config.sandwich_norms) {  // Gemma 3: post_attention_layernorm is attention's post-norm
+      b.attn_post_norm_w = L.add(p + "post_attention_layernorm.weight", {C});
+      b.norm2_w = L.add(p + "pre_feedforward_layernorm.weight", {C});
+      norms.push_back(b.attn_post_norm_w);
+    } else {
+      b.norm2_w = L.add(p + "post_attention_layernorm.weight", {C});
+    }
     b.mlp_in_w = L.add(p + "mlp.gate_proj.weight", {H, C});
     L.add(p + "mlp.up_proj.weight", {H, C}, LayoutAlign::kPacked);
     b.mlp_out_w = L.add(p + "mlp.down_proj.weight", {C, H});
-    s.ones.push_back(b.norm1_w);
-    s.ones.push_back(b.norm2_w);
+    if (config.sandwich_norms) {
+      b.mlp_post_norm_w = L.add(p + "post_feedforward_layernorm.weight", {C});
+      norms.push_back(b.mlp_post_norm_w);
+    }
+    norms.push_back(b.norm1_w);
+    norms.push_back(b.norm2_w);
     s.blocks.push_back(b);
   }
   L.begin_unit("head");
   s.final_norm_w = L.add("model.norm.weight", {C});
-  s.ones.push_back(s.final_norm_w);
+  norms.push_back(s.final_norm_w);
+  // A norm's gain starts at 1: the weight itself, or Gemma 3's w of the gain 1 + w at 0.
+  std::vector<int64_t>& initial = config.norm_plus_one ? s.zeros : s.ones;
+  initial.insert(initial.end(), norms.begin(), norms.end());
   s.head_w = config.tied_embeddings ? s.tok_emb : L.add("lm_head.weight", {config.vocab_size, C});
   return s;
 }

@@ -25,6 +25,8 @@ ModelConfig qwen3_0_6b();
 ModelConfig qwen3_1_7b();
 ModelConfig qwen3_4b();
 ModelConfig qwen3_8b();
+ModelConfig gemma3_1b();
+ModelConfig gemma3_4b();
 
 // Layout, in order: unit "embedding" (model.embed_tokens.weight); unit "block.i" per layer
 // (input_layernorm, q/k/v_proj weights, their biases if any, o_proj, q_norm and k_norm if any,

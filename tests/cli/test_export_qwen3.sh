@@ -4,8 +4,8 @@
 # Hugging Face folder is fine-tuned by `farthing train` for 2 bf16 steps (bf16 activations, so the
 # q/k norms' bf16 forms), exported with `farthing export` (its bf16 weights as trained, which
 # `farthing generate` reads from the checkpoint too), and transformers loads the export in fp32:
-# its next-token logits after three prompts equal `farthing generate`'s within 1e-5. A config.json asking for Qwen3's sliding window is one
-# error line. Skips (77) without ../shared's stories260K tokenizer or without torch/transformers.
+# its next-token logits after three prompts equal `farthing generate`'s within 1e-5. A config.json with
+# YaRN rope scaling (Qwen3's long-context setting) is one error line. Skips (77) without ../shared's stories260K tokenizer or without torch/transformers.
 # usage: test_export_qwen3.sh FARTHING SHARED_DIR SOURCE_DIR
 source "$3/tests/train/loop/train_test_common.sh"
 python3 -c "import torch, transformers" 2>/dev/null || { echo "SKIP: torch/transformers absent"; exit 77; }
@@ -53,10 +53,11 @@ done
 python3 - "$WORK/src/config.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-c["use_sliding_window"] = True
-c["sliding_window"] = 8
+rope = c.get("rope_parameters") or {}
+rope.update({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+c["rope_parameters"] = rope
 json.dump(c, open(sys.argv[1], "w"))
 PY
-expect_error "a Qwen3 config.json with use_sliding_window" "use_sliding_window: true is not supported" -- \
+expect_error "a Qwen3 config.json with YaRN rope scaling" "rope type 'yarn' is not supported" -- \
   "$FARTHING" generate --model "$WORK/src" --tokenizer "$WORK/hf" --prompt "Lily" --max-new-tokens 1
 echo "ok: tiny Qwen3 trained, exported and reloaded by transformers"

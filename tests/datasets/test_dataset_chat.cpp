@@ -286,6 +286,35 @@ TEST(DatasetChat, ThinkingTemplateTrainsTheAssistantTurnsOnly) {
   }
 }
 
+// Gemma 3's template (as google/gemma-3-*-it ship it, checked against jinja2 by
+// test_jinja_goldens): the system message is folded into the first user turn, the assistant is
+// "model", contents are trimmed. Each model turn's content and its <end_of_turn> are trained,
+// nothing else: not the folded system text, the user turns or the turn headers.
+TEST(DatasetChat, Gemma3TemplateTrainsTheModelTurnsOnly) {
+  std::ifstream in(test_data_dir() / "tokenizers" / "jinja_goldens.json");
+  const nlohmann::json goldens = nlohmann::json::parse(in);
+  std::string text;
+  for (const auto& t : goldens["templates"]) {
+    if (t["name"] == "gemma3") text = t["text"].get<std::string>();
+  }
+  ASSERT_FALSE(text.empty()) << "jinja_goldens.json has no gemma3";
+  TokenizerSpec spec = byte_tokenizer_spec();  // with Gemma's turn tokens as special tokens
+  for (const char* special : {"<start_of_turn>", "<end_of_turn>"}) {
+    spec.added_tokens.push_back({special, int32_t(spec.pieces.size())});
+    spec.pieces.push_back(special);
+    spec.scores.push_back(0.0f);
+  }
+  const Tokenizer tok(std::move(spec));
+  const ChatTemplate gemma3 = resolve_chat_template(text, tok);
+  EXPECT_EQ(gemma3.end_of_turn(), "<end_of_turn>");
+  const std::vector<ChatMessage> conversation = {
+      {"system", "Be brief."}, {"user", "hi"}, {"assistant", "yo"}, {"user", "ok?"}, {"assistant", "no"}};
+  const std::vector<ChatPiece> pieces = chat_training_pieces(gemma3, conversation, "<s>");
+  EXPECT_EQ(text_of(pieces, true), "yo<end_of_turn>|no<end_of_turn>|");
+  EXPECT_EQ(text_of(pieces, false), "<s><start_of_turn>user\nBe brief.\n\nhi<end_of_turn>\n<start_of_turn>model\n|\n"
+                                    "<start_of_turn>user\nok?<end_of_turn>\n<start_of_turn>model\n|\n|");
+}
+
 TEST(DatasetChat, InterpretedTemplateThroughTheDataset) {
   const TempDir dir("farthing-chat");
   const Tokenizer tok(byte_tokenizer_spec());

@@ -160,6 +160,20 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.swiglu_backward(staged(k, dgu, n * 2 * h), staged(k, dact, n * h), staged(k, gu, n * 2 * h), n, h);
   }
+  void geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
+    Call k(*this);
+    ops_.geglu_forward(staged(k, act, n * h), staged(k, gu, n * 2 * h), n, h);
+  }
+  void geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override {
+    Call k(*this);
+    ops_.geglu_backward(staged(k, dgu, n * 2 * h), staged(k, dact, n * h), staged(k, gu, n * 2 * h), n, h);
+  }
+  void scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) override {
+    Call k(*this);
+    const ActRef staged_x = staged(k, x, count);
+    const ActRef staged_add = add.data == nullptr ? ActRef() : add.data == x.data ? staged_x : staged(k, add, count);
+    ops_.scale_add(out.data == x.data ? staged_x : staged(k, out, count), staged_x, s, staged_add, count);
+  }
   void gelu_forward(ActRef out, ActRef x, int64_t count) override {
     Call k(*this);
     ops_.gelu_forward(staged(k, out, count), staged(k, x, count), count);
@@ -337,9 +351,22 @@ ModelConfig micro_qwen3() {
   return c;
 }
 
+// Gemma 3's block: norm gains 1 + w, sandwich norms, GeGLU, the scaled embedding and scores, a
+// sliding layer (window 5 over 12 tokens, its own RoPE base) between global ones.
+ModelConfig micro_gemma3() {
+  ModelConfig c = micro_qwen3();
+  c.norm_plus_one = c.sandwich_norms = c.gelu_gate = c.scaled_embedding = true;
+  c.query_pre_attn_scalar = 24;
+  c.sliding_window = 5;
+  c.sliding_layers = {false, true, false};
+  c.rope_local_theta = 10000.0f;
+  return c;
+}
+
 std::vector<ModelCase> model_cases() {
   return {{"micro_llama", micro(ModelFamily::kLlama), 2, 12},
           {"micro_qwen3", micro_qwen3(), 2, 12},
+          {"micro_gemma3", micro_gemma3(), 2, 12},
           {"micro_gpt2", micro(ModelFamily::kGpt2), 2, 12},
           {"stories260k", preset_config("stories260k"), 2, 33},
           {"smollm2_135m", preset_config("smollm2-135m"), 1, 9}};

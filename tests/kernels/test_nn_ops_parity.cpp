@@ -670,6 +670,77 @@ void add_activation_cases(const std::string& label, int64_t n, int64_t h) {
   });
 }
 
+// Gemma 3's GeGLU and scale_add (the embedding's sqrt(dim) and the residual add after a post-norm).
+void add_gemma_elementwise_cases(const std::string& label, int64_t n, int64_t h) {
+  add("geglu_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    float* act = a.put(std::vector<float>(size_t(n * h)));
+    a.nn().geglu_forward(act, gu, n, h);
+    Outputs o;
+    o.add("act", a.get(act, size_t(n * h)));
+    return o;
+  });
+  add("geglu_forward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    return bf16_store_outputs(a, n * h, [&](ActRef act) { a.nn().geglu_forward(act, gu, n, h); });
+  });
+  add("geglu_forward_bf16in_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> gu_bits = to_bf16(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    uint16_t* gu16 = a.put(gu_bits);
+    float* gu32 = a.put(widened_bf16(gu_bits));
+    uint16_t* from16 = a.put(std::vector<uint16_t>(size_t(n * h)));
+    uint16_t* from32 = a.put(std::vector<uint16_t>(size_t(n * h)));
+    a.nn().geglu_forward(ActRef::bf16(from16), ActRef::bf16(gu16), n, h);
+    a.nn().geglu_forward(ActRef::bf16(from32), gu32, n, h);
+    return same_bits_outputs(a, from16, from32, n * h, "act");
+  });
+  add("geglu_backward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    float* gu = a.put(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    float* dact = a.put(rng.floats(n * h));
+    float* dgu = a.put(std::vector<float>(size_t(n * 2 * h)));
+    a.nn().geglu_backward(dgu, dact, gu, n, h);
+    Outputs o;
+    o.add("dgu", a.get(dgu, size_t(n * 2 * h)));
+    return o;
+  });
+  add("geglu_backward_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const std::vector<uint16_t> gu_bits = to_bf16(rng.floats(n * 2 * h, -6.0f, 6.0f));
+    const std::vector<uint16_t> dact_bits = to_bf16(rng.floats(n * h));
+    uint16_t *gu16 = a.put(gu_bits), *dact16 = a.put(dact_bits);
+    float *gu32 = a.put(widened_bf16(gu_bits)), *dact32 = a.put(widened_bf16(dact_bits));
+    return bf16_store_outputs(a, n * 2 * h, [&](ActRef dgu) {
+      if (dgu.is_bf16()) return a.nn().geglu_backward(dgu, ActRef::bf16(dact16), ActRef::bf16(gu16), n, h);
+      a.nn().geglu_backward(dgu, dact32, gu32, n, h);
+    });
+  });
+  // out = x * s + add, in place as the model calls it (the embedding: no add, s = sqrt(dim) as a
+  // bf16 value; the residual: s = 1), fp32 and bf16.
+  add("scale_add_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    float* x = a.put(rng.floats(count, -8.0f, 8.0f));
+    float* y = a.put(rng.floats(count, -8.0f, 8.0f));
+    float* scaled = a.put(rng.floats(count, -8.0f, 8.0f));
+    a.nn().scale_add(y, y, 1.0f, x, count);
+    a.nn().scale_add(scaled, scaled, 33.941125f, ActRef(), count);
+    Outputs o;
+    o.add("residual", a.get(y, size_t(count)));
+    o.add("scaled", a.get(scaled, size_t(count)));
+    return o;
+  });
+  add("scale_add_bf16_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
+    const int64_t count = n * h + 3;
+    uint16_t* x = a.put(to_bf16(rng.floats(count, -8.0f, 8.0f)));
+    uint16_t* y = a.put(to_bf16(rng.floats(count, -8.0f, 8.0f)));
+    uint16_t* scaled = a.put(to_bf16(rng.floats(count, -8.0f, 8.0f)));
+    a.nn().scale_add(ActRef::bf16(y), ActRef::bf16(y), 1.0f, ActRef::bf16(x), count);
+    a.nn().scale_add(ActRef::bf16(scaled), ActRef::bf16(scaled), 34.0f, ActRef(), count);
+    Outputs o;
+    o.add("residual", widened_bf16(a.get_u16(y, size_t(count))));
+    o.add("scaled", widened_bf16(a.get_u16(scaled, size_t(count))));
+    return o;
+  });
+}
+
 void add_embedding_cases(const std::string& label, int64_t vocab, int64_t n, int64_t seq, int64_t c, bool with_wpe) {
   add("embedding_forward_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int32_t* tok = a.put(rng.tokens(n, vocab));
@@ -811,10 +882,12 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
 }
 
 // dtype kBF16: the model's bf16 compute (rows named attention_*_bf16_*, class bf16 attention).
-// window > 0: sliding-window attention (AttentionShape::window).
+// window > 0: sliding-window attention (AttentionShape::window). score_scalar > 0: scores scaled by
+// its inverse square root instead of head_dim's (Gemma 3's query_pre_attn_scalar).
 void add_attention_cases(const std::string& label, int64_t batch, int64_t seq, int64_t hq, int64_t hkv, int64_t d,
-                         GemmDtype dtype = GemmDtype::kF32, int64_t window = 0) {
-  const AttentionShape s{batch, seq, hq, hkv, d, dtype, window};
+                         GemmDtype dtype = GemmDtype::kF32, int64_t window = 0, int64_t score_scalar = 0) {
+  AttentionShape s{batch, seq, hq, hkv, d, dtype, window};
+  s.score_scalar = score_scalar;
   const int64_t rows = batch * seq, stride = s.qkv_stride();
   const bool bf16 = dtype == GemmDtype::kBF16;
   const std::string kind = bf16 ? "bf16_" : "";
@@ -1010,8 +1083,9 @@ void add_attention_bf16out_cases(const std::string& label, int64_t batch, int64_
 }
 
 void add_decode_case(const std::string& label, int64_t hq, int64_t hkv, int64_t d, int64_t rows, int64_t first,
-                     int64_t window = 0) {
-  const AttentionShape s{1, rows, hq, hkv, d, GemmDtype::kF32, window};
+                     int64_t window = 0, int64_t score_scalar = 0) {
+  AttentionShape s{1, rows, hq, hkv, d, GemmDtype::kF32, window};
+  s.score_scalar = score_scalar;
   // Every sum in the CPU's order (attention_cuda.h): bitwise.
   add("attention_decode_" + label, Tol::kBitwise, [=](Arena& a, Rng& rng) {
     const int64_t positions = first + rows, kv_row = hkv * d;
@@ -1445,6 +1519,7 @@ void add_sim_cases() {
   add_activation_cases("stories260k", 66, 172);
   add_activation_cases("sim_odd", 3, 37);
   add_activation_cases("sim_vec_rows", 5, 64);  // h % 8 == 0: SwiGLU's 16-byte path
+  add_gemma_elementwise_cases("sim_odd", 3, 37);
   add_embedding_cases("stories260k", 512, 66, 33, 64, false);
   add_embedding_cases("sim_repeats_wpe", 100, 67, 33, 40, true);  // 67 ids from 100: repeats
   add_embedding_cases("sim_odd_c", 50, 9, 9, 37, true);  // c % 8 != 0: the element-by-element path
@@ -1465,6 +1540,8 @@ void add_sim_cases() {
   add_decode_case("sim_rows3", 6, 2, 32, 3, 17);
   add_attention_cases("sim_window5", 2, 40, 4, 2, 16, GemmDtype::kF32, 5);
   add_decode_case("sim_window5", 6, 2, 32, 3, 17, 5);
+  add_attention_cases("sim_window5_scalar24", 2, 40, 4, 2, 16, GemmDtype::kF32, 5, 24);  // Gemma 3's scale
+  add_decode_case("sim_window5_scalar24", 6, 2, 32, 3, 17, 5, 24);
   // GEMMs: cuBLASLt on a GPU; in the simulator build (FARTHING_SIM_GEMM_DOUBLE) the plain
   // test-double kernel, so these rows check the ops' GEMM plumbing (strides, transposes,
   // accumulate, dtypes) there rather than cuBLASLt.
@@ -1523,6 +1600,7 @@ const std::vector<Case>& cases() {
   add_activation_cases("smollm2_135m", 7, 1536);
   add_activation_cases("llama32_1b", 5, 8192);
   add_activation_cases("llama31_8b", 3, 14336);
+  add_gemma_elementwise_cases("gemma3_1b", 5, 6912);
   // Embeddings (the table's vocabulary is cut to keep the reference quick: the lookup does not
   // depend on it); repeated tokens; learned positions for GPT-2-like models.
   add_embedding_cases("stories260k", 512, 66, 33, 64, false);
@@ -1569,6 +1647,10 @@ const std::vector<Case>& cases() {
   // documents of 193 and 190 rows (a graph length of 256, below T = 300).
   add_attention_document_cases("smollm2_135m", 2, 150, 9, 3, 64, GemmDtype::kBF16);
   add_attention_document_cases("gqa4_t300_window128", 2, 300, 8, 2, 128, GemmDtype::kBF16, 128);
+  // Gemma 3's layers: head_dim 256, scores scaled by query_pre_attn_scalar (here 224, not 256, so
+  // the scale is not head_dim's), a window of 50, fp32 and cuDNN's bf16.
+  add_attention_cases("gemma3_window50_scalar224", 1, 70, 4, 1, 256, GemmDtype::kF32, 50, 224);
+  add_attention_cases("gemma3_window50_scalar224", 1, 70, 4, 1, 256, GemmDtype::kBF16, 50, 224);
   // ... and with the output stored as bf16, as the model stores it under bf16 compute.
   add_attention_bf16out_cases("smollm2_135m", 1, 67, 9, 3, 64);
   add_attention_bf16out_cases("llama31_8b", 1, 65, 32, 8, 128);
@@ -1580,6 +1662,7 @@ const std::vector<Case>& cases() {
   add_decode_case("llama31_8b", 32, 8, 128, 2, 77);
   add_decode_case("first_token", 9, 3, 64, 1, 0);
   add_decode_case("window7", 32, 8, 128, 2, 77, 7);
+  add_decode_case("gemma3_window50_scalar224", 4, 1, 256, 2, 77, 50, 224);
   // GEMMs: projections forward (C = X W^T), input gradients (dX = dY W), weight gradients
   // (dW += dY^T X, accumulate), strided A (a view into qkv rows), T = 1, the 128,256 LM head.
   using T = Trans;

@@ -28,7 +28,7 @@ namespace farthing::models::testing {
 // residual stream's gradient after the norm's backward adds into it, and round_residual the
 // residual stream: each array of it (the embedding's output, mid, each block's output) before a
 // norm reads it, which is before anything else does (the next residual add, the norms'
-// backwards), and round_logits the logits before the loss reads them (their gradient, which only
+// backwards), and Gemma 3's scale_add's operands and sum, and round_logits the logits before the loss reads them (their gradient, which only
 // the head's GEMMs read, is narrowed by those anyway). The backwards then read the rounded
 // values, as they read the bf16 ones.
 class RecordingOps final : public NnOps {
@@ -145,6 +145,27 @@ class RecordingOps final : public NnOps {
     if (round_mlp_grads) round_in_place(dact, n * h);
     cpu_.swiglu_backward(dgu, dact, gu, n, h);
     if (round_mlp_grads) round_in_place(dgu, n * 2 * h);
+  }
+  void geglu_forward(ActRef act, ActRef gu, int64_t n, int64_t h) override {
+    ++calls["geglu_forward"];
+    if (round_mlp_input) round_in_place(gu, n * 2 * h);
+    cpu_.geglu_forward(act, gu, n, h);
+  }
+  void geglu_backward(ActRef dgu, ActRef dact, ActRef gu, int64_t n, int64_t h) override {
+    ++calls["geglu_backward"];
+    if (round_mlp_grads) round_in_place(dact, n * h);
+    cpu_.geglu_backward(dgu, dact, gu, n, h);
+    if (round_mlp_grads) round_in_place(dgu, n * 2 * h);
+  }
+  // Gemma 3's embedding scale and post-norm residual adds read and write the residual stream (and,
+  // scaling the embedding's gradient, the stream's gradient): under round_residual the operands as
+  // stored and the sum as it is written.
+  void scale_add(ActRef out, ActRef x, float s, ActRef add, int64_t count) override {
+    ++calls["scale_add"];
+    if (round_residual) round_in_place(x, count);
+    if (round_residual && add.data != nullptr) round_in_place(add, count);
+    cpu_.scale_add(out, x, s, add, count);
+    if (round_residual) round_in_place(out, count);
   }
   void gelu_forward(ActRef out, ActRef x, int64_t count) override {
     ++calls["gelu_forward"];

@@ -23,6 +23,7 @@ TEST(Presets, ParameterCountsMatchThePublishedModels) {
       {"qwen2.5-1.5b", 1543714304},   {"qwen2.5-7b", 7615616512},
       {"qwen3-0.6b", 596049920},      {"qwen3-1.7b", 1720574976},
       {"qwen3-4b", 4022468096},       {"qwen3-8b", 8190735360},
+      {"gemma3-1b", 999885952},       {"gemma3-4b", 3880263168},  // 4B: its text model alone
   };
   for (const auto& [name, count] : expected) {
     const ModelConfig c = preset_config(name);

@@ -1,8 +1,13 @@
 // test_model_goldens.cpp — fp32 forward and backward against PyTorch/transformers: logits,
 // loss and every parameter gradient, tensor by tensor, for tiny Llama (GQA, untied, llama3
-// RoPE scaling), Qwen2 (q/k/v biases, tied), GPT-2 and Qwen3 (q/k norms, GQA, head_dim other
-// than hidden / heads; the reference in fp64) configs; and, where the golden has one, the
-// KV-cache decoder's greedy continuation against transformers' generate.
+// RoPE scaling), Qwen2 (q/k/v biases, tied), GPT-2, Qwen3 (q/k norms, GQA, head_dim other
+// than hidden / heads) and Gemma 3 (norm gains 1 + w, sandwich norms, GeGLU, scaled embedding and
+// scores, sliding and global layers with a window of 5 over 12 tokens, each with its RoPE base)
+// configs, and Qwen3 with use_sliding_window (layers from max_window_layers on attend through a
+// window of 4), the last three with the reference in fp64; and, where the golden has one, the
+// KV-cache decoder's greedy continuation against transformers' generate (Qwen3 with the window:
+// against the argmax of transformers' forward step by step, which its generate departs from there,
+// tools/goldens/gen_model_goldens.py).
 // Goldens: tests/data/models/*.fgld from tools/goldens/gen_model_goldens.py.
 #include <gtest/gtest.h>
 
@@ -80,7 +85,7 @@ TEST_P(ModelGolden, LogitsLossAndEveryGradientMatchPyTorch) {
   std::span<const float> logits_now = decoder.prefill({prompt.i32(), size_t(prompt.numel())});
   for (int64_t i = 0; i < want.numel(); ++i) {
     const int32_t next = argmax(logits_now);
-    ASSERT_EQ(next, want.i32()[i]) << "greedy token " << i << " differs from transformers' generate (smallest "
+    ASSERT_EQ(next, want.i32()[i]) << "greedy token " << i << " differs from transformers' (smallest "
                                    << "top-2 logit gap there: " << g.at("generate_margin").f32()[0] << ")";
     logits_now = decoder.step(next);
   }
@@ -89,7 +94,8 @@ TEST_P(ModelGolden, LogitsLossAndEveryGradientMatchPyTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ModelGolden,
-                         ::testing::Values("llama_gqa_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny"));
+                         ::testing::Values("llama_gqa_tiny", "qwen2_tiny", "gpt2_tiny", "qwen3_tiny", "gemma3_tiny",
+                                           "qwen3_window_tiny"));
 
 }  // namespace
 }  // namespace farthing::models

@@ -23,10 +23,15 @@
 namespace farthing::models {
 namespace {
 
-// "qwen2" (qkv biases), "gpt2", or "qwen3" (q/k norms, head_dim 16 with dim 48 and 6 heads).
+// "qwen2" (qkv biases), "gpt2", "qwen3" (q/k norms, head_dim 16 with dim 48 and 6 heads), or
+// "gemma3" (Gemma 3's block with head_dim 16, a sliding, a global and a sliding layer with a
+// window of 7 over 40 tokens, scores scaled by query_pre_attn_scalar 24).
 ModelConfig micro(const std::string& variant) {
   const bool gpt2 = variant == "gpt2";
-  ModelConfig c = gpt2 ? gpt2_124m() : variant == "qwen3" ? qwen3_0_6b() : qwen2_5_0_5b();
+  ModelConfig c = gpt2                  ? gpt2_124m()
+                  : variant == "qwen3"  ? qwen3_0_6b()
+                  : variant == "gemma3" ? gemma3_1b()
+                                        : qwen2_5_0_5b();
   c.name = variant + "-micro";
   c.vocab_size = 200;
   c.dim = 48;
@@ -35,7 +40,12 @@ ModelConfig micro(const std::string& variant) {
   c.n_heads = 6;
   c.n_kv_heads = gpt2 ? 6 : 2;
   c.max_seq_len = 64;
-  if (variant == "qwen3") c.head_size = 16;
+  if (variant == "qwen3" || variant == "gemma3") c.head_size = 16;
+  if (variant == "gemma3") {
+    c.sliding_window = 7;
+    c.sliding_layers = {true, false, true};
+    c.query_pre_attn_scalar = 24;
+  }
   return c;
 }
 
@@ -220,13 +230,15 @@ TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   const int64_t logit_rows = std::min<int64_t>(16, M) * c.vocab_size;                    // loss_chunk_rows 16
   const int64_t slot0_fp32 = r16(std::max(M * std::max({c.dim, c.hidden_dim, F, c.qkv_dim()}), logit_rows));
   const int64_t saved_slot_bytes = 2 * (r16(M * std::max({c.dim, c.hidden_dim, c.attn_dim()})) + slot0_fp32);  // no slot at all
-  // With q/k norms each stored set also keeps the projection before them (qkv_raw).
+  // With q/k norms each stored set also keeps the projection before them (qkv_raw); with sandwich
+  // norms attention's and the MLP's outputs before their post-norms.
   const int64_t qkv_raw = c.qk_norm ? saved_floats(M * c.qkv_dim()) : 0;
+  const int64_t sandwich = c.sandwich_norms ? 2 * saved_floats(M * c.dim) : 0;
   for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kPerBlock}) {
     const int64_t sets = ck == Checkpointing::kNone ? c.n_layers : 1;
     const int64_t expected =
         4 * (saved_floats((c.n_layers + 1) * M * c.dim) +
-             sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.attn_dim()) + qkv_raw +
+             sets * (3 * saved_floats(M * c.dim) + saved_floats(M * c.attn_dim()) + qkv_raw + sandwich +
                      saved_floats(M * c.qkv_dim()) + saved_floats(M * F) + saved_floats(M * c.hidden_dim)) +
              saved_floats(M * c.dim) + 2 * saved_floats(M * c.dim) + saved_floats(M * c.qkv_dim()) +
              saved_floats(M * c.attn_dim()) + saved_floats(M * F) + saved_floats(M * c.hidden_dim) +
@@ -276,7 +288,7 @@ TEST_P(Modes, Fp16ComputeStaysCloseToFp32) {
               std::sqrt(err2 / ref2));
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Modes, ::testing::Values("qwen2", "gpt2", "qwen3"),
+INSTANTIATE_TEST_SUITE_P(Families, Modes, ::testing::Values("qwen2", "gpt2", "qwen3", "gemma3"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

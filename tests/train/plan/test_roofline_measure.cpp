@@ -18,6 +18,7 @@
 
 #include "framework/backend/backend.h"
 #include "framework/backend/nn_ops.h"
+#include "framework/core/error.h"
 #include "models/common/presets.h"
 #include "train/plan/roofline.h"
 #include "train/plan/roofline_measure.h"
@@ -107,6 +108,15 @@ class StubOps final : public NnOps {
   void swiglu_forward(ActRef, ActRef, int64_t n, int64_t h) override { record(op(RooflineOp::kSwigluForward, n, h, 0)); }
   void swiglu_backward(ActRef, ActRef, ActRef, int64_t n, int64_t h) override {
     record(op(RooflineOp::kSwigluBackward, n, h, 0));
+  }
+  // The roofline prices GeGLU as SwiGLU (the same shapes and traffic); the models measured here
+  // (Llama-style) have no embedding scale or post-norm residual add.
+  void geglu_forward(ActRef, ActRef, int64_t n, int64_t h) override { record(op(RooflineOp::kSwigluForward, n, h, 0)); }
+  void geglu_backward(ActRef, ActRef, ActRef, int64_t n, int64_t h) override {
+    record(op(RooflineOp::kSwigluBackward, n, h, 0));
+  }
+  void scale_add(ActRef, ActRef, float, ActRef, int64_t) override {
+    FARTHING_CHECK(false, "scale_add is not among the roofline's ops: the stub measures Llama-style models only");
   }
   void gelu_forward(ActRef, ActRef, int64_t count) override { record(op(RooflineOp::kGeluForward, count, 0, 0)); }
   void gelu_backward(ActRef, ActRef, ActRef, int64_t count) override { record(op(RooflineOp::kGeluBackward, count, 0, 0)); }

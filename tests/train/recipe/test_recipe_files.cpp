@@ -36,7 +36,7 @@ const std::map<std::string, std::pair<std::string, std::string>> kPresetFolders 
     {"qwen2.5-1.5b", {"qwen2_5", "1.5b"}}, {"qwen2.5-7b", {"qwen2_5", "7b"}},     {"gpt2-124m", {"gpt2", "124m"}},
     {"gpt2-355m", {"gpt2", "355m"}},       {"gpt2-774m", {"gpt2", "774m"}},       {"gpt2-1.5b", {"gpt2", "1.5b"}},
     {"qwen3-0.6b", {"qwen3", "0.6b"}},     {"qwen3-1.7b", {"qwen3", "1.7b"}},     {"qwen3-4b", {"qwen3", "4b"}},
-    {"qwen3-8b", {"qwen3", "8b"}},
+    {"qwen3-8b", {"qwen3", "8b"}},         {"gemma3-1b", {"gemma3", "1b"}},       {"gemma3-4b", {"gemma3", "4b"}},
 };
 
 std::vector<std::filesystem::path> recipe_files() {
