@@ -34,23 +34,39 @@ recipe::RunConfig llama_8b_recipe() {
   return c;
 }
 
-int64_t peak_with_chunk(recipe::RunConfig c, int64_t rows) {
+int64_t peak_with_chunk(recipe::RunConfig c, int64_t rows, int world_size) {
   c.model.loss_chunk_rows = rows;
-  return estimate_memory(c, models::preset_config(c.model.preset), 1).peak_bytes;
+  return estimate_memory(c, models::preset_config(c.model.preset), world_size).peak_bytes;
 }
 
+// Over two ranks every unit keeps an fp32 gradient accumulator (the reduction reads each
+// micro-batch's own), so a larger chunk only adds logits rows: the peak grows with the chunk.
 TEST(DeviceFit, AutoLossChunkIsTheLargestWhosePeakFits) {
   const recipe::RunConfig c = llama_8b_recipe();
   const models::ModelConfig model = models::preset_config(c.model.preset);
+  constexpr int kRanks = 2;
   const int64_t whole = c.train.micro_batch * c.data.seq_len;  // 4096 rows
-  const int64_t p_whole = peak_with_chunk(c, whole), p_2048 = peak_with_chunk(c, 2048), p_1024 = peak_with_chunk(c, 1024);
-  const int64_t p_64 = peak_with_chunk(c, 64);
+  const int64_t p_whole = peak_with_chunk(c, whole, kRanks), p_2048 = peak_with_chunk(c, 2048, kRanks);
+  const int64_t p_1024 = peak_with_chunk(c, 1024, kRanks), p_64 = peak_with_chunk(c, 64, kRanks);
   ASSERT_GT(p_whole, p_2048);  // more logits rows alive, more memory
   ASSERT_GT(p_2048, p_1024);
-  EXPECT_EQ(fit_loss_chunk_rows(c, model, 1, p_whole), whole);
-  EXPECT_EQ(fit_loss_chunk_rows(c, model, 1, p_whole - 1), 2048);
-  EXPECT_EQ(fit_loss_chunk_rows(c, model, 1, p_1024), 1024);
-  EXPECT_EQ(fit_loss_chunk_rows(c, model, 1, p_64 - 1), 64) << "nothing fits: the smallest, and the plan says so";
+  EXPECT_EQ(fit_loss_chunk_rows(c, model, kRanks, p_whole), whole);
+  EXPECT_EQ(fit_loss_chunk_rows(c, model, kRanks, p_whole - 1), 2048);
+  EXPECT_EQ(fit_loss_chunk_rows(c, model, kRanks, p_1024), 1024);
+  EXPECT_EQ(fit_loss_chunk_rows(c, model, kRanks, p_64 - 1), 64) << "nothing fits: the smallest, and the plan says so";
+}
+
+// On one rank with fp32 kept gradients, a head whose loss runs in one chunk adds its gradient in
+// place, while a chunked head keeps an fp32 accumulator (docs/parameter_store.md, "Gradients in
+// place"): at 8B that accumulator outweighs the whole micro-batch's logits, so the whole is the
+// smallest peak of all, and the largest chunk that fits is the whole wherever any fits.
+TEST(DeviceFit, OneRankWholeHeadIsInPlaceAndSmallest) {
+  const recipe::RunConfig c = llama_8b_recipe();
+  const models::ModelConfig model = models::preset_config(c.model.preset);
+  const int64_t whole = c.train.micro_batch * c.data.seq_len;
+  const int64_t p_whole = peak_with_chunk(c, whole, 1);
+  for (const int64_t rows : {2048, 1024, 64}) EXPECT_LT(p_whole, peak_with_chunk(c, rows, 1)) << rows << " rows";
+  EXPECT_EQ(fit_loss_chunk_rows(c, model, 1, peak_with_chunk(c, 64, 1)), whole);
 }
 
 TEST(DeviceFit, KeepsTheBatchAndDropsRecomputationWhereItFits) {
