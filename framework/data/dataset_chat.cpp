@@ -292,6 +292,21 @@ std::vector<ChatPiece> chat_training_pieces(const ChatTemplate& chat_template, s
     }
     return std::make_pair(begin, begin + content.size() + eot.size());
   };
+  // A turn whose content the template rewrites (Qwen3's moves a reasoning trace, <think>…</think>
+  // at the content's start, into its think block, and drops it from turns before the last user
+  // message) is not shown as it is. Its span is then what the model generates after the
+  // generation prompt: from the end of the conversation before it, rendered with
+  // add_generation_prompt, to the first end-of-turn after that. nullopt where the whole
+  // conversation does not start with that prompt.
+  const auto locate_after_prompt = [&](size_t i) -> std::optional<std::pair<size_t, size_t>> {
+    if (i == 0) return std::nullopt;
+    const std::vector<ChatMessage> before(messages.begin(), messages.begin() + std::ptrdiff_t(i));
+    const std::string prompt = chat_template.render(before, /*add_generation_prompt=*/true, bos_token);
+    if (full.compare(0, prompt.size(), prompt) != 0) return std::nullopt;
+    const size_t eot_at = full.find(eot, prompt.size());
+    if (eot_at == std::string::npos) return std::nullopt;
+    return std::make_pair(prompt.size(), eot_at + eot.size());
+  };
   std::vector<ChatMessage> prefix;
   for (size_t i = 0; i < messages.size(); ++i) {
     prefix.push_back(messages[i]);
@@ -304,6 +319,13 @@ std::vector<ChatPiece> chat_training_pieces(const ChatTemplate& chat_template, s
       const size_t begin = marked.find(kContentSentinel);
       if (begin != std::string::npos && full.compare(0, begin, marked, 0, begin) != 0) {
         if (const auto span = locate_in_whole(i); span && (spans.empty() || span->first >= spans.back().second)) {
+          spans.push_back(*span);
+          continue;
+        }
+      }
+      if (begin != std::string::npos && full.compare(0, begin, marked, 0, begin) != 0) {
+        if (const auto span = locate_after_prompt(i);
+            span && (spans.empty() || span->first >= spans.back().second)) {
           spans.push_back(*span);
           continue;
         }

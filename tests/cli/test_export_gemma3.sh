@@ -8,6 +8,9 @@
 # `farthing generate`'s within 1e-5, and the exported norm weights are w (not 1 + w). A config.json
 # with soft-capped logits is one error line. Skips (77) without ../shared's stories260K tokenizer or
 # without torch/transformers.
+# The source folder holds tokenizer files with the family's chat template (tests/support/
+# with_chat_template.sh), which the run reads and the export carries out: transformers renders
+# the export's template as jinja2 does.
 # usage: test_export_gemma3.sh FARTHING SHARED_DIR SOURCE_DIR
 source "$3/tests/train/loop/train_test_common.sh"
 python3 -c "import torch, transformers" 2>/dev/null || { echo "SKIP: torch/transformers absent"; exit 77; }
@@ -29,12 +32,14 @@ with torch.no_grad():
         p.copy_(0.1 * torch.randn_like(p))
 model.save_pretrained(sys.argv[1])
 PY
+source "$3/tests/support/with_chat_template.sh"
+add_tokenizer_with_template "$WORK/src" "$SHARED/models/stories260K/tok512.bin" gemma3
 "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "model.path=$WORK/src" \
-  --set "model.tokenizer=$SHARED/models/stories260K/tok512.bin" \
+  --set "model.tokenizer=$WORK/src" \
   --set train.steps=2 --set schedule.warmup_steps=1 --set "checkpoint.run_dir=$WORK/run" >"$WORK/train" 2>&1 \
   || { cat "$WORK/train"; fail "2 steps of the tiny Gemma 3"; }
 CKPT="$WORK/run/checkpoints/step_00000002.h5"
-"$FARTHING" export --from "$CKPT" --out "$WORK/hf" --tokenizer "$SHARED/models/stories260K/tok512.bin" \
+"$FARTHING" export --from "$CKPT" --out "$WORK/hf" \
   2>"$WORK/err" || { cat "$WORK/err"; fail "export of the tiny Gemma 3"; }
 grep -q '"model_type": "gemma3_text"' "$WORK/hf/config.json" || fail "the export's config.json is not gemma3_text: $(cat "$WORK/hf/config.json")"
 # transformers' next-token logits after each prompt (longer than the window) against `farthing
@@ -70,4 +75,7 @@ json.dump(c, open(sys.argv[1], "w"))
 PY
 expect_error "a Gemma 3 config.json with final_logit_softcapping" "final_logit_softcapping must be null" -- \
   "$FARTHING" generate --model "$WORK/src" --tokenizer "$WORK/hf" --prompt "Lily" --max-new-tokens 1
+# The export carries the model folder's tokenizer files as they are: its chat template renders in
+# transformers as in jinja2.
+check_export_chat_template "$WORK/hf" gemma3
 echo "ok: tiny Gemma 3 trained, exported and reloaded by transformers"

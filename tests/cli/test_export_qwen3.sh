@@ -6,6 +6,9 @@
 # `farthing generate` reads from the checkpoint too), and transformers loads the export in fp32:
 # its next-token logits after three prompts equal `farthing generate`'s within 1e-5. A config.json with
 # YaRN rope scaling (Qwen3's long-context setting) is one error line. Skips (77) without ../shared's stories260K tokenizer or without torch/transformers.
+# The source folder holds tokenizer files with the family's chat template (tests/support/
+# with_chat_template.sh), which the run reads and the export carries out: transformers renders
+# the export's template as jinja2 does.
 # usage: test_export_qwen3.sh FARTHING SHARED_DIR SOURCE_DIR
 source "$3/tests/train/loop/train_test_common.sh"
 python3 -c "import torch, transformers" 2>/dev/null || { echo "SKIP: torch/transformers absent"; exit 77; }
@@ -23,12 +26,14 @@ with torch.no_grad():
         p.copy_((1.0 if name.endswith("norm.weight") else 0.0) + 0.1 * torch.randn_like(p))
 model.save_pretrained(sys.argv[1])
 PY
+source "$3/tests/support/with_chat_template.sh"
+add_tokenizer_with_template "$WORK/src" "$SHARED/models/stories260K/tok512.bin" qwen3_thinking_style
 "$FARTHING" train "$RECIPE" "${SMALL[@]}" --set "model.path=$WORK/src" \
-  --set "model.tokenizer=$SHARED/models/stories260K/tok512.bin" \
+  --set "model.tokenizer=$WORK/src" \
   --set train.steps=2 --set schedule.warmup_steps=1 --set "checkpoint.run_dir=$WORK/run" >"$WORK/train" 2>&1 \
   || { cat "$WORK/train"; fail "2 steps of the tiny Qwen3"; }
 CKPT="$WORK/run/checkpoints/step_00000002.h5"
-"$FARTHING" export --from "$CKPT" --out "$WORK/hf" --tokenizer "$SHARED/models/stories260K/tok512.bin" \
+"$FARTHING" export --from "$CKPT" --out "$WORK/hf" \
   2>"$WORK/err" || { cat "$WORK/err"; fail "export of the tiny Qwen3"; }
 grep -q '"model_type": "qwen3"' "$WORK/hf/config.json" || fail "the export's config.json is not qwen3: $(cat "$WORK/hf/config.json")"
 # transformers' next-token logits after each prompt against `farthing generate --logits-out` on the
@@ -60,4 +65,7 @@ json.dump(c, open(sys.argv[1], "w"))
 PY
 expect_error "a Qwen3 config.json with YaRN rope scaling" "rope type 'yarn' is not supported" -- \
   "$FARTHING" generate --model "$WORK/src" --tokenizer "$WORK/hf" --prompt "Lily" --max-new-tokens 1
+# The export carries the model folder's tokenizer files as they are: its chat template renders in
+# transformers as in jinja2.
+check_export_chat_template "$WORK/hf" qwen3_thinking_style
 echo "ok: tiny Qwen3 trained, exported and reloaded by transformers"

@@ -275,15 +275,21 @@ TEST(DatasetChat, ThinkingTemplateTrainsTheAssistantTurnsOnly) {
   EXPECT_EQ(text_of(pieces, false), "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
                                     "<|im_start|>assistant\n|\n<|im_start|>user\nok?<|im_end|>\n<|im_start|>assistant\n"
                                     "<think>\n\n</think>\n\n|\n|");
-  // Reasoning inside a trained turn's content is shown transformed (moved into the think block),
-  // so the span cannot be cut there: refused, not masked wrongly.
-  const std::vector<ChatMessage> thinking = {{"user", "2+2?"}, {"assistant", "<think>add</think>4"}};
-  try {
-    (void)chat_training_pieces(qwen3, thinking, "<s>");
-    ADD_FAILURE() << "a reasoning trace in the content was not refused";
-  } catch (const farthing::Error& e) {
-    std::printf("  refused: %s\n", e.what());
-  }
+  // A reasoning trace at the start of an assistant turn's content: the template moves it into the
+  // think block of the turns after the last user message, and drops it from the earlier ones. The
+  // trained span is what the model generates after the generation prompt: the think block with the
+  // trace, the answer and <|im_end|> in the last turn; the answer alone in the earlier one.
+  const std::vector<ChatMessage> thinking = {{"user", "2+2?"},
+                                             {"assistant", "<think>add</think>4"},
+                                             {"user", "3+3?"},
+                                             {"assistant", "<think>\nadd again\n</think>\n6"}};
+  const std::vector<ChatPiece> reasoned = chat_training_pieces(qwen3, thinking, "<s>");
+  EXPECT_EQ(text_of(reasoned, true), "4<|im_end|>|<think>\nadd again\n</think>\n\n6<|im_end|>|");
+  EXPECT_EQ(text_of(reasoned, false), "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n|\n"
+                                      "<|im_start|>user\n3+3?<|im_end|>\n<|im_start|>assistant\n|\n|");
+  std::string whole;
+  for (const ChatPiece& p : reasoned) whole += p.text;
+  EXPECT_EQ(whole, qwen3.render(thinking, false, "<s>"));
 }
 
 // Gemma 3's template (as google/gemma-3-*-it ship it, checked against jinja2 by
