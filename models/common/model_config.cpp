@@ -91,6 +91,23 @@ RopeScaling rope_scaling_from(const nlohmann::json& rope, const char* key) {
   return s;
 }
 
+// c.sliding_layers from config.json's layer_types (sliding_attention or full_attention per layer);
+// false when the config has none, and the family's older key decides.
+bool read_layer_types(const nlohmann::json& j, ModelConfig& c) {
+  if (!set_and_not_null(j, "layer_types")) return false;
+  const auto& types = j["layer_types"];
+  FARTHING_CHECK(types.is_array() && int64_t(types.size()) == c.n_layers, "config.json layer_types must list ",
+                 c.n_layers, " layers (num_hidden_layers), got ", types.dump());
+  c.sliding_layers.assign(size_t(c.n_layers), false);
+  for (size_t l = 0; l < types.size(); ++l) {
+    const std::string t = types[l];
+    FARTHING_CHECK(t == "sliding_attention" || t == "full_attention", "config.json layer_types[", l, "] '", t,
+                   "' is not sliding_attention or full_attention");
+    c.sliding_layers[l] = t == "sliding_attention";
+  }
+  return true;
+}
+
 // Qwen3's sliding window (use_sliding_window: true): the layers from max_window_layers on attend
 // through sliding_window (or those layer_types names sliding_attention), with the same RoPE as the
 // others.
@@ -103,17 +120,7 @@ void qwen_sliding_layers_from_hf_json(const nlohmann::json& j, const std::string
                  j.contains("sliding_window") ? j["sliding_window"].dump() : std::string("none"));
   c.sliding_window = j["sliding_window"];
   c.sliding_layers.assign(size_t(c.n_layers), false);
-  if (set_and_not_null(j, "layer_types")) {
-    const auto& types = j["layer_types"];
-    FARTHING_CHECK(types.is_array() && int64_t(types.size()) == c.n_layers, "config.json layer_types must list ",
-                   c.n_layers, " layers (num_hidden_layers), got ", types.dump());
-    for (size_t l = 0; l < types.size(); ++l) {
-      const std::string t = types[l];
-      FARTHING_CHECK(t == "sliding_attention" || t == "full_attention", "config.json layer_types[", l, "] '", t,
-                     "' is not sliding_attention or full_attention");
-      c.sliding_layers[l] = t == "sliding_attention";
-    }
-  } else {
+  if (!read_layer_types(j, c)) {
     const int64_t first = j.value("max_window_layers", int64_t(28));
     for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers[size_t(l)] = l >= first;
   }
@@ -154,17 +161,7 @@ void gemma3_from_hf_json(const nlohmann::json& j, ModelConfig& c) {
   c.sliding_window = set_and_not_null(j, "sliding_window") ? int64_t(j["sliding_window"]) : 0;
   // layer_types, or the older sliding_window_pattern: every pattern-th layer is global.
   c.sliding_layers.assign(size_t(c.n_layers), false);
-  if (set_and_not_null(j, "layer_types")) {
-    const auto& types = j["layer_types"];
-    FARTHING_CHECK(types.is_array() && int64_t(types.size()) == c.n_layers, "config.json layer_types must list ",
-                   c.n_layers, " layers (num_hidden_layers), got ", types.dump());
-    for (size_t l = 0; l < types.size(); ++l) {
-      const std::string t = types[l];
-      FARTHING_CHECK(t == "sliding_attention" || t == "full_attention", "config.json layer_types[", l, "] '", t,
-                     "' is not sliding_attention or full_attention");
-      c.sliding_layers[l] = t == "sliding_attention";
-    }
-  } else {
+  if (!read_layer_types(j, c)) {
     const int64_t pattern = j.value("sliding_window_pattern", int64_t(6));
     FARTHING_CHECK(pattern > 0, "config.json sliding_window_pattern(", pattern, ") must be positive");
     for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers[size_t(l)] = (l + 1) % pattern != 0;
