@@ -69,8 +69,8 @@ struct ModelOptions {
   // - the GEMMs' inputs (each norm's output, attention's output, the MLP's activation): the bits
   //   the GEMMs read narrowed, at half the bytes and with no narrowing pass. Attention's backward
   //   reads its output rounded, as cuDNN's does (NnOps::attention_backward);
-  // - two GEMM outputs, written as bf16 by their GEMMs (NnOps::matmul_bf16_out, a bias added
-  //   before the rounding): qkv, which RoPE rotates in place (rounding again) and attention and
+  // - two GEMM outputs, written as bf16 by their GEMMs (NnOps::matmul_bf16_out, a bias rounded to
+  //   bf16 added before the rounding): qkv, which RoPE rotates in place (rounding again) and attention and
   //   its backward read; and the MLP's in-projection (gate|up, or GELU's input), which SwiGLU or
   //   GELU and their backwards read;
   // - the MLP's two gradients in backward: d(act), written by its GEMM as bf16, and
@@ -391,8 +391,11 @@ class Transformer : private BlockHooks {
   std::vector<float*> unit_grads_;
   std::vector<dist::UnitStorage::GradAdds> unit_grad_adds_;
   std::vector<Buffer> unit_grad_vectors_;  // kOnce units: their 1-D tensors' gradients of this backward
-  // dW (+)= the product: added whole (matmul_add_product) where w's unit is kOnce.
-  void weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b);
+  // dW (+)= the product: added whole (matmul_add_product) where w's unit is kOnce. With a bias
+  // (offset >= 0), its gradient comes with the GEMM (NnOps::matmul_bias_grad): the column sums of
+  // dy, the operand on `bias_side`.
+  void weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                        int64_t bias = -1, BiasGradOf bias_side = BiasGradOf::kA, ActRef dy = ActRef());
 };
 
 
