@@ -66,9 +66,13 @@ struct RooflineCall {
   bool bf16_out = false;
   // A bf16-output GEMM whose product is added to the residual stream it reads (matmul_bf16_out's add).
   bool adds_residual = false;
+  // A GEMM with its bias in cuBLASLt's epilogue: a forward adds the layer's bias (matmul_bias, or
+  // matmul_bf16_out's bias), a weight gradient writes its bias gradient (matmul_bias_grad, dy as
+  // op(A)).
+  bool bias = false;
   bool same_shape(const RooflineCall& o) const {
     return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b &&
-           bf16_out == o.bf16_out && adds_residual == o.adds_residual;
+           bf16_out == o.bf16_out && adds_residual == o.adds_residual && bias == o.bias;
   }
 };
 
