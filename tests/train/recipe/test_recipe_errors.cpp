@@ -124,7 +124,7 @@ TEST(RecipeErrors, EveryEnumListsItsValues) {
   }
   const VariedRecipe typo = recipe_with("optimizer", "state", "8bti");
   expect_contains(parse_error(typo.yaml), {"did you mean '8bit'?"});
-  const VariedRecipe timing = recipe_with("train", "gemm_algorithm", "timing");
+  const VariedRecipe timing = recipe_with("train", "gemm_algorithm", "timd");
   expect_contains(parse_error(timing.yaml), {"did you mean 'timed'?"});
 }
 
