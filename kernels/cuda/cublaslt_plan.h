@@ -10,8 +10,11 @@
 #include <cublasLt.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#include "kernels/numerics/gemm_plan_book.h"
 
 namespace farthing::kernels {
 
@@ -33,7 +36,9 @@ struct LtPlan {
   std::string key;               // the plan book's key (kernels/numerics/gemm_plan_book.h)
   double flops = 0.0;            // 2 m n k
   uint64_t workspace_bytes = 0;  // the most scratch its algorithm may take
-  std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's results, its first choice first
+  // The heuristic's results, its first choice first, as their bytes (cublasLtMatmulAlgo_t is an
+  // unnamed struct, which nvcc's front end fails on as a template argument).
+  std::vector<GemmAlgorithmBits> candidates;
   std::vector<double> candidate_seconds;        // per candidate once timed (negative: it failed)
   double seconds = -1.0;         // algo's time per call, once timed
   bool to_time = false;          // time at the first call: the candidates (kTimed, before a book) or algo (log)
@@ -53,13 +58,29 @@ struct LtPlan {
   }
 };
 
-// Asks the heuristic for up to max_results of plan's algorithms that need at most workspace_bytes
+inline GemmAlgorithmBits lt_algorithm_bits(const cublasLtMatmulAlgo_t& algo) {
+  static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(GemmAlgorithmBits), "cublasLtMatmulAlgo_t's bytes as they are");
+  GemmAlgorithmBits bits{};
+  std::memcpy(bits.data(), &algo, sizeof algo);
+  return bits;
+}
+
+inline cublasLtMatmulAlgo_t lt_algorithm(const GemmAlgorithmBits& bits) {
+  cublasLtMatmulAlgo_t algo{};
+  std::memcpy(&algo, bits.data(), sizeof algo);
+  return algo;
+}
+
+// The most results lt_find_algorithms asks for.
+inline constexpr int kLtMaxHeuristicResults = 8;
+
+// Asks the heuristic for up to max_results (at most kLtMaxHeuristicResults) of plan's algorithms that need at most workspace_bytes
 // of scratch and no split-K reduction scheme (so a plan repeats bit for bit), with every matrix at
 // least `alignment` bytes aligned (0: not stated); they go to `found`, the heuristic's first choice
 // first. Returns the first failing status, or CUBLAS_STATUS_NOT_SUPPORTED when the heuristic found
 // no algorithm.
 inline cublasStatus_t lt_find_algorithms(cublasLtHandle_t handle, const LtPlan& plan, uint64_t workspace_bytes,
-                                         int alignment, int max_results, std::vector<cublasLtMatmulAlgo_t>& found) {
+                                         int alignment, int max_results, std::vector<GemmAlgorithmBits>& found) {
   found.clear();
   cublasLtMatmulPreference_t preference = nullptr;
   cublasStatus_t st = cublasLtMatmulPreferenceCreate(&preference);
@@ -77,16 +98,17 @@ inline cublasStatus_t lt_find_algorithms(cublasLtHandle_t handle, const LtPlan& 
       st = cublasLtMatmulPreferenceSetAttribute(preference, attr, &align, sizeof align);
     }
   }
-  std::vector<cublasLtMatmulHeuristicResult_t> results(size_t(max_results > 0 ? max_results : 1));
+  cublasLtMatmulHeuristicResult_t results[kLtMaxHeuristicResults] = {};
+  const int wanted = max_results < 1 ? 1 : max_results > kLtMaxHeuristicResults ? kLtMaxHeuristicResults : max_results;
   int count = 0;
   if (st == CUBLAS_STATUS_SUCCESS) {
     st = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.layout_b, plan.layout_a, plan.layout_c, plan.layout_c,
-                                        preference, int(results.size()), results.data(), &count);
+                                        preference, wanted, results, &count);
   }
   cublasLtMatmulPreferenceDestroy(preference);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
   for (int i = 0; i < count; ++i) {
-    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS) found.push_back(results[size_t(i)].algo);
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) found.push_back(lt_algorithm_bits(results[i].algo));
   }
   return found.empty() ? CUBLAS_STATUS_NOT_SUPPORTED : CUBLAS_STATUS_SUCCESS;
 }

@@ -9,26 +9,7 @@
 
 namespace farthing::kernels {
 
-static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(GemmAlgorithmBits),
-              "a plan book holds cublasLtMatmulAlgo_t's bytes as they are");
-
 namespace {
-
-GemmAlgorithmBits bits_of(const cublasLtMatmulAlgo_t& algo) {
-  GemmAlgorithmBits bits{};
-  std::memcpy(bits.data(), &algo, sizeof algo);
-  return bits;
-}
-
-cublasLtMatmulAlgo_t algo_of(const GemmAlgorithmBits& bits) {
-  cublasLtMatmulAlgo_t algo{};
-  std::memcpy(&algo, bits.data(), sizeof algo);
-  return algo;
-}
-
-bool same_algo(const cublasLtMatmulAlgo_t& a, const cublasLtMatmulAlgo_t& b) {
-  return std::memcmp(&a, &b, sizeof a) == 0;
-}
 
 template <class T>
 T config_value(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attribute) {
@@ -76,10 +57,15 @@ size_t layout_bytes(cublasLtMatrixLayout_t layout) {
 
 // Where algo sits among the plan's candidates, or -1.
 int candidate_index(const LtPlan& plan, const cublasLtMatmulAlgo_t& algo) {
+  const GemmAlgorithmBits bits = lt_algorithm_bits(algo);
   for (size_t i = 0; i < plan.candidates.size(); ++i) {
-    if (same_algo(plan.candidates[i], algo)) return int(i);
+    if (plan.candidates[i] == bits) return int(i);
   }
   return -1;
+}
+
+bool same_algo(const cublasLtMatmulAlgo_t& a, const cublasLtMatmulAlgo_t& b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
 }  // namespace
@@ -113,7 +99,7 @@ cublasStatus_t LtPlanner::plan(cublasLtHandle_t handle, LtPlan& plan, std::strin
   plan.key = std::move(key);
   plan.flops = flops;
   plan.workspace_bytes = workspace_bytes;
-  plan.algo = plan.candidates.front();
+  plan.algo = lt_algorithm(plan.candidates.front());
   plan.how = "the heuristic's first result";
   plans_.push_back(&plan);
   if (adopted_) take_book_choice(plan);
@@ -122,13 +108,13 @@ cublasStatus_t LtPlanner::plan(cublasLtHandle_t handle, LtPlan& plan, std::strin
 }
 
 void LtPlanner::take_book_choice(LtPlan& plan) {
-  plan.algo = plan.candidates.front();
+  plan.algo = lt_algorithm(plan.candidates.front());
   const auto it = book_.choices.find(plan.key);
   if (it == book_.choices.end()) {
     plan.how = "the heuristic's first result (the book has no choice for this plan)";
     return;
   }
-  const cublasLtMatmulAlgo_t algo = algo_of(it->second);
+  const cublasLtMatmulAlgo_t algo = lt_algorithm(it->second);
   cublasLtMatmulHeuristicResult_t result{};
   const cublasStatus_t status = cublasLtMatmulAlgoCheck(plan.handle, plan.desc, plan.layout_b, plan.layout_a,
                                                         plan.layout_c, plan.layout_c, &algo, &result);
@@ -156,7 +142,7 @@ void LtPlanner::time_first_call(LtPlan& plan, const float* alpha, const void* lt
                                 cudaStream_t stream) {
   plan.to_time = false;
   const bool candidates = choice_ == GemmAlgorithmChoice::kTimed && !adopted_;
-  const std::vector<cublasLtMatmulAlgo_t> algos = candidates ? plan.candidates : std::vector{plan.algo};
+  const std::vector<GemmAlgorithmBits> algos = candidates ? plan.candidates : std::vector{lt_algorithm_bits(plan.algo)};
   // The real call comes after and overwrites D, unless D is also the C it reads.
   void* target = d;
   void* scratch = nullptr;
@@ -173,7 +159,8 @@ void LtPlanner::time_first_call(LtPlan& plan, const float* alpha, const void* lt
   FARTHING_CUDA_CHECK(cudaEventCreate(&start));
   FARTHING_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<double> seconds(algos.size(), -1.0);
-  const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+  const auto run = [&](const GemmAlgorithmBits& bits) {
+    const cublasLtMatmulAlgo_t algo = lt_algorithm(bits);
     return cublasLtMatmul(plan.handle, plan.desc, alpha, lt_a, plan.layout_b, lt_b, plan.layout_a, beta, c,
                           plan.layout_c, target, plan.layout_c, &algo, workspace, workspace_bytes, stream);
   };
@@ -223,7 +210,7 @@ GemmPlanBook LtPlanner::book() const {
       const double s = plan->candidate_seconds[i];
       if (s > 0.0 && (best < 0 || s < plan->candidate_seconds[size_t(best)])) best = int(i);
     }
-    if (best >= 0) book.choices[plan->key] = bits_of(plan->candidates[size_t(best)]);
+    if (best >= 0) book.choices[plan->key] = plan->candidates[size_t(best)];
   }
   return book;
 }
