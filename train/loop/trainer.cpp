@@ -347,8 +347,8 @@ void Trainer::adopt_checkpoint_gemm_plans(const std::optional<kernels::GemmPlanB
   if (config_.train.gemm_algorithm == recipe::GemmAlgorithmChoice::kHeuristic) {
     if (saved && say) {
       std::fprintf(stderr, "farthing: note: checkpoint %s holds timed GEMM choices, but train.gemm_algorithm is "
-                           "heuristic: the heuristic's first algorithms run, so this run does not repeat the bits of "
-                           "the one that wrote it\n", path.c_str());
+                           "heuristic: the heuristic's first algorithms run, so on a GPU this run need not repeat the bits "
+                           "of the one that wrote it\n", path.c_str());
     }
     return;
   }
