@@ -29,6 +29,7 @@
 #include "kernels/cuda/gemm_fp4_cublaslt.h"
 #include "kernels/cuda/gemm_fp8_cublaslt.h"
 #include "kernels/numerics/fp4_workspace.h"
+#include "kernels/cuda/cublaslt_planner.h"
 #include "kernels/cuda/matmul_cublaslt.h"
 #include "kernels/cuda/head_norm_cuda.h"
 #include "kernels/cuda/norm_cuda.h"
@@ -281,6 +282,18 @@ void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const floa
 void CudaNnOps::set_deterministic_attention(bool deterministic) {
   attention_engine_->set_deterministic_backward(deterministic);
 }
+
+void CudaNnOps::set_gemm_planning(kernels::GemmAlgorithmChoice choice, bool log) {
+  matmul_->planner().set_planning(choice, log);
+}
+
+kernels::GemmPlanBook CudaNnOps::gemm_plan_book() const { return matmul_->planner().book(); }
+
+std::string CudaNnOps::adopt_gemm_plan_book(const kernels::GemmPlanBook& book) {
+  return matmul_->planner().adopt(book);
+}
+
+std::vector<kernels::GemmPlanRecord> CudaNnOps::gemm_plan_records() const { return matmul_->planner().records(); }
 
 void CudaNnOps::rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                                 float eps) {

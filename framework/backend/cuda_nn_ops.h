@@ -49,6 +49,10 @@ class CudaNnOps final : public NnOps {
   int64_t fp8_fallback_shapes() const override;
   int64_t workspace_bytes() const override { return int64_t(workspace_bytes_); }
   void set_deterministic_attention(bool deterministic) override;
+  void set_gemm_planning(kernels::GemmAlgorithmChoice choice, bool log) override;
+  kernels::GemmPlanBook gemm_plan_book() const override;
+  std::string adopt_gemm_plan_book(const kernels::GemmPlanBook& book) override;
+  std::vector<kernels::GemmPlanRecord> gemm_plan_records() const override;
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
   void fp4_quantize(const Fp4QuantizeArgs& args) override;

@@ -68,6 +68,14 @@ class ProfilingNnOps final : public NnOps {
   int64_t fp8_fallback_shapes() const override { return inner_.fp8_fallback_shapes(); }
   int64_t workspace_bytes() const override { return inner_.workspace_bytes(); }
   void set_deterministic_attention(bool deterministic) override { inner_.set_deterministic_attention(deterministic); }
+  void set_gemm_planning(kernels::GemmAlgorithmChoice choice, bool log) override {
+    inner_.set_gemm_planning(choice, log);
+  }
+  kernels::GemmPlanBook gemm_plan_book() const override { return inner_.gemm_plan_book(); }
+  std::string adopt_gemm_plan_book(const kernels::GemmPlanBook& book) override {
+    return inner_.adopt_gemm_plan_book(book);
+  }
+  std::vector<kernels::GemmPlanRecord> gemm_plan_records() const override { return inner_.gemm_plan_records(); }
   void fp4_quantize(const Fp4QuantizeArgs& args) override {
     TimedCall t(p_, op_kind::kFp4Quantize);
     inner_.fp4_quantize(args);

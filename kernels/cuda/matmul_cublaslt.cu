@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "kernels/cuda/cublaslt_check.h"
 #include "kernels/cuda/cublaslt_plan.h"
+#include "kernels/cuda/cublaslt_planner.h"
 #include "kernels/cuda/cuda_check.h"
 
 
@@ -48,6 +50,7 @@ struct MatmulLt::State {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  LtPlanner planner;  // before plans: it outlives them
   std::map<Key, std::unique_ptr<Plan>> plans;
   ~State() {
     plans.clear();
@@ -63,6 +66,8 @@ MatmulLt::MatmulLt(size_t workspace_bytes) : state_(std::make_unique<State>()) {
 MatmulLt::~MatmulLt() = default;
 
 size_t MatmulLt::cached_plans() const { return state_->plans.size(); }
+
+LtPlanner& MatmulLt::planner() { return state_->planner; }
 
 void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
                    cudaStream_t stream) {
@@ -114,7 +119,13 @@ void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, con
                                                  uint64_t(ta ? s.k : s.m), s.lda));
     FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_c, c_bf16 ? CUDA_R_16BF : CUDA_R_32F, uint64_t(s.n),
                                                        uint64_t(s.m), s.ldc));
-    const cublasStatus_t status = lt_find_algorithm(st.handle, *plan, uint64_t(st.workspace_bytes), alignment);
+    const std::string plan_key =
+        error_detail::concat("dense ", dtype == GemmDtype::kBF16 ? "bf16" : dtype == GemmDtype::kF16 ? "f16" : "f32",
+                             " m ", s.m, " n ", s.n, " k ", s.k, " lda ", s.lda, " ldb ", s.ldb, " ldc ", s.ldc,
+                             " trans ", ta ? 'T' : 'N', tb ? 'T' : 'N', " out ", c_bf16 ? "bf16" : "f32",
+                             " align ", alignment);
+    const cublasStatus_t status = st.planner.plan(st.handle, *plan, plan_key, 2.0 * double(s.m) * double(s.n) * double(s.k),
+                                                  uint64_t(st.workspace_bytes), alignment);
     if (status != CUBLAS_STATUS_NOT_SUPPORTED) FARTHING_CUBLASLT_CHECK(status);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
       throw Error(error_detail::concat("matmul: cuBLASLt has no algorithm for dtype ", int(dtype),
@@ -125,8 +136,7 @@ void MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, con
   }
   Plan& p = *it->second;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  FARTHING_CUBLASLT_CHECK(cublasLtMatmul(st.handle, p.desc, &alpha, b, p.layout_b, a, p.layout_a, &beta, c_in, p.layout_c, c,
-                                   p.layout_c, &p.algo, st.workspace, st.workspace_bytes, stream));
+  FARTHING_CUBLASLT_CHECK(st.planner.matmul(p, &alpha, b, a, &beta, c_in, c, st.workspace, st.workspace_bytes, stream));
 }
 
 }  // namespace farthing::kernels
