@@ -6,7 +6,8 @@
 #   LINKS ("1000:1 200:5": Mbit/s:one-way ms), WORLDS ("2:1:1 4:2:2": np:ranks on a:ranks on b),
 #   SIZES ("4096 16777216": the smallest and largest gathered bytes, by factors of 4), REPS (5),
 #   GAPS ("0 500": ms the link stays idle before each sample), CHAIN (1: collectives back to back
-#   per sample) override the matrix.
+#   per sample), START (plain; trainer: MPI started as farthing's communicator starts it) override
+#   the matrix.
 set -euo pipefail
 OUT="$1"
 LINKS="${LINKS:-1000:1 200:5}"
@@ -15,6 +16,7 @@ SIZES="${SIZES:-4096 16777216}"
 REPS="${REPS:-5}"
 GAPS="${GAPS:-0 500}"
 CHAIN="${CHAIN:-1}"
+START="${START:-plain}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export MH_WIRE_LIFETIME_S="${MH_WIRE_LIFETIME_S:-7200}"
 # The wire at a real-time priority: ranks that spin while they wait would otherwise starve it
@@ -44,9 +46,9 @@ for link in $LINKS; do
     IFS=: read -r np on_a on_b <<<"$world"
     mh_hostfile "$OUT/hosts-$world" "$on_a" "$on_b"
     for gap in $GAPS; do
-      name="probe-$rate-$delay-np$np-g$gap-c$CHAIN"
+      name="probe-$rate-$delay-np$np-g$gap-c$CHAIN-$START"
       echo "$name: load before $(cut -d' ' -f1-3 /proc/loadavg)"
-      mh_mpirun_command "$OUT/hosts-$world" "$np" "$OUT/collective_probe" "$lo" "$hi" "$REPS" "$gap" "$CHAIN"
+      mh_mpirun_command "$OUT/hosts-$world" "$np" "$OUT/collective_probe" "$lo" "$hi" "$REPS" "$gap" "$CHAIN" "$START"
       timeout 1800 "${MH_COMMAND[@]}" >"$OUT/$name.jsonl" 2>"$OUT/$name.err" || { echo "FAIL: $name (see $OUT/$name.err)" >&2; exit 1; }
       echo "$name: load after $(cut -d' ' -f1-3 /proc/loadavg)"
     done
