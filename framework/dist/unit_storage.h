@@ -26,11 +26,12 @@ class UnitStorage {
   // gather may start now and overlap the compute in between.
   virtual void prefetch_params(int unit) { (void)unit; }
   // Where the unit's gradients of this backward go, as `adds` says the model forms them:
-  //   kSeveral: elements take several additions (a tied embedding: the head's GEMMs and its
-  //     rows); the storage hands out a zero-filled fp32 accumulator, added to (kAdd);
+  //   kSeveral: elements take several additions (a head's GEMM per loss chunk); the storage
+  //     hands out a zero-filled fp32 accumulator, added to (kAdd);
   //   kOnce: each element's gradient of this backward is formed whole and then put in place in
   //     one operation (a GEMM's whole product, a 1-D tensor's row sum from a scratch, an
-  //     embedding's rows summed per distinct token first). The storage may then hand out its
+  //     embedding's rows summed per distinct token first, or a tied one's formed on the head's
+  //     product while its running sums are set aside). The storage may then hand out its
   //     running fp32 sum over this step's backwards itself (in place: written by the step's
   //     first backward, added to by the later ones), or an accumulator it has not zeroed, to be
   //     written: with no accumulator, or no zeroing, the bits are still those of a zeroed
@@ -40,8 +41,9 @@ class UnitStorage {
   //   kAdd: onto each element (zeros, or this step's running sum);
   //   kOverwrite (kOnce only): the values in the unit's span [begin, end) are undefined, and
   //     the model writes each element once: every tensor's gradient whole (a GEMM with beta 0,
-  //     the 1-D sums copied, an embedding's table zeroed and its rows added) and the alignment
-  //     gaps between its tensors zeroed. What lies past `end` is the storage's (zeroed).
+  //     the 1-D sums copied, an untied embedding's table or learned positions zeroed and their
+  //     rows added) and the alignment gaps between its tensors zeroed. What lies past `end` is
+  //     the storage's (zeroed).
   enum class GradWrite { kAdd, kOverwrite };
   struct UnitGrads {
     float* data = nullptr;  // p[g - unit.begin] is global element g
