@@ -336,11 +336,17 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
               : e.grad_sums                ? "added to the kept fp32 sums (grad_accum or several ranks)"
                                            : "kept in fp32 (one backward's gradient, train.grad_dtype)");
-  if (e.world_size == 1 && !e.optimizer_in_backward && e.grad_bytes_per_elem == 4) {
-    std::printf("            in place: blocks, an untied head whose loss runs in one chunk and an untied\n"
-                "            embedding without learned positions add their gradients straight to the kept\n"
-                "            fp32 sums, with no accumulator; only their 1-D tensors' sums and the embedding's\n"
-                "            rows per distinct token are held (docs/parameter_store.md)\n");
+  if (e.grad_in_place_elems > 0) {
+    std::printf("            in place: blocks, a head whose loss runs in one chunk and its embedding write\n"
+                "            their gradients into the kept fp32 sums (the step's first micro-batch) or add\n"
+                "            them whole, with no accumulator; only their 1-D tensors' sums and the\n"
+                "            embedding's rows (per distinct token, or set aside when tied) are held\n"
+                "            (docs/parameter_store.md)\n");
+    if (e.world_size > 1) std::printf("            over ranks the all-reduce then sums the kept copies in place\n");
+  } else {
+    std::printf("            written: a unit whose gradients are formed whole once (blocks, a head whose loss\n"
+                "            runs in one chunk and its embedding) writes its accumulator, which is not zeroed\n"
+                "            (docs/parameter_store.md)\n");
   }
   std::printf("\nnominal: the per-parameter cost of these settings (docs/design.md, \"Memory per parameter\"); the\n"
               "units in use and the workspace come on top (flat space %lld elements for %lld parameters).\n",
