@@ -30,6 +30,7 @@
 #include "kernels/cuda/gemm_fp4_cublaslt.h"
 #include "kernels/cuda/gemm_fp8_cublaslt.h"
 #include "kernels/numerics/fp4_workspace.h"
+#include "kernels/cuda/cublaslt_planner.h"
 #include "kernels/cuda/matmul_cublaslt.h"
 #include "kernels/cuda/head_norm_cuda.h"
 #include "kernels/cuda/norm_cuda.h"
@@ -151,7 +152,7 @@ void CudaNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const v
 // bias gradient runs as bias_backward of dy as stored; that, and a plan without the epilogue, are
 // said once on stderr.
 void CudaNnOps::matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
-                                 bool add_product, BiasGradOf side, ActRef dy, float* dbias) {
+                                 GradInto into, BiasGradOf side, ActRef dy, float* dbias) {
   const int64_t width = side == BiasGradOf::kA ? shape.m : shape.n;
   const void* operand = side == BiasGradOf::kA ? a : b;
   const bool operand_is_dy =
@@ -163,8 +164,8 @@ void CudaNnOps::matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const 
     FARTHING_CHECK(dense_dy, "matmul_bias_grad: dy must be the GEMM's ", side == BiasGradOf::kA ? "A" : "B",
                    " operand as stored (", shape.k, " dense rows of ", width, ")");
     float* sums = workspace_floats(int64_t(bias_grad_scratch_bytes(width) / 4));
-    // matmul_add_product is the GEMM with beta 1 here (after the whole K-sum): one call serves both.
-    if (matmul_->run_bias_grad(dtype, shape, a, b, c, true, side, sums, STREAM)) {
+    // matmul_add_product is the GEMM with beta 1 here (after the whole K-sum), as accumulating is.
+    if (matmul_->run_bias_grad(dtype, shape, a, b, c, into != GradInto::kOverwrite, side, sums, STREAM)) {
       k::accumulate_cuda(dbias, sums, width, STREAM);
       return;
     }
@@ -177,7 +178,7 @@ void CudaNnOps::matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const 
     }();
     static_cast<void>(said);
   }
-  NnOps::matmul_bias_grad(dtype, shape, a, b, c, add_product, side, dy, dbias);
+  NnOps::matmul_bias_grad(dtype, shape, a, b, c, into, side, dy, dbias);
 }
 
 void CudaNnOps::fp8_quantize(const Fp8QuantizeArgs& args) {
@@ -336,6 +337,18 @@ void CudaNnOps::attention_decode(const AttentionShape& s, float* out, const floa
 void CudaNnOps::set_deterministic_attention(bool deterministic) {
   attention_engine_->set_deterministic_backward(deterministic);
 }
+
+void CudaNnOps::set_gemm_planning(kernels::GemmAlgorithmChoice choice, bool log) {
+  matmul_->planner().set_planning(choice, log);
+}
+
+kernels::GemmPlanBook CudaNnOps::gemm_plan_book() const { return matmul_->planner().book(); }
+
+std::string CudaNnOps::adopt_gemm_plan_book(const kernels::GemmPlanBook& book) {
+  return matmul_->planner().adopt(book);
+}
+
+std::vector<kernels::GemmPlanRecord> CudaNnOps::gemm_plan_records() const { return matmul_->planner().records(); }
 
 void CudaNnOps::rmsnorm_forward(ActRef out, float* rstd, ActRef x, const float* w, int64_t n, int64_t c,
                                 float eps) {

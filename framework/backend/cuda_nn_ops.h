@@ -47,12 +47,16 @@ class CudaNnOps final : public NnOps {
   void matmul_bias(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias, float* c,
                    bool accumulate) override;
   void matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
-                        bool add_product, BiasGradOf side, ActRef dy, float* dbias) override;
+                        GradInto into, BiasGradOf side, ActRef dy, float* dbias) override;
   void fp8_quantize(const Fp8QuantizeArgs& args) override;
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
   int64_t fp8_fallback_shapes() const override;
   int64_t workspace_bytes() const override { return int64_t(workspace_bytes_); }
   void set_deterministic_attention(bool deterministic) override;
+  void set_gemm_planning(kernels::GemmAlgorithmChoice choice, bool log) override;
+  kernels::GemmPlanBook gemm_plan_book() const override;
+  std::string adopt_gemm_plan_book(const kernels::GemmPlanBook& book) override;
+  std::vector<kernels::GemmPlanRecord> gemm_plan_records() const override;
   void matmul_fp8(const GemmShape& shape, const Fp8Operand& a, const Fp8Operand& b, float* c, bool accumulate,
                   void* workspace) override;
   void fp4_quantize(const Fp4QuantizeArgs& args) override;

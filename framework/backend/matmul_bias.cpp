@@ -14,11 +14,11 @@ void NnOps::matmul_bias(GemmDtype dtype, const GemmShape& shape, const void* a, 
 }
 
 void NnOps::matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
-                             bool add_product, BiasGradOf side, ActRef dy, float* dbias) {
-  if (add_product) {
+                             GradInto into, BiasGradOf side, ActRef dy, float* dbias) {
+  if (into == GradInto::kAddProduct) {
     matmul_add_product(dtype, shape, a, b, c);
   } else {
-    matmul(dtype, shape, a, b, c, true);
+    matmul(dtype, shape, a, b, c, into == GradInto::kAccumulate);
   }
   const int64_t width = side == BiasGradOf::kA ? shape.m : shape.n;
   bias_backward(dbias, dy, shape.k, width, width);

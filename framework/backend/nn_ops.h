@@ -15,11 +15,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "framework/backend/act_ref.h"
 #include "framework/core/tensor.h"
 #include "kernels/numerics/fp4_operand.h"
 #include "kernels/numerics/fp8_operand.h"
+#include "kernels/numerics/gemm_plan_book.h"
 #include "kernels/numerics/op_shapes.h"
 
 namespace farthing {
@@ -35,6 +38,11 @@ using kernels::GemmShape;
 using kernels::HeadNormShape;
 using kernels::RowPositions;
 using kernels::Trans;
+
+// How a weight gradient's GEMM puts its product into C (matmul_bias_grad): added by the GEMM
+// (matmul with accumulate), C written (matmul without), or the whole product added once
+// (matmul_add_product).
+enum class GradInto : uint8_t { kAccumulate, kOverwrite, kAddProduct };
 
 class NnOps {
  public:
@@ -67,15 +75,15 @@ class NnOps {
   // the bias in cuBLASLt's epilogue (within the GEMM tolerance of that).
   virtual void matmul_bias(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
                            float* c, bool accumulate);
-  // A weight gradient's GEMM with its bias gradient: C += op(A) · op(B) as matmul_add_product
-  // (add_product) or as matmul with accumulate, and dbias += the column sums of dy as
+  // A weight gradient's GEMM with its bias gradient: C (+)= op(A) · op(B) as `into` says, and
+  // dbias += the column sums of dy as
   // bias_backward sums them (shape.k rows of the bias's width: shape.m for BiasGradOf::kA,
   // shape.n for kB; dense, fp32 or bf16). dy is the layer's output gradient as stored; the GEMM's
   // operand on that side is dy itself or dy narrowed to the GEMM's type. This default is the GEMM
   // then bias_backward (the CPU's); CUDA sums the operand in cuBLASLt's bias-gradient epilogue
   // where it is dy itself (within the GEMM tolerance of bias_backward: another order).
   virtual void matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
-                                bool add_product, BiasGradOf side, ActRef dy, float* dbias);
+                                GradInto into, BiasGradOf side, ActRef dy, float* dbias);
 
   // FP8 GEMMs (kernels/numerics/fp8_scaling.h; the policy: backend/fp8_policy.h). Quantize a
   // row-major matrix into codes and one s_inv per tile (fp8_operand.h says what is written).
@@ -100,6 +108,26 @@ class NnOps {
   // CUDA set has a choice (cuDNN's nondeterministic backward, faster); everywhere else every op
   // repeats bit for bit and this changes nothing.
   virtual void set_deterministic_attention(bool deterministic) { static_cast<void>(deterministic); }
+  // GEMM algorithms (train.gemm_algorithm; docs/cuda_ops.md "GEMM plans"). Only the CUDA set
+  // chooses among algorithms (cuBLASLt's); the CPU's GEMM tiles depend on the shape alone, so
+  // everywhere else these keep nothing: an empty book, no records. log: time each new plan once
+  // and keep a record of it (gemm_plan_records).
+  virtual void set_gemm_planning(kernels::GemmAlgorithmChoice choice, bool log) {
+    static_cast<void>(choice);
+    static_cast<void>(log);
+  }
+  // The algorithms in use (once a book was adopted) or, before that under kTimed, the fastest
+  // timed for each plan so far; with the device and library they are valid for.
+  virtual kernels::GemmPlanBook gemm_plan_book() const { return {}; }
+  // From now on every plan whose key the book holds runs its algorithm, and every other plan the
+  // heuristic's first; nothing more is timed. Returns "" when adopted, else (nothing changed) why
+  // the book does not apply here (another device model or cuBLASLt version), in one sentence.
+  virtual std::string adopt_gemm_plan_book(const kernels::GemmPlanBook& book) {
+    static_cast<void>(book);
+    return "";
+  }
+  // Each plan's record, in the order they were completed (kernels/numerics/gemm_plan_book.h).
+  virtual std::vector<kernels::GemmPlanRecord> gemm_plan_records() const { return {}; }
 
   // FP4 GEMMs (kernels/numerics/fp4_block.h; the policy: backend/fp4_policy.h). Quantize an
   // operand (fp4_operand.h says what is written), and C(m, n) (+)= A(m, k) · B(n, k)^T of two

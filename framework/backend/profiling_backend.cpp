@@ -59,9 +59,9 @@ class ProfilingNnOps final : public NnOps {
     inner_.matmul_bias(dtype, shape, a, b, bias, c, accumulate);
   }
   void matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
-                        bool add_product, BiasGradOf side, ActRef dy, float* dbias) override {
+                        GradInto into, BiasGradOf side, ActRef dy, float* dbias) override {
     TimedCall t(p_, op_kind::kGemm, gemm_flops(shape.m, shape.n, shape.k));
-    inner_.matmul_bias_grad(dtype, shape, a, b, c, add_product, side, dy, dbias);
+    inner_.matmul_bias_grad(dtype, shape, a, b, c, into, side, dy, dbias);
   }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     TimedCall t(p_, op_kind::kFp8Quantize);
@@ -78,6 +78,14 @@ class ProfilingNnOps final : public NnOps {
   int64_t fp8_fallback_shapes() const override { return inner_.fp8_fallback_shapes(); }
   int64_t workspace_bytes() const override { return inner_.workspace_bytes(); }
   void set_deterministic_attention(bool deterministic) override { inner_.set_deterministic_attention(deterministic); }
+  void set_gemm_planning(kernels::GemmAlgorithmChoice choice, bool log) override {
+    inner_.set_gemm_planning(choice, log);
+  }
+  kernels::GemmPlanBook gemm_plan_book() const override { return inner_.gemm_plan_book(); }
+  std::string adopt_gemm_plan_book(const kernels::GemmPlanBook& book) override {
+    return inner_.adopt_gemm_plan_book(book);
+  }
+  std::vector<kernels::GemmPlanRecord> gemm_plan_records() const override { return inner_.gemm_plan_records(); }
   void fp4_quantize(const Fp4QuantizeArgs& args) override {
     TimedCall t(p_, op_kind::kFp4Quantize);
     inner_.fp4_quantize(args);

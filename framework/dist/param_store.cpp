@@ -27,12 +27,17 @@ DType kept_gradient_dtype(const ParamStoreOptions& options, int world_size) {
 }
 
 bool grads_in_place(const ParamStoreOptions& options, int world_size, UnitStorage::GradAdds adds) {
-  // NOTE (numerics): alone, a kept fp32 sum written once per element per backward is exactly the
-  // accumulator's copy (first backward) or add (later ones): 0 + g, then ((g0 + g1) + g2).
-  // Over ranks the reduction needs this backward's own gradient; a bf16 kept gradient would
-  // round the fp32 sum the model forms.
-  return adds == UnitStorage::GradAdds::kOnce && world_size == 1 && !options.optimizer_in_backward &&
-         kept_gradient_dtype(options, world_size) == DType::kF32;
+  // NOTE (numerics): a kept fp32 sum that each backward writes (the step's first) or adds its
+  // whole gradient to (the later ones) is exactly the sum an accumulator's copy and adds make:
+  // g0, then ((g0 + g1) + g2). Over ranks the reduction needs each backward's own gradient,
+  // except at stage 1 with one backward a step: every rank then writes its gradient into its
+  // whole kept copy and the all-reduce sums the copies in place, in rank order. A bf16 kept
+  // gradient would round the fp32 sum the model forms; fused, nothing is kept.
+  if (adds != UnitStorage::GradAdds::kOnce || options.optimizer_in_backward ||
+      kept_gradient_dtype(options, world_size) != DType::kF32) {
+    return false;
+  }
+  return world_size == 1 || (options.zero_stage == 1 && options.grad_accum == 1);
 }
 
 ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& backend, ParamStoreOptions options)
@@ -72,10 +77,7 @@ ParamStore::ParamStore(const ZeroLayout& zero, Communicator& comm, Backend& back
   accumulators_.resize(units);
   in_place_.assign(units, false);
   pending_.resize(units);
-  // What a reduction holds is counted over several ranks only, where no unit is in place.
-  for (size_t u = 0; u < units; ++u) {
-    reducing_bytes_.push_back(planned_unit_bytes(zero_, options_, u, GradAdds::kSeveral).reducing.total());
-  }
+  grad_adds_.assign(units, GradAdds::kSeveral);
 }
 
 ParamStoreBytes ParamStore::planned_bytes(const ZeroLayout& zero, const ParamStoreOptions& options) {
@@ -130,11 +132,11 @@ ParamStoreUnitBytes ParamStore::planned_unit_bytes(const ZeroLayout& zero, const
     b.bf16_params.peak = b.gathering;
     b.bf16_params.held.comm = padded * 2;
   }
-  // acquire_grads: a zero-filled fp32 accumulator of P_u, or nothing in place.
+  // acquire_grads: an fp32 accumulator of P_u (zero-filled, or to be written), or nothing in place.
   b.accumulator = grads_in_place(options, world, adds) ? 0 : padded * 4;
-  // grads_ready: stage 1 all-reduces the accumulator's span in place (MpiCommunicator's
-  // temporaries); stages 2-3 reduce-scatter it into this rank's block (L_u fp32), the
-  // communicator receiving every rank's block of it (P_u fp32).
+  // grads_ready: stage 1 all-reduces the accumulator's span, or the kept gradients' where in
+  // place, in place (MpiCommunicator's temporaries); stages 2-3 reduce-scatter the accumulator
+  // into this rank's block (L_u fp32), the communicator receiving every rank's block of it (P_u fp32).
   b.reducing.grads = b.accumulator;
   if (!solo && options.zero_stage == 1) b.reducing.comm = mpi_all_reduce_temp_bytes(span, world, 4);
   if (!solo && options.zero_stage >= 2) b.reducing.comm = shard * 4 + padded * 4;
@@ -306,26 +308,34 @@ void ParamStore::release_params(int unit) {
   gathered_[size_t(unit)] = Buffer();
 }
 
-float* ParamStore::acquire_grads(int unit, GradAdds adds) {
+UnitStorage::UnitGrads ParamStore::acquire_grads(int unit, GradAdds adds) {
   const size_t u = size_t(unit);
   FARTHING_CHECK(accumulators_[u].data() == nullptr && !in_place_[u], "unit ", unit,
                  "'s gradients acquired twice in one backward");
-  const int64_t padded = zero_.padded_elems(u);
+  const int64_t begin = zero_.units()[u].begin, padded = zero_.padded_elems(u);
   const OpPhaseScope phase(OpPhase::kGradients);
+  grad_adds_[u] = adds;
   if (grads_in_place(options_, zero_.world_size(), adds)) {
-    // Alone, this rank owns the whole unit: its kept gradients address the unit's span. The
-    // step's first backward zeroes them (alignment gaps included, as the copy wrote them).
-    const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
+    // This rank holds the unit's kept gradients whole (alone, or at stage 1): they address the
+    // unit's span. The step's first backward writes them, the later ones add; what lies past
+    // the unit's end was zeroed with the rest when they were made, and nothing writes it.
     FARTHING_CHECK(whole_grads_ || zero_.owned(u, zero_.rank()).begin == begin, "ParamStore: unit ", unit,
                    " is not held whole for its gradients in place");
     float* kept = static_cast<float*>(grads_.data()) + (whole_grads_ ? begin : compact_offset_[size_t(shard_of(unit))]);
-    if (micro_batch_ == 0) backend_.nn().zero(kept, span);
     in_place_[u] = true;
-    return kept;
+    return {kept, micro_batch_ == 0 ? GradWrite::kOverwrite : GradWrite::kAdd};
   }
   accumulators_[u] = Buffer(backend_.device(), size_t(padded) * 4, MemoryCategory::kGrads);  // planned: accumulator
-  backend_.nn().zero(static_cast<float*>(accumulators_[u].data()), padded);
-  return static_cast<float*>(accumulators_[u].data());
+  auto* acc = static_cast<float*>(accumulators_[u].data());
+  if (adds == GradAdds::kOnce) {
+    // The model writes the unit's span: only the padding past its end, which the reduction and
+    // the kept gradients read too, is zeroed here.
+    const int64_t written = zero_.units()[u].end - begin;
+    if (padded > written) backend_.nn().zero(acc + written, padded - written);
+    return {acc, GradWrite::kOverwrite};
+  }
+  backend_.nn().zero(acc, padded);
+  return {acc, GradWrite::kAdd};
 }
 
 // Global elements [begin, end) of the summed gradient, from src, into the kept gradients:
@@ -352,18 +362,19 @@ void ParamStore::keep_gradients(int unit, int64_t micro_batch, const float* src,
 
 void ParamStore::grads_ready(int unit) {
   const size_t u = size_t(unit);
-  if (in_place_[u]) {  // already where they are kept: nothing to copy, add or reduce
-    in_place_[u] = false;
-    return;
-  }
+  const bool in_place = in_place_[u];
+  in_place_[u] = false;
+  if (in_place && zero_.world_size() == 1) return;  // already where they are kept: nothing to copy, add or reduce
   const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
   const int64_t shard = zero_.shard_elems(u), padded = zero_.padded_elems(u);
   const Device device = backend_.device();
   Reduction r;
   r.unit = unit;
   r.micro_batch = micro_batch_;
+  r.in_place = in_place;
   r.accumulator = std::move(accumulators_[u]);
-  auto* acc = static_cast<float*>(r.accumulator.data());
+  // In place (stage 1, one backward a step): this rank's gradients were written into its kept copy.
+  auto* acc = in_place ? static_cast<float*>(grads_.data()) + begin : static_cast<float*>(r.accumulator.data());
   // The sum over ranks: in place over the unit's span (stage 1), or into this rank's block (2-3).
   if (zero_.world_size() > 1 && options_.zero_stage == 1) {
     r.handle = comm_.all_reduce_async(Tensor(acc, DType::kF32, Shape{span}, device), ReduceOp::kSum);
@@ -374,7 +385,7 @@ void ParamStore::grads_ready(int unit) {
                                           Tensor(acc, DType::kF32, Shape{padded}, device), ReduceOp::kSum);
     bytes_sent_ += (comm_.world_size() - 1) * shard * 4;
   }
-  r.bytes = reducing_bytes_[u];
+  r.bytes = planned_unit_bytes(zero_, options_, u, grad_adds_[u]).reducing.total();
   reductions_bytes_ += r.bytes;
   reductions_.push_back(std::move(r));
   // Alone there is nothing to wait for: the sum is this rank's own.
@@ -393,6 +404,7 @@ void ParamStore::finish_oldest_reduction() {
   // The compute that reads the sum runs after the reduction; the host goes on (a device
   // communicator's own stream), or has waited (MPI). The communicator's temporaries go here.
   r.handle.wait_on_device();
+  if (r.in_place) return;  // the all-reduce summed the kept gradients themselves
   const size_t u = size_t(r.unit);
   const int64_t begin = zero_.units()[u].begin, span = zero_.aligned_end(u) - begin;
   const UnitRange owned = zero_.owned(u, zero_.rank());

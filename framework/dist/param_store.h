@@ -20,10 +20,14 @@
 // the optimizer (world 1, grad_accum 1), is kept as ParamStoreOptions::one_backward_grad_dtype
 // says: bf16, or fp32 (train.grad_dtype; fp32 by default under precision fp32).
 // Gradients in place: alone (world 1) with fp32 kept gradients, a unit whose gradients the model
-// adds once per element (UnitStorage::GradAdds::kOnce) is handed its kept gradients themselves,
-// zeroed by the step's first backward: no accumulator, no copy or add per micro-batch, and the
-// same bits (docs/parameter_store.md). Other units, and every unit over several ranks (a
-// reduction needs the backward's own gradient) or kept in bf16, use an accumulator.
+// forms whole once per element (UnitStorage::GradAdds::kOnce) is handed its kept gradients
+// themselves, written by the step's first backward and added to by the later ones: no
+// accumulator, no zeroing, no copy or add per micro-batch, and the same bits
+// (docs/parameter_store.md). So is one at stage 1 over several ranks with one backward a step:
+// each rank writes its own gradient into its whole kept copy, which the all-reduce sums in
+// place. Other units, and units whose reduction needs each backward's own gradient (several
+// backwards a step over ranks, stages 2-3) or kept in bf16 or fused, use an accumulator: a kOnce
+// unit's is written, not zeroed (only the padding past the unit's end is).
 // Transient: a unit's parameters while the model uses it — under bf16 compute the bf16 weights
 // themselves (no copy where this rank holds them; gathered from the owners at stage 3), else
 // fp32, widened exactly (or gathered and widened) — with the next unit's gather prefetched; and
@@ -178,7 +182,7 @@ class ParamStore final : public UnitStorage {
   const uint16_t* acquire_bf16_params(int unit) override;
   void release_params(int unit) override;
   void prefetch_params(int unit) override;
-  float* acquire_grads(int unit, GradAdds adds) override;
+  UnitGrads acquire_grads(int unit, GradAdds adds) override;
   void grads_ready(int unit) override;
   void backward_done() override;
 
@@ -200,6 +204,7 @@ class ParamStore final : public UnitStorage {
   struct Reduction {
     int unit = 0;
     int64_t micro_batch = 0;
+    bool in_place = false;  // stage 1: the kept gradients themselves, all-reduced (no accumulator)
     Buffer accumulator, mine;
     CommHandle handle;
     int64_t bytes = 0;
@@ -229,7 +234,7 @@ class ParamStore final : public UnitStorage {
   std::vector<std::unique_ptr<Pending>> pending_;
   std::deque<Reduction> reductions_;  // in flight, oldest first
   int64_t reductions_bytes_ = 0;      // what they hold
-  std::vector<int64_t> reducing_bytes_;  // per unit: what its reduction holds (planned_unit_bytes' reducing)
+  std::vector<GradAdds> grad_adds_;  // per unit: as its last acquire_grads said (what its reduction holds follows)
   int64_t bytes_sent_ = 0;
 };
 

@@ -25,15 +25,31 @@ class UnitStorage {
   // A hint, given right after the previous unit was acquired: `unit` is acquired next, so its
   // gather may start now and overlap the compute in between.
   virtual void prefetch_params(int unit) { (void)unit; }
-  // Where the unit's gradients of this backward go, as `adds` says the model writes them:
-  //   kSeveral: a zero-filled fp32 accumulator, for one backward;
-  //   kOnce: each element's gradient of this backward is formed whole and then added in one
-  //     addition (NnOps::matmul_add_product, a scratch of the 1-D tensors added once). The
-  //     storage may then hand out its running fp32 sum over this step's backwards itself (zero
-  //     at the step's first): the gradients accumulate in place, with no accumulator, and
-  //     ((g0 + g1) + g2) comes out as a separate accumulator's copy and adds would make it.
+  // Where the unit's gradients of this backward go, as `adds` says the model forms them:
+  //   kSeveral: elements take several additions (a head's GEMM per loss chunk); the storage
+  //     hands out a zero-filled fp32 accumulator, added to (kAdd);
+  //   kOnce: each element's gradient of this backward is formed whole and then put in place in
+  //     one operation (a GEMM's whole product, a 1-D tensor's row sum from a scratch, an
+  //     embedding's rows summed per distinct token first, or a tied one's formed on the head's
+  //     product while its running sums are set aside). The storage may then hand out its
+  //     running fp32 sum over this step's backwards itself (in place: written by the step's
+  //     first backward, added to by the later ones), or an accumulator it has not zeroed, to be
+  //     written: with no accumulator, or no zeroing, the bits are still those of a zeroed
+  //     accumulator's copies and adds, ((g0 + g1) + g2).
   enum class GradAdds { kOnce, kSeveral };
-  virtual float* acquire_grads(int unit, GradAdds adds) = 0;
+  // How the model puts this backward's gradients into what acquire_grads hands out:
+  //   kAdd: onto each element (zeros, or this step's running sum);
+  //   kOverwrite (kOnce only): the values in the unit's span [begin, end) are undefined, and
+  //     the model writes each element once: every tensor's gradient whole (a GEMM with beta 0,
+  //     the 1-D sums copied, an untied embedding's table or learned positions zeroed and their
+  //     rows added) and the alignment gaps between its tensors zeroed. What lies past `end` is
+  //     the storage's (zeroed).
+  enum class GradWrite { kAdd, kOverwrite };
+  struct UnitGrads {
+    float* data = nullptr;  // p[g - unit.begin] is global element g
+    GradWrite write = GradWrite::kAdd;
+  };
+  virtual UnitGrads acquire_grads(int unit, GradAdds adds) = 0;
   // The unit's gradients of this backward are complete (an accumulator may be freed). Their
   // reduction over ranks may start here and still be in flight when this returns.
   virtual void grads_ready(int unit) = 0;

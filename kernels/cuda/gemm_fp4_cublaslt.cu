@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/cublaslt_check.h"
 #include "kernels/cuda/cublaslt_plan.h"
+#include "kernels/cuda/cublaslt_planner.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp4_cuda.h"
 #include "kernels/cuda/matmul_cublaslt.h"
@@ -65,8 +66,8 @@ struct EmulatedParts {
 // Builds the block-scaled FP4 descriptor and asks the heuristic; false (with the reason) when
 // cuBLASLt declines. The scale pointers are set to the workspace's slots before asking (the FP8
 // path found the heuristic declining block-scaled modes without them, gemm_fp8_cublaslt.cu).
-bool plan_fp4(cublasLtHandle_t handle, Plan& p, int64_t m, int64_t n, int64_t k, Fp4Scale scale, const LtParts& parts,
-              std::string& reason) {
+bool plan_fp4(LtPlanner& planner, cublasLtHandle_t handle, Plan& p, int64_t m, int64_t n, int64_t k, Fp4Scale scale,
+              const LtParts& parts, std::string& reason) {
   const auto fail = [&](const char* what, cublasStatus_t status) {
     reason = error_detail::concat(what, " (", cublasLtGetStatusName(status), ")");
     return false;
@@ -97,7 +98,9 @@ bool plan_fp4(cublasLtHandle_t handle, Plan& p, int64_t m, int64_t n, int64_t k,
       (st = cublasLtMatrixLayoutCreate(&p.layout_c, CUDA_R_32F, uint64_t(n), uint64_t(m), n)) != CUBLAS_STATUS_SUCCESS) {
     return fail("FP4 matrix layouts", st);
   }
-  st = lt_find_algorithm(handle, p, uint64_t(nm::kFp4LtScratchBytes), 0);
+  const std::string key = error_detail::concat("fp4 e2m1 ", scale == Fp4Scale::kE4M3 ? "nvfp4" : "mxfp4", " m ", m,
+                                               " n ", n, " k ", k, " trans TN out f32");
+  st = planner.plan(handle, p, key, 2.0 * double(m) * double(n) * double(k), uint64_t(nm::kFp4LtScratchBytes), 0);
   if (st != CUBLAS_STATUS_SUCCESS) return fail("the heuristic gave no algorithm", st);
   return true;
 }
@@ -152,7 +155,7 @@ void MatmulFp4Lt::run(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, cons
       plan->reason = "k is not a multiple of 32 (packed FP4 rows must be 16-byte multiples)";
     } else {
       if (st.handle == nullptr) FARTHING_CUBLASLT_CHECK(cublasLtCreate(&st.handle));
-      plan->fp4 = plan_fp4(st.handle, *plan, m, n, k, a.scale, lt, plan->reason);
+      plan->fp4 = plan_fp4(st.dense->planner(), st.handle, *plan, m, n, k, a.scale, lt, plan->reason);
     }
     if (st.tensor_cores && !plan->fp4) note_emulated(m, n, k, plan->reason);
     it = st.plans.emplace(key, std::move(plan)).first;
@@ -165,9 +168,8 @@ void MatmulFp4Lt::run(int64_t m, int64_t n, int64_t k, const Fp4Operand& a, cons
     fp4_tile_scales_cuda(b.scales, n, blocks, lt.bk_scales, stream);
     fp4_tile_scales_cuda(a.scales, m, blocks, lt.ak_scales, stream);
     const float alpha = 1.0f, beta = 0.0f;
-    const cublasStatus_t status =
-        cublasLtMatmul(st.handle, p.desc, &alpha, lt.bk_codes, p.layout_b, lt.ak_codes, p.layout_a, &beta, lt.product,
-                       p.layout_c, lt.product, p.layout_c, &p.algo, lt.lt, size_t(nm::kFp4LtScratchBytes), stream);
+    const cublasStatus_t status = st.dense->planner().matmul(p, &alpha, lt.bk_codes, lt.ak_codes, &beta, lt.product,
+                                                             lt.product, lt.lt, size_t(nm::kFp4LtScratchBytes), stream);
     if (status == CUBLAS_STATUS_SUCCESS) {
       p.verified = true;
       fp4_gemm_epilogue_cuda(c, lt.product, a.decode_scale, b.decode_scale, m * n, accumulate, stream);

@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/cublaslt_check.h"
 #include "kernels/cuda/cublaslt_plan.h"
+#include "kernels/cuda/cublaslt_planner.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_cuda.h"
 #include "kernels/cuda/matmul_cublaslt.h"
@@ -101,8 +102,9 @@ struct Plan : LtPlan {
 // NOTE: with no scale pointer set, the heuristic answers CUBLAS_STATUS_INVALID_VALUE for every
 // VEC128 / BLK128x128 pair (H200, cuBLASLt 13.1), while the per-tensor plans (where a null pointer
 // means a scale of 1) are found; NVIDIA's block-scaled sample sets the pointers before asking.
-bool plan_fp8(cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Operand& a, const Fp8Operand& b, int alignment,
-              const float* ak_scales_slot, const float* bk_scales_slot, std::string& reason) {
+bool plan_fp8(LtPlanner& planner, cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Operand& a,
+              const Fp8Operand& b, int alignment, const float* ak_scales_slot, const float* bk_scales_slot,
+              std::string& reason) {
   const auto fail = [&](const char* what, cublasStatus_t status) {
     reason = error_detail::concat(what, " (", cublasLtGetStatusName(status), ")");
     return false;
@@ -138,7 +140,13 @@ bool plan_fp8(cublasLtHandle_t handle, Plan& p, const GemmShape& s, const Fp8Ope
           CUBLAS_STATUS_SUCCESS) {
     return fail("FP8 matrix layouts", st);
   }
-  st = lt_find_algorithm(handle, p, uint64_t(MatmulFp8Lt::kLtWorkspaceBytes), alignment);
+  const auto format = [](Fp8Format f) { return f == Fp8Format::kE4M3 ? "e4m3" : "e5m2"; };
+  const std::string key = error_detail::concat(
+      "fp8 ", format(a.format), "x", format(b.format), " m ", s.m, " n ", s.n, " k ", s.k, " lda ", s.lda, " ldb ",
+      s.ldb, " ldc ", s.ldc, " trans ", s.trans_a == Trans::kT ? 'T' : 'N', s.trans_b == Trans::kT ? 'T' : 'N',
+      " tilings ", int(a.tiling), ",", int(b.tiling), " out f32 align ", alignment);
+  st = planner.plan(handle, p, key, 2.0 * double(s.m) * double(s.n) * double(s.k),
+                    uint64_t(MatmulFp8Lt::kLtWorkspaceBytes), alignment);
   if (st != CUBLAS_STATUS_SUCCESS) return fail("the heuristic gave no algorithm", st);
   return true;
 }
@@ -235,7 +243,7 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
       p.reason = why;
     } else {
       if (st.handle == nullptr) FARTHING_CUBLASLT_CHECK(cublasLtCreate(&st.handle));
-      p.fp8 = plan_fp8(st.handle, p, s, a, b, alignment, ak_scales_ws, bk_scales_ws, p.reason);
+      p.fp8 = plan_fp8(st.dense->planner(), st.handle, p, s, a, b, alignment, ak_scales_ws, bk_scales_ws, p.reason);
     }
     if (!p.fp8) note_fallback(s, p.reason);
     if (st.log) {
@@ -268,8 +276,7 @@ void MatmulFp8Lt::run(const GemmShape& shape, const Fp8Operand& a, const Fp8Oper
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &ak_scales, sizeof ak_scales));
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     const cublasStatus_t status =
-        cublasLtMatmul(st.handle, p.desc, &alpha, bk_codes, p.layout_b, ak_codes, p.layout_a, &beta, c, p.layout_c, c,
-                       p.layout_c, &p.algo, lt_ws, size_t(kLtWorkspaceBytes), stream);
+        st.dense->planner().matmul(p, &alpha, bk_codes, ak_codes, &beta, c, c, lt_ws, size_t(kLtWorkspaceBytes), stream);
     if (status == CUBLAS_STATUS_SUCCESS) {
       p.verified = true;
       return;

@@ -17,10 +17,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "kernels/cuda/cublaslt_check.h"
 #include "kernels/cuda/cublaslt_plan.h"
+#include "kernels/cuda/cublaslt_planner.h"
 #include "kernels/cuda/cuda_check.h"
 
 
@@ -55,6 +57,7 @@ struct MatmulLt::State {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  LtPlanner planner;  // before plans: it outlives them
   std::map<Key, std::unique_ptr<Plan>> plans;
   ~State() {
     plans.clear();
@@ -70,6 +73,8 @@ MatmulLt::MatmulLt(size_t workspace_bytes) : state_(std::make_unique<State>()) {
 MatmulLt::~MatmulLt() = default;
 
 size_t MatmulLt::cached_plans() const { return state_->plans.size(); }
+
+LtPlanner& MatmulLt::planner() { return state_->planner; }
 
 void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
                    cudaStream_t stream) {
@@ -157,17 +162,25 @@ bool MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, con
                                                  uint64_t(ta ? s.k : s.m), s.lda));
     FARTHING_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&plan->layout_c, c_bf16 ? CUDA_R_16BF : CUDA_R_32F, uint64_t(s.n),
                                                        uint64_t(s.m), s.ldc));
-    const cublasStatus_t status = lt_find_algorithm(st.handle, *plan, uint64_t(st.workspace_bytes), alignment);
+    const char* epilogue_name = epilogue == Epilogue::kBias          ? "bias"
+                                : epilogue == Epilogue::kBiasGradOfA ? "bgradb"
+                                : epilogue == Epilogue::kBiasGradOfB ? "bgrada"
+                                                                     : "none";
+    const std::string plan_key =
+        error_detail::concat("dense ", dtype == GemmDtype::kBF16 ? "bf16" : dtype == GemmDtype::kF16 ? "f16" : "f32",
+                             " m ", s.m, " n ", s.n, " k ", s.k, " lda ", s.lda, " ldb ", s.ldb, " ldc ", s.ldc,
+                             " trans ", ta ? 'T' : 'N', tb ? 'T' : 'N', " out ", c_bf16 ? "bf16" : "f32",
+                             " align ", alignment,
+                             with_epilogue ? error_detail::concat(" epilogue ", epilogue_name, " bias align ", bias_alignment)
+                                           : std::string());
+    const cublasStatus_t status = st.planner.plan(st.handle, *plan, plan_key, 2.0 * double(s.m) * double(s.n) * double(s.k),
+                                                  uint64_t(st.workspace_bytes), alignment);
     if (with_epilogue && status != CUBLAS_STATUS_SUCCESS) {
       // Visible, once per plan: this shape's bias runs as the GEMM and the bias's own kernels.
       std::fprintf(stderr,
-                   "farthing: cuBLASLt offers no %s epilogue for the GEMM (dtype %d%s, m=%lld n=%lld k=%lld lda=%lld "
-                   "ldb=%lld ldc=%lld trans %c%c, alignment %d, bias alignment %d; status %d): its bias runs as a "
+                   "farthing: cuBLASLt offers no %s epilogue for the GEMM (%s; status %d): its bias runs as a "
                    "separate kernel\n",
-                   epilogue == Epilogue::kBias ? "bias" : "bias-gradient", int(dtype), c_bf16 ? ", bf16 output" : "",
-                   static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
-                   static_cast<long long>(s.lda), static_cast<long long>(s.ldb), static_cast<long long>(s.ldc),
-                   ta ? 'T' : 'N', tb ? 'T' : 'N', alignment, bias_alignment, int(status));
+                   epilogue == Epilogue::kBias ? "bias" : "bias-gradient", plan_key.c_str(), int(status));
       st.plans.emplace(key, nullptr);
       return false;
     }
@@ -185,8 +198,7 @@ bool MatmulLt::queue(GemmDtype dtype, const GemmShape& shape, const void* a, con
     FARTHING_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  FARTHING_CUBLASLT_CHECK(cublasLtMatmul(st.handle, p.desc, &alpha, b, p.layout_b, a, p.layout_a, &beta, c_in, p.layout_c, c,
-                                   p.layout_c, &p.algo, st.workspace, st.workspace_bytes, stream));
+  FARTHING_CUBLASLT_CHECK(st.planner.matmul(p, &alpha, b, a, &beta, c_in, c, st.workspace, st.workspace_bytes, stream));
   return true;
 }
 

@@ -3,8 +3,9 @@
 // kernels/numerics/op_shapes.h (row-major as stored).
 //
 // Each distinct (dtype, shape, strides, transposes, pointer alignment, epilogue) is planned once —
-// layouts, descriptor and the heuristic's first algorithm — and kept in a cache, so a training step
-// never queries the heuristic again; the choice depends only on the key, the device and the
+// layouts, descriptor and an algorithm — and kept in a cache, so a training step never queries the
+// heuristic again. Which algorithm is the planner's (cublaslt_planner.h, shared with the FP8 and
+// FP4 GEMMs): by default the heuristic's first, which depends only on the key, the device and the
 // cuBLASLt version, so a run repeats the same algorithms. Determinism: the preference allows no
 // split-K reduction scheme (CUBLASLT_REDUCTION_SCHEME_NONE), so no algorithm sums partial
 // products through atomics or an order that could change between runs. fp32 inputs run
@@ -27,6 +28,8 @@
 #include "kernels/numerics/op_shapes.h"
 
 namespace farthing::kernels {
+
+class LtPlanner;
 
 class MatmulLt {
  public:
@@ -62,6 +65,8 @@ class MatmulLt {
                      BiasGradOf side, float* dbias, cudaStream_t stream);
   // Plans held in the cache (for tests and benchmarks).
   size_t cached_plans() const;
+  // The algorithm choices of this GEMM's plans and of the FP8 and FP4 GEMMs built over it.
+  LtPlanner& planner();
 
  private:
   enum class Epilogue : uint8_t { kNone, kBias, kBiasGradOfA, kBiasGradOfB };

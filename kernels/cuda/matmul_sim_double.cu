@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cublaslt_planner.h"
 #include "kernels/cuda/matmul_cublaslt.h"
 #include "kernels/numerics/bf16.h"
 #include "kernels/numerics/minifloat.h"
@@ -85,11 +86,14 @@ bool no_epilogue() {
 
 }  // namespace
 
-struct MatmulLt::State {};
+struct MatmulLt::State {
+  LtPlanner planner;  // the FP8 and FP4 GEMMs' (this double plans nothing)
+};
 
 MatmulLt::MatmulLt(size_t) : state_(std::make_unique<State>()) {}
 MatmulLt::~MatmulLt() = default;
 size_t MatmulLt::cached_plans() const { return 0; }
+LtPlanner& MatmulLt::planner() { return state_->planner; }
 
 void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c, bool accumulate,
                    cudaStream_t stream) {

@@ -6,7 +6,7 @@
 // added in fp32: cuBLASLt's bias epilogue takes a bias of D's type (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
 // with compute 32F), and PyTorch's autocast rounds a bf16 linear's bias the same way. Every
 // backend's bf16-output GEMM adds this value, so CPU and CUDA differ only by the GEMM's own
-// summation order (docs/numerics.md §9).
+// summation order (docs/numerics.md §10).
 // Relies on: bf16.h. Tested by: tests/kernels/test_matmul_cpu.cpp (the contract, bit for bit),
 // tests/kernels/test_nn_ops_parity.cpp (matmul_bf16out_*_bias rows).
 #pragma once

@@ -108,6 +108,16 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
       if (e.shape.rank == 1) unit_vector_entries_[size_t(e.unit)].push_back(&e);
     }
     unit_grad_vectors_.resize(units);
+    unit_grad_write_.assign(units, dist::UnitStorage::GradWrite::kAdd);
+    unit_grad_gaps_.resize(units);
+    std::vector<int64_t> cursor;  // per unit: the end of its last tensor so far
+    for (const ParamUnit& unit : spec_.layout.units()) cursor.push_back(unit.begin_elems);
+    for (const ParamEntry& e : spec_.layout.entries()) {  // the alignment gaps before each tensor
+      const ParamUnit& unit = spec_.layout.units()[size_t(e.unit)];
+      int64_t& end = cursor[size_t(e.unit)];
+      if (e.offset_elems > end) unit_grad_gaps_[size_t(e.unit)].push_back({end - unit.begin_elems, e.offset_elems - end});
+      end = e.offset_elems + e.numel();
+    }
     for (size_t u = 0; u < units; ++u) unit_grad_adds_.push_back(unit_grad_adds(spec_, int(u), options, batch * seq));
   }
 
@@ -394,7 +404,16 @@ float* Transformer::G(int64_t offset) {
   const bool once = unit_grad_adds_[size_t(u)] == dist::UnitStorage::GradAdds::kOnce;
   float*& g = unit_grads_[size_t(u)];
   if (g == nullptr) {
-    g = options_.unit_storage->acquire_grads(u, unit_grad_adds_[size_t(u)]);
+    const dist::UnitStorage::UnitGrads acquired = options_.unit_storage->acquire_grads(u, unit_grad_adds_[size_t(u)]);
+    g = acquired.data;
+    unit_grad_write_[size_t(u)] = acquired.write;
+    FARTHING_CHECK(once || acquired.write == dist::UnitStorage::GradWrite::kAdd, "unit ",
+                   layout().units()[size_t(u)].name, "'s gradients take several additions, but the storage "
+                   "handed out a buffer to overwrite");
+    if (acquired.write == dist::UnitStorage::GradWrite::kOverwrite) {  // no tensor writes the gaps between them
+      for (const auto& [at, count] : unit_grad_gaps_[size_t(u)]) ops_.zero(g + at, count);
+    }
+    if (once && u == unit_of(spec_.tok_emb) && embedding_rows_set_aside()) set_aside_embedding_rows(acquired);
     const int64_t n = unit_vector_elems(layout(), u);
     if (once && n > 0) {  // planned: UnitBufferBytes::grad_scratch
       unit_grad_vectors_[size_t(u)] = Buffer(ops_.device(), size_t(n) * 4, MemoryCategory::kGrads);
@@ -403,7 +422,8 @@ float* Transformer::G(int64_t offset) {
   }
   if (once) {
     // NOTE (numerics): a 1-D tensor's gradient gets one addition per row (norms, biases), so it
-    // sums from zero here and is added to the unit's gradients once, in unit_grads_done.
+    // sums from zero here and is written to, or added to, the unit's gradients once, in
+    // unit_grads_done.
     int64_t position = 0;
     for (const ParamEntry* e : unit_vector_entries_[size_t(u)]) {
       if (e->offset_elems == offset) return static_cast<float*>(unit_grad_vectors_[size_t(u)].data()) + position;
@@ -417,26 +437,33 @@ dist::UnitStorage::GradAdds Transformer::unit_grad_adds(const TransformerSpec& s
                                                         const ModelOptions& options, int64_t rows) {
   using Adds = dist::UnitStorage::GradAdds;
   const FlatLayout& layout = spec.layout;
-  if (unit == unit_holding(layout, spec.tok_emb) && (spec.pos_emb >= 0 || unit == unit_holding(layout, spec.head_w))) {
-    return Adds::kSeveral;
-  }
+  // A tied head's chunks add to the embedding's unit, as an untied head's to its own.
   if (unit == unit_holding(layout, spec.head_w) && rows > options.loss_chunk_rows) return Adds::kSeveral;
   if (options.fp4.recipe != nullptr) return Adds::kSeveral;
   if (options.fp8.recipe != nullptr && Fp8Linears::unit_bytes(spec, unit, *options.fp8.recipe) > 0) return Adds::kSeveral;
   return Adds::kOnce;
 }
 
+// NOTE (numerics): a kOnce unit's product is written (beta 0) or added whole
+// (matmul_add_product, the same product): P, or C + P. P is the bits 0 + P would have, but for
+// a -0 product (0 + -0 is +0); the running sums then read ((P0 + P1) + P2) on one rank or over
+// ranks alike, since the reduction starts from rank 0's own value.
 void Transformer::weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
                                    int64_t bias, BiasGradOf bias_side, ActRef dy) {
   float* dw = G(w);
-  const bool add_product =
-      options_.unit_storage != nullptr && unit_grad_adds_[size_t(unit_of(w))] == dist::UnitStorage::GradAdds::kOnce;
+  const int u = unit_of(w);
+  GradInto into = GradInto::kAddProduct;
+  if (options_.unit_storage == nullptr || unit_grad_adds_[size_t(u)] != dist::UnitStorage::GradAdds::kOnce) {
+    into = GradInto::kAccumulate;
+  } else if (unit_grad_write_[size_t(u)] == dist::UnitStorage::GradWrite::kOverwrite) {
+    into = GradInto::kOverwrite;
+  }
   if (bias >= 0) {
-    ops_.matmul_bias_grad(dtype, shape, a, b, dw, add_product, bias_side, dy, G(bias));
-  } else if (add_product) {
+    ops_.matmul_bias_grad(dtype, shape, a, b, dw, into, bias_side, dy, G(bias));
+  } else if (into == GradInto::kAddProduct) {
     ops_.matmul_add_product(dtype, shape, a, b, dw);
   } else {
-    ops_.matmul(dtype, shape, a, b, dw, true);
+    ops_.matmul(dtype, shape, a, b, dw, into == GradInto::kAccumulate);
   }
 }
 
@@ -447,7 +474,17 @@ UnitBufferBytes Transformer::unit_buffer_bytes(const TransformerSpec& spec, int 
   b.grad_adds = unit_grad_adds(spec, unit, options, rows);
   if (b.grad_adds == dist::UnitStorage::GradAdds::kOnce) {
     b.grad_scratch = unit_vector_elems(spec.layout, unit) * 4;
-    if (unit == unit_holding(spec.layout, spec.tok_emb)) b.grad_scratch += rows * spec.config.dim * 4;  // embedding_backward_once
+    const ParamUnit& u = spec.layout.units()[size_t(unit)];
+    int64_t tensors = 0;
+    for (const ParamEntry& e : spec.layout.entries()) tensors += e.unit == unit ? e.numel() : 0;
+    b.overwrite_zeroed_elems = u.span_elems() - tensors;  // the gaps (unit_grad_gaps_)
+    if (unit == unit_holding(spec.layout, spec.tok_emb)) {  // embedding_backward_once, set_aside_embedding_rows
+      const int64_t C = spec.config.dim, positions = spec.pos_emb >= 0 ? spec.config.max_seq_len * C : 0;
+      b.grad_scratch += (rows * C + positions) * 4;
+      // Tied, the head's GEMM writes the table; untied, its rows are added onto zeros.
+      if (unit != unit_holding(spec.layout, spec.head_w)) b.overwrite_zeroed_elems += spec.config.vocab_size * C;
+      b.overwrite_zeroed_elems += positions;
+    }
   }
   b.reads_bf16 = options.compute == ComputeMode::kBF16;
   if (b.reads_bf16) {
@@ -503,11 +540,17 @@ void Transformer::release_unit(int u) {
 
 void Transformer::unit_grads_done(int u) {
   if (options_.unit_storage == nullptr || unit_grads_[size_t(u)] == nullptr) return;
-  if (unit_grad_vectors_[size_t(u)].data() != nullptr) {  // the 1-D tensors' sums, each added once
+  if (unit_grad_vectors_[size_t(u)].data() != nullptr) {  // the 1-D tensors' sums, each written or added once
     const auto* sums = static_cast<const float*>(unit_grad_vectors_[size_t(u)].data());
     const int64_t begin = layout().units()[size_t(u)].begin_elems;
+    const bool overwrite = unit_grad_write_[size_t(u)] == dist::UnitStorage::GradWrite::kOverwrite;
     for (const ParamEntry* e : unit_vector_entries_[size_t(u)]) {
-      ops_.accumulate(unit_grads_[size_t(u)] + (e->offset_elems - begin), sums, e->numel());
+      float* kept = unit_grads_[size_t(u)] + (e->offset_elems - begin);
+      if (overwrite) {
+        ops_.copy(kept, sums, e->numel());
+      } else {
+        ops_.accumulate(kept, sums, e->numel());
+      }
       sums += e->numel();
     }
     unit_grad_vectors_[size_t(u)] = Buffer();
@@ -899,13 +942,78 @@ bool Transformer::embedding_once() const {
 // token, from zero and in row order (the rows' slots), then added to the unit's gradients once
 // per token (each distinct token one row), every element gets one addition: kept + (r1 + r2),
 // the accumulator's sum. The scratch holds M rows, the most a micro-batch has distinct.
+// Written rather than added (kOverwrite), the table is zeroed first: a token the micro-batch
+// lacks has gradient 0, so the zeroing is the table's own (0 + s is s: a sum from zero is never -0).
 void Transformer::embedding_backward_once() {
   const int64_t M = batch_ * seq_, C = config().dim;
+  if (embedding_rows_set_aside()) {
+    // The rows go onto the head's product (tied) or zeros (positions) in row order, as onto an
+    // accumulator; then, in place, the set-aside running sums are added back.
+    ops_.embedding_backward(G(spec_.tok_emb), spec_.pos_emb >= 0 ? G(spec_.pos_emb) : nullptr, dres_, tokens_, M,
+                            row_positions(), C);
+    restore_embedding_rows();
+    return;
+  }
   Buffer rows(ops_.device(), size_t(M * C) * 4, MemoryCategory::kGrads);  // planned: UnitBufferBytes::grad_scratch
   auto* sums = static_cast<float*>(rows.data());
   ops_.zero(sums, distinct_tokens_ * C);
   ops_.embedding_backward(sums, nullptr, dres_, token_slots_, M, row_positions(), C);
-  ops_.embedding_backward(G(spec_.tok_emb), nullptr, ActRef(sums), slot_tokens_, distinct_tokens_, row_positions(), C);
+  float* table = G(spec_.tok_emb);
+  if (unit_grad_write_[size_t(unit_of(spec_.tok_emb))] == dist::UnitStorage::GradWrite::kOverwrite) {
+    ops_.zero(table, config().vocab_size * C);
+  }
+  ops_.embedding_backward(table, nullptr, ActRef(sums), slot_tokens_, distinct_tokens_, row_positions(), C);
+}
+
+bool Transformer::embedding_rows_set_aside() const {
+  return embedding_once() && (spec_.pos_emb >= 0 || unit_of(spec_.head_w) == unit_of(spec_.tok_emb));
+}
+
+// NOTE (numerics): a tied embedding gets the head's dense product P and then the micro-batch's
+// rows, and learned positions a row per sequence. Added in place onto a running sum K, the
+// accumulator's bits are K + ((P + r_a) + r_b): so, where this backward adds (a later micro-batch
+// kept in place), the rows of the micro-batch's distinct tokens and the positions are set aside
+// before the head's GEMM (copied out, and zeroed: x + (-x) is +0), the GEMM adds P (K + P where
+// no token is, 0 + P where one is), the rows are added in row order, and the set-aside K is
+// added back: ((P + r_a) + r_b) + K, which is the same value (addition commutes). Written
+// (kOverwrite), the head's GEMM writes the table and the positions are zeroed. The scratch is
+// M x C (the most distinct tokens a micro-batch has) and the position table, not V x C.
+void Transformer::set_aside_embedding_rows(const dist::UnitStorage::UnitGrads& grads) {
+  const ModelConfig& c = config();
+  const int64_t M = batch_ * seq_, C = c.dim, positions = spec_.pos_emb >= 0 ? c.max_seq_len * C : 0;
+  const int64_t begin = layout().units()[size_t(unit_of(spec_.tok_emb))].begin_elems;
+  embedding_set_aside_ = Buffer(ops_.device(), size_t(M * C + positions) * 4, MemoryCategory::kGrads);  // planned: UnitBufferBytes::grad_scratch
+  float* wpe = positions > 0 ? grads.data + (spec_.pos_emb - begin) : nullptr;
+  if (grads.write == dist::UnitStorage::GradWrite::kOverwrite) {
+    if (wpe != nullptr) ops_.zero(wpe, positions);
+    return;
+  }
+  auto* rows = static_cast<float*>(embedding_set_aside_.data());
+  if (unit_of(spec_.head_w) == unit_of(spec_.tok_emb)) {
+    float* wte = grads.data + (spec_.tok_emb - begin);
+    ops_.embedding_forward(ActRef(rows), slot_tokens_, wte, nullptr, distinct_tokens_, row_positions(), C);
+    ops_.scale_add(ActRef(rows), ActRef(rows), -1.0f, ActRef(), distinct_tokens_ * C);
+    ops_.embedding_backward(wte, nullptr, ActRef(rows), slot_tokens_, distinct_tokens_, row_positions(), C);
+  }
+  if (wpe != nullptr) {
+    ops_.copy(rows + M * C, wpe, positions);
+    ops_.zero(wpe, positions);
+  }
+}
+
+void Transformer::restore_embedding_rows() {
+  const int u = unit_of(spec_.tok_emb);
+  if (unit_grad_write_[size_t(u)] == dist::UnitStorage::GradWrite::kAdd) {
+    const ModelConfig& c = config();
+    const int64_t M = batch_ * seq_, C = c.dim;
+    auto* rows = static_cast<float*>(embedding_set_aside_.data());
+    if (unit_of(spec_.head_w) == u) {
+      ops_.scale_add(ActRef(rows), ActRef(rows), -1.0f, ActRef(), distinct_tokens_ * C);
+      ops_.embedding_backward(G(spec_.tok_emb), nullptr, ActRef(rows), slot_tokens_, distinct_tokens_, row_positions(), C);
+    }
+    if (spec_.pos_emb >= 0) ops_.accumulate(G(spec_.pos_emb), rows + M * C, c.max_seq_len * C);
+  }
+  embedding_set_aside_ = Buffer();
 }
 
 // Final norm, blocks in reverse, embeddings: after loss_and_head left d(final norm out) in dn_.

@@ -25,6 +25,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "framework/backend/buffer.h"
@@ -129,6 +130,10 @@ struct UnitBufferBytes {
   // kOnce: the 1-D tensors' fp32 gradient sums, or the embedding's rows summed per distinct
   // token (M x C fp32), from acquire_grads to unit_grads_done (kGrads).
   int64_t grad_scratch = 0;
+  // kOnce: the elements backward zeroes itself where it overwrites the unit's gradients
+  // (UnitStorage::GradWrite::kOverwrite): the alignment gaps between its tensors, and an
+  // embedding's table (a token the micro-batch lacks has gradient 0).
+  int64_t overwrite_zeroed_elems = 0;
 };
 
 // Which units a training step over a UnitStorage holds at once (forward_backward_sum): the
@@ -177,9 +182,10 @@ class Transformer : private BlockHooks {
   // head's weight matrices through NnOps::matmul_add_product (the head only when its loss runs
   // in one chunk), their 1-D tensors' row sums in a scratch added once, and an untied embedding
   // without learned positions, its rows summed per distinct token first (embedding_backward_once).
-  // kSeveral for a tied embedding (the head's GEMMs add to it too), learned positions (a row per
-  // sequence), a head whose loss runs in several chunks, and units with FP8 or FP4 layers (their
-  // GEMMs accumulate as they go).
+  // A tied embedding is kOnce too where the head's loss runs in one chunk, and so are learned
+  // positions: the micro-batch's token rows and the positions are set aside while it adds in
+  // place (set_aside_embedding_rows). kSeveral for a head whose loss runs in several chunks (an
+  // embedding tied to it), and units with FP8 or FP4 layers (their GEMMs accumulate as they go).
   static dist::UnitStorage::GradAdds unit_grad_adds(const TransformerSpec& spec, int unit, const ModelOptions& options,
                                                     int64_t rows);
   static UnitSchedule unit_schedule(const TransformerSpec& spec);
@@ -355,6 +361,13 @@ class Transformer : private BlockHooks {
   int64_t distinct_tokens_ = 0;
   bool embedding_once() const;
   void embedding_backward_once();
+  // A kOnce embedding that a tied head's GEMM or learned positions add to besides its rows: where
+  // backward adds in place, the micro-batch's token rows and the positions are set aside (M x C
+  // and the position table, embedding_set_aside_) from the unit's acquisition until its rows are in.
+  bool embedding_rows_set_aside() const;
+  void set_aside_embedding_rows(const dist::UnitStorage::UnitGrads& grads);
+  void restore_embedding_rows();
+  Buffer embedding_set_aside_;
   int64_t documents_ = 0;          // documents in the micro-batch's sequences; 0: one a sequence
   int64_t longest_document_ = 0;   // rows of the longest of them
   float *rope_cos_ = nullptr, *rope_sin_ = nullptr;
@@ -391,9 +404,13 @@ class Transformer : private BlockHooks {
   std::vector<float*> unit_grads_;
   std::vector<dist::UnitStorage::GradAdds> unit_grad_adds_;
   std::vector<Buffer> unit_grad_vectors_;  // kOnce units: their 1-D tensors' gradients of this backward
-  // dW (+)= the product: added whole (matmul_add_product) where w's unit is kOnce. With a bias
-  // (offset >= 0), its gradient comes with the GEMM (NnOps::matmul_bias_grad): the column sums of
-  // dy, the operand on `bias_side`.
+  // Per unit: how this backward puts its gradients in (acquire_grads' answer), and the alignment
+  // gaps between its tensors ({offset in the unit, elements}), zeroed where it overwrites.
+  std::vector<dist::UnitStorage::GradWrite> unit_grad_write_;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> unit_grad_gaps_;
+  // dW (+)= the product: where w's unit is kOnce, written (beta 0) or added whole
+  // (matmul_add_product). With a bias (offset >= 0), its gradient comes with the GEMM
+  // (NnOps::matmul_bias_grad): the column sums of dy, the operand on `bias_side`.
   void weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
                         int64_t bias = -1, BiasGradOf bias_side = BiasGradOf::kA, ActRef dy = ActRef());
 };

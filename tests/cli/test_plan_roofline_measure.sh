@@ -16,10 +16,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 command -v python3 >/dev/null || { echo "SKIP: python3 absent (reads the table)"; exit 77; }
 stories="$project/recipes/stories/260k_full_single_device.yaml"
 
-check_table() {  # FILE LABEL [REQUIRED_OP...]
+check_table() {  # FILE LABEL [REQUIRED_OP...]; TINY_ROWS: rows (|-separated) that may round to 0.00 ms
   python3 - "$@" <<'PY'
-import re, sys
+import os, re, sys
 path, label, required = sys.argv[1], sys.argv[2], sys.argv[3:]
+tiny = [r for r in os.environ.get("TINY_ROWS", "").split("|") if r]
 lines = open(path).read().splitlines()
 head = [i for i, l in enumerate(lines) if l.startswith("op ") and "ms measured" in l]
 assert len(head) == 1, f"{label}: no table header with 'ms measured'"
@@ -41,7 +42,7 @@ for name, f in rows.items():
         continue
     assert len(f) == 9, f"{label}: row '{name}' has no measured time: {f}"
     measured = float(f[7])
-    assert measured > 0, f"{label}: row '{name}' measured {measured} ms"
+    assert measured > 0 or (name in tiny and measured == 0), f"{label}: row '{name}' measured {measured} ms"
     total += measured
 assert abs(float(step.split()[-1]) - total) <= 0.05 + 1e-3 * total, f"{label}: step {step} != sum {total}"
 m = re.search(r"no gaps: ([0-9.]+) ms per step", " ".join(lines))
@@ -53,7 +54,9 @@ PY
 
 "$farthing" plan "$stories" --preset stories260k --set train.device=cpu --roofline h200 --measure-ops \
   > "$tmp/llama.txt" 2> "$tmp/err" || { cat "$tmp/err"; fail "plan --measure-ops (stories260k) exited non-zero"; }
-check_table "$tmp/llama.txt" stories260k "rmsnorm forward" "rmsnorm backward" rope "attention forward" \
+# stories260K's gradients are written, not zeroed: what is left to zero (its tied embedding's
+# accumulator, 128 KiB) takes under the table's 0.01 ms. GPT-2's zeroing row below stays positive.
+TINY_ROWS="zero gradient accumulators" check_table "$tmp/llama.txt" stories260k "rmsnorm forward" "rmsnorm backward" rope "attention forward" \
   "attention backward" "swiglu backward" "matmul qkv wgrad" "matmul down fwd" "cross-entropy (+grad)" \
   || { cat "$tmp/llama.txt"; fail "the stories260k table is wrong (above)"; }
 

@@ -7,6 +7,7 @@
 #  - a profile measured by `farthing bench dist --out` (stories260k, np 1) predicts the recipe's
 #    steps; one of another shape or another model is refused naming both; its links mean nothing
 #    at np 1;
+#  - a described link shared by --ranks-per-node ranks takes longer for the same bytes;
 #  - bad input is one error line naming what was wrong, exit 1.
 # usage: test_plan_step_time.sh FARTHING_BINARY PROJECT_DIR
 set -u
@@ -52,6 +53,26 @@ echo "ok: world size 1 sends nothing"
 grep -q "measured by farthing bench dist on stories260k at np 1" "$tmp/table" || { cat "$tmp/table"; fail "the table does not name its profile"; }
 echo "ok: a measured profile predicts: $(grep -E '^2\*? ' "$tmp/table")"
 
+# A described link shared by two ranks a node (8B over 1 Gbit/s, where the bytes dominate): each
+# rank sends the same bytes, but a node's link carries its two ranks' blocks for the other node,
+# 2·2 blocks of a 4-rank collective where a link of one's own carries 3, so the communication
+# takes 4/3 as long, less the latencies the node's own exchanges save.
+for h in 1 2; do
+  "$farthing" plan "$recipe8b" --preset llama3.1-8b --world-size 4 --interconnect link:1gbit:1ms --ranks-per-node "$h" \
+    --compute-tflops 400 --json > "$tmp/h$h.json" || fail "plan --ranks-per-node $h exited non-zero"
+done
+python3 - "$tmp/h1.json" "$tmp/h2.json" <<'PY' || fail "--ranks-per-node does not share the node's link (above)"
+import json, sys
+one, two = (json.load(open(f))["step_time"] for f in sys.argv[1:])
+assert one["ranks_per_node"] == 1 and two["ranks_per_node"] == 2, (one["ranks_per_node"], two["ranks_per_node"])
+for a, b in zip(one["stages"], two["stages"]):
+    assert a["bytes_sent_per_rank"] == b["bytes_sent_per_rank"], (a, b)
+    ratio = b["comm_seconds"] / a["comm_seconds"]
+    assert 1.30 < ratio < 4 / 3, (a["stage"], a["comm_seconds"], b["comm_seconds"], ratio)
+print("ok: two ranks a node:", [round(b["comm_seconds"] / a["comm_seconds"], 4) for a, b in zip(one["stages"], two["stages"])],
+      "times the communication of a link each")
+PY
+
 # One error line, exit 1, naming what was wrong.
 expect_error() {  # expect_error WHAT PATTERN -- ARGS...
   local what="$1" pattern="$2"; shift 3
@@ -74,4 +95,9 @@ expect_error "profile of another model" "but the recipe's model .* has" -- "$rec
   --set data.seq_len=32 --set train.micro_batch=1 --interconnect nvlink --profile "$tmp/np1.json"
 expect_error "links measured at np 1" "world size 1" -- "$stories" --preset stories260k --set data.seq_len=32 \
   --set train.micro_batch=1 --interconnect "$tmp/np1.json" --profile "$tmp/np1.json"
+expect_error "ranks per node on a preset" "ranks-per-node goes with --interconnect link" -- "$stories" \
+  --preset stories260k --set data.seq_len=32 --set train.micro_batch=1 --world-size 4 --interconnect eth100 \
+  --ranks-per-node 2 --profile "$tmp/np1.json"
+expect_error "a partial node" "not a whole number of nodes" -- "$stories" --preset stories260k --set data.seq_len=32 \
+  --set train.micro_batch=1 --world-size 3 --interconnect link:1gbit:1ms --ranks-per-node 2 --profile "$tmp/np1.json"
 echo "PASS"

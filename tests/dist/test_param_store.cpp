@@ -2,6 +2,9 @@
 // buffers computes, at every ZeRO stage, fp32 and bf16 compute, and the store sums gradients over
 // ranks as its stage says. Runs at np 1 (no mpirun), 2 and 3: every rank takes the same batch, so
 // the summed gradient is the single-process gradient added rank by rank ((g + g) + g)...
+// Over two micro-batches the kept sums are the first one's sum plus the second's, as two whole
+// gradients added: in place alone (a tied embedding's and the positions' rows set aside while
+// the head's product lands), written into accumulators over ranks.
 // The reference is a model with whole fp32 buffers holding the same bf16-exact weights; under
 // bf16 compute it narrows its own GEMM copy, while the store's model reads the bf16 weights
 // themselves: the bits must not differ.
@@ -52,6 +55,7 @@ struct Case {
   models::ComputeMode compute;
   int stage;
   bool fused;
+  int micro_batches = 1;
 };
 
 // Runs one forward + backward through the store and checks this rank's owned gradients (and the
@@ -63,9 +67,11 @@ void check_case(const Case& k) {
   const models::TransformerSpec spec = models::make_spec(config);
   const int64_t B = 2, T = 24, n = spec.layout.total_elems();
   test::SplitMix64 rng(5);
-  std::vector<int32_t> tokens, targets;
-  for (int64_t i = 0; i < B * T; ++i) tokens.push_back(int32_t(rng.next() % uint64_t(config.vocab_size)));
-  for (int64_t i = 0; i < B * T; ++i) targets.push_back(i % 5 == 2 ? -100 : int32_t(rng.next() % 200));
+  std::vector<std::vector<int32_t>> tokens(size_t(k.micro_batches)), targets(size_t(k.micro_batches));
+  for (int a = 0; a < k.micro_batches; ++a) {
+    for (int64_t i = 0; i < B * T; ++i) tokens[size_t(a)].push_back(int32_t(rng.next() % uint64_t(config.vocab_size)));
+    for (int64_t i = 0; i < B * T; ++i) targets[size_t(a)].push_back(i % 5 == 2 ? -100 : int32_t(rng.next() % 200));
+  }
 
   // bf16-exact first weights: what the store keeps, widened.
   std::vector<float> values(static_cast<size_t>(n));
@@ -76,18 +82,30 @@ void check_case(const Case& k) {
   whole_options.compute = k.compute;
   models::Transformer whole(spec, B, T, whole_options);
   std::memcpy(whole.params(), values.data(), size_t(n) * sizeof(float));
-  whole.zero_grads();
-  const auto expected_loss = whole.forward_backward_sum(tokens.data(), targets.data(), 0.01f);
-  // The sum over ranks of identical gradients, in rank order.
-  std::vector<float> expected(whole.grads(), whole.grads() + n);
-  for (int r = 1; r < W; ++r) {
-    for (int64_t i = 0; i < n; ++i) expected[size_t(i)] += whole.grads()[i];
+  // Per micro-batch, the sum over ranks of identical gradients, in rank order; then the
+  // micro-batches' sums added in order.
+  std::vector<float> expected;
+  std::vector<models::Transformer::LossSum> expected_loss;
+  for (int a = 0; a < k.micro_batches; ++a) {
+    whole.zero_grads();
+    expected_loss.push_back(whole.forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), 0.01f));
+    std::vector<float> sum(whole.grads(), whole.grads() + n);
+    for (int r = 1; r < W; ++r) {
+      for (int64_t i = 0; i < n; ++i) sum[size_t(i)] += whole.grads()[i];
+    }
+    if (a == 0) {
+      expected = sum;
+    } else {
+      for (int64_t i = 0; i < n; ++i) expected[size_t(i)] += sum[size_t(i)];
+    }
   }
 
   const ZeroLayout zero(unit_ranges(spec.layout), W, comm.rank());
   ParamStoreOptions options;
   options.zero_stage = k.stage;
-  options.grad_accum = 2;  // kept in fp32: the exact sums, to compare bitwise
+  // Kept in fp32, the exact sums, to compare bitwise: over ranks with one micro-batch a step,
+  // stage 1 keeps the gradients in place and all-reduces them there.
+  options.grad_accum = W > 1 && k.micro_batches == 1 ? 1 : 2;
   options.optimizer_in_backward = k.fused;
   ParamStore store(zero, comm, backend_for(Device::cpu()), options);
   for (size_t u = 0; u < zero.units().size(); ++u) {
@@ -107,10 +125,12 @@ void check_case(const Case& k) {
   stored_options.compute = k.compute;
   stored_options.unit_storage = &store;
   models::Transformer stored(spec, B, T, stored_options);
-  store.begin_micro_batch(0);
-  const auto loss = stored.forward_backward_sum(tokens.data(), targets.data(), 0.01f);
-  EXPECT_EQ(loss.sum, expected_loss.sum);
-  EXPECT_EQ(loss.counted, expected_loss.counted);
+  for (int a = 0; a < k.micro_batches; ++a) {
+    store.begin_micro_batch(a);
+    const auto loss = stored.forward_backward_sum(tokens[size_t(a)].data(), targets[size_t(a)].data(), 0.01f);
+    EXPECT_EQ(loss.sum, expected_loss[size_t(a)].sum);
+    EXPECT_EQ(loss.counted, expected_loss[size_t(a)].counted);
+  }
   if (k.fused) {
     EXPECT_EQ(hook_calls, int(zero.units().size()));
   }
@@ -136,6 +156,9 @@ TEST(ParamStore, ModelOverStoreEqualsWholeBuffersAtEveryStage) {
                                             << stage << (fused ? " fused" : ""));
           check_case({family, compute, stage, fused});
         }
+        SCOPED_TRACE(::testing::Message() << "family " << int(family) << " compute " << int(compute) << " stage "
+                                          << stage << ", two micro-batches");
+        check_case({family, compute, stage, false, 2});
       }
     }
   }

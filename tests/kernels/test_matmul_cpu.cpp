@@ -153,8 +153,9 @@ TEST(MatmulCpu, BitwiseAtAnyThreadCount) {
 // matmul_add_product adds the whole product once: bit for bit C + (matmul_cpu without accumulate),
 // element by element, where matmul_cpu's accumulate (oneDNN's sum post-op) adds C in before the
 // last K-block once K is long (1500 here; past 256 rows on AVX-512, 64 on AVX2). Onto a zero C
-// it is matmul_cpu's accumulate onto zero, bit for bit: the gradients in place keep the bits of
-// a zeroed accumulator's. A padded ldc's padding is left alone.
+// it is matmul_cpu's accumulate onto zero, and matmul_cpu without accumulate, bit for bit: the
+// gradients in place, written or added, keep the bits of a zeroed accumulator's. A padded ldc's
+// padding is left alone.
 TEST(MatmulCpu, AddProductAddsTheWholeProductOnce) {
   for (GemmDtype dt : {GemmDtype::kF32, GemmDtype::kBF16}) {
     for (Trans ta : {Trans::kN, Trans::kT}) {
@@ -195,6 +196,10 @@ TEST(MatmulCpu, AddProductAddsTheWholeProductOnce) {
         matmul_cpu(dt, s, a.data(), b.data(), accumulated.data(), true);
         EXPECT_EQ(std::memcmp(onto_zero.data(), accumulated.data(), onto_zero.size() * 4), 0)
             << "onto zero: m" << c.m << " k" << c.k << " dtype " << int(dt) << " ta " << int(ta);
+        // Written with beta 0, the product is the one added: gradients written where a zeroed
+        // accumulator was added to keep its bits.
+        EXPECT_EQ(std::memcmp(onto_zero.data(), product.data(), onto_zero.size() * 4), 0)
+            << "written: m" << c.m << " k" << c.k << " dtype " << int(dt) << " ta " << int(ta);
       }
     }
   }
@@ -254,7 +259,7 @@ TEST(MatmulCpu, Bf16OutputIsTheFp32ResultRoundedOnce) {
   }
 }
 
-// The bf16-output contract (docs/numerics.md §9): C = bf16(acc + add + bf16(bias)), the bias
+// The bf16-output contract (docs/numerics.md §10): C = bf16(acc + add + bf16(bias)), the bias
 // rounded to bf16, added in fp32 after the residual, then one rounding. The data make every fp32
 // sum exact (A and B multiples of 1/16 with k = 16, the residual a multiple of 1/64, bf16
 // holding it), so the expected bits follow from the contract whatever order the GEMM sums in. The test

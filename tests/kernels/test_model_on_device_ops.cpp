@@ -64,7 +64,7 @@ class StagedOps final : public NnOps {
                      accumulate);
   }
   // dy is staged once where it is the GEMM's operand itself, so the device sees it as one array.
-  void matmul_bias_grad(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, float* c, bool add_product,
+  void matmul_bias_grad(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, float* c, GradInto into,
                         BiasGradOf side, ActRef dy, float* dbias) override {
     Call k(*this);
     const auto [da, db] = gemm_operands(k, dtype, s, a, b);
@@ -74,7 +74,7 @@ class StagedOps final : public NnOps {
     const ActRef staged_dy = dy.data != operand ? staged(k, dy, s.k * width)
                              : dy.is_bf16()     ? ActRef::bf16(static_cast<uint16_t*>(const_cast<void*>(staged_operand)))
                                                 : ActRef(static_cast<float*>(const_cast<void*>(staged_operand)));
-    ops_.matmul_bias_grad(dtype, s, da, db, k.inout(c, extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 4), add_product, side,
+    ops_.matmul_bias_grad(dtype, s, da, db, k.inout(c, extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 4), into, side,
                           staged_dy, k.inout(dbias, width * 4));
   }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {

@@ -1180,7 +1180,8 @@ void add_matmul_bias_case(const std::string& label, GemmDtype dtype, GemmShape g
 }
 
 // A weight gradient with its bias gradient (NnOps::matmul_bias_grad): dW (out x in, or in x out)
-// and dbias both start non-zero (gradients kept from earlier micro-batches) and are added to. dy
+// and dbias both start non-zero (gradients kept from earlier micro-batches); dbias is added to,
+// dW as `into` says (added by the GEMM, added whole, or written). dy
 // (`rows` x `out`, as stored) is the GEMM's A operand (W stored (out, in), Qwen's qkv:
 // BiasGradOf::kA) or its B (W stored (in, out), GPT-2's Conv1D: kB). dy is stored as the GEMM's
 // operand type (bf16 or fp32: on a GPU cuBLASLt's bias-gradient epilogue sums it), or, with
@@ -1188,7 +1189,7 @@ void add_matmul_bias_case(const std::string& label, GemmDtype dtype, GemmShape g
 // then runs as its own column sums of the fp32 dy). GEMM class for dbias too: cuBLASLt sums over
 // k in its own order.
 void add_matmul_bias_grad_case(const std::string& label, GemmDtype dtype, BiasGradOf side, int64_t rows, int64_t out,
-                               int64_t in, bool add_product, bool dy_fp32 = false) {
+                               int64_t in, GradInto into, bool dy_fp32 = false) {
   add("matmul_bias_grad_" + label, Tol::kGemm, [=](Arena& a, Rng& rng) {
     const std::vector<float> dy_values = rng.floats(rows * out), x_values = rng.floats(rows * in);
     const auto operand = [&](const std::vector<float>& v) -> const void* {
@@ -1204,8 +1205,8 @@ void add_matmul_bias_grad_case(const std::string& label, GemmDtype dtype, BiasGr
                              : GemmShape{in, out, rows, in, out, out, Trans::kT, Trans::kN};
     float* dw = a.put(rng.floats(out * in));
     float* dbias = a.put(rng.floats(out));
-    a.nn().matmul_bias_grad(dtype, g, on_a ? dy_operand : x_operand, on_a ? x_operand : dy_operand, dw, add_product,
-                            side, dy, dbias);
+    a.nn().matmul_bias_grad(dtype, g, on_a ? dy_operand : x_operand, on_a ? x_operand : dy_operand, dw, into, side,
+                            dy, dbias);
     Outputs o;
     o.add("dw", a.get(dw, size_t(out * in)));
     o.add("dbias", a.get(dbias, size_t(out)));
@@ -1613,9 +1614,10 @@ void add_sim_cases() {
                            false, Residual::kInPlace);
   add_matmul_bias_case("sim_f32", GemmDtype::kF32, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kT}, false);
   add_matmul_bias_case("sim_bf16_in_residual", GemmDtype::kBF16, GemmShape{17, 40, 72, 0, 0, 0, T::kN, T::kT}, true);
-  add_matmul_bias_grad_case("sim_a_bf16", GemmDtype::kBF16, BiasGradOf::kA, 33, 72, 40, true);
-  add_matmul_bias_grad_case("sim_b_f32", GemmDtype::kF32, BiasGradOf::kB, 70, 40, 24, false);
-  add_matmul_bias_grad_case("sim_b_bf16_dy_f32", GemmDtype::kBF16, BiasGradOf::kB, 33, 40, 24, true, true);
+  add_matmul_bias_grad_case("sim_a_bf16", GemmDtype::kBF16, BiasGradOf::kA, 33, 72, 40, GradInto::kAddProduct);
+  add_matmul_bias_grad_case("sim_b_f32", GemmDtype::kF32, BiasGradOf::kB, 70, 40, 24, GradInto::kAccumulate);
+  add_matmul_bias_grad_case("sim_b_bf16_dy_f32", GemmDtype::kBF16, BiasGradOf::kB, 33, 40, 24, GradInto::kOverwrite,
+                            true);
   add_copy_cases();
   const auto e4 = Fp8Format::kE4M3, e5 = Fp8Format::kE5M2;
   for (Fp8Tiling t : {Fp8Tiling::kTensor, Fp8Tiling::kRow1x128, Fp8Tiling::kCol128x1, Fp8Tiling::kBlock128}) {
@@ -1749,16 +1751,19 @@ const std::vector<Case>& cases() {
   // Biases in the GEMMs (cuBLASLt's epilogues on a GPU): Qwen2.5-0.5B's qkv (896 -> 1152, W stored
   // (out, in)) into its bf16 output; fp32 outputs (fp32 compute, and fp32 activations under bf16
   // compute), one onto the residual; bias gradients with the weight gradients, dy as A (Qwen) and
-  // as B (GPT-2's Conv1D), kept in place (add_product) or accumulated, and GPT-2's qkv with an
+  // as B (GPT-2's Conv1D), dW added whole, accumulated or written, and GPT-2's qkv with an
   // fp32 dy narrowed for its bf16 GEMM.
   add_matmul_bf16_out_case("qwen25_qkv_bias", GemmDtype::kBF16, GemmShape{67, 1152, 896, 0, 0, 0, T::kN, T::kT}, true);
   add_matmul_bias_case("f32_gpt2_qkv", GemmDtype::kF32, GemmShape{33, 2304, 768, 0, 0, 0, T::kN, T::kN}, false);
   add_matmul_bias_case("bf16_qwen25_qkv", GemmDtype::kBF16, GemmShape{67, 1152, 896, 0, 0, 0, T::kN, T::kT}, false);
   add_matmul_bias_case("bf16_gpt2_o_residual", GemmDtype::kBF16, GemmShape{33, 768, 768, 0, 0, 0, T::kN, T::kN}, true);
-  add_matmul_bias_grad_case("qwen25_qkv_a_bf16", GemmDtype::kBF16, BiasGradOf::kA, 67, 1152, 896, true);
-  add_matmul_bias_grad_case("qwen25_qkv_a_f32", GemmDtype::kF32, BiasGradOf::kA, 67, 1152, 896, false);
-  add_matmul_bias_grad_case("gpt2_up_b_bf16", GemmDtype::kBF16, BiasGradOf::kB, 200, 3072, 768, false);
-  add_matmul_bias_grad_case("gpt2_qkv_b_bf16_dy_f32", GemmDtype::kBF16, BiasGradOf::kB, 33, 2304, 768, true, true);
+  add_matmul_bias_grad_case("qwen25_qkv_a_bf16", GemmDtype::kBF16, BiasGradOf::kA, 67, 1152, 896, GradInto::kAddProduct);
+  add_matmul_bias_grad_case("qwen25_qkv_a_f32", GemmDtype::kF32, BiasGradOf::kA, 67, 1152, 896, GradInto::kAccumulate);
+  add_matmul_bias_grad_case("qwen25_qkv_a_bf16_written", GemmDtype::kBF16, BiasGradOf::kA, 67, 1152, 896,
+                            GradInto::kOverwrite);
+  add_matmul_bias_grad_case("gpt2_up_b_bf16", GemmDtype::kBF16, BiasGradOf::kB, 200, 3072, 768, GradInto::kAccumulate);
+  add_matmul_bias_grad_case("gpt2_qkv_b_bf16_dy_f32", GemmDtype::kBF16, BiasGradOf::kB, 33, 2304, 768,
+                            GradInto::kAddProduct, true);
   add_copy_cases();
   add_fp8_cases();
   add_fp4_cases(false);

@@ -74,10 +74,10 @@ class RecordingOps final : public NnOps {
     cpu_.matmul_bias(dtype, shape, a, b, bias, c, accumulate);
   }
   void matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
-                        bool add_product, BiasGradOf side, ActRef dy, float* dbias) override {
+                        GradInto into, BiasGradOf side, ActRef dy, float* dbias) override {
     ++calls["matmul_bias_grad"];
     if (refuse_matmul) throw std::runtime_error("matmul_bias_grad refused by the test");
-    cpu_.matmul_bias_grad(dtype, shape, a, b, c, add_product, side, dy, dbias);
+    cpu_.matmul_bias_grad(dtype, shape, a, b, c, into, side, dy, dbias);
   }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     ++calls["fp8_quantize"];

@@ -56,6 +56,7 @@ struct PlanArgs {
   std::string preset;  // architecture override: plan without model.path's files
   double budget_gb = -1.0;
   std::string interconnect;  // step time: the links
+  int ranks_per_node = 1;    // step time: ranks behind one node's link (link:RATE:LATENCY)
   std::string profile;       // step time: measured compute
   double compute_tflops = 0.0, memory_gbs = 3350.0;
   std::string roofline;  // a device name: the step on paper (roofline_table.h)
@@ -78,6 +79,10 @@ void check_plan_args(const PlanArgs& p) {
   usage(!step_time || !p.interconnect.empty(), std::string("--profile and --compute-tflops need --interconnect (") +
                                                    train::kInterconnectNames + ", or a file of measured links)");
   usage(p.profile.empty() || p.compute_tflops <= 0.0, "give --profile or --compute-tflops, not both");
+  usage(p.ranks_per_node == 1 || p.interconnect.substr(0, 5) == "link:",
+        "--ranks-per-node goes with --interconnect link:RATE:LATENCY (the presets and measured links are per rank)");
+  usage(p.world_size % p.ranks_per_node == 0, "--world-size " + std::to_string(p.world_size) +
+        " is not a whole number of nodes of --ranks-per-node " + std::to_string(p.ranks_per_node));
 }
 
 std::string read_text(const fs::path& path) {
@@ -331,11 +336,17 @@ void print_table(const PlanArgs& a, const farthing::recipe::RunConfig& r, const 
               : e.grad_bytes_per_elem == 2 ? "kept in bf16 (one backward's gradient, read once by the optimizer)"
               : e.grad_sums                ? "added to the kept fp32 sums (grad_accum or several ranks)"
                                            : "kept in fp32 (one backward's gradient, train.grad_dtype)");
-  if (e.world_size == 1 && !e.optimizer_in_backward && e.grad_bytes_per_elem == 4) {
-    std::printf("            in place: blocks, an untied head whose loss runs in one chunk and an untied\n"
-                "            embedding without learned positions add their gradients straight to the kept\n"
-                "            fp32 sums, with no accumulator; only their 1-D tensors' sums and the embedding's\n"
-                "            rows per distinct token are held (docs/parameter_store.md)\n");
+  if (e.grad_in_place_elems > 0) {
+    std::printf("            in place: blocks, a head whose loss runs in one chunk and its embedding write\n"
+                "            their gradients into the kept fp32 sums (the step's first micro-batch) or add\n"
+                "            them whole, with no accumulator; only their 1-D tensors' sums and the\n"
+                "            embedding's rows (per distinct token, or set aside when tied) are held\n"
+                "            (docs/parameter_store.md)\n");
+    if (e.world_size > 1) std::printf("            over ranks the all-reduce then sums the kept copies in place\n");
+  } else {
+    std::printf("            written: a unit whose gradients are formed whole once (blocks, a head whose loss\n"
+                "            runs in one chunk and its embedding) writes its accumulator, which is not zeroed\n"
+                "            (docs/parameter_store.md)\n");
   }
   std::printf("\nnominal: the per-parameter cost of these settings (docs/design.md, \"Memory per parameter\"); the\n"
               "units in use and the workspace come on top (flat space %lld elements for %lld parameters).\n",
@@ -439,7 +450,7 @@ StepTimePlan plan_step_time(const PlanArgs& a, const farthing::recipe::RunConfig
                    "it holds no links; measure them under mpirun -np 2 or more");
     plan.links = measured.links;
   } else {
-    plan.links = train::interconnect_preset(a.interconnect);
+    plan.links = train::interconnect_preset(a.interconnect, a.ranks_per_node);
   }
   std::optional<train::ScalingProfile> profile;
   if (!a.profile.empty()) {
@@ -497,7 +508,10 @@ StepTimePlan plan_step_time(const PlanArgs& a, const farthing::recipe::RunConfig
 }
 
 void print_step_time(const PlanArgs& a, const farthing::recipe::RunConfig& r, const StepTimePlan& p) {
-  std::printf("\nstep time at world size %d over %s (docs/scaling.md)\n", a.world_size, p.links.name.c_str());
+  const std::string per_node =
+      a.ranks_per_node > 1 ? ", " + std::to_string(a.ranks_per_node) + " ranks per node sharing its link" : "";
+  std::printf("\nstep time at world size %d over %s%s (docs/scaling.md)\n", a.world_size, p.links.name.c_str(),
+              per_node.c_str());
   std::printf("  links     %s\n", p.links.source.c_str());
   std::printf("  compute   %s\n", p.compute_source.c_str());
   std::printf("  %lld tokens per rank per step; serial: every collective blocks (distributed.reduce_bucket_mib 0, the\n"
@@ -533,7 +547,8 @@ nlohmann::json step_time_json(const StepTimePlan& p) {
                       {"serial", one(s.serial)},
                       {"overlapped", one(s.overlapped)}});
   }
-  return {{"interconnect", p.links.name}, {"links_source", p.links.source}, {"compute_source", p.compute_source},
+  return {{"interconnect", p.links.name},        {"ranks_per_node", p.links.all_gather.ranks_per_node},
+          {"links_source", p.links.source},        {"compute_source", p.compute_source},
           {"tokens_per_rank", p.tokens_per_rank}, {"stages", stages}};
 }
 
@@ -620,6 +635,13 @@ VerbRun define_plan(CLI::App& verb) {
                    "nvlink, ib400, ib200, eth100 (nominal links), link:RATE:LATENCY (by hand,\n"
                    "e.g. link:1gbit:1ms), or a file of measured ones (farthing bench dist --out FILE)")
       ->type_name("X")
+      ->group(step_time);
+  verb.add_option("--ranks-per-node", a->ranks_per_node,
+                   "with link:RATE:LATENCY, the ranks that share each node's link (mpirun fills nodes\n"
+                   "in turn); their traffic to each other does not use it")
+      ->type_name("H")
+      ->capture_default_str()
+      ->check(cli::whole_number_at_least(1))
       ->group(step_time);
   verb.add_option("--profile", a->profile,
                    "the compute of each turn, measured by farthing bench dist --out at the\n"

@@ -168,9 +168,10 @@ if [[ $part == profile ]]; then
   exit 0
 fi
 # The A/B pairs on the same warm machine, each against llama-8b-recipe above: the head and loss in
-# 64-row chunks against the whole micro-batch, the recipe without recomputation, and cuDNN's
-# nondeterministic attention backward against the deterministic one.
-for preset_case in llama-8b-head-64 llama-8b-no-recompute llama-8b-nondeterministic-attention; do
+# 64-row chunks against the whole micro-batch, the recipe without recomputation, cuDNN's
+# nondeterministic attention backward against the deterministic one, and cuBLASLt's algorithms
+# timed per shape (train.gemm_algorithm timed) against the heuristic's first, with both plan logs.
+for preset_case in llama-8b-head-64 llama-8b-no-recompute llama-8b-nondeterministic-attention llama-8b-timed-gemms; do
   run_step "ab-$preset_case" 110 env TRAIN_PRESETS_PROFILE=1 "$here/train_presets.sh" "$PKG/bin/farthing" \
     "$presets_work" "$preset_case"
 done

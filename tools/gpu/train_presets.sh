@@ -23,6 +23,9 @@
 #   llama-8b-no-recompute  llama-8b-recipe without recomputation (activation_checkpointing none)
 #   llama-8b-nondeterministic-attention  llama-8b-recipe with cuDNN's nondeterministic attention
 #                backward (train.deterministic_attention false) against its deterministic one
+#   llama-8b-timed-gemms  llama-8b-recipe with train.gemm_algorithm timed (up to 8 of cuBLASLt's
+#                algorithms timed per GEMM shape on step 1, rank 0's fastest from step 2) against the
+#                heuristic's first; both print their GEMM plan log (from profile.json when profiled)
 # TRAIN_PRESETS_H200=1: the *-recipe cases (and their A/B pairs) take the H200 recipes
 # (*_h200.yaml: micro-batch 4, no recomputation, the plan's --fit h200 choice).
 # TRAIN_PRESETS_PROFILE=1 adds train.profile: ops to every run: each prints its step profile
@@ -48,6 +51,20 @@ skip_without_gpu train_presets "$device"
 recipe_dir="$src/recipes"
 h200_suffix=""
 [[ ${TRAIN_PRESETS_H200:-0} == 1 ]] && h200_suffix=_h200
+# The run's GEMM plans as profile.json records them (a profiled run on a GPU; nothing otherwise).
+plan_log() {
+  [[ -f $work/$1/profile.json ]] || return 0
+  python3 - "$work/$1/profile.json" "$1" <<'PY'
+import json, sys
+plans = json.load(open(sys.argv[1])).get("gemm_plans", [])
+print(f"train_presets: {sys.argv[2]}: {len(plans)} GEMM plans")
+for p in plans:
+    rate = f"{p['tflops']:.1f} TFLOP/s" if p["tflops"] > 0 else "not timed"
+    cands = " ".join(f"{c:.1f}" for c in p["candidate_tflops"])
+    print(f"  {p['key']}: {p['algorithm']}, {rate}" + (f" (candidates {cands})" if cands else "") + f"; {p['how']}")
+PY
+}
+
 case "$case_name" in
   resume-135m) preset=smollm2-135m vocab=49152 seq=512 recipe=smollm2/135m_full_single_device.yaml ;;
   llama-1b) preset=llama3.2-1b vocab=128256 seq=2048 recipe=llama3_2/1b_full_single_device.yaml ;;
@@ -56,9 +73,9 @@ case "$case_name" in
   llama-8b-offload) preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device_offload.yaml ;;
   qwen-7b) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device.yaml ;;
   qwen-7b-recipe) preset=qwen2.5-7b vocab=152064 seq=2048 recipe=qwen2_5/7b_full_single_device${h200_suffix}.yaml ;;
-  llama-8b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention)
+  llama-8b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention|llama-8b-timed-gemms)
     preset=llama3.1-8b vocab=128256 seq=2048 recipe=llama3_1/8b_full_single_device${h200_suffix}.yaml ;;
-  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b|llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention)" >&2; exit 2 ;;
+  *) echo "train_presets: unknown case '$case_name' (resume-135m|llama-1b|llama-8b|llama-8b-fp8|llama-8b-offload|qwen-7b|llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention|llama-8b-timed-gemms)" >&2; exit 2 ;;
 esac
 if [[ -n ${TRAIN_PRESETS_PRESET:-} ]]; then
   preset="$TRAIN_PRESETS_PRESET"
@@ -101,6 +118,20 @@ with open(sys.argv[1] + ".tokens_per_s", "w") as f:
 PY
 }
 
+# The run's GEMM plans as profile.json records them (a profiled run on a GPU; nothing otherwise).
+plan_log() {
+  [[ -f $work/$1/profile.json ]] || return 0
+  python3 - "$work/$1/profile.json" "$1" <<'PY'
+import json, sys
+plans = json.load(open(sys.argv[1])).get("gemm_plans", [])
+print(f"train_presets: {sys.argv[2]}: {len(plans)} GEMM plans")
+for p in plans:
+    rate = f"{p['tflops']:.1f} TFLOP/s" if p["tflops"] > 0 else "not timed"
+    cands = " ".join(f"{c:.1f}" for c in p["candidate_tflops"])
+    print(f"  {p['key']}: {p['algorithm']}, {rate}" + (f" (candidates {cands})" if cands else "") + f"; {p['how']}")
+PY
+}
+
 case "$case_name" in
   resume-135m)
     steps=(--set train.steps=6 --set train.micro_batch=4 --set train.grad_accum=1 --set checkpoint.save_every=3)
@@ -138,17 +169,20 @@ PY
     summary "$case_name"
     echo "train_presets: qwen-7b: llm.q publishes 14k tokens/s for Qwen2.5-7B on one H100 in BF16 (not this GPU)"
     ;;
-  llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention)
+  llama-8b-recipe|qwen-7b-recipe|llama-8b-head-64|llama-8b-no-recompute|llama-8b-nondeterministic-attention|\
+  llama-8b-timed-gemms)
     # The recipe as written (its micro-batch, clipping, the optimizer after backward), with two
     # micro-batches per step rather than 8-16 so that three steps fit a check's timeout.
     ab=()
     [[ $case_name == llama-8b-head-64 ]] && ab=(--set model.loss_chunk_rows=64)
     [[ $case_name == llama-8b-no-recompute ]] && ab=(--set model.activation_checkpointing=none)
     [[ $case_name == llama-8b-nondeterministic-attention ]] && ab=(--set train.deterministic_attention=false)
+    [[ $case_name == llama-8b-timed-gemms ]] && ab=(--set train.gemm_algorithm=timed)
     rm -rf "$work/$case_name"
     run "$case_name" "$device" --set train.steps=3 --set train.grad_accum=2 \
       --set checkpoint.save_every=0 --set checkpoint.save_final=false "${ab[@]}"
     summary "$case_name"
+    plan_log "$case_name"
     for base in llama-8b-recipe; do  # the A/B pair's other half, when it ran in this WORK_DIR
       if [[ $case_name != "$base" && $case_name == llama-8b-* && -f "$work/$base/metrics.jsonl.tokens_per_s" ]]; then
         python3 -c 'import sys; a, b = (float(open(p).read()) for p in sys.argv[1:3]); print(f"train_presets: {sys.argv[3]} against the recipe: {b / a:.3f}x tokens/s")' \

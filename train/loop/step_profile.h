@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "framework/backend/op_profiler.h"
+#include "kernels/numerics/gemm_plan_book.h"
 
 namespace farthing::train {
 
@@ -44,9 +45,10 @@ struct StepProfileTotals {
   void add(const StepOpProfile& step, int64_t step_number);
 };
 
-// A run's profile: its first step, and the steps after it.
+// A run's profile: its first step, and the steps after it; on a GPU, every GEMM plan's record.
 struct RunStepProfile {
   StepProfileTotals first_step, steady;
+  std::vector<kernels::GemmPlanRecord> gemm_plans;
   void add(const StepOpProfile& step, int64_t step_number);
 };
 

@@ -33,7 +33,7 @@ void TimedUnitStorage::release_params(int unit) {
 void TimedUnitStorage::prefetch_params(int unit) {
   timed(StoreCallKind::kPrefetch, unit, [&] { inner_.prefetch_params(unit); });
 }
-float* TimedUnitStorage::acquire_grads(int unit, GradAdds adds) {
+TimedUnitStorage::UnitGrads TimedUnitStorage::acquire_grads(int unit, GradAdds adds) {
   return timed(StoreCallKind::kAcquireGrads, unit, [&] { return inner_.acquire_grads(unit, adds); });
 }
 void TimedUnitStorage::grads_ready(int unit) {

@@ -63,7 +63,7 @@ class TimedUnitStorage final : public dist::UnitStorage {
   const uint16_t* acquire_bf16_params(int unit) override;
   void release_params(int unit) override;
   void prefetch_params(int unit) override;
-  float* acquire_grads(int unit, GradAdds adds) override;
+  UnitGrads acquire_grads(int unit, GradAdds adds) override;
   void grads_ready(int unit) override;
   void backward_done() override;
 

@@ -11,6 +11,7 @@
 
 #include "framework/backend/backend.h"
 #include "framework/backend/buffer.h"
+#include "framework/backend/gemm_plan_book_text.h"
 #include "framework/ckpt/h5_checkpoint_dir.h"
 #include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/core/error.h"
@@ -176,6 +177,17 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
 
 }  // namespace
 
+void write_gemm_plan_book(H5CheckpointWriter& writer, const kernels::GemmPlanBook& book) {
+  writer.write_string(kGemmPlanBookDataset, gemm_plan_book_text(book));
+}
+
+std::optional<kernels::GemmPlanBook> read_gemm_plan_book(const H5CheckpointReader& reader) {
+  const std::vector<std::string>& strings = reader.strings();
+  if (std::find(strings.begin(), strings.end(), kGemmPlanBookDataset) == strings.end()) return std::nullopt;
+  return parse_gemm_plan_book(reader.read_string(kGemmPlanBookDataset),
+                              "checkpoint " + reader.path().string() + "'s " + kGemmPlanBookDataset);
+}
+
 fs::path save_train_checkpoint(const fs::path& checkpoint_dir, MpiCommunicator& comm, const TrainState& state,
                                const CheckpointIdentity& identity, const CheckpointCommitOptions& commit) {
   const fs::path final_path = checkpoint_path_for_step(checkpoint_dir, state.progress.step);
@@ -225,6 +237,9 @@ fs::path write_train_checkpoint(const fs::path& final_path, MpiCommunicator& com
     writer.write_tensor("fp8/amax_history", DType::kF32, shape, 0,
                         writes ? Tensor(const_cast<float*>(h.entries().data()), DType::kF32, Shape{shape.numel()})
                                : Tensor(&nothing, DType::kF32, Shape{0}));
+  }
+  if (state.gemm_plan_book != nullptr && state.gemm_plan_book->has_value()) {
+    write_gemm_plan_book(writer, **state.gemm_plan_book);
   }
   writer.set_attribute("step", progress.step);
   writer.set_attribute("optimizer_steps", optimizer.steps_taken());
@@ -303,6 +318,7 @@ void load_train_checkpoint(const fs::path& path, MpiCommunicator& comm, TrainSta
     reader.read_slice("fp8/amax_history", 0, Tensor(entries.data(), DType::kF32, Shape{expected.numel()}));
     h.set_entries(entries);
   }
+  if (state.gemm_plan_book != nullptr) *state.gemm_plan_book = read_gemm_plan_book(reader);
   optimizer.set_steps_taken(reader.attribute_i64("optimizer_steps"));
   optimizer.on_state_loaded();
   TrainProgressState& progress = state.progress;

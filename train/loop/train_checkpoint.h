@@ -8,6 +8,9 @@
 //   optim/<range>/exp_avg, exp_avg_sq   f32, or bf16 bits; 8-bit/4-bit: .codes (u8) and .absmax (f32)
 //   fp8/amax_history                    f32 (tensors, length): FP8 delayed scaling's amax history,
 //                                       the same on every rank (rank 0 writes it; every rank reads it)
+//   gemm_plan_book                      string: train.gemm_algorithm timed's shared GEMM choices
+//                                       (framework/backend/gemm_plan_book_text.h), rank 0's, the
+//                                       same on every rank; absent under heuristic
 // <range> is an optimizer range name (a tensor, or tensors packed back to back joined by '+').
 // Root attributes: step, optimizer_steps, data_position (sequences drawn), tokens_seen,
 // skipped_steps, loss_scale, loss_scale_clean_steps, seed; strings: recipe (resolved YAML),
@@ -21,19 +24,23 @@
 // the reader takes exactly the slices its own layout owns, and 8-bit blocks move whole.
 // Relies on: ckpt/h5_checkpoint_{writer,reader}, dist/param_store, optim/adamw.
 // Tested by: tests/train/loop/test_train_resume.sh, test_train_crash.sh, test_train_mpi.sh (resume,
-// crash safety, resharded resume), tests/ckpt/test_bad_files.cpp.
+// crash safety, resharded resume), tests/ckpt/test_bad_files.cpp; the GEMM plan book by
+// tests/train/loop/test_gemm_plan_checkpoint.cpp.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "framework/backend/fp8_policy.h"
+#include "framework/ckpt/h5_checkpoint_reader.h"
 #include "framework/ckpt/h5_checkpoint_writer.h"
 #include "framework/dist/mpi_communicator.h"
 #include "framework/dist/param_store.h"
 #include "framework/optim/adamw.h"
+#include "kernels/numerics/gemm_plan_book.h"
 #include "models/common/flat_layout.h"
 
 namespace farthing::train {
@@ -65,6 +72,9 @@ struct TrainState {
   // FP8 delayed scaling's history, or null. Loading a checkpoint without one (a run that had no
   // delayed scaling) leaves it empty: scales start at 1, as in a new run.
   Fp8AmaxHistory* fp8_history = nullptr;
+  // train.gemm_algorithm timed: the GEMM plan book every rank runs, or null. Saved when it holds
+  // a book; a load sets it to the checkpoint's book, or to none where the checkpoint has none.
+  std::optional<kernels::GemmPlanBook>* gemm_plan_book = nullptr;
 };
 
 // What a checkpoint's state belongs to (compared on load; a mismatch names the field).
@@ -72,6 +82,13 @@ struct CheckpointIdentity {
   std::string recipe_yaml;
   std::string model_config_json;
 };
+
+// The GEMM plan book as the dataset kGemmPlanBookDataset (collective: the same book on every rank),
+// and back: none where the checkpoint has no such dataset; text that is not a book fails naming
+// the file and the line.
+inline constexpr const char* kGemmPlanBookDataset = "gemm_plan_book";
+void write_gemm_plan_book(H5CheckpointWriter& writer, const kernels::GemmPlanBook& book);
+std::optional<kernels::GemmPlanBook> read_gemm_plan_book(const H5CheckpointReader& reader);
 
 // Collective. Each rank writes the owned ranges of the weights and its optimizer state.
 std::filesystem::path save_train_checkpoint(const std::filesystem::path& checkpoint_dir, MpiCommunicator& comm,

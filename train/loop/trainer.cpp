@@ -13,11 +13,13 @@
 #include "framework/ckpt/h5_checkpoint_dir.h"
 #include "framework/core/error.h"
 #include "framework/dist/device_communicator.h"
+#include "framework/dist/gemm_plan_exchange.h"
 #include "framework/optim/grad_clip.h"
 #include "train/recipe/recipe.h"
 #include "train/loop/model_options.h"
 #include "train/loop/optimizer_setup.h"
 #include "train/loop/data_source.h"
+#include "train/loop/gemm_plan_log.h"
 #include "train/loop/run_dir_lock.h"
 #include "train/loop/save_watchdog.h"
 #include "train/loop/stop_signals.h"
@@ -162,6 +164,14 @@ Trainer::Trainer(recipe::RunConfig config, MpiCommunicator& comm, TrainerOutput 
     std::fprintf(stderr, "farthing: note: train.deterministic_attention false: cuDNN's attention backward may sum "
                          "in any order, so steps do not repeat bit for bit (resume is not exact, np=N differs from "
                          "np=1 in the last bits)\n");
+  }
+  // The plans' records (each timed once) are kept where they can be timed: on a GPU.
+  backend.nn().set_gemm_planning(t.gemm_algorithm, /*log=*/device_.kind == DeviceKind::kCuda);
+  if (t.gemm_algorithm == recipe::GemmAlgorithmChoice::kTimed && device_.kind != DeviceKind::kCuda &&
+      comm_.rank() == 0 && output_.progress) {
+    std::fprintf(stderr, "farthing: note: train.gemm_algorithm timed changes nothing on the %s device: its GEMMs have "
+                         "no algorithms to choose from (the book it shares and saves is empty)\n",
+                 device_.name().c_str());
   }
   // Off the host, the ZeRO collectives move device buffers: NCCL, or MPI through host staging.
   dist::DeviceCommunicator device_comm = dist::make_device_communicator(comm_, backend);
@@ -327,6 +337,70 @@ void Trainer::load_checkpoint(const fs::path& path) {
                  "; the packing decides what each sequence holds and so what the data position counts: resume with "
                  "data.packing: ", progress_.packing);
   scaler_->restore(progress_.loss_scale, progress_.loss_scale_clean_steps);
+  const std::optional<kernels::GemmPlanBook> saved = std::move(gemm_plan_book_);
+  gemm_plan_book_.reset();
+  adopt_checkpoint_gemm_plans(saved, path);
+}
+
+void Trainer::adopt_checkpoint_gemm_plans(const std::optional<kernels::GemmPlanBook>& saved, const fs::path& path) {
+  const bool say = comm_.rank() == 0 && output_.progress;
+  if (config_.train.gemm_algorithm == recipe::GemmAlgorithmChoice::kHeuristic) {
+    if (saved && say) {
+      std::fprintf(stderr, "farthing: note: checkpoint %s holds timed GEMM choices, but train.gemm_algorithm is "
+                           "heuristic: the heuristic's first algorithms run, so on a GPU this run need not repeat the bits "
+                           "of the one that wrote it\n", path.c_str());
+    }
+    return;
+  }
+  if (!saved) {
+    if (say) {
+      std::fprintf(stderr, "farthing: note: checkpoint %s holds no GEMM choices (it was written under "
+                           "train.gemm_algorithm heuristic, or before any step): they are timed again on the first "
+                           "step\n", path.c_str());
+    }
+    return;
+  }
+  const std::string why = backend_for(device_).nn().adopt_gemm_plan_book(*saved);
+  // Every rank must agree whether the book was taken (those without one share a new one after
+  // the first step, a collective): a rank that could not take it makes every rank time again.
+  int64_t refused = why.empty() ? 0 : 1;
+  if (comm_.world_size() > 1) comm_.all_reduce(Tensor(&refused, DType::kI64, Shape{1}), ReduceOp::kMax);
+  if (refused == 0) {
+    gemm_plan_book_ = saved;
+    return;
+  }
+  if (!why.empty() && comm_.rank() != 0) {
+    std::fprintf(stderr, "farthing: note: rank %d: checkpoint %s's GEMM choices do not apply here (%s)\n",
+                 comm_.rank(), path.c_str(), why.c_str());
+  }
+  if (say) {
+    std::fprintf(stderr, "farthing: note: checkpoint %s's GEMM choices do not apply here (%s), so exact resume does "
+                         "not hold: the GEMMs are timed again on the first step\n", path.c_str(),
+                 why.empty() ? "on another rank" : why.c_str());
+  }
+}
+
+void Trainer::settle_gemm_plans() {
+  NnOps& ops = backend_for(device_).nn();
+  if (config_.train.gemm_algorithm == recipe::GemmAlgorithmChoice::kTimed && !gemm_plan_book_) {
+    // Rank 0's fastest for every rank: ranks that each ran their own would sum in other orders.
+    const kernels::GemmPlanBook shared = dist::share_rank0_gemm_plan_book(comm_, ops.gemm_plan_book());
+    const std::string why = ops.adopt_gemm_plan_book(shared);
+    if (!why.empty()) {  // this rank is another GPU model or runs another cuBLASLt than rank 0
+      kernels::GemmPlanBook heuristic = ops.gemm_plan_book();
+      heuristic.choices.clear();
+      const std::string again = ops.adopt_gemm_plan_book(heuristic);
+      FARTHING_CHECK(again.empty(), "rank ", comm_.rank(), ": its own GEMM plan book does not apply: ", again);
+      std::fprintf(stderr, "farthing: warning: rank %d: rank 0's GEMM choices do not apply here (%s): this rank runs "
+                           "the heuristic's first algorithms, so ranks may differ in the last bits\n", comm_.rank(),
+                   why.c_str());
+    }
+    gemm_plan_book_ = shared;
+  }
+  const std::vector<kernels::GemmPlanRecord> records = ops.gemm_plan_records();
+  for (; gemm_records_logged_ < records.size(); ++gemm_records_logged_) {
+    progress_line_->note(gemm_plan_record_line(records[gemm_records_logged_]));
+  }
 }
 
 void Trainer::fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets,
@@ -460,7 +534,10 @@ Trainer::StepOutcome Trainer::train_step() {
   progress_.loss_scale_clean_steps = scaler_->clean_steps();
   ++progress_.step;
   mark(&StepTimeline::end);
-  if (profiling_backend_) step_profile_.add(profiling_backend_->profiler().end_step(), progress_.step);
+  if (profiling_backend_) {
+    step_profile_.add(profiling_backend_->profiler().end_step(), progress_.step);
+    step_profile_.gemm_plans = backend.nn().gemm_plan_records();
+  }
   return out;
 }
 
@@ -593,6 +670,7 @@ TrainResult Trainer::train(const std::string& resume, int64_t stop_at) {
     const auto s0 = std::chrono::steady_clock::now();
     const StepOutcome out = train_step();
     const double step_seconds = seconds_since(s0);
+    settle_gemm_plans();
     const double lr = config_.optimizer.lr * optim::lr_multiplier(schedule_, progress_.step);
     const int64_t peak = memory_tracker(device_).snapshot().total_peak_bytes;
     // Model FLOPs of this rank's micro-batches (6 N per token + attention), per second and as a

@@ -148,7 +148,15 @@ class Trainer {
   void fill_micro_batch(int64_t first_draw, std::vector<int32_t>& tokens, std::vector<int32_t>& targets,
                         std::vector<int32_t>& doc_start);
   void set_up_first_weights(const models::TransformerSpec& spec);
-  TrainState train_state() { return TrainState{model_->layout(), *store_, *optimizer_, progress_, fp8_history_.get()}; }  // from model.path or the preset, unit by unit
+  TrainState train_state() {
+    return TrainState{model_->layout(), *store_, *optimizer_, progress_, fp8_history_.get(), &gemm_plan_book_};
+  }
+  // After a step: under train.gemm_algorithm timed, the first time, every rank takes rank 0's GEMM
+  // choices; then the plans' records not yet logged go to the log (and the step profile).
+  void settle_gemm_plans();
+  // A checkpoint's GEMM plan book (or none) against train.gemm_algorithm, saying what does not apply.
+  void adopt_checkpoint_gemm_plans(const std::optional<kernels::GemmPlanBook>& saved,
+                                   const std::filesystem::path& path);
   void step_unit(int unit, int shard, const Tensor& grads);  // the optimizer step fused into backward
   double scaler_options_and_schedule();
   void all_reduce_fp8_amaxes();
@@ -189,6 +197,9 @@ class Trainer {
   int64_t loading_peak_bytes_ = 0;
   int64_t demoted_ = 0;
   TrainProgressState progress_;
+  // train.gemm_algorithm timed: the GEMM plan book every rank runs, once shared or resumed.
+  std::optional<kernels::GemmPlanBook> gemm_plan_book_;
+  size_t gemm_records_logged_ = 0;
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<ProgressLine> progress_line_;
 };

@@ -329,18 +329,32 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   e.unit_weights = e.bytes(MemoryCategory::kWeights) - e.trainer_weights - e.master_copy;
   e.unit_grads = e.bytes(MemoryCategory::kGrads) - e.grad_sum;
   for (size_t u = 0; u < units.size(); ++u) {
-    const dist::UnitStorage::GradAdds adds =
-        models::Transformer::unit_grad_adds(spec, int(u), model_options, t.micro_batch * config.data.seq_len);
+    const models::UnitBufferBytes m =
+        models::Transformer::unit_buffer_bytes(spec, int(u), model_options, t.micro_batch * config.data.seq_len);
+    const dist::UnitStorage::GradAdds adds = m.grad_adds;
+    const bool once = adds == dist::UnitStorage::GradAdds::kOnce;
     const int64_t span = zero.aligned_end(u) - units[u].begin;
     const models::ParamUnit& unit = layout.units()[u];
+    const bool in_place = dist::grads_in_place(store_options, world_size, adds);
     if (spec.tok_emb >= unit.begin_elems && spec.tok_emb < unit.end_elems) {
-      e.embedding_rows_once = adds == dist::UnitStorage::GradAdds::kOnce;
+      // Tied or with learned positions, the rows are set aside while it adds in place; else, untied,
+      // summed per distinct token first.
+      const bool tied = spec.head_w >= unit.begin_elems && spec.head_w < unit.end_elems;
+      const bool set_aside = once && (tied || spec.pos_emb >= 0);
+      e.embedding_rows_once = once && !set_aside;
+      e.embedding_rows_set_aside = set_aside && in_place && t.grad_accum > 1;
     }
-    if (dist::grads_in_place(store_options, world_size, adds)) {
+    // What is zeroed (ParamStore::acquire_grads, and the model where it overwrites): an
+    // accumulator added to, whole; one overwritten, the padding past the unit's end and what the
+    // model zeroes itself; the kept gradients in place, that at the step's first micro-batch.
+    if (in_place) {
       e.grad_in_place_elems += span;
+      e.grad_zeroed_once_elems += m.overwrite_zeroed_elems;
       continue;
     }
     e.grad_accumulator_elems += zero.padded_elems(u);
+    e.grad_zeroed_elems += once ? zero.padded_elems(u) - unit.span_elems() + m.overwrite_zeroed_elems
+                                : zero.padded_elems(u);
     if (!t.optimizer_in_backward) {
       e.grad_kept_from_accumulator_elems += e.zero_stage == 1 ? span : zero.owned(u, e.peak_rank).size();
     }

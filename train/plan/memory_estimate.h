@@ -81,13 +81,20 @@ struct MemoryEstimate {
   int64_t unit_weights = 0;
   int64_t unit_grads = 0;
   // Gradient bookkeeping on peak_rank, elements per micro-batch (the roofline's rows): the
-  // accumulators zeroed (P_u of each unit not in place), what is then copied, added or narrowed
-  // from them into the kept gradients (the unit's span at stage 1, its owned part at 2-3; none
-  // fused), and the kept gradients written in place (zeroed once a step instead).
+  // accumulators (P_u of each unit not in place), what is zeroed of them (the whole of one added
+  // to; of one overwritten, the padding past the unit and what the model zeroes itself), what is
+  // then copied, added or narrowed from them into the kept gradients (the unit's span at stage 1,
+  // its owned part at 2-3; none fused), and the kept gradients written in place (their span) with
+  // what of them is zeroed once a step (an embedding's table, the gaps between tensors).
   int64_t grad_accumulator_elems = 0;
+  int64_t grad_zeroed_elems = 0;
   int64_t grad_kept_from_accumulator_elems = 0;
   int64_t grad_in_place_elems = 0;
+  int64_t grad_zeroed_once_elems = 0;
   bool embedding_rows_once = false;  // the model sums the embedding's rows per distinct token first
+  // A tied embedding or learned positions kept in place over several micro-batches: the later
+  // ones set the micro-batch's token rows and the positions aside and add them back.
+  bool embedding_rows_set_aside = false;
   // While the trainer is built: the flat fp32 copy of a model.path file's tensors, or one unit's
   // fp32 values made from a preset (kOther).
   int64_t initial_weights = 0;

@@ -230,6 +230,14 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     rows.add("embedding backward", micro, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 0.0,
              3.0 * kFp32 * n * C, 0.0);
   }
+  if (in.embedding_rows_set_aside && micro > 1) {
+    // Kept in place, each later micro-batch sets its token rows aside (gathered, negated and
+    // added: 8 + 8 + 12 bytes an element) and adds them back (negated, added: 8 + 12), and copies,
+    // zeroes and adds back the position table (8 + 4 + 12). Every token distinct: a bound.
+    const double positions = gpt2 ? double(c.max_seq_len) * C : 0.0;
+    rows.add("embedding rows set aside", micro - 1, call(Op::kEmbeddingBackward, tokens, c.dim, c.vocab_size), 0.0,
+             12.0 * kFp32 * n * C + 6.0 * kFp32 * positions, 0.0);
+  }
   norm_forward(micro);
   norm_backward(micro);
   // The logits are a GEMM output stored as the activations are; the loss reads them and writes
@@ -247,24 +255,25 @@ RooflineStep roofline_step(const RooflineInputs& in) {
              2.0 * act_bytes * logits, kBf16 * 2.0 * logits);
   }
 
-  // Gradient bookkeeping: each micro-batch zeroes the accumulators and keeps their sums (a copy,
-  // read 4 and write 4 bytes, or a narrowing, 4 and 2, at the first micro-batch; an add, read 8
-  // and write 4, at the later ones, timed as the add); the gradients kept in place are zeroed
-  // once a step. Design: every unit in place.
-  const double acc = double(in.grad_accumulator_elems), kept = double(in.grad_kept_from_accumulator_elems);
-  const double in_place = double(in.grad_in_place_elems);
-  if (acc > 0) {
-    rows.add("zero gradient accumulators", micro, call(Op::kZero, in.grad_accumulator_elems), 0.0, kFp32 * acc,
-             kFp32 * acc / double(micro));
+  // Gradient bookkeeping: each micro-batch zeroes what of the accumulators is added to rather
+  // than written, and keeps their sums (a copy, read 4 and write 4 bytes, or a narrowing, 4 and
+  // 2, at the first micro-batch; an add, read 8 and write 4, at the later ones, timed as the
+  // add); of the gradients kept in place, the step's first micro-batch zeroes what is not written
+  // (an embedding's table). Design: every unit in place, written.
+  const double zeroed = double(in.grad_zeroed_elems), kept = double(in.grad_kept_from_accumulator_elems);
+  const double zeroed_once = double(in.grad_zeroed_once_elems);
+  if (zeroed > 0) {
+    rows.add("zero gradient accumulators", micro, call(Op::kZero, in.grad_zeroed_elems), 0.0, kFp32 * zeroed,
+             kFp32 * zeroed / double(micro));
   }
   if (kept > 0) {
     const RooflineCall keep = call(Op::kResidualAdd, in.grad_kept_from_accumulator_elems);
     rows.add("keep gradients", 1, keep, 0.0, (kFp32 + double(in.kept_grad_bytes)) * kept, 0.0);
     rows.add("keep gradients", micro - 1, keep, 0.0, 3.0 * kFp32 * kept, 0.0);
   }
-  if (in_place > 0) {
-    rows.add("zero kept gradients", 1, call(Op::kZero, in.grad_in_place_elems), 0.0, kFp32 * in_place,
-             kFp32 * in_place);
+  if (zeroed_once > 0) {
+    rows.add("zero kept gradients", 1, call(Op::kZero, in.grad_zeroed_once_elems), 0.0, kFp32 * zeroed_once,
+             kFp32 * zeroed_once);
   }
 
   // The optimizer step, once per optimizer step.
@@ -283,11 +292,12 @@ RooflineInputs roofline_inputs(const recipe::RunConfig& config, const models::Mo
   in.fp8 = config.train.precision == recipe::Precision::kFp8;
   in.loss_chunk_rows = config.model.loss_chunk_rows;
   in.optimizer_bytes = optimizer_step_bytes(estimate);
-  in.grad_accumulator_elems = estimate.grad_accumulator_elems;
+  in.grad_zeroed_elems = estimate.grad_zeroed_elems;
   in.grad_kept_from_accumulator_elems = estimate.grad_kept_from_accumulator_elems;
-  in.grad_in_place_elems = estimate.grad_in_place_elems;
+  in.grad_zeroed_once_elems = estimate.grad_zeroed_once_elems;
   in.kept_grad_bytes = estimate.grad_bytes_per_elem > 0 ? estimate.grad_bytes_per_elem : 4;
   in.embedding_rows_once = estimate.embedding_rows_once;
+  in.embedding_rows_set_aside = estimate.embedding_rows_set_aside;
   return in;
 }
 

@@ -101,12 +101,13 @@ struct RooflineInputs {
   bool acts_bf16() const { return !fp8; }
   // Bytes the optimizer step reads and writes in all (AdamW's state, master, weights, gradients).
   double optimizer_bytes = 0.0;
-  // Gradient bookkeeping (MemoryEstimate's figures): per micro-batch, the accumulators zeroed and
-  // what is kept from them (copied at the first micro-batch, added at the later ones, or
-  // narrowed to bf16), and the gradients kept in place, zeroed once a step.
-  int64_t grad_accumulator_elems = 0, grad_kept_from_accumulator_elems = 0, grad_in_place_elems = 0;
+  // Gradient bookkeeping (MemoryEstimate's figures): per micro-batch, what of the accumulators is
+  // zeroed and what is kept from them (copied at the first micro-batch, added at the later ones,
+  // or narrowed to bf16); what of the gradients kept in place is zeroed once a step.
+  int64_t grad_zeroed_elems = 0, grad_kept_from_accumulator_elems = 0, grad_zeroed_once_elems = 0;
   int64_t kept_grad_bytes = 4;  // per element: 4 (fp32 sums) or 2 (one backward's, bf16)
   bool embedding_rows_once = false;  // the embedding's rows summed per distinct token, then added
+  bool embedding_rows_set_aside = false;  // a tied embedding's token rows and positions set aside, then added back
 };
 
 struct RooflineStep {

@@ -73,7 +73,7 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
         ActRef dy(static_cast<float*>(const_cast<void*>(a)));
         if (options.gemm == GemmDtype::kBF16) dy = ActRef::bf16(static_cast<uint16_t*>(const_cast<void*>(a)));
         if (options.gemm == GemmDtype::kF16) dy = ActRef(s.floats(call.m * call.k));  // dy fp32, narrowed for the GEMM
-        return timed([&] { nn.matmul_bias_grad(options.gemm, shape, a, b, out, false, BiasGradOf::kA, dy, bias); });
+        return timed([&] { nn.matmul_bias_grad(options.gemm, shape, a, b, out, GradInto::kAccumulate, BiasGradOf::kA, dy, bias); });
       }
       if (call.bias) return timed([&] { nn.matmul_bias(options.gemm, shape, a, b, bias, out, accumulate); });
       return timed([&] { nn.matmul(options.gemm, shape, a, b, out, accumulate); });

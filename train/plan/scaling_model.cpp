@@ -24,11 +24,11 @@ namespace {
 // Open MPI's TCP transport (btl_tcp_eager_limit, 64 KiB) sends a larger message only after a
 // handshake. The limit counts the transport's headers (tens of bytes; 64 bound them), so a
 // 64 KiB message is already above it. The handshake's request and clear-to-send are two one-way
-// trips; a ping-pong over the harness's wire measured 3.6-4.0 more one-way trips per message at
-// 64 KiB-1 MiB than with the limit raised past the message (docs/scaling.md, "single collectives
-// over the wire"), and this takes the measured 4.
+// trips. Over the harness's wire, with the ranks yielding their cores while they wait, single
+// collectives at 64 KiB-2 MiB per message took those two trips more than below the limit
+// (docs/scaling.md, "single collectives over the wire").
 constexpr double kMpiTcpEagerLimit = 65536.0 - 64.0;
-constexpr int kRendezvousTrips = 4;
+constexpr int kRendezvousTrips = 2;
 
 Interconnect uniform(std::string name, std::string source, double latency_s, double bytes_per_s) {
   const LinkCost link{latency_s, bytes_per_s, 0.0, 0};
@@ -54,7 +54,7 @@ double parse_quantity(std::string_view text, std::initializer_list<std::pair<std
 // Ethernet without RDMA). RATE is taken as every rank's bandwidth, with no efficiency factor;
 // LATENCY is the one-way delay and the cost of one ring step. Such a link carries MPI over TCP,
 // so a step's message above the TCP transport's eager limit waits for its rendezvous first.
-Interconnect described_link(std::string_view spec) {
+Interconnect described_link(std::string_view spec, int ranks_per_node) {
   const std::string_view rest = spec.substr(5);
   const size_t colon = rest.find(':');
   FARTHING_CHECK(colon != std::string_view::npos, "interconnect '", spec, "': expected link:RATE:LATENCY, e.g. link:1gbit:1ms");
@@ -62,13 +62,19 @@ Interconnect described_link(std::string_view spec) {
   const double latency_s = parse_quantity(rest.substr(colon + 1), {{"ms", 1e-3}, {"us", 1e-6}}, spec);
   FARTHING_CHECK(bits_per_s > 0.0, "interconnect '", spec, "': the rate must be above 0");
   Interconnect link = uniform(std::string(spec),
-                              "described by hand: every rank sends at the stated rate; each ring step costs the stated "
-                              "latency, five times over for a message above MPI over TCP's 64 KiB eager limit (its rendezvous)",
+                              "described by hand: each node's link at the stated rate, its ranks' traffic to each other "
+                              "not on it; the MPI communicator's all-gather by recursive doubling, its reductions "
+                              "all-to-all; each step costs the stated latency, three times over for a message above MPI "
+                              "over TCP's 64 KiB eager limit (its rendezvous)",
                               latency_s, bits_per_s / 8.0);
   for (LinkCost* c : {&link.all_gather, &link.reduce_scatter, &link.all_reduce}) {
     c->eager_limit_bytes = kMpiTcpEagerLimit;
     c->handshake_trips = kRendezvousTrips;
+    c->ranks_per_node = ranks_per_node;
   }
+  link.all_gather.algorithm = Algorithm::kRecursiveDoubling;
+  link.reduce_scatter.algorithm = Algorithm::kAllToAll;
+  link.all_reduce.algorithm = Algorithm::kAllToAll;
   return link;
 }
 
@@ -76,7 +82,11 @@ Interconnect described_link(std::string_view spec) {
 
 // Bandwidths are what NCCL's bandwidth tests report as busbw at large sizes, per rank; latencies
 // are per ring step. Inputs, not measurements of ours: `farthing bench dist` measures its own.
-Interconnect interconnect_preset(std::string_view name) {
+Interconnect interconnect_preset(std::string_view name, int ranks_per_node) {
+  FARTHING_CHECK(ranks_per_node >= 1, "ranks per node must be at least 1, not ", ranks_per_node);
+  if (name.substr(0, 5) == "link:") return described_link(name, ranks_per_node);
+  FARTHING_CHECK(ranks_per_node == 1, "interconnect '", name, "': ranks per node apply to a described link "
+                 "(link:RATE:LATENCY) only; the presets give each rank's own bandwidth");
   if (name == "nvlink") {
     return uniform("nvlink", "8x H100 SXM, NVLink 4 through NVSwitch: 450 GB/s per direction; nccl-tests busbw 360 GB/s "
                    "taken for ring all-gather/reduce-scatter (all-reduce with NVLS reaches 460-480)",
@@ -92,7 +102,6 @@ Interconnect interconnect_preset(std::string_view name) {
   if (name == "eth100") {
     return uniform("eth100", "100 Gb/s Ethernet (RoCE) per rank: 12.5 GB/s line rate, 10 GB/s busbw (80%)", 25e-6, 10e9);
   }
-  if (name.substr(0, 5) == "link:") return described_link(name);
   FARTHING_FAIL("unknown interconnect '", name, "'; choose one of ", kInterconnectNames,
                 ", link:RATE:LATENCY (e.g. link:1gbit:1ms), or a JSON file of measured links (farthing bench dist --out)");
 }
@@ -105,9 +114,29 @@ double ring_bytes_sent(Collective c, double bytes, int world) {
 
 double collective_seconds(Collective c, double bytes, int world, const LinkCost& link) {
   if (world <= 1) return 0.0;
-  const bool handshake = link.handshake_trips > 0 && bytes / double(world) > link.eager_limit_bytes;
-  const double trips_per_step = 1.0 + (handshake ? double(link.handshake_trips) : 0.0);
-  return double(ring_steps(c, world)) * link.latency_s * trips_per_step + ring_bytes_sent(c, bytes, world) / link.bytes_per_s;
+  const double block = bytes / double(world);
+  auto step_latency = [&](double message) {
+    const bool handshake = link.handshake_trips > 0 && message > link.eager_limit_bytes;
+    return link.latency_s * (1.0 + (handshake ? double(link.handshake_trips) : 0.0));
+  };
+  if (link.algorithm == Algorithm::kRing) {
+    return double(ring_steps(c, world)) * (step_latency(block) + block / link.bytes_per_s);
+  }
+  const int h = std::min(link.ranks_per_node, world);
+  // Recursive doubling: at distance d the partner is on another node once d reaches H; each of
+  // the node's H ranks sends the min(d, N - d) blocks it holds for it (Bruck's count when N is
+  // not a power of two).
+  auto recursive_doubling = [&] {
+    double seconds = 0.0;
+    for (int d = h; d < world; d *= 2) {
+      const double message = double(std::min(d, world - d)) * block;
+      seconds += step_latency(message) + double(h) * message / link.bytes_per_s;
+    }
+    return seconds;
+  };
+  if (c == Collective::kAllGather) return recursive_doubling();
+  const double all_to_all = step_latency(block) + double(h) * double(world - h) * block / link.bytes_per_s;
+  return all_to_all + (c == Collective::kAllReduce ? recursive_doubling() : 0.0);
 }
 
 LinkCost fit_link(Collective c, int world, const std::vector<std::pair<double, double>>& bytes_seconds) {

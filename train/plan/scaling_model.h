@@ -1,7 +1,7 @@
 // scaling_model.h — how long a training step takes on N ranks, before renting them: a step's
 // compute on one rank, turn by turn (Transformer::unit_schedule; measured by step_timeline.h, or
 // derived from FLOPs at a stated rate), with ZeRO's collectives placed where the trainer issues
-// them, each timed by a ring algorithm's volume over an interconnect.
+// them, each timed by its communicator's algorithm over an interconnect (Algorithm, LinkCost).
 //
 // The collectives of a step, per pass (micro-batch) unless said:
 //   stage 3, N > 1: every acquired unit all-gathered (forward, and again in backward; the
@@ -14,7 +14,8 @@
 // A ring collective over N ranks of a buffer of B bytes (the whole, gathered size) sends
 //   all-gather, reduce-scatter: (N-1)/N · B in N-1 steps;  all-reduce: 2(N-1)/N · B in 2(N-1) steps,
 // and takes steps · latency · (1 + handshake trips if B/N is above the eager limit) + sent /
-// bandwidth (bandwidth as nccl-tests' "busbw").
+// bandwidth (bandwidth as nccl-tests' "busbw"). The MPI communicator over a described link sends
+// the same volume per rank in fewer steps (Algorithm below).
 //
 // Overlap, two schedules:
 //   kNone:    every collective blocks the rank: the trainer with distributed.reduce_bucket_mib
@@ -46,15 +47,34 @@ namespace farthing::train {
 
 enum class Collective : uint8_t { kAllGather, kReduceScatter, kAllReduce };
 
-// One collective's cost: latency per ring step and bandwidth per rank (bytes/s). A transport
-// with a rendezvous protocol sends a message above its eager limit only after a handshake (a
-// request to send, a clear-to-send back): `handshake_trips` more one-way latencies for each
-// ring step whose message (the buffer / N) is above `eager_limit_bytes`. 0 trips: no handshake.
+// How a communicator moves a collective's blocks (B bytes gathered, N ranks, blocks of B/N):
+//   kRing:               N-1 steps (2(N-1) for all-reduce), one block per rank each: NCCL, the
+//                        presets, and what `bench dist` fits;
+//   kAllToAll:           every rank sends its N-1 blocks at once, one step: the MPI
+//                        communicator's reduce-scatter (MPI_Alltoall, then a local sum in rank
+//                        order); its all-reduce is that, then the all-gather below;
+//   kRecursiveDoubling:  the MPI communicator's all-gather (MPI_Allgather, which Open MPI 4.1
+//                        runs by recursive doubling below 32 ranks): log2(N) steps, the rank d
+//                        away exchanging the d blocks gathered so far.
+enum class Algorithm : uint8_t { kRing, kAllToAll, kRecursiveDoubling };
+
+// One collective's cost: latency per step and bandwidth (bytes/s) of each rank's link, or of
+// each node's link when `ranks_per_node` ranks share it. A transport with a rendezvous protocol
+// sends a message above its eager limit only after a handshake (a request to send, a
+// clear-to-send back): `handshake_trips` more one-way latencies for each step whose message is
+// above `eager_limit_bytes`. 0 trips: no handshake.
+// Ranks of one node (numbered node by node, as mpirun fills nodes) talk to each other without
+// the link, and their steps among themselves cost nothing here. A node's link carries what its
+// ranks send to other nodes: in an all-to-all, H·(N-H) blocks at once; in recursive doubling,
+// H·d blocks at each step whose distance d reaches another node. (Exact for N and H powers of
+// two.) The ring is for one rank per link.
 struct LinkCost {
   double latency_s = 0.0;
   double bytes_per_s = 0.0;
   double eager_limit_bytes = 0.0;
   int handshake_trips = 0;
+  Algorithm algorithm = Algorithm::kRing;
+  int ranks_per_node = 1;
 };
 
 struct Interconnect {
@@ -64,10 +84,12 @@ struct Interconnect {
   const LinkCost& of(Collective c) const;
 };
 
-// nvlink, ib400, ib200, eth100, or link:RATE:LATENCY (RATE in gbit or mbit per second per rank,
-// LATENCY in ms or us per ring step, e.g. link:1gbit:1ms; carried by MPI over TCP, with its
-// rendezvous above the eager limit); throws naming the choices otherwise.
-Interconnect interconnect_preset(std::string_view name);
+// nvlink, ib400, ib200, eth100, or link:RATE:LATENCY (RATE in gbit or mbit per second of each
+// host's link, LATENCY in ms or us one way, e.g. link:1gbit:1ms; carried by the MPI communicator
+// over TCP: its all-to-all reductions, and the rendezvous above the eager limit), with
+// `ranks_per_node` ranks behind each host's link (only a described link takes more than 1);
+// throws naming the choices otherwise.
+Interconnect interconnect_preset(std::string_view name, int ranks_per_node = 1);
 inline constexpr const char* kInterconnectNames = "nvlink, ib400, ib200, eth100";
 
 int ring_steps(Collective c, int world);

@@ -8,6 +8,7 @@
 
 #include "framework/backend/op_profiler.h"
 #include "framework/core/error.h"
+#include "train/loop/gemm_plan_log.h"
 #include "train/plan/memory_estimate.h"
 
 namespace farthing::train {
@@ -155,6 +156,10 @@ std::string step_profile_table(const RunStepProfile& profile, const StepProfileC
     add("  %10.3f ms  step %lld: %s -> %s (%s)\n", g.seconds * 1e3, (long long)g.step, g.after.c_str(),
         g.before.c_str(), op_phase_name(g.phase));
   }
+  if (!profile.gemm_plans.empty()) {  // a GPU's cuBLASLt plans (lines longer than `line` holds)
+    out += "\n  GEMM plans (each timed once at planning):\n";
+    for (const kernels::GemmPlanRecord& r : profile.gemm_plans) out += "  " + gemm_plan_record_line(r) + "\n";
+  }
   return out;
 }
 
@@ -199,6 +204,12 @@ nlohmann::json step_profile_json(const RunStepProfile& profile, const StepProfil
                     {"phase", op_phase_name(g.phase)}});
   }
   j["largest_gaps"] = gaps;
+  json plans = json::array();
+  for (const kernels::GemmPlanRecord& r : profile.gemm_plans) {
+    plans.push_back({{"key", r.key}, {"algorithm", r.algorithm}, {"tflops", r.tflops},
+                     {"candidate_tflops", r.candidate_tflops}, {"how", r.how}});
+  }
+  j["gemm_plans"] = plans;  // empty off a GPU
   return j;
 }
 

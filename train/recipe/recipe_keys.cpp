@@ -90,6 +90,7 @@ const std::vector<RecipeKey>& recipe_keys() {
       RECIPE_KEY(train, precision),
       RECIPE_KEY(train, fp4_gpu_emulation),
       RECIPE_KEY(train, deterministic_attention),
+      RECIPE_KEY(train, gemm_algorithm),
       RECIPE_KEY(train, grad_dtype),
       RECIPE_KEY(train, device),
       RECIPE_KEY(train, optimizer_in_backward),

@@ -30,6 +30,7 @@
 #include "framework/dist/communicator.h"
 #include "framework/optim/lr_schedule.h"
 #include "framework/optim/optim_config.h"
+#include "kernels/numerics/gemm_plan_book.h"
 #include "train/recipe/enum_names.h"
 #include "models/common/transformer.h"
 
@@ -58,6 +59,12 @@ inline constexpr std::array<std::pair<Nonfinite, std::string_view>, 2> kNonfinit
 enum class StepProfileMode : uint8_t { kOff, kOps };
 inline constexpr std::array<std::pair<StepProfileMode, std::string_view>, 2> kStepProfileModeNames{{
     {StepProfileMode::kOff, "off"}, {StepProfileMode::kOps, "ops"}}};
+
+// train.gemm_algorithm: how a GPU's GEMM plans pick among cuBLASLt's algorithms
+// (kernels/numerics/gemm_plan_book.h; docs/cuda_ops.md "GEMM plans").
+using kernels::GemmAlgorithmChoice;
+inline constexpr std::array<std::pair<GemmAlgorithmChoice, std::string_view>, 2> kGemmAlgorithmNames{{
+    {GemmAlgorithmChoice::kHeuristic, "heuristic"}, {GemmAlgorithmChoice::kTimed, "timed"}}};
 
 // train.grad_dtype: what one backward's kept gradient is stored as (one rank, grad_accum 1; sums
 // over micro-batches or ranks are fp32 whatever this says: docs/parameter_store.md). auto: fp32
@@ -90,6 +97,7 @@ template <> struct EnumNames<ReduceOrder> { static constexpr const auto& table =
 template <> struct EnumNames<Nonfinite> { static constexpr const auto& table = kNonfiniteNames; };
 template <> struct EnumNames<StepProfileMode> { static constexpr const auto& table = kStepProfileModeNames; };
 template <> struct EnumNames<GradDtype> { static constexpr const auto& table = kGradDtypeNames; };
+template <> struct EnumNames<GemmAlgorithmChoice> { static constexpr const auto& table = kGemmAlgorithmNames; };
 template <> struct EnumNames<DataFormat> { static constexpr const auto& table = kDataFormatNames; };
 template <> struct EnumNames<Packing> { static constexpr const auto& table = kPackingNames; };
 template <> struct EnumNames<LongDocuments> { static constexpr const auto& table = kLongDocumentsNames; };
@@ -230,6 +238,13 @@ struct TrainSection {
   // pick its faster nondeterministic one (dq summed with atomics), and those no longer hold.
   // Every other backend and kernel is deterministic whatever this says.
   bool deterministic_attention = true;
+  // How each GEMM plan on a GPU picks its cuBLASLt algorithm. heuristic: the heuristic's first,
+  // the same on every rank and in every run (np=N equal to np=1, exact resume, nothing kept).
+  // timed: up to 8 of the heuristic's results timed once per shape on the first step; rank 0's
+  // fastest then run on every rank and are kept in checkpoints, so ranks agree and resume is exact,
+  // but two separate runs (np=N against np=1 among them) may pick different algorithms and differ
+  // in the last bits. Nothing changes on the CPU, whose GEMM tiles depend on the shape alone.
+  GemmAlgorithmChoice gemm_algorithm = GemmAlgorithmChoice::kHeuristic;
   // One backward's kept gradient: auto (fp32 under precision fp32, else bf16) | fp32 | bf16.
   // Sums over micro-batches or ranks are fp32 whatever this says.
   GradDtype grad_dtype = GradDtype::kAuto;

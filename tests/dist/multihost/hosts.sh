@@ -88,7 +88,7 @@ mh_use_wire() {
   # beside busy cores; otherwise it shares them with ranks that spin while they wait for MPI.
   [ "${MH_WIRE_RT:-0}" = 1 ] && priority=(chrt -f 10)
   "${priority[@]}" python3 "$MH_DIR/tap_wire.py" --tap-a "$MH_NS_A" --tap-b "$MH_NS_B" --delay-ms "$delay_ms" --loss "$loss" \
-    --rate-mbit "$rate_mbit" --seed "$seed" --lifetime-s "${MH_WIRE_LIFETIME_S:-900}" \
+    --rate-mbit "$rate_mbit" --queue-kb "${MH_WIRE_QUEUE_KB:-4096}" --seed "$seed" --lifetime-s "${MH_WIRE_LIFETIME_S:-900}" \
     --ready "$state/ready" --stats "$MH_WIRE_STATS" 2>"$state/stderr" &
   MH_WIRE_PID=$!
   MH_WIRE_STATE="$state"
@@ -100,7 +100,12 @@ mh_use_wire() {
   done
   [ -f "$state/ready" ] || { echo "FAIL: tap_wire.py made no TAP devices within 10 s" >&2; exit 1; }
   mh_place_link
-  echo "link: tap_wire.py (pid $MH_WIRE_PID), $delay_ms ms each way, loss $loss, rate cap $rate_mbit Mbit/s (0: none)"
+  # MH_WIRE_MTU (default 1500): the TAP devices' MTU. Jumbo frames (e.g. 9000, as HPC links use)
+  # let the wire, one frame per system call, carry 1 Gbit/s; TCP then sends fewer, larger segments.
+  local mtu="${MH_WIRE_MTU:-1500}"
+  ip -n "$MH_NS_A" link set "$MH_NS_A" mtu "$mtu"
+  ip -n "$MH_NS_B" link set "$MH_NS_B" mtu "$mtu"
+  echo "link: tap_wire.py (pid $MH_WIRE_PID), $delay_ms ms each way, loss $loss, rate cap $rate_mbit Mbit/s (0: none), MTU $mtu"
 }
 
 # Ends the wire (its TAP devices go with it) and waits for its stats; no-op without one.

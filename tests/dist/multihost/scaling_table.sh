@@ -13,8 +13,12 @@
 # under mpirun over the wire, REPS times; the prediction: `farthing plan` from np 1's profile
 # (bench dist --out, measured in the root namespace), serial schedule for bucket 0, overlapped
 # for a bucket that holds a pass's reductions (docs/scaling.md).
-# The wire's delay is each ring step's latency: one message one way per step. Each host has one
-# wire, so the ranks of a host share its rate: the plan gives each rank RATE / (ranks per host).
+# The wire's delay is each step's latency: one message one way per step. Each host has one wire,
+# which its ranks share: the plan is told the ranks per node (--ranks-per-node), and their traffic
+# to each other stays on the host.
+# The ranks yield their core while they wait (mpi_yield_when_idle): two hosts on two cores, with
+# spinning ranks, delay the kernel's network work and the wire by up to a time slice per message,
+# which a real host with its own cores does not (docs/scaling.md). MH_RANK_SPIN=1 keeps them spinning.
 set -euo pipefail
 FARTHING="$1"
 SRC="$2"
@@ -32,6 +36,15 @@ export MH_WIRE_LIFETIME_S="${MH_WIRE_LIFETIME_S:-28800}"
 # The wire at a real-time priority: ranks that spin while they wait for MPI would otherwise take
 # its core, and the link would carry less than its rate (wire_throughput.sh).
 export MH_WIRE_RT="${MH_WIRE_RT:-1}"
+if [ "${MH_RANK_SPIN:-0}" != 1 ]; then
+  export OMPI_MCA_mpi_yield_when_idle=1
+  MH_EXPORT="${MH_EXPORT:-} OMPI_MCA_mpi_yield_when_idle"
+fi
+# Two TCP connections per pair of ranks (docs/multinode.md recommends it for MPI over TCP): over
+# one, an exchange of MiB-sized messages both ways at once runs at about half the link's rate.
+# MH_TCP_LINKS=1 measures Open MPI's default.
+export OMPI_MCA_btl_tcp_links="${MH_TCP_LINKS:-2}"
+MH_EXPORT="${MH_EXPORT:-} OMPI_MCA_btl_tcp_links"
 source "$(dirname "$0")/hosts.sh"
 SUMMARY_ONLY="${SUMMARY_ONLY:-0}"
 if [ "$SUMMARY_ONLY" != 1 ]; then
@@ -53,9 +66,8 @@ for link in $LINKS; do
   [ "$SUMMARY_ONLY" = 1 ] || mh_use_wire "$delay" 0 "$rate"
   for world in $WORLDS; do
     IFS=: read -r np on_a on_b <<<"$world"
-    rank_rate=$(python3 -c "print(f'{$rate / max($on_a, $on_b):g}')")
-    "$FARTHING" plan "$RECIPE" --preset "$PRESET" "${AS_BENCH[@]}" --world-size "$np" \
-      --interconnect "link:${rank_rate}mbit:${delay}ms" --profile "$OUT/np1.json" --json >"$OUT/plan-$rate-$delay-np$np.json"
+    "$FARTHING" plan "$RECIPE" --preset "$PRESET" "${AS_BENCH[@]}" --world-size "$np" --ranks-per-node "$((on_a > on_b ? on_a : on_b))" \
+      --interconnect "link:${rate}mbit:${delay}ms" --profile "$OUT/np1.json" --json >"$OUT/plan-$rate-$delay-np$np.json"
     [ "$SUMMARY_ONLY" = 1 ] && continue
     mh_hostfile "$OUT/hosts-$world" "$on_a" "$on_b"
     for bucket in $BUCKETS; do

@@ -100,6 +100,21 @@ TEST(StepProfile, CallCountsAreTheModelsAndTimeAddsUp) {
   }
   EXPECT_TRUE(gemm_rate);
   EXPECT_TRUE(norm_bandwidth);
+  // On a GPU each GEMM plan's record joins the file (the trainer copies them in); none here.
+  EXPECT_TRUE(j["gemm_plans"].is_array() && j["gemm_plans"].empty()) << "no GEMM plans off a GPU";
+  RunStepProfile planned = p;
+  planned.gemm_plans.push_back({.key = "dense bf16 m 2 n 4 k 8 lda 8 ldb 4 ldc 4 trans NN out f32 align 16",
+                                .algorithm = "algo 6 tile 18 stages 22 cluster 2 swizzle 0 custom 0 split_k 1",
+                                .tflops = 2.5,
+                                .candidate_tflops = {1.5, 2.5},
+                                .how = "the book's choice: candidate 2 of 2 here"});
+  const nlohmann::json with_plan = step_profile_json(planned, context);
+  ASSERT_EQ(with_plan["gemm_plans"].size(), 1u);
+  EXPECT_EQ(with_plan["gemm_plans"][0]["key"], planned.gemm_plans[0].key);
+  EXPECT_EQ(with_plan["gemm_plans"][0]["algorithm"], planned.gemm_plans[0].algorithm);
+  EXPECT_EQ(with_plan["gemm_plans"][0]["tflops"], 2.5);
+  EXPECT_EQ(with_plan["gemm_plans"][0]["candidate_tflops"], nlohmann::json({1.5, 2.5}));
+  EXPECT_EQ(with_plan["gemm_plans"][0]["how"], planned.gemm_plans[0].how);
   const StepProfileContext on_h200 =
       step_profile_context(trainer.config(), trainer.model().config(), 1, "cuda:0", "NVIDIA H200");
   ASSERT_NE(on_h200.roofline, nullptr);

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Gradients kept in place (docs/parameter_store.md, "Gradients in place"): alone, with fp32 kept
-# sums, each block's gradients of a micro-batch are added straight to the kept sums. Against
-# np=2 (one micro-batch per rank, each unit's gradients in an accumulator, then summed over ranks
-# in rank order) np=1 with two micro-batches must give the same losses and final checkpoint bit
-# for bit, at ZeRO 1, 2 and 3, under bf16 and fp32 compute. The micro-batch is 8 x 64 = 512
-# rows: the weight gradients' GEMMs reduce over more rows than oneDNN's K-block (256 on AVX-512,
-# 64 on AVX2), so a GEMM that added the kept sum before its last K-block (oneDNN's own
-# accumulate) would change the association and fail here. Then an untied model (head and
-# embedding in place too), and exact resume of an in-place run.
+# Gradients written in place (docs/parameter_store.md, "Gradients in place"): alone, with fp32
+# kept sums, each block's gradients of a micro-batch are written into the kept sums (the step's
+# first) or added whole onto them. Against np=2 (one micro-batch per rank: at ZeRO-1 each rank's
+# gradients written into its kept copy and all-reduced there, at ZeRO 2-3 written into an
+# accumulator that is not zeroed, then summed over ranks in rank order) np=1 with two
+# micro-batches must give the same losses and final checkpoint bit for bit, at ZeRO 1, 2 and 3,
+# under bf16 and fp32 compute. The micro-batch is 8 x 64 = 512 rows: the weight gradients' GEMMs
+# reduce over more rows than oneDNN's K-block (256 on AVX-512, 64 on AVX2), so a GEMM that added
+# the kept sum before its last K-block (oneDNN's own accumulate) would change the association and
+# fail here. Then two micro-batches a rank at np=2 (exact resume: an element left unwritten would
+# hold last step's or another unit's values in the straight run and fresh ones in the resumed), a tied model whose loss runs in one chunk (its embedding in place,
+# its token rows set aside), an untied model (head and embedding in place too), and exact resume
+# of an in-place run.
 source "$(dirname "$0")/train_test_common.sh"
 MPIRUN=(mpirun --oversubscribe)
 
@@ -28,6 +32,31 @@ for precision in bf16 fp32; do
     echo "ok: $precision ZeRO-$stage np=2 == np=1 (two micro-batches, gradients in place) bit for bit"
   done
 done
+# The tied model with its loss in one chunk: its embedding in place too, the micro-batch's token
+# rows set aside while the head's product lands on the running sums, then added back. np=1 ==
+# np=2 at ZeRO-1 (in place over both ranks; tests/dist/test_param_store.cpp has every stage).
+TIED=("${CFG[@]}" --set model.loss_chunk_rows=512)
+"$FARTHING" train "$RECIPE" "${TIED[@]}" --set train.grad_accum=2 --set "checkpoint.run_dir=$WORK/tied-np1" >/dev/null
+"${MPIRUN[@]}" -np 2 "$FARTHING" train "$RECIPE" "${TIED[@]}" --set distributed.zero_stage=1 \
+  --set train.grad_accum=1 --set "checkpoint.run_dir=$WORK/tied-np2" >/dev/null
+diff <(losses "$WORK/tied-np1/metrics.jsonl") <(losses "$WORK/tied-np2/metrics.jsonl") \
+  || fail "tied, loss in one chunk, ZeRO-1: np=2 losses differ from np=1 with the embedding in place"
+same_checkpoint "$WORK/tied-np1/checkpoints/step_00000003.h5" "$WORK/tied-np2/checkpoints/step_00000003.h5"
+echo "ok: tied embedding in place (rows set aside), ZeRO-1 np=2 == np=1 bit for bit"
+# Two micro-batches a rank at np=2: each written into an accumulator that is not zeroed, summed
+# over ranks, then kept (copied, then added). ZeRO-2 resumed from step 1 gives the straight run's
+# bits: the resumed process starts from fresh buffers, the straight one from last step's.
+A2=("${CFG[@]}" --set train.micro_batch=4 --set train.grad_accum=2)
+"${MPIRUN[@]}" -np 2 "$FARTHING" train "$RECIPE" "${A2[@]}" --set distributed.zero_stage=2 \
+  --set "checkpoint.run_dir=$WORK/a2-s2" >/dev/null
+"${MPIRUN[@]}" -np 2 "$FARTHING" train "$RECIPE" "${A2[@]}" --set distributed.zero_stage=2 \
+  --set "checkpoint.run_dir=$WORK/a2-split" --stop-at 1 >/dev/null
+"${MPIRUN[@]}" -np 2 "$FARTHING" train "$RECIPE" "${A2[@]}" --set distributed.zero_stage=2 \
+  --set "checkpoint.run_dir=$WORK/a2-split" --resume latest >/dev/null
+diff <(losses "$WORK/a2-s2/metrics.jsonl") <(losses "$WORK/a2-split/metrics.jsonl") \
+  || fail "np=2, two micro-batches a rank: the resumed run's losses differ from the straight run's"
+same_checkpoint "$WORK/a2-s2/checkpoints/step_00000003.h5" "$WORK/a2-split/checkpoints/step_00000003.h5"
+echo "ok: np=2, two micro-batches a rank: resumed == straight, bit for bit"
 # An untied model (stories260K with its head made a tensor of its own) whose loss runs in one
 # chunk: the head and the embedding are in place too, the embedding's rows summed per distinct
 # token first (a token seen twice must not add twice onto the kept sums). np=1 == np=2, ZeRO-1.

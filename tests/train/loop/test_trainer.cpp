@@ -300,5 +300,29 @@ TEST(Trainer, GradDtypeChoosesHowOneBackwardsGradientIsKept) {
   }
 }
 
+// train.gemm_algorithm timed on the CPU: there is no algorithm to choose, so the run is the
+// heuristic run bit for bit; the trainer still shares and saves the (empty) book after the first
+// step, where heuristic saves none. (The book's contents through a checkpoint:
+// test_gemm_plan_checkpoint.cpp; on a GPU, tools/gpu/check.sh's heuristic/timed pair.)
+TEST(Trainer, TimedGemmAlgorithmsChangeNothingOnTheCpuAndSaveTheirBook) {
+  TempDir heuristic_dir("gemm_heuristic"), timed_dir("gemm_timed");
+  const recipe::RunConfig heuristic = base_config(heuristic_dir.path);
+  recipe::RunConfig timed = base_config(timed_dir.path);
+  timed.train.gemm_algorithm = recipe::GemmAlgorithmChoice::kTimed;
+  const TrainResult a = Trainer(heuristic, world(), TrainerOutput{.progress = false}).train("", 2);
+  const TrainResult b = Trainer(timed, world(), TrainerOutput{.progress = false}).train("", 2);
+  EXPECT_EQ(a.last_loss, b.last_loss) << "bit for bit";
+  EXPECT_FALSE(read_gemm_plan_book(H5CheckpointReader(a.last_checkpoint)).has_value());
+  const std::optional<kernels::GemmPlanBook> book = read_gemm_plan_book(H5CheckpointReader(b.last_checkpoint));
+  ASSERT_TRUE(book.has_value()) << "a timed run saves the book it shared";
+  EXPECT_TRUE(book->choices.empty());
+  // Resumed, it keeps the book, and steps as the heuristic run does.
+  Trainer resumed(timed, world(), TrainerOutput{.progress = false});
+  Trainer reference(heuristic, world(), TrainerOutput{.progress = false});
+  resumed.load_checkpoint(b.last_checkpoint);
+  reference.load_checkpoint(a.last_checkpoint);
+  EXPECT_EQ(resumed.train_step().loss, reference.train_step().loss);
+}
+
 }  // namespace
 }  // namespace farthing::train

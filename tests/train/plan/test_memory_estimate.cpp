@@ -428,6 +428,20 @@ TEST(MemoryEstimate, UntiedLlamaGradientsInPlace) {
     EXPECT_EQ(e.grad_in_place_elems, 0);
   }
   expect_within_10_percent(c, llama, "untied llama, loss in one chunk, accum 2: gradients in place");
+  // One micro-batch a step at ZeRO-1: over several ranks too, each rank's gradients are written
+  // into its whole kept copy and all-reduced there, with no accumulator. (Alone, one backward's
+  // gradient is kept in bf16: written into accumulators and narrowed.)
+  c.train.grad_accum = 1;
+  c.distributed.zero_stage = 1;
+  c.checkpoint.run_dir = (dir.path / "run_accum1").string();
+  const MemoryEstimate one = estimate_memory(c, llama, world().world_size(), world().rank());
+  if (world().world_size() > 1) {
+    EXPECT_EQ(one.grad_accumulator_elems, 0);
+    EXPECT_GE(one.grad_in_place_elems, one.param_count);
+  } else {
+    EXPECT_EQ(one.grad_in_place_elems, 0);
+  }
+  expect_within_10_percent(c, llama, "untied llama, loss in one chunk, accum 1, ZeRO-1: gradients in place");
 }
 
 // Precision fp32 with train.grad_dtype auto keeps one backward's gradient in fp32 (the reference

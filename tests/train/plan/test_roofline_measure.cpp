@@ -69,7 +69,7 @@ class StubOps final : public NnOps {
   void matmul_bias(GemmDtype, const GemmShape& s, const void*, const void*, const float*, float*, bool) override {
     record(gemm(s, false, false, true));
   }
-  void matmul_bias_grad(GemmDtype, const GemmShape& s, const void*, const void*, float*, bool, BiasGradOf, ActRef,
+  void matmul_bias_grad(GemmDtype, const GemmShape& s, const void*, const void*, float*, GradInto, BiasGradOf, ActRef,
                         float*) override {
     record(gemm(s, false, false, true));
   }
@@ -237,10 +237,11 @@ void check_step(const std::string& preset, int64_t micro_batch, int64_t seq) {
   in.seq = seq;
   in.grad_accum = 2;
   in.optimizer_bytes = 1e6;
-  in.grad_accumulator_elems = 3000;  // the gradient bookkeeping rows: zero, keep, zero in place
+  in.grad_zeroed_elems = 3000;  // the gradient bookkeeping rows: zero, keep, zero in place
   in.grad_kept_from_accumulator_elems = 2900;
-  in.grad_in_place_elems = 5000;
+  in.grad_zeroed_once_elems = 5000;
   in.embedding_rows_once = true;  // and the embedding summed per distinct token first
+  in.embedding_rows_set_aside = true;  // and a tied one's rows set aside
   const RooflineStep step = roofline_step(in);
   StubBackend stub;
   RooflineMeasureOptions options;

@@ -94,10 +94,10 @@ TEST(Ring, HandshakeAboveTheEagerLimit) {
   // The message is the buffer over N: 4000 bytes over 4 ranks is 1000 a step, eager.
   EXPECT_DOUBLE_EQ(collective_seconds(Collective::kReduceScatter, 4000.0, 4, rendezvous), 3e-3 + 3000.0 / 1e6);
   // The described link carries MPI over TCP: 64 KiB eager, headers included, so a 64 KiB
-  // message (an all-gather of 128 KiB over 2 ranks) is above it; four more trips, as measured.
+  // message (an all-gather of 128 KiB over 2 ranks) is above it; two more trips, as measured.
   const LinkCost described = interconnect_preset("link:200mbit:5ms").all_gather;
-  EXPECT_EQ(described.handshake_trips, 4);
-  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllGather, 131072.0, 2, described), 5 * 5e-3 + 65536.0 / 25e6);
+  EXPECT_EQ(described.handshake_trips, 2);
+  EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllGather, 131072.0, 2, described), 3 * 5e-3 + 65536.0 / 25e6);
   EXPECT_DOUBLE_EQ(collective_seconds(Collective::kAllGather, 120000.0, 2, described), 5e-3 + 60000.0 / 25e6);
   EXPECT_EQ(interconnect_preset("eth100").all_gather.handshake_trips, 0);
 }
@@ -109,14 +109,47 @@ TEST(Interconnect, DescribedLink) {
   EXPECT_DOUBLE_EQ(link.all_reduce.latency_s, 1e-3);
   EXPECT_DOUBLE_EQ(interconnect_preset("link:250mbit:20us").reduce_scatter.bytes_per_s, 31.25e6);
   EXPECT_DOUBLE_EQ(interconnect_preset("link:250mbit:20us").reduce_scatter.latency_s, 20e-6);
-  // 1 MB all-gather over 4 ranks: 250 KB a step, above the eager limit: 3 steps of 1 ms, each
-  // after its rendezvous' four more trips, plus 0.75 MB at 125 MB/s.
-  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 1e6, 4, link.all_gather), 3 * 5e-3 + 0.75e6 / 125e6, 1e-12);
-  // 200 KB: 50 KB a step, eager: one trip a step.
-  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 2e5, 4, link.all_gather), 3e-3 + 0.15e6 / 125e6, 1e-12);
+  // 1 MB all-gather over 4 ranks, by recursive doubling: the next rank's 250 KB block, then the
+  // two blocks held (500 KB) with the rank two away; both above the eager limit, so each step
+  // waits its rendezvous' two more trips of 1 ms; 0.75 MB in all at 125 MB/s.
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 1e6, 4, link.all_gather), 2 * 3e-3 + 0.75e6 / 125e6, 1e-12);
+  // 200 KB: 50 KB (eager: one trip), then 100 KB (above: three).
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 2e5, 4, link.all_gather), 1e-3 + 3e-3 + 0.15e6 / 125e6, 1e-12);
   for (const char* bad : {"link:1gbit", "link:1gb:1ms", "link:1gbit:1s", "link:-1gbit:1ms", "link:0gbit:1ms", "link:xgbit:1ms"}) {
     EXPECT_THROW(interconnect_preset(bad), Error) << bad;
   }
+}
+
+// The MPI communicator reduces with one all-to-all (every block at once), gathers by recursive
+// doubling, and all-reduces with both; ranks of one node talk without the node's link.
+TEST(Interconnect, DescribedLinkAlgorithmsAndNodes) {
+  const Interconnect alone = interconnect_preset("link:200mbit:5ms");
+  const Interconnect pairs = interconnect_preset("link:200mbit:5ms", 2);
+  EXPECT_EQ(alone.reduce_scatter.algorithm, Algorithm::kAllToAll);
+  EXPECT_EQ(alone.all_reduce.algorithm, Algorithm::kAllToAll);
+  EXPECT_EQ(alone.all_gather.algorithm, Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(interconnect_preset("ib400").all_gather.algorithm, Algorithm::kRing);
+  // 4 MB over 4 ranks: 1 MB blocks, above the eager limit (1 + 2 trips of 5 ms) at 25 MB/s.
+  // One rank a node: each sends its 3 blocks through its own link in one step.
+  EXPECT_NEAR(collective_seconds(Collective::kReduceScatter, 4e6, 4, alone.reduce_scatter), 15e-3 + 3e6 / 25e6, 1e-12);
+  // Two a node: each node's 2 ranks send 2 blocks each to the other node through one link.
+  EXPECT_NEAR(collective_seconds(Collective::kReduceScatter, 4e6, 4, pairs.reduce_scatter), 15e-3 + 4e6 / 25e6, 1e-12);
+  // Recursive doubling, two a node: the first exchange stays on the node; in the second each
+  // rank sends its 2 blocks to the other node, 4 through the link.
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 4e6, 4, pairs.all_gather), 15e-3 + 4e6 / 25e6, 1e-12);
+  // One a node: 1 block, then 2, each rank through its own link.
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 4e6, 4, alone.all_gather), 2 * 15e-3 + 3e6 / 25e6, 1e-12);
+  // All-reduce: the all-to-all, then the all-gather.
+  EXPECT_NEAR(collective_seconds(Collective::kAllReduce, 4e6, 4, pairs.all_reduce),
+              (15e-3 + 4e6 / 25e6) + (15e-3 + 4e6 / 25e6), 1e-12);
+  // Six ranks, two a node (N not a power of two): Bruck's counts, 2·min(d, 6 - d) blocks at
+  // d = 2 and 4, 8 in all, as many as the all-to-all's 2·4.
+  const Interconnect six = interconnect_preset("link:200mbit:5ms", 2);
+  EXPECT_NEAR(collective_seconds(Collective::kAllGather, 6e6, 6, six.all_gather), 2 * 15e-3 + 8e6 / 25e6, 1e-12);
+  EXPECT_NEAR(collective_seconds(Collective::kReduceScatter, 6e6, 6, six.reduce_scatter), 15e-3 + 8e6 / 25e6, 1e-12);
+  // Presets give each rank's own bandwidth: ranks per node do not apply.
+  EXPECT_THROW(interconnect_preset("ib400", 2), Error);
+  EXPECT_THROW(interconnect_preset("link:1gbit:1ms", 0), Error);
 }
 
 // stories260k's schedule and layout (embedding, 5 blocks, head), with round compute figures.

@@ -116,13 +116,16 @@ TEST(RecipeErrors, EveryEnumListsItsValues) {
         Case{"optimizer", "master", "f32|remainder16|none"}, Case{"optimizer", "weight_rounding", "nearest|stochastic"},
         Case{"optimizer", "name", "adamw"}, Case{"schedule", "kind", "constant|linear_warmup|cosine|linear"},
         Case{"model", "activation_checkpointing", "none|per_block"}, Case{"data", "format", "auto|text|jsonl|tokens"},
-        Case{"train", "nonfinite", "skip|fail"}, Case{"train", "grad_dtype", "auto|fp32|bf16"}}) {
+        Case{"train", "nonfinite", "skip|fail"}, Case{"train", "grad_dtype", "auto|fp32|bf16"},
+        Case{"train", "gemm_algorithm", "heuristic|timed"}}) {
     const VariedRecipe r = recipe_with(c.section, c.key, "bogus");
     expect_contains(parse_error(r.yaml), {std::string(c.section) + "." + c.key + " at " + r.location(),
                                           "is 'bogus', expected " + std::string(c.expected)});
   }
   const VariedRecipe typo = recipe_with("optimizer", "state", "8bti");
   expect_contains(parse_error(typo.yaml), {"did you mean '8bit'?"});
+  const VariedRecipe timing = recipe_with("train", "gemm_algorithm", "timd");
+  expect_contains(parse_error(timing.yaml), {"did you mean 'timed'?"});
 }
 
 TEST(RecipeErrors, Fp8FormatNamesAreNotPrecisions) {
