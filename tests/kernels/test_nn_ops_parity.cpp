@@ -842,7 +842,9 @@ void add_bias_cases(const std::string& label, int64_t n, int64_t c, int64_t stri
 
 // Rows of logits `stride` apart (stride > vocab: the model's padded rows, models::logits_row_stride).
 // The pad columns hold NaN going in: the op must neither read them (a NaN would reach the loss and
-// every gradient of its row) nor write them (each must still be the same NaN coming out).
+// every gradient of its row) nor write them (each must still be the same NaN coming out). On each
+// backend the padded rows must give the dense rows' bits (the same op at stride = vocab), so a
+// read of the pads fails even where both sides of a comparison would read them alike.
 template <class T>
 std::vector<T> with_pads(const std::vector<T>& dense, int64_t rows, int64_t vocab, int64_t stride, T pad) {
   std::vector<T> v(size_t(rows * stride), pad);
@@ -875,13 +877,25 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
   add("cross_entropy_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     std::vector<int32_t> targets = rng.tokens(rows, vocab);
     if (rows > 2) targets[1] = -1;  // an ignored row
-    float* logits = a.put(with_pads(rng.floats(rows * vocab, -8.0f, 8.0f), rows, vocab, ld, pad_nan()));
+    const std::vector<float> values = rng.floats(rows * vocab, -8.0f, 8.0f);
+    float* logits = a.put(with_pads(values, rows, vocab, ld, pad_nan()));
     // The op adds to the sum it is given: start it at 0.5, which both sides must keep.
     double* loss_sum = a.put(std::vector<double>{0.5});
     a.nn().cross_entropy_rows(logits, a.put(targets), rows, vocab, ld, 0.25f, want_grad, loss_sum);
     Outputs o;
     o.add("logits", without_pads(a.get(logits, size_t(rows * ld)), rows, vocab, ld, pad_nan(), a.nn().device().name()));
     o.scalars.emplace_back("loss", a.get_f64(loss_sum));
+    if (ld > vocab) {
+      float* dense = a.put(values);
+      double* dense_sum = a.put(std::vector<double>{0.5});
+      a.nn().cross_entropy_rows(dense, a.put(targets), rows, vocab, vocab, 0.25f, want_grad, dense_sum);
+      const std::vector<float> want = a.get(dense, size_t(rows * vocab));
+      const double want_loss = a.get_f64(dense_sum);
+      EXPECT_EQ(std::memcmp(o.arrays[0].second.data(), want.data(), want.size() * 4), 0)
+          << "padded rows' gradients differ from the dense rows' on " << a.nn().device().name();
+      EXPECT_EQ(std::memcmp(&o.scalars[0].second, &want_loss, sizeof(double)), 0)
+          << o.scalars[0].second << " vs the dense rows' " << want_loss;
+    }
     return o;
   });
   // bf16 logits (a bf16 GEMM's output under bf16 activations), with and without the gradient:
@@ -908,6 +922,15 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
                          << where;
     const double loss16 = a.get_f64(sum16), loss32 = a.get_f64(sum32);
     EXPECT_EQ(std::memcmp(&loss16, &loss32, sizeof(double)), 0) << loss16 << " vs " << loss32;
+    if (ld > vocab) {
+      uint16_t* dense = a.put(bits);
+      double* dense_sum = a.put(std::vector<double>{0.5});
+      a.nn().cross_entropy_rows(ActRef::bf16(dense), t, rows, vocab, vocab, 0.25f, want_grad, dense_sum);
+      const double want_loss = a.get_f64(dense_sum);
+      EXPECT_EQ(a.get_u16(dense, size_t(rows * vocab)), got) << "padded bf16 rows differ from the dense rows' on "
+                                                             << where;
+      EXPECT_EQ(std::memcmp(&loss16, &want_loss, sizeof(double)), 0) << loss16 << " vs the dense rows' " << want_loss;
+    }
     Outputs o;
     o.add("logits_bf16", widened_bf16(got));
     o.scalars.emplace_back("loss", loss16);
