@@ -208,13 +208,15 @@ void CpuNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, in
   k::bias_backward_cpu(dbias, dout.f32(), n, c, stride);
 }
 
-void CpuNnOps::cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab,
+void CpuNnOps::cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                                   float grad_scale, bool want_grad, double* loss_sum) {
+  FARTHING_CHECK(stride >= vocab, "cross_entropy_rows: the logits' row stride ", stride, " is below the vocabulary ",
+                 vocab);
   if (logits.is_bf16()) {
-    *loss_sum += k::cross_entropy_rows_cpu(logits.bf16(), targets, rows, vocab, grad_scale, want_grad);
+    *loss_sum += k::cross_entropy_rows_cpu(logits.bf16(), targets, rows, vocab, stride, grad_scale, want_grad);
     return;
   }
-  *loss_sum += k::cross_entropy_rows_cpu(logits.f32(), targets, rows, vocab, grad_scale, want_grad);
+  *loss_sum += k::cross_entropy_rows_cpu(logits.f32(), targets, rows, vocab, stride, grad_scale, want_grad);
 }
 
 void CpuNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

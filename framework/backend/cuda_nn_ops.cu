@@ -484,14 +484,17 @@ void CudaNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, i
   k::bias_backward_cuda(dbias, dout.f32(), n, c, stride, scratch, STREAM);
 }
 
-void CudaNnOps::cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab,
+void CudaNnOps::cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                                    float grad_scale, bool want_grad, double* loss_sum) {
+  FARTHING_CHECK(stride >= vocab, "cross_entropy_rows: the logits' row stride ", stride, " is below the vocabulary ",
+                 vocab);
   double* row_losses = static_cast<double*>(workspace(size_t(rows) * sizeof(double)));
   if (logits.is_bf16()) {
-    return k::cross_entropy_rows_cuda(logits.bf16(), targets, rows, vocab, grad_scale, want_grad, row_losses, loss_sum,
-                                      STREAM);
+    return k::cross_entropy_rows_cuda(logits.bf16(), targets, rows, vocab, stride, grad_scale, want_grad, row_losses,
+                                      loss_sum, STREAM);
   }
-  k::cross_entropy_rows_cuda(logits.f32(), targets, rows, vocab, grad_scale, want_grad, row_losses, loss_sum, STREAM);
+  k::cross_entropy_rows_cuda(logits.f32(), targets, rows, vocab, stride, grad_scale, want_grad, row_losses, loss_sum,
+                             STREAM);
 }
 
 void CudaNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

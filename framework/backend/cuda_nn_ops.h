@@ -97,7 +97,7 @@ class CudaNnOps final : public NnOps {
                           RowPositions pos, int64_t c) override;
   void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) override;
   void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) override;
-  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab,
+  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                           float grad_scale, bool want_grad, double* loss_sum) override;
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override;
   void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override;

@@ -239,12 +239,15 @@ class NnOps {
   virtual void bias_add(float* out, const float* bias, int64_t n, int64_t c, int64_t stride) = 0;
   virtual void bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) = 0;
 
-  // Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
-  // (softmax - onehot) * grad_scale, or zeros where target < 0. The logits are fp32, or bf16 (a
-  // GEMM output under bf16 activations): widened exactly, every sum in fp32 (double for the
-  // loss), each gradient value rounded once. Adds the sum of the rows' losses to *loss_sum, one
-  // double in this device's memory: the host reads the loss once per step, not once per call.
-  virtual void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab,
+  // Cross-entropy over rows of logits (R, V), row r at element r * stride (stride >= V: the
+  // model's logits rows are padded, models/common/transformer.h's logits_row_stride), in place:
+  // each row's V values become their gradient (softmax - onehot) * grad_scale, or zeros where
+  // target < 0; the pad columns V .. stride - 1 are neither read nor written. The logits are
+  // fp32, or bf16 (a GEMM output under bf16 activations): widened exactly, every sum in fp32
+  // (double for the loss), each gradient value rounded once. Adds the sum of the rows' losses to
+  // *loss_sum, one double in this device's memory: the host reads the loss once per step, not
+  // once per call.
+  virtual void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                                   float grad_scale, bool want_grad, double* loss_sum) = 0;
 
   // dst = src rounded to the 16-bit GEMM operand type (kBF16 or kF16), nearest-even.

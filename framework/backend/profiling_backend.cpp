@@ -197,10 +197,10 @@ class ProfilingNnOps final : public NnOps {
     TimedCall t(p_, op_kind::kBiasBackward);
     inner_.bias_backward(dbias, dout, n, c, stride);
   }
-  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                          bool want_grad, double* loss_sum) override {
+  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
+                          float grad_scale, bool want_grad, double* loss_sum) override {
     TimedCall t(p_, op_kind::kCrossEntropy);
-    inner_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad, loss_sum);
+    inner_.cross_entropy_rows(logits, targets, rows, vocab, stride, grad_scale, want_grad, loss_sum);
   }
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override {
     TimedCall t(p_, op_kind::kNarrow);

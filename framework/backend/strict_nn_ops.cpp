@@ -139,9 +139,10 @@ void StrictNnOps::bias_add(float* out, const float* bias, int64_t n, int64_t c, 
 void StrictNnOps::bias_backward(float* dbias, ActRef dout, int64_t n, int64_t c, int64_t stride) {
   STRICT_OP(bias_backward, bias_backward(dbias, dout, n, c, stride), {"dbias", dbias}, {"dout", dout.data});
 }
-void StrictNnOps::cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab,
+void StrictNnOps::cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                                      float grad_scale, bool want_grad, double* loss_sum) {
-  STRICT_OP(cross_entropy_rows, cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad, loss_sum),
+  STRICT_OP(cross_entropy_rows,
+            cross_entropy_rows(logits, targets, rows, vocab, stride, grad_scale, want_grad, loss_sum),
             {"logits", logits.data}, {"targets", targets}, {"loss_sum", loss_sum});
 }
 void StrictNnOps::narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) {

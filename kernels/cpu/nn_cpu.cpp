@@ -512,8 +512,8 @@ double cross_entropy_row(float* l, int32_t target, int64_t vocab, float grad_sca
 // T: fp32 logits (in place), or bf16 ones (each row widened into a per-thread fp32 copy, run as
 // the fp32 row, and each gradient value rounded once on the way back).
 template <class T>
-double cross_entropy_rows_any(T* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                              bool want_grad) {
+double cross_entropy_rows_any(T* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
+                              float grad_scale, bool want_grad) {
   // NOTE: each row's loss is kept and the losses are summed in row order afterwards, so the
   // total does not depend on the thread count (an OpenMP reduction combines per-thread partial
   // sums, whose split depends on it: the parity harness caught a last-bit difference).
@@ -523,7 +523,7 @@ double cross_entropy_rows_any(T* logits, const int32_t* targets, int64_t rows, i
     std::vector<float> widened_row(std::is_same_v<T, float> ? 0 : size_t(vocab));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      T* l = logits + r * vocab;
+      T* l = logits + r * stride;  // the row's vocab values; the pad columns up to stride are never touched
       const int32_t target = targets[r];
       if (target < 0) {
         if (want_grad) std::memset(l, 0, size_t(vocab) * sizeof(T));
@@ -548,13 +548,13 @@ double cross_entropy_rows_any(T* logits, const int32_t* targets, int64_t rows, i
 
 }  // namespace
 
-double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                              bool want_grad) {
-  return cross_entropy_rows_any(logits, targets, rows, vocab, grad_scale, want_grad);
-}
-double cross_entropy_rows_cpu(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                               float grad_scale, bool want_grad) {
-  return cross_entropy_rows_any(logits, targets, rows, vocab, grad_scale, want_grad);
+  return cross_entropy_rows_any(logits, targets, rows, vocab, stride, grad_scale, want_grad);
+}
+double cross_entropy_rows_cpu(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
+                              float grad_scale, bool want_grad) {
+  return cross_entropy_rows_any(logits, targets, rows, vocab, stride, grad_scale, want_grad);
 }
 
 void f32_to_bf16_cpu(uint16_t* dst, const float* src, int64_t count) {

@@ -123,15 +123,16 @@ void bias_backward_cpu(float* dbias, const uint16_t* dout, int64_t n, int64_t c,
 void add_cpu(float* dst, const float* a, const float* b, int64_t count);
 void accumulate_cpu(float* dst, const float* a, int64_t count);
 
-// Cross-entropy over rows of logits (R, V), in place: each row becomes its gradient
-// (softmax - onehot) * grad_scale, or zeros where target < 0 (ignored). Returns the sum of
-// the rows' losses (double). Rows are independent, so callers feed chunks of rows. The bf16 form
-// (the logits as a bf16 GEMM writes them under bf16 activations) widens each row exactly, runs
-// the fp32 form on it and rounds each gradient value once: the fp32 form's loss and its
-// gradient narrowed, bit for bit.
-double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+// Cross-entropy over rows of logits (R, V), row r at logits + r * stride (stride >= V), in place:
+// each row's V values become their gradient (softmax - onehot) * grad_scale, or zeros where
+// target < 0 (ignored). The columns V .. stride - 1 (the padding of the model's logits rows) are
+// neither read nor written. Returns the sum of the rows' losses (double). Rows are independent, so
+// callers feed chunks of rows. The bf16 form (the logits as a bf16 GEMM writes them under bf16
+// activations) widens each row exactly, runs the fp32 form on it and rounds each gradient value
+// once: the fp32 form's loss and its gradient narrowed, bit for bit.
+double cross_entropy_rows_cpu(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                               float grad_scale, bool want_grad);
-double cross_entropy_rows_cpu(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+double cross_entropy_rows_cpu(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                               float grad_scale, bool want_grad);
 
 // Narrowing with round-to-nearest-even (bf16/fp16 compute modes feed GEMMs this way).

@@ -25,14 +25,16 @@ constexpr int kLossThreads = 256;
 // kept in l: a bf16 l could not keep it, and exp_f32 gives the same bits both times.
 template <class T>
 __global__ void __launch_bounds__(kRowThreads)
-cross_entropy_row_kernel(T* logits, const int32_t* targets, int64_t vocab, float grad_scale, bool want_grad,
-                         double* row_loss) {
+cross_entropy_row_kernel(T* logits, const int32_t* targets, int64_t vocab, int64_t stride, float grad_scale,
+                         bool want_grad, double* row_loss) {
   __shared__ float shared_f[kRowThreads];
   __shared__ double shared_d[kRowThreads];
   const int64_t r = blockIdx.x;
-  T* l = logits + r * vocab;
+  T* l = logits + r * stride;  // the row's vocab values; the pad columns up to stride are never touched
   const int64_t groups = (vocab + kVec - 1) / kVec;
-  const bool aligned = cuda_nn::vec8_aligned(l, vocab);
+  // The row's own start decides: its whole groups of eight are then 16-byte aligned, and the tail
+  // group (vocab % 8 values) is read and written element by element.
+  const bool aligned = cuda_nn::vec8_aligned(l);
   const int32_t target = targets[r];
   float v[kVec];
   if (target < 0) {
@@ -87,10 +89,10 @@ sum_row_losses_kernel(const double* row_loss, int64_t rows, double* loss_sum) {
 }
 
 template <class T>
-void cross_entropy_rows_any(T* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                            bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream) {
+void cross_entropy_rows_any(T* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
+                            float grad_scale, bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream) {
   if (rows <= 0) return;  // nothing to add to *loss_sum
-  cross_entropy_row_kernel<<<unsigned(rows), kRowThreads, 0, stream>>>(logits, targets, vocab, grad_scale,
+  cross_entropy_row_kernel<<<unsigned(rows), kRowThreads, 0, stream>>>(logits, targets, vocab, stride, grad_scale,
                                                                        want_grad, row_loss);
   cuda_nn::check_launch();
   sum_row_losses_kernel<<<1, kLossThreads, 0, stream>>>(row_loss, rows, loss_sum);
@@ -99,14 +101,14 @@ void cross_entropy_rows_any(T* logits, const int32_t* targets, int64_t rows, int
 
 }  // namespace
 
-void cross_entropy_rows_cuda(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                             bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream) {
-  cross_entropy_rows_any(logits, targets, rows, vocab, grad_scale, want_grad, row_loss, loss_sum, stream);
+void cross_entropy_rows_cuda(float* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
+                             float grad_scale, bool want_grad, double* row_loss, double* loss_sum, cudaStream_t stream) {
+  cross_entropy_rows_any(logits, targets, rows, vocab, stride, grad_scale, want_grad, row_loss, loss_sum, stream);
 }
-void cross_entropy_rows_cuda(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+void cross_entropy_rows_cuda(uint16_t* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
                              float grad_scale, bool want_grad, double* row_loss, double* loss_sum,
                              cudaStream_t stream) {
-  cross_entropy_rows_any(logits, targets, rows, vocab, grad_scale, want_grad, row_loss, loss_sum, stream);
+  cross_entropy_rows_any(logits, targets, rows, vocab, stride, grad_scale, want_grad, row_loss, loss_sum, stream);
 }
 
 }  // namespace farthing::kernels

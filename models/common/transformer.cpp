@@ -65,6 +65,8 @@ GemmDtype attention_dtype_of(ComputeMode mode) {
   return mode == ComputeMode::kBF16 ? GemmDtype::kBF16 : GemmDtype::kF32;
 }
 
+int64_t logits_row_stride(int64_t vocab) { return (vocab + kLogitsRowAlign - 1) / kLogitsRowAlign * kLogitsRowAlign; }
+
 GemmDtype stored_act_dtype(const ModelOptions& options) {
   const bool bf16 = options.compute == ComputeMode::kBF16 && options.bf16_activations &&
                     options.fp8.recipe == nullptr && options.fp4.recipe == nullptr;
@@ -143,6 +145,7 @@ Transformer::Transformer(TransformerSpec spec, int64_t batch, int64_t seq, Model
   dact_ = carved.dact;
   att_scratch_ = carved.att_scratch;
   logits_ = carved.logits;
+  logits_stride_ = logits_row_stride(c.vocab_size);
   bf16_slot_elems_ = narrow_slot_elems(c, batch, seq, options);
   if (bf16_slot_elems_[0] > 0) {
     bf16_scratch_ = Buffer(ops_.device(), size_t(bf16_slot_elems_[0] + bf16_slot_elems_[1]) * 2,
@@ -235,9 +238,9 @@ void Transformer::upload_ids(int32_t* to, const int32_t* from) {
 }
 
 // Slot 0: what linear_forward narrows (x, where it is fp32) and linear_backward's dy where it is
-// fp32 (up to the widest projection, or a chunk of logits). Slot 1: linear_backward's x. Under
-// bf16 activations every GEMM operand is stored as bf16, the logits and their gradient too:
-// neither slot is needed.
+// fp32 (up to the widest projection, or a chunk of logits at their padded stride). Slot 1:
+// linear_backward's x. Under bf16 activations every GEMM operand is stored as bf16, the logits
+// and their gradient too: neither slot is needed.
 std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int64_t batch, int64_t seq,
                                                       const ModelOptions& options) {
   if (options.compute == ComputeMode::kF32) return {0, 0};
@@ -247,7 +250,7 @@ std::array<int64_t, 2> Transformer::narrow_slot_elems(const ModelConfig& c, int6
   if (bf16_inputs) return {0, 0};
   // Slot 1 holds linear_backward's x: a norm's output (C), the MLP's activation (H) or attention's
   // output (attn_dim, wider than C where head_dim is set apart).
-  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * c.vocab_size)),
+  return {round16(std::max(M * std::max({C, H, F, c.qkv_dim()}), R * logits_row_stride(c.vocab_size))),
           round16(M * std::max({C, H, c.attn_dim()}))};
 }
 
@@ -298,7 +301,7 @@ void Transformer::carve(const ModelConfig& c, int64_t batch, int64_t seq, const 
   out.dfc = scratch.take_act(M * F, stored);
   out.dact = scratch.take_act(M * H, stored);
   out.att_scratch = scratch.take(2 * batch * c.n_heads * seq * c.head_dim());
-  out.logits = scratch.take_act(R * c.vocab_size, stored);
+  out.logits = scratch.take_act(R * logits_row_stride(c.vocab_size), stored);  // rows padded: logits_row_stride
 }
 
 TransformerBufferBytes Transformer::buffer_bytes(const TransformerSpec& spec, int64_t batch, int64_t seq,
@@ -797,7 +800,7 @@ int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float
                                   float loss_grad_scale) {
   const OpPhaseScope phase(OpPhase::kHeadLoss);
   const ModelConfig& c = config();
-  const int64_t M = batch_ * seq_, C = c.dim, V = c.vocab_size;
+  const int64_t M = batch_ * seq_, V = c.vocab_size;
   const int64_t R = std::min(options_.loss_chunk_rows, M);
   int64_t counted = 0;
   if (targets) {
@@ -813,29 +816,76 @@ int64_t Transformer::loss_and_head(const int32_t* targets, bool want_grad, float
       loss_grad_scale >= 0.0f ? loss_grad_scale : (counted > 0 ? float(1.0 / double(counted)) : 0.0f);
   for (int64_t r0 = 0; r0 < M; r0 += R) {
     const int64_t rows = std::min(R, M - r0);
-    // logits (rows, V) = nf Whead^T
-    linear_forward(logits_, nf_.offset(r0 * C), spec_.head_w, -1, rows, C, V, WeightOrientation::kOutIn, ActRef());
-    if (logits_out) copy_logits_out(logits_out + r0 * V, rows * V);
+    head_forward(r0, rows);
+    if (logits_out) copy_logits_out(logits_out + r0 * V, rows);
     if (!targets) continue;
-    ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, grad_scale, want_grad, loss_sum);  // now their gradient
-    if (want_grad) {
-      linear_backward(dn_.offset(r0 * C), spec_.head_w, -1, logits_, nf_.offset(r0 * C), rows, C, V,
-                      WeightOrientation::kOutIn);
-    }
+    // Now their gradient; the pad columns of each row stay as they were, unread.
+    ops_.cross_entropy_rows(logits_, targets_ + r0, rows, V, logits_stride_, grad_scale, want_grad, loss_sum);
+    if (want_grad) head_backward(r0, rows);
   }
   return counted;
 }
 
-// A chunk of logits to the caller's fp32 array (host or the ops' memory). bf16 logits are copied
-// as they are, two to a 4-byte word (the chunk's allocation is rounded up to 16 floats, so an odd
-// count's last word is the buffer's own), and widened exactly on the host.
-void Transformer::copy_logits_out(float* dst, int64_t count) {
-  if (!logits_.is_bf16()) return ops_.copy(dst, logits_.f32(), count);
-  std::vector<uint16_t> bits(size_t(count + 1) / 2 * 2);
-  ops_.copy(reinterpret_cast<float*>(bits.data()), reinterpret_cast<const float*>(logits_.bf16()), (count + 1) / 2);
-  std::vector<float> values(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) values[size_t(i)] = numerics::bf16_to_f32(bits[size_t(i)]);
-  ops_.copy(dst, values.data(), count);
+// logits (rows, V; row stride Vp) = nf Whead^T. The head is never an FP8 or FP4 layer and has no
+// bias: linear_forward's plain GEMM, with C's rows Vp apart.
+void Transformer::head_forward(int64_t r0, int64_t rows) {
+  const int64_t C = config().dim, V = config().vocab_size;
+  const GemmDtype dt = gemm_dtype_of(options_.compute);
+  GemmShape s{rows, V, C};
+  s.trans_b = Trans::kT;  // Whead (V, C)
+  s.ldc = logits_stride_;
+  const void* x = gemm_operand(nf_.offset(r0 * C), rows * C, 0);
+  if (logits_.is_bf16()) {
+    ops_.matmul_bf16_out(dt, s, x, weight_ptr(spec_.head_w), nullptr, nullptr, logits_.bf16());
+  } else {
+    ops_.matmul(dt, s, x, weight_ptr(spec_.head_w), logits_.f32(), false);
+  }
+}
+
+// From the chunk's logit gradients (rows, V; row stride Vp): dn (rows, C) = dlogits Whead and
+// dWhead (V, C) += dlogits^T nf. Both GEMMs run over the V true columns (K = V, or M = V), so
+// the pad columns never enter them.
+void Transformer::head_backward(int64_t r0, int64_t rows) {
+  const int64_t C = config().dim, V = config().vocab_size, Vp = logits_stride_;
+  const GemmDtype dt = gemm_dtype_of(options_.compute);
+  // fp32 logits under 16-bit compute are narrowed whole rows at a time (pad columns included,
+  // which no GEMM reads), so the narrowed copy keeps the stride.
+  const void* dy = gemm_operand(logits_, (rows - 1) * Vp + V, 0);
+  const void* x = gemm_operand(nf_.offset(r0 * C), rows * C, 1);
+  const ActRef dx = dn_.offset(r0 * C);
+  GemmShape sx{rows, C, V};
+  sx.lda = Vp;
+  sx.ldb = C;  // Whead (V, C) as stored
+  if (dx.is_bf16()) {
+    ops_.matmul_bf16_out(dt, sx, dy, weight_ptr(spec_.head_w), nullptr, nullptr, dx.bf16());
+  } else {
+    ops_.matmul(dt, sx, dy, weight_ptr(spec_.head_w), dx.f32(), false);
+  }
+  const GemmShape sw{V, C, rows, Vp, C, C, Trans::kT, Trans::kN};
+  weight_grad_gemm(spec_.head_w, dt, sw, dy, x);
+}
+
+// A chunk's logits to the caller's dense fp32 array (host or the ops' memory): the rows' extent
+// is copied to the host as it is stored (bf16 two to a 4-byte word; the chunk's allocation is
+// whole rows of Vp, an even count, so the last word is the buffer's own), each row's V true
+// columns kept and widened exactly, and the result copied to dst.
+void Transformer::copy_logits_out(float* dst, int64_t rows) {
+  const int64_t V = config().vocab_size, Vp = logits_stride_, extent = (rows - 1) * Vp + V;
+  std::vector<float> values(size_t(rows * V));
+  if (logits_.is_bf16()) {
+    std::vector<uint16_t> bits(size_t(extent + 1) / 2 * 2);
+    ops_.copy(reinterpret_cast<float*>(bits.data()), reinterpret_cast<const float*>(logits_.bf16()), (extent + 1) / 2);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < V; ++i) values[size_t(r * V + i)] = numerics::bf16_to_f32(bits[size_t(r * Vp + i)]);
+    }
+  } else {
+    std::vector<float> stored(static_cast<size_t>(extent));
+    ops_.copy(stored.data(), logits_.f32(), extent);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(values.data() + r * V, stored.data() + r * Vp, size_t(V) * sizeof(float));
+    }
+  }
+  ops_.copy(dst, values.data(), rows * V);
 }
 
 // own_loss_sum_ serves the callers that want the loss at once (evaluation, scoring, tests): the

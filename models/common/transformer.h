@@ -18,7 +18,8 @@
 // constructor), unit_buffer_bytes (each unit acquired) and unit_schedule (which units a step holds
 // together). Relies on: framework/backend/nn_ops.h, framework/core/memory.h,
 // framework/dist/unit_storage.h. Tested by: tests/models/test_model_goldens.cpp,
-// test_gradcheck.cpp, test_model_modes.cpp, tests/dist/test_param_store.cpp (over the store),
+// test_gradcheck.cpp, test_model_modes.cpp, test_vocab_padding.cpp (the logits rows' padding),
+// tests/dist/test_param_store.cpp (over the store),
 // tests/train/plan/test_memory_estimate.cpp (the sizes and the schedule, against real training steps).
 #pragma once
 
@@ -100,6 +101,15 @@ GemmDtype gemm_dtype_of(ComputeMode mode);
 GemmDtype attention_dtype_of(ComputeMode mode);
 // The element type of the activations bf16_activations names, under these options: kBF16 or kF32.
 GemmDtype stored_act_dtype(const ModelOptions& options);
+
+// The row stride of the logits the head's GEMM writes and the loss reads: the vocabulary rounded
+// up to a multiple of kLogitsRowAlign elements, so that every row starts aligned for the head's
+// GEMMs and the loss's vector loads (GPT-2's 50,257 logits a row are laid out 50,304 apart).
+// Only the logits buffer is padded: the head's weight and gradient, the optimizer, checkpoints
+// and exports keep the true vocabulary, and the pad columns are never computed, never read by
+// the loss and never fed to a GEMM (docs/design.md §2, the head and the loss).
+inline constexpr int64_t kLogitsRowAlign = 128;
+int64_t logits_row_stride(int64_t vocab);
 
 // The elements of a unit's 1-D tensors (norm weights, biases): what a model under bf16 compute
 // widens to fp32 when it acquires the unit (everything else is read as bf16).
@@ -310,6 +320,11 @@ class Transformer : private BlockHooks {
   // Gemma 3's post-norm (on attention's or the MLP's output `out`, which the residual adds):
   // dout_pre (the scratch dn_) = d norm(out) / d out applied to dres_, and the norm's weight gradient.
   void post_norm_backward(ActRef dout_pre, ActRef out, const float* rstd, int64_t w, NormSlot slot);
+  // The output head over rows r0 .. r0 + rows - 1 of the final norm's output: logits (rows, V),
+  // rows logits_row_stride(V) apart, = nf Whead^T; and backward, from their gradient in place,
+  // dn (rows, C) = dlogits Whead and dWhead += dlogits^T nf, each GEMM over the V true columns.
+  void head_forward(int64_t r0, int64_t rows);
+  void head_backward(int64_t r0, int64_t rows);
   // y(M,N) = residual + x(M,K) W^T (+ bias); residual: none, y itself or another array (BlockHooks::linear)
   void linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t m, int64_t k,
                       int64_t n, WeightOrientation orient, ActRef residual);
@@ -329,7 +344,8 @@ class Transformer : private BlockHooks {
   int64_t loss_and_head(const int32_t* targets, bool want_grad, float* logits_out, double* loss_sum,
                         float loss_grad_scale = -1.0f);
   LossSum loss_and_head_read(const int32_t* targets, bool want_grad);
-  void copy_logits_out(float* dst, int64_t count);
+  // The chunk's `rows` rows of logits, their V true columns, to the caller's dense (rows, V) array.
+  void copy_logits_out(float* dst, int64_t rows);
   void zero_own_loss_sum();
   double read_own_loss_sum();
   void backward_from_head();
@@ -383,9 +399,10 @@ class Transformer : private BlockHooks {
   float *nf_mean_ = nullptr, *nf_rstd_ = nullptr;
   // Carved from scratch_.
   float* att_scratch_ = nullptr;
-  // A chunk of logits (rows, V), a GEMM output stored as the activations are; the loss turns it
-  // into its gradient in place.
+  // A chunk of logits (rows, V), rows logits_stride_ apart (logits_row_stride), a GEMM output
+  // stored as the activations are; the loss turns it into its gradient in place.
   ActRef logits_;
+  int64_t logits_stride_ = 0;
   // The gradients of the residual stream (dres_: dL/dy on entering a block, dL/dx on leaving it),
   // of a norm's output (dn_), of qkv, attention's output, the MLP's in-projection and its
   // activation: fp32, or bf16 under bf16 activations.

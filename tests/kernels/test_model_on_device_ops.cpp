@@ -230,11 +230,11 @@ class StagedOps final : public NnOps {
     Call k(*this);
     ops_.bias_backward(k.inout(dbias, c * 4), staged(k, dout, (n - 1) * stride + c), n, c, stride);
   }
-  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                          bool want_grad, double* loss_sum) override {
+  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
+                          float grad_scale, bool want_grad, double* loss_sum) override {
     Call k(*this);
-    ops_.cross_entropy_rows(staged(k, logits, rows * vocab), k.in(targets, rows * 4), rows, vocab, grad_scale, want_grad,
-                            k.inout(loss_sum, sizeof(double)));
+    ops_.cross_entropy_rows(staged(k, logits, extent(rows, vocab, stride)), k.in(targets, rows * 4), rows, vocab, stride,
+                            grad_scale, want_grad, k.inout(loss_sum, sizeof(double)));
   }
   void narrow(GemmDtype dtype, uint16_t* dst, const float* src, int64_t count) override {
     Call k(*this);

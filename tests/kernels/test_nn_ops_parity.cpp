@@ -840,17 +840,62 @@ void add_bias_cases(const std::string& label, int64_t n, int64_t c, int64_t stri
   add_bias_backward_bf16_case(label, n, c, stride);
 }
 
-void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t vocab, bool want_grad) {
+// Rows of logits `stride` apart (stride > vocab: the model's padded rows, models::logits_row_stride).
+// The pad columns hold NaN going in: the op must neither read them (a NaN would reach the loss and
+// every gradient of its row) nor write them (each must still be the same NaN coming out). On each
+// backend the padded rows must give the dense rows' bits (the same op at stride = vocab), so a
+// read of the pads fails even where both sides of a comparison would read them alike.
+template <class T>
+std::vector<T> with_pads(const std::vector<T>& dense, int64_t rows, int64_t vocab, int64_t stride, T pad) {
+  std::vector<T> v(size_t(rows * stride), pad);
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(dense.begin() + r * vocab, vocab, v.begin() + r * stride);
+  return v;
+}
+template <class T>
+std::vector<T> without_pads(const std::vector<T>& padded, int64_t rows, int64_t vocab, int64_t stride, T pad,
+                            const std::string& where) {
+  std::vector<T> v(size_t(rows * vocab));
+  int64_t pads_changed = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(padded.begin() + r * stride, vocab, v.begin() + r * vocab);
+    for (int64_t i = vocab; i < stride; ++i) pads_changed += std::memcmp(&padded[size_t(r * stride + i)], &pad, sizeof(T)) != 0;
+  }
+  EXPECT_EQ(pads_changed, 0) << "cross_entropy_rows wrote " << pads_changed << " pad columns on " << where;
+  return v;
+}
+constexpr uint32_t kPadNanBits = 0x7fc0dead;
+constexpr uint16_t kPadNanBf16 = 0x7fd5;
+float pad_nan() {
+  float f;
+  std::memcpy(&f, &kPadNanBits, 4);
+  return f;
+}
+
+void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t vocab, bool want_grad,
+                            int64_t stride = 0) {
+  const int64_t ld = stride > 0 ? stride : vocab;
   add("cross_entropy_" + label, Tol::kF32Reduction, [=](Arena& a, Rng& rng) {
     std::vector<int32_t> targets = rng.tokens(rows, vocab);
     if (rows > 2) targets[1] = -1;  // an ignored row
-    float* logits = a.put(rng.floats(rows * vocab, -8.0f, 8.0f));
+    const std::vector<float> values = rng.floats(rows * vocab, -8.0f, 8.0f);
+    float* logits = a.put(with_pads(values, rows, vocab, ld, pad_nan()));
     // The op adds to the sum it is given: start it at 0.5, which both sides must keep.
     double* loss_sum = a.put(std::vector<double>{0.5});
-    a.nn().cross_entropy_rows(logits, a.put(targets), rows, vocab, 0.25f, want_grad, loss_sum);
+    a.nn().cross_entropy_rows(logits, a.put(targets), rows, vocab, ld, 0.25f, want_grad, loss_sum);
     Outputs o;
-    o.add("logits", a.get(logits, size_t(rows * vocab)));
+    o.add("logits", without_pads(a.get(logits, size_t(rows * ld)), rows, vocab, ld, pad_nan(), a.nn().device().name()));
     o.scalars.emplace_back("loss", a.get_f64(loss_sum));
+    if (ld > vocab) {
+      float* dense = a.put(values);
+      double* dense_sum = a.put(std::vector<double>{0.5});
+      a.nn().cross_entropy_rows(dense, a.put(targets), rows, vocab, vocab, 0.25f, want_grad, dense_sum);
+      const std::vector<float> want = a.get(dense, size_t(rows * vocab));
+      const double want_loss = a.get_f64(dense_sum);
+      EXPECT_EQ(std::memcmp(o.arrays[0].second.data(), want.data(), want.size() * 4), 0)
+          << "padded rows' gradients differ from the dense rows' on " << a.nn().device().name();
+      EXPECT_EQ(std::memcmp(&o.scalars[0].second, &want_loss, sizeof(double)), 0)
+          << o.scalars[0].second << " vs the dense rows' " << want_loss;
+    }
     return o;
   });
   // bf16 logits (a bf16 GEMM's output under bf16 activations), with and without the gradient:
@@ -861,19 +906,31 @@ void add_cross_entropy_case(const std::string& label, int64_t rows, int64_t voca
     if (rows > 2) targets[1] = -1;
     const std::vector<uint16_t> bits = to_bf16(rng.floats(rows * vocab, -8.0f, 8.0f));
     const int32_t* t = a.put(targets);
-    uint16_t* logits16 = a.put(bits);
-    float* logits32 = a.put(widened_bf16(bits));
+    uint16_t* logits16 = a.put(with_pads(bits, rows, vocab, ld, kPadNanBf16));
+    float* logits32 = a.put(with_pads(widened_bf16(bits), rows, vocab, ld, pad_nan()));
     double *sum16 = a.put(std::vector<double>{0.5}), *sum32 = a.put(std::vector<double>{0.5});
-    a.nn().cross_entropy_rows(ActRef::bf16(logits16), t, rows, vocab, 0.25f, want_grad, sum16);
-    a.nn().cross_entropy_rows(logits32, t, rows, vocab, 0.25f, want_grad, sum32);
-    const std::vector<uint16_t> got = a.get_u16(logits16, size_t(rows * vocab));
-    const std::vector<uint16_t> narrowed = to_bf16(a.get(logits32, size_t(rows * vocab)));
+    a.nn().cross_entropy_rows(ActRef::bf16(logits16), t, rows, vocab, ld, 0.25f, want_grad, sum16);
+    a.nn().cross_entropy_rows(logits32, t, rows, vocab, ld, 0.25f, want_grad, sum32);
+    const std::string where = a.nn().device().name();
+    const std::vector<uint16_t> got =
+        without_pads(a.get_u16(logits16, size_t(rows * ld)), rows, vocab, ld, kPadNanBf16, where);
+    const std::vector<uint16_t> narrowed =
+        to_bf16(without_pads(a.get(logits32, size_t(rows * ld)), rows, vocab, ld, pad_nan(), where));
     int64_t differ = 0;
     for (size_t i = 0; i < got.size(); ++i) differ += got[i] != narrowed[i];
     EXPECT_EQ(differ, 0) << "the bf16 row differs from the fp32 form's, narrowed, in " << differ << " elements on "
-                         << a.nn().device().name();
+                         << where;
     const double loss16 = a.get_f64(sum16), loss32 = a.get_f64(sum32);
     EXPECT_EQ(std::memcmp(&loss16, &loss32, sizeof(double)), 0) << loss16 << " vs " << loss32;
+    if (ld > vocab) {
+      uint16_t* dense = a.put(bits);
+      double* dense_sum = a.put(std::vector<double>{0.5});
+      a.nn().cross_entropy_rows(ActRef::bf16(dense), t, rows, vocab, vocab, 0.25f, want_grad, dense_sum);
+      const double want_loss = a.get_f64(dense_sum);
+      EXPECT_EQ(a.get_u16(dense, size_t(rows * vocab)), got) << "padded bf16 rows differ from the dense rows' on "
+                                                             << where;
+      EXPECT_EQ(std::memcmp(&loss16, &want_loss, sizeof(double)), 0) << loss16 << " vs the dense rows' " << want_loss;
+    }
     Outputs o;
     o.add("logits_bf16", widened_bf16(got));
     o.scalars.emplace_back("loss", loss16);
@@ -1134,21 +1191,22 @@ void add_matmul_bf16_out_case(const std::string& label, GemmDtype dtype, GemmSha
   add("matmul_bf16out_" + label, Tol::kGemm, [=](Arena& a, Rng& rng) {
     const bool ta = g.trans_a == Trans::kT, tb = g.trans_b == Trans::kT;
     const int64_t lda = g.lda ? g.lda : (ta ? g.m : g.k), ldb = g.ldb ? g.ldb : (tb ? g.k : g.n);
+    const int64_t ldc = g.ldc ? g.ldc : g.n;  // C's rows ldc apart (the head's padded logits)
     const auto av = rng.floats((ta ? g.k : g.m) * lda), bv = rng.floats((tb ? g.n : g.k) * ldb);
     const void* A = dtype == GemmDtype::kF32 ? static_cast<const void*>(a.put(av)) : a.put(to_bf16(av));
     const void* B = dtype == GemmDtype::kF32 ? static_cast<const void*>(a.put(bv)) : a.put(to_bf16(bv));
     const std::vector<float> bias_values = rng.floats(g.n, -2.0f, 2.0f);
     const float* bias = with_bias ? a.put(bias_values) : nullptr;
-    const std::vector<uint16_t> residual_bits = to_bf16(rng.floats(g.m * g.n, -4.0f, 4.0f));
-    uint16_t* c16 = a.put(residual == Residual::kInPlace ? residual_bits : std::vector<uint16_t>(size_t(g.m * g.n)));
+    const std::vector<uint16_t> residual_bits = to_bf16(rng.floats(g.m * ldc, -4.0f, 4.0f));
+    uint16_t* c16 = a.put(residual == Residual::kInPlace ? residual_bits : std::vector<uint16_t>(size_t(g.m * ldc)));
     const uint16_t* add = residual == Residual::kOther ? a.put(residual_bits) : residual == Residual::kInPlace ? c16 : nullptr;
     a.nn().matmul_bf16_out(dtype, g, A, B, bias, add, c16);
-    const std::vector<uint16_t> got = a.get_u16(c16, size_t(g.m * g.n));
+    const std::vector<uint16_t> got = a.get_u16(c16, size_t(g.m * ldc));
     if (a.nn().device().is_cpu()) {
-      float* c32 = a.put(residual == Residual::kNone ? std::vector<float>(size_t(g.m * g.n)) : widened_bf16(residual_bits));
+      float* c32 = a.put(residual == Residual::kNone ? std::vector<float>(size_t(g.m * ldc)) : widened_bf16(residual_bits));
       a.nn().matmul(dtype, g, A, B, c32, residual != Residual::kNone);
-      if (with_bias) a.nn().bias_add(c32, a.put(widened_bf16(to_bf16(bias_values))), g.m, g.n, g.n);
-      const std::vector<uint16_t> narrowed = to_bf16(a.get(c32, size_t(g.m * g.n)));
+      if (with_bias) a.nn().bias_add(c32, a.put(widened_bf16(to_bf16(bias_values))), g.m, g.n, ldc);
+      const std::vector<uint16_t> narrowed = to_bf16(a.get(c32, size_t(g.m * ldc)));
       int64_t differ = 0;
       for (size_t i = 0; i < got.size(); ++i) differ += got[i] != narrowed[i];
       EXPECT_EQ(differ, 0) << "the CPU's bf16 GEMM output differs from its narrowed fp32 GEMM (+ residual, + bias) in "
@@ -1582,6 +1640,9 @@ void add_sim_cases() {
   add_cross_entropy_case("stories260k", 5, 512, true);  // row 1 ignored (target -1)
   add_cross_entropy_case("sim_odd_vocab", 4, 1001, true);
   add_cross_entropy_case("sim_loss_only", 3, 777, false);
+  // Rows padded as the model pads them (logits_row_stride): odd V, every row 16-byte aligned.
+  add_cross_entropy_case("sim_padded_1001_1024", 4, 1001, true, 1024);
+  add_cross_entropy_case("sim_padded_loss_only_300_384", 3, 300, false, 384);
   add_attention_cases("stories260k", 2, 33, 8, 4, 8);
   add_attention_cases("t1", 3, 1, 9, 3, 64);
   add_attention_cases("gqa8_d16", 1, 50, 8, 1, 16);
@@ -1605,6 +1666,13 @@ void add_sim_cases() {
   add_matmul_case("sim_bf16_dx", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kN}, false);
   add_matmul_case("sim_f16_dw_acc", GemmDtype::kF16, GemmShape{40, 72, 17, 0, 0, 0, T::kT, T::kN}, true);
   add_matmul_bf16_out_case("sim_up", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kT}, false);
+  // The head's three GEMMs over logits rows padded to logits_row_stride (V 300, rows 384 apart).
+  add_matmul_bf16_out_case("sim_head_padded_ldc", GemmDtype::kBF16, GemmShape{9, 300, 40, 0, 0, 384, T::kN, T::kT},
+                           false);
+  add_matmul_case("sim_head_dgrad_padded_lda", GemmDtype::kBF16, GemmShape{9, 40, 300, 384, 40, 0, T::kN, T::kN},
+                  false);
+  add_matmul_case("sim_head_wgrad_padded_lda_acc", GemmDtype::kBF16, GemmShape{300, 40, 9, 384, 40, 40, T::kT, T::kN},
+                  true);
   add_matmul_bf16_out_case("sim_up_bias", GemmDtype::kBF16, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kT}, true);
   add_matmul_bf16_out_case("sim_residual", GemmDtype::kBF16, GemmShape{17, 40, 72, 0, 0, 0, T::kN, T::kT}, false,
                            Residual::kOther);
@@ -1678,6 +1746,9 @@ const std::vector<Case>& cases() {
   add_cross_entropy_case("llama3_128256", 2, 128256, true);
   add_cross_entropy_case("qwen_151936", 2, 151936, true);
   add_cross_entropy_case("loss_only_49152", 3, 49152, false);
+  // GPT-2's 50,257 logits a row, laid out 50,304 apart as the model pads them.
+  add_cross_entropy_case("gpt2_padded_50257_50304", 3, 50257, true, 50304);
+  add_cross_entropy_case("gpt2_padded_loss_only_50257_50304", 2, 50257, false, 50304);
   // Attention: the four models' head layouts, odd T, T = 1, GQA ratios 1 / 3 / 4 / 8, head dims
   // 8 / 16 / 32 / 64 / 96 / 128.
   add_attention_cases("stories260k", 2, 33, 8, 4, 8);
@@ -1738,6 +1809,14 @@ const std::vector<Case>& cases() {
                   false);
   add_matmul_case("f16_llama31_8b_o", GemmDtype::kF16, GemmShape{3, 4096, 4096, 0, 0, 0, T::kN, T::kT}, false);
   add_matmul_case("bf16_llama3_lm_head", GemmDtype::kBF16, GemmShape{2, 128256, 2048, 0, 0, 0, T::kN, T::kT}, false);
+  // GPT-2's head over logits rows padded to 50,304 (logits_row_stride): forward, dgrad, wgrad;
+  // the model dimension cut to 128 to keep the CPU reference quick (the padding is in V).
+  add_matmul_bf16_out_case("gpt2_vocab_lm_head_padded_ldc", GemmDtype::kBF16,
+                           GemmShape{3, 50257, 128, 0, 0, 50304, T::kN, T::kT}, false);
+  add_matmul_case("bf16_gpt2_vocab_lm_head_dgrad_padded_lda", GemmDtype::kBF16,
+                  GemmShape{3, 128, 50257, 50304, 128, 0, T::kN, T::kN}, false);
+  add_matmul_case("bf16_gpt2_vocab_lm_head_wgrad_padded_lda_acc", GemmDtype::kBF16,
+                  GemmShape{50257, 128, 3, 50304, 128, 128, T::kT, T::kN}, true);
   // bf16 GEMM outputs: the MLP's in-projection (SmolLM2's gate|up; GPT-2's up with its bias).
   add_matmul_bf16_out_case("smollm2_gate_up", GemmDtype::kBF16, GemmShape{67, 3072, 576, 0, 0, 0, T::kN, T::kT}, false);
   add_matmul_bf16_out_case("gpt2_up_bias", GemmDtype::kBF16, GemmShape{33, 3072, 768, 0, 0, 0, T::kN, T::kT}, true);

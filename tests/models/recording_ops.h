@@ -5,6 +5,7 @@
 // tests/models/test_model_modes.cpp.
 #pragma once
 
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -16,7 +17,8 @@
 
 namespace farthing::models::testing {
 
-// Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw.
+// Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw;
+// poison_logit_pads fills the logits rows' padding with NaN before the loss (see below).
 // Nine switches round fp32 values to bf16 in place, to the values the model's bf16 storage
 // holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
 // bit for bit: round_attention_output rounds attention's output after the forward,
@@ -47,6 +49,14 @@ class RecordingOps final : public NnOps {
   bool round_residual = false;
   bool round_logits = false;
   bool round_bias = false;
+  // poison_logit_pads: before the loss reads a chunk of logits, every row's pad columns (vocab ..
+  // stride - 1, models::logits_row_stride) are set to NaN; after it, pad_values_changed counts
+  // those that no longer hold that NaN (the loss wrote them). With the pads never read by the
+  // loss nor fed to the head's GEMMs, the run's loss and gradients are bitwise the unpoisoned run's.
+  // logits_strides: each loss call's row stride.
+  bool poison_logit_pads = false;
+  int64_t pad_values_changed = 0;
+  std::vector<int64_t> logits_strides;
 
   Device device() const override { return cpu_.device(); }
   void matmul(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
@@ -223,11 +233,14 @@ class RecordingOps final : public NnOps {
     ++calls["bias_backward"];
     cpu_.bias_backward(dbias, dout, n, c, stride);
   }
-  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, float grad_scale,
-                          bool want_grad, double* loss_sum) override {
+  void cross_entropy_rows(ActRef logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t stride,
+                          float grad_scale, bool want_grad, double* loss_sum) override {
     ++calls["cross_entropy_rows"];
-    if (round_logits) round_in_place(logits, rows * vocab);
-    cpu_.cross_entropy_rows(logits, targets, rows, vocab, grad_scale, want_grad, loss_sum);
+    logits_strides.push_back(stride);
+    for (int64_t r = 0; r < rows && round_logits; ++r) round_in_place(logits.offset(r * stride), vocab);
+    if (poison_logit_pads) set_pads(logits, rows, vocab, stride);
+    cpu_.cross_entropy_rows(logits, targets, rows, vocab, stride, grad_scale, want_grad, loss_sum);
+    if (poison_logit_pads) pad_values_changed += changed_pads(logits, rows, vocab, stride);
   }
   void widen(GemmDtype dtype, float* dst, const uint16_t* src, int64_t count) override {
     ++calls["widen"];
@@ -252,6 +265,34 @@ class RecordingOps final : public NnOps {
 
  private:
   CpuNnOps cpu_;
+  static constexpr uint32_t kPadF32 = 0x7fc0dead;  // a quiet NaN with a payload no arithmetic makes
+  static constexpr uint16_t kPadBf16 = 0x7fd5;
+  static void set_pads(ActRef x, int64_t rows, int64_t vocab, int64_t stride) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = vocab; i < stride; ++i) {
+        if (x.is_bf16()) {
+          x.bf16()[r * stride + i] = kPadBf16;
+        } else {
+          std::memcpy(x.f32() + r * stride + i, &kPadF32, 4);
+        }
+      }
+    }
+  }
+  static int64_t changed_pads(ActRef x, int64_t rows, int64_t vocab, int64_t stride) {
+    int64_t changed = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = vocab; i < stride; ++i) {
+        uint32_t bits = 0;
+        if (x.is_bf16()) {
+          changed += x.bf16()[r * stride + i] != kPadBf16;
+        } else {
+          std::memcpy(&bits, x.f32() + r * stride + i, 4);
+          changed += bits != kPadF32;
+        }
+      }
+    }
+    return changed;
+  }
   // An fp32 array's values rounded to bf16 and widened back (bf16 arrays are left as they are).
   static void round_in_place(ActRef x, int64_t count) {
     if (x.is_bf16()) return;

@@ -244,7 +244,8 @@ TEST_P(Modes, Bf16ActivationsHalveTheirBytes) {
   auto r16 = [](int64_t n) { return (n + 15) / 16 * 16; };
   auto saved_floats = [&](int64_t elems) { return r16(elems) - r16((elems + 1) / 2); };
   const int64_t F = c.family == ModelFamily::kLlama ? 2 * c.hidden_dim : c.hidden_dim;  // the in-projection's width
-  const int64_t logit_rows = std::min<int64_t>(16, M) * c.vocab_size;                    // loss_chunk_rows 16
+  // loss_chunk_rows 16 rows of logits, each padded to logits_row_stride (200 -> 256)
+  const int64_t logit_rows = std::min<int64_t>(16, M) * logits_row_stride(c.vocab_size);
   const int64_t slot0_fp32 = r16(std::max(M * std::max({c.dim, c.hidden_dim, F, c.qkv_dim()}), logit_rows));
   const int64_t saved_slot_bytes = 2 * (r16(M * std::max({c.dim, c.hidden_dim, c.attn_dim()})) + slot0_fp32);  // no slot at all
   // With q/k norms each stored set also keeps the projection before them (qkv_raw); with sandwich

@@ -23,6 +23,7 @@
 #include "framework/backend/backend.h"
 #include "framework/backend/buffer.h"
 #include "framework/core/memory.h"
+#include "models/common/transformer.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_cuda.h"
 #include "train/plan/time_best.h"
@@ -211,13 +212,14 @@ void bench_model(OpsBench& b, const ModelShape& m, std::vector<Row>& rows) {
     b.release();
   }
   {
-    // Cross-entropy over a chunk of rows of the full vocabulary (in place: logits -> gradients).
-    const int64_t rows_ce = b.cpu() ? 16 : 1024;
-    float* logits = b.floats(rows_ce * m.vocab, -4.0f, 4.0f);
+    // Cross-entropy over a chunk of rows of the full vocabulary (in place: logits -> gradients),
+    // the rows laid out as the model lays them out (padded to logits_row_stride).
+    const int64_t rows_ce = b.cpu() ? 16 : 1024, stride = models::logits_row_stride(m.vocab);
+    float* logits = b.floats(rows_ce * stride, -4.0f, 4.0f);
     const int32_t* targets = b.tokens(rows_ce, m.vocab);
     auto* loss_sum = reinterpret_cast<double*>(b.floats(2));  // a double the op adds to (its value is not read)
     gbps("cross-entropy (+grad)", 4.0 * 3.0 * double(rows_ce) * double(m.vocab),
-         [&] { nn.cross_entropy_rows(logits, targets, rows_ce, m.vocab, 1.0f, true, loss_sum); });
+         [&] { nn.cross_entropy_rows(logits, targets, rows_ce, m.vocab, stride, 1.0f, true, loss_sum); });
     b.release();
   }
 }

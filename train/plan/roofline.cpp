@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "models/common/transformer.h"
 #include "train/plan/memory_estimate.h"
 
 namespace farthing::train {
@@ -75,7 +76,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
 
   const bool gpt2 = c.family == models::ModelFamily::kGpt2;
   const double n = double(in.micro_batch * in.seq), C = double(c.dim), H = double(c.hidden_dim);
-  const double Sq = double(c.qkv_dim()), V = double(c.vocab_size), d = double(c.head_dim());
+  const double Sq = double(c.qkv_dim()), d = double(c.head_dim());
   const double A = double(c.attn_dim());  // attention's output width
   const double heads = double(c.n_heads), kv_heads = double(c.n_kv_heads), T = double(in.seq);
   const double F = gpt2 ? H : 2 * H;  // the up projection's width (gate and up together for SwiGLU)
@@ -105,13 +106,17 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   // projections). Stored as bf16, the GEMM reads that input as its C and writes y as D; in fp32,
   // y is a copy of the input that the GEMM accumulates onto (the "residual add" row). Design:
   // bf16 in and out, no narrowing, the residual read as the GEMM's C. The GEMMs' shapes are
-  // linear_forward / linear_backward's with W stored (out, in).
+  // linear_forward / linear_backward's with W stored (out, in). `out_stride` (0: out_dim): the row
+  // stride of y and dy as stored, the head's padded logits rows (models::logits_row_stride), whose
+  // traffic is counted at that stride; the GEMMs still run over out_dim.
   struct Bf16Arrays {
     bool x = false, y = false, dy = false, dx = false, residual = false;
   };
   const auto linear = [&](const std::string& name, int64_t fwd_calls, int64_t bwd_calls, int64_t out_dim,
-                          int64_t in_dim, bool fp8, bool bias, Bf16Arrays stored, int64_t m_rows) {
+                          int64_t in_dim, bool fp8, bool bias, Bf16Arrays stored, int64_t m_rows,
+                          int64_t out_stride = 0) {
     const double out = double(out_dim), inp = double(in_dim), n = double(m_rows);
+    const double out_row = double(out_stride > 0 ? out_stride : out_dim);  // y's and dy's elements a row
     const double flops = 2.0 * n * out * inp, weight = kBf16 * out * inp, dweight = 2.0 * kFp32 * out * inp;
     const double y_bytes = stored.y ? kBf16 : kFp32, dx_bytes = stored.dx ? kBf16 : kFp32;
     const double c_read = stored.residual ? y_bytes * n * out : 0.0;  // the residual input, as the GEMM's C
@@ -123,23 +128,30 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     forward.bf16_out = stored.y;
     forward.adds_residual = forward.bf16_out && stored.residual;
     forward.bias = epilogue_bias;
-    rows.add(name + " fwd", fwd_calls, forward, flops, kBf16 * n * inp + weight + y_bytes * n * out + c_read + bias_read,
-             kBf16 * n * inp + weight + kBf16 * n * out + (stored.residual ? kBf16 * n * out : 0.0) + bias_design, fp8);
+    forward.ldc = out_stride;
+    rows.add(name + " fwd", fwd_calls, forward, flops,
+             kBf16 * n * inp + weight + y_bytes * n * out_row + c_read + bias_read,
+             kBf16 * n * inp + weight + kBf16 * n * out_row + (stored.residual ? kBf16 * n * out : 0.0) + bias_design,
+             fp8);
     if (stored.residual && !stored.y) {  // y = a copy of the residual input, which the GEMM then reads as C
       rows.add("residual add", fwd_calls, call(Op::kResidualAdd, m_rows * out_dim), 0.0, 2.0 * kFp32 * n * out, 0.0);
     }
     RooflineCall dgrad = call(Op::kGemm, m_rows, in_dim, out_dim, false, false);
     dgrad.bf16_out = stored.dx;
+    dgrad.lda = out_stride;
     rows.add(name + " dgrad", bwd_calls, dgrad, flops,
-             kBf16 * n * out + weight + dx_bytes * n * inp, kBf16 * n * out + weight + kBf16 * n * inp, fp8);
+             kBf16 * n * out_row + weight + dx_bytes * n * inp, kBf16 * n * out_row + weight + kBf16 * n * inp, fp8);
     RooflineCall wgrad = call(Op::kGemm, out_dim, in_dim, m_rows, true, false);
     wgrad.bias = epilogue_bias;
-    rows.add(name + " wgrad", bwd_calls, wgrad, flops, kBf16 * n * (out + inp) + dweight + bias_grad,
-             kBf16 * n * (out + inp) + dweight + bias_grad, fp8);
+    wgrad.lda = out_stride;
+    rows.add(name + " wgrad", bwd_calls, wgrad, flops, kBf16 * n * (out_row + inp) + dweight + bias_grad,
+             kBf16 * n * (out_row + inp) + dweight + bias_grad, fp8);
     // Forward narrows x; backward narrows dy and x, one call each (each only where it is fp32).
     const std::string narrow = "narrow GEMM operands to bf16";
     if (!stored.x) rows.add(narrow, fwd_calls, call(Op::kNarrow, m_rows * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
-    if (!stored.dy) rows.add(narrow, bwd_calls, call(Op::kNarrow, m_rows * out_dim), 0.0, (kFp32 + kBf16) * n * out, 0.0);
+    if (!stored.dy) {
+      rows.add(narrow, bwd_calls, call(Op::kNarrow, m_rows * int64_t(out_row)), 0.0, (kFp32 + kBf16) * n * out_row, 0.0);
+    }
     if (!stored.x) rows.add(narrow, bwd_calls, call(Op::kNarrow, m_rows * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
     if (fp8) {  // the operands quantized to FP8 (1 byte) first: x and W forward, dy and x backward
       const RooflineCall quantize = call(Op::kFp8Quantize, m_rows, out_dim, in_dim);
@@ -243,16 +255,20 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   // The logits are a GEMM output stored as the activations are; the loss reads them and writes
   // their gradient in place, which the head's GEMMs read. In chunks of loss_chunk_rows rows
   // (transformer.cpp's loss_and_head): each chunk's three GEMMs read the whole head weight again
-  // and read and write its whole fp32 gradient, so small chunks multiply that traffic.
+  // and read and write its whole fp32 gradient, so small chunks multiply that traffic. The logits
+  // rows are padded to logits_row_stride (GPT-2: 50,304 for 50,257): their traffic is counted at
+  // that stride, the FLOPs over the true vocabulary.
   const int64_t chunk = in.loss_chunk_rows > 0 ? std::min(in.loss_chunk_rows, tokens) : tokens;
   const int64_t full_chunks = tokens / chunk, last_chunk = tokens % chunk;
+  const int64_t Vp = models::logits_row_stride(c.vocab_size);
   for (const auto& [chunks, rows_each] : {std::pair{full_chunks, chunk}, std::pair{int64_t(last_chunk > 0), last_chunk}}) {
     if (chunks == 0) continue;
     linear("matmul lm head", micro * chunks, micro * chunks, c.vocab_size, c.dim, false, false,
-           {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16}, rows_each);
-    const double logits = double(rows_each) * V;
-    rows.add("cross-entropy (+grad)", micro * chunks, call(Op::kCrossEntropy, rows_each, c.vocab_size), 0.0,
-             2.0 * act_bytes * logits, kBf16 * 2.0 * logits);
+           {.x = acts_bf16, .y = acts_bf16, .dy = acts_bf16, .dx = acts_bf16}, rows_each, Vp);
+    const double logits = double(rows_each) * double(Vp);
+    RooflineCall loss = call(Op::kCrossEntropy, rows_each, c.vocab_size);
+    loss.ldc = Vp;
+    rows.add("cross-entropy (+grad)", micro * chunks, loss, 0.0, 2.0 * act_bytes * logits, kBf16 * 2.0 * logits);
   }
 
   // Gradient bookkeeping: each micro-batch zeroes what of the accumulators is added to rather

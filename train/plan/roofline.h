@@ -46,7 +46,7 @@ enum class RooflineOp {
   kGeluBackward,       //   likewise
   kEmbeddingForward,   // m rows of n channels from a table of k rows
   kEmbeddingBackward,  //   likewise
-  kCrossEntropy,       // m rows of n logits, with the gradient
+  kCrossEntropy,       // m rows of n logits (ldc apart), with the gradient
   kNarrow,             // m elements fp32 -> bf16
   kWiden,              // m elements bf16 -> fp32
   kBiasAdd,            // m rows of n
@@ -70,9 +70,14 @@ struct RooflineCall {
   // matmul_bf16_out's bias), a weight gradient writes its bias gradient (matmul_bias_grad, dy as
   // op(A)).
   bool bias = false;
+  // Row strides as stored, GemmShape's lda and ldc (0: dense). Set for the head's calls, whose
+  // logits rows are padded (models::logits_row_stride): C's in its forward GEMM, A's in its dgrad
+  // and wgrad; for the cross-entropy, ldc is the logits rows' stride.
+  int64_t lda = 0, ldc = 0;
   bool same_shape(const RooflineCall& o) const {
     return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b &&
-           bf16_out == o.bf16_out && adds_residual == o.adds_residual && bias == o.bias;
+           bf16_out == o.bf16_out && adds_residual == o.adds_residual && bias == o.bias && lda == o.lda &&
+           ldc == o.ldc;
   }
 };
 

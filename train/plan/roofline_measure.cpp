@@ -56,17 +56,20 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
   switch (call.op) {
     case RooflineOp::kGemm: {
       const int64_t width = gemm_elem_bytes(options.gemm);
-      const void* a = s.bytes(call.m * call.k * width);
+      // A stored (m, k), or (k, m) transposed, its rows lda apart; C (m, n), its rows ldc apart.
+      const int64_t lda = call.lda > 0 ? call.lda : (call.trans_a ? call.m : call.k);
+      const int64_t ldc = call.ldc > 0 ? call.ldc : call.n;
+      const void* a = s.bytes((call.trans_a ? call.k : call.m) * lda * width);
       const void* b = s.bytes(call.n * call.k * width);
-      float* out = s.floats(call.m * call.n);
-      GemmShape shape{call.m, call.n, call.k};
+      float* out = s.floats(call.m * ldc);
+      GemmShape shape{call.m, call.n, call.k, call.lda, 0, call.ldc};
       shape.trans_a = call.trans_a ? Trans::kT : Trans::kN;
       shape.trans_b = call.trans_b ? Trans::kT : Trans::kN;
       const bool accumulate = call.trans_a;  // weight gradients add up; the other GEMMs overwrite
       float* bias = call.bias ? s.floats(call.trans_a ? call.m : call.n) : nullptr;  // or the bias gradient
       if (call.bf16_out && bf16_inputs) {
         auto* out16 = reinterpret_cast<uint16_t*>(out);
-        const auto* residual = call.adds_residual ? static_cast<const uint16_t*>(s.bytes(call.m * call.n * 2)) : nullptr;
+        const auto* residual = call.adds_residual ? static_cast<const uint16_t*>(s.bytes(call.m * ldc * 2)) : nullptr;
         return timed([&] { nn.matmul_bf16_out(options.gemm, shape, a, b, bias, residual, out16); });
       }
       if (call.bias && call.trans_a) {  // a weight gradient writing its bias gradient: dy is op(A)
@@ -150,10 +153,13 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       return timed([&] { nn.embedding_backward(table, nullptr, gemm_input(rows), tok, call.m, in.seq, call.n); });
     }
     case RooflineOp::kCrossEntropy: {
-      float* logits = s.floats(call.m * call.n);
+      const int64_t stride = call.ldc > 0 ? call.ldc : call.n;  // the logits rows as the model pads them
+      float* logits = s.floats(call.m * stride);
       const int32_t* targets = s.tokens(call.m, call.n);
       auto* loss_sum = static_cast<double*>(s.bytes(sizeof(double)));
-      return timed([&] { nn.cross_entropy_rows(gemm_input(logits), targets, call.m, call.n, 1.0f, true, loss_sum); });
+      return timed([&] {
+        nn.cross_entropy_rows(gemm_input(logits), targets, call.m, call.n, stride, 1.0f, true, loss_sum);
+      });
     }
     case RooflineOp::kNarrow: {
       const float* src = s.floats(call.m);

@@ -98,6 +98,37 @@ TEST(Roofline, LossChunksReReadTheHeadWeightAndItsGradient) {
   }
 }
 
+// GPT-2's logits rows lie 50,304 apart (models::logits_row_stride): the head's FLOPs are over the
+// true 50,257, its logits traffic at the padded stride, and its calls carry the stride where the
+// model passes it (C of the forward GEMM, A of dgrad and wgrad, the loss's rows).
+TEST(Roofline, TheHeadsLogitsTrafficIsCountedAtThePaddedStride) {
+  const RooflineInputs in = inputs("gpt2-124m");
+  const models::ModelConfig& c = in.model;
+  const double V = double(c.vocab_size), Vp = 50304.0, C = double(c.dim), n = double(in.micro_batch * in.seq);
+  ASSERT_EQ(c.vocab_size, 50257);
+  const RooflineStep step = roofline_step(in);
+  int seen = 0;
+  for (const RooflineRow& r : step.rows) {
+    SCOPED_TRACE(r.op);
+    const double calls = double(r.calls);
+    if (r.op == "cross-entropy (+grad)") {
+      EXPECT_DOUBLE_EQ(r.bytes_built, calls * 2.0 * 2.0 * n * Vp);  // bf16 logits read and written
+      for (const RooflineCall& s : r.shapes) EXPECT_EQ(s.ldc, 50304);
+      ++seen;
+    } else if (r.op == "matmul lm head fwd") {
+      EXPECT_DOUBLE_EQ(r.flops, calls * 2.0 * n * V * C);
+      EXPECT_DOUBLE_EQ(r.bytes_built, calls * (2.0 * n * C + 2.0 * V * C + 2.0 * n * Vp));
+      for (const RooflineCall& s : r.shapes) EXPECT_EQ(s.ldc, 50304);
+      ++seen;
+    } else if (r.op == "matmul lm head dgrad" || r.op == "matmul lm head wgrad") {
+      EXPECT_DOUBLE_EQ(r.flops, calls * 2.0 * n * V * C);
+      for (const RooflineCall& s : r.shapes) EXPECT_EQ(s.lda, 50304);
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 4);
+}
+
 TEST(Roofline, TheDesignNeverMovesMoreBytesThanAsBuilt) {
   for (bool fp8 : {false, true}) {
     const RooflineStep step = roofline_step(inputs("qwen2.5-7b", true, fp8));

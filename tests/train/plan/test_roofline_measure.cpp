@@ -29,15 +29,17 @@ namespace {
 constexpr double kTick = 1.0 / double(int64_t(1) << 30);  // the stub clock's unit, in seconds
 
 // One recorded call: the op, its sizes in RooflineCall's terms (0 where the op has none of
-// them), and a GEMM's transposes, output type and residual.
+// them), a GEMM's transposes, output type and residual, and the row strides it was given (a
+// GEMM's lda and ldc, the loss's logits stride as ldc; 0 where dense by default).
 struct Call {
   RooflineOp op = RooflineOp::kGemm;
   std::array<int64_t, 3> mnk{};
   bool trans_a = false, trans_b = false, bf16_out = false, adds_residual = false, bias = false;
+  int64_t lda = 0, ldc = 0;
   // The stub's known time per call, in ticks: distinct for distinct sizes and flags.
   int64_t ticks() const {
     return 1 + int64_t(op) * 5 + mnk[0] + 3 * mnk[1] + 7 * mnk[2] + (trans_a ? 11 : 0) + (trans_b ? 13 : 0) +
-           (bf16_out ? 17 : 0) + (adds_residual ? 19 : 0) + (bias ? 23 : 0);
+           (bf16_out ? 17 : 0) + (adds_residual ? 19 : 0) + 23 * lda + 29 * ldc + (bias ? 31 : 0);
   }
 };
 
@@ -141,8 +143,11 @@ class StubOps final : public NnOps {
   void bias_backward(float*, ActRef, int64_t n, int64_t c, int64_t) override {
     record(op(RooflineOp::kBiasBackward, n, c, 0));
   }
-  void cross_entropy_rows(ActRef, const int32_t*, int64_t rows, int64_t vocab, float, bool, double*) override {
-    record(op(RooflineOp::kCrossEntropy, rows, vocab, 0));
+  void cross_entropy_rows(ActRef, const int32_t*, int64_t rows, int64_t vocab, int64_t stride, float, bool,
+                          double*) override {
+    Call c = op(RooflineOp::kCrossEntropy, rows, vocab, 0);
+    c.ldc = stride;
+    record(c);
   }
   void narrow(GemmDtype, uint16_t*, const float*, int64_t count) override { record(op(RooflineOp::kNarrow, count, 0, 0)); }
   void widen(GemmDtype, float*, const uint16_t*, int64_t count) override { record(op(RooflineOp::kWiden, count, 0, 0)); }
@@ -159,6 +164,8 @@ class StubOps final : public NnOps {
     c.bf16_out = bf16_out;
     c.adds_residual = adds_residual;
     c.bias = bias;
+    c.lda = s.lda;
+    c.ldc = s.ldc;
     return c;
   }
   static Call op(RooflineOp o, int64_t a, int64_t b, int64_t c) {
@@ -201,6 +208,12 @@ Call expected_call(const RooflineCall& shape, const RooflineInputs& in) {
       c.bf16_out = shape.bf16_out && in.acts_bf16();
       c.adds_residual = c.bf16_out && shape.adds_residual;
       c.bias = shape.bias;
+      c.lda = shape.lda;
+      c.ldc = shape.ldc;
+      break;
+    case RooflineOp::kCrossEntropy:
+      c.mnk = {shape.m, shape.n, 0};
+      c.ldc = shape.ldc;
       break;
     case RooflineOp::kRope: c.mnk = {shape.m, shape.n, shape.k}; break;
     case RooflineOp::kAttentionForward:
@@ -221,12 +234,14 @@ Call expected_call(const RooflineCall& shape, const RooflineInputs& in) {
 std::string describe(const Call& c) {
   return "op " + std::to_string(int(c.op)) + " (" + std::to_string(c.mnk[0]) + ", " + std::to_string(c.mnk[1]) + ", " +
          std::to_string(c.mnk[2]) + ")" + (c.trans_a ? " ta" : "") + (c.trans_b ? " tb" : "") +
-         (c.bf16_out ? " bf16-out" : "") + (c.adds_residual ? " +residual" : "") + (c.bias ? " +bias" : "");
+         (c.bf16_out ? " bf16-out" : "") + (c.adds_residual ? " +residual" : "") + (c.bias ? " +bias" : "") +
+         (c.lda ? " lda " + std::to_string(c.lda) : "") + (c.ldc ? " ldc " + std::to_string(c.ldc) : "");
 }
 
 bool same(const Call& a, const Call& b) {
   return a.op == b.op && a.mnk == b.mnk && a.trans_a == b.trans_a && a.trans_b == b.trans_b &&
-         a.bf16_out == b.bf16_out && a.adds_residual == b.adds_residual && a.bias == b.bias;
+         a.bf16_out == b.bf16_out && a.adds_residual == b.adds_residual && a.bias == b.bias && a.lda == b.lda &&
+         a.ldc == b.ldc;
 }
 
 void check_step(const std::string& preset, int64_t micro_batch, int64_t seq) {
