@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <cstdio>
 
 #include "framework/backend/cuda_attention_engine.h"
 #include "framework/backend/cuda_ops_workspace.h"
@@ -109,21 +110,75 @@ void CudaNnOps::matmul_add_product(GemmDtype dtype, const GemmShape& shape, cons
   matmul_->run(dtype, shape, a, b, c, true, STREAM);
 }
 
+// Which path a bias takes: cuBLASLt's epilogue (matmul_cublaslt.h) where the plan has an
+// algorithm for it; else (said once per plan by MatmulLt) the GEMM and the bias's own kernels,
+// which give the same contract within the GEMM tolerance.
+void CudaNnOps::matmul_bias(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
+                            float* c, bool accumulate) {
+  if (matmul_->run_bias(dtype, shape, a, b, bias, c, accumulate, STREAM)) return;
+  NnOps::matmul_bias(dtype, shape, a, b, bias, c, accumulate);
+}
+
 void CudaNnOps::matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
                                 const float* bias, const uint16_t* add, uint16_t* c) {
   if (bias == nullptr) return matmul_->run_bf16_out(dtype, shape, a, b, add, c, STREAM);
-  // NOTE: cuBLASLt's bias epilogue takes a bias of D's type only (a bf16 bias would round the
-  // bias first), so the sum is formed in fp32 in the workspace (onto the widened add, if any)
-  // and narrowed, as the CPU's is.
-  FARTHING_CHECK(shape.ldc == 0 || shape.ldc == shape.n, "matmul_bf16_out: a bias needs a dense C (ldc ", shape.ldc,
-                 ", n ", shape.n, ")");
+  // NOTE: the bias operand of a bf16 D is the bias rounded to bf16 (numerics/gemm_bias.h; the
+  // narrowing kernel rounds with the same f32_to_bf16_rne), which the epilogue widens and adds in
+  // fp32 after beta C, before D's one rounding.
+  auto* bias16 = static_cast<uint16_t*>(workspace(bf16_out_bias_operand_bytes(shape.n)));
+  narrow(GemmDtype::kBF16, bias16, bias, shape.n);
+  if (matmul_->run_bf16_out_bias(dtype, shape, a, b, bias16, add, c, STREAM)) return;
+  // No algorithm with the epilogue: the same sum in fp32 in the workspace (onto the widened add,
+  // if any), the rounded bias added, narrowed once.
+  FARTHING_CHECK(shape.ldc == 0 || shape.ldc == shape.n, "matmul_bf16_out: a bias without cuBLASLt's epilogue needs a ",
+                 "dense C (ldc ", shape.ldc, ", n ", shape.n, ")");
   GemmShape dense = shape;
   dense.ldc = shape.n;
   auto* staged = static_cast<float*>(workspace(bf16_out_bias_staging_bytes(shape.m, shape.n)));
+  float* rounded = staged + workspace_aligned_bytes(size_t(shape.m * shape.n) * 4) / 4;
+  auto* operand = reinterpret_cast<uint16_t*>(rounded + workspace_aligned_bytes(size_t(shape.n) * 4) / 4);
+  narrow(GemmDtype::kBF16, operand, bias, shape.n);  // again: the workspace may have moved
+  widen(GemmDtype::kBF16, rounded, operand, shape.n);
   if (add != nullptr) widen(GemmDtype::kBF16, staged, add, shape.m * shape.n);
   matmul_->run(dtype, dense, a, b, staged, add != nullptr, STREAM);
-  k::bias_add_cuda(staged, bias, shape.m, shape.n, shape.n, STREAM);
+  k::bias_add_cuda(staged, rounded, shape.m, shape.n, shape.n, STREAM);
   narrow(GemmDtype::kBF16, c, staged, shape.m * shape.n);
+}
+
+// The bias gradient in the weight gradient's GEMM where that GEMM reads dy itself (the operand on
+// `side` is dy's array, in the GEMM's type): cuBLASLt writes the sums over k into scratch, which
+// is then added to dbias (bias_backward's "+="). Where the GEMM reads dy narrowed to 16 bits
+// (fp32 activations under bf16 or fp16 compute) the epilogue would sum the rounded values, so the
+// bias gradient runs as bias_backward of dy as stored; that, and a plan without the epilogue, are
+// said once on stderr.
+void CudaNnOps::matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                                 GradInto into, BiasGradOf side, ActRef dy, float* dbias) {
+  const int64_t width = side == BiasGradOf::kA ? shape.m : shape.n;
+  const void* operand = side == BiasGradOf::kA ? a : b;
+  const bool operand_is_dy =
+      operand == dy.data && (dy.is_bf16() ? dtype == GemmDtype::kBF16 : dtype == GemmDtype::kF32);
+  if (operand_is_dy) {
+    const bool dense_dy = side == BiasGradOf::kA
+                              ? shape.trans_a == Trans::kT && (shape.lda == 0 || shape.lda == shape.m)
+                              : shape.trans_b == Trans::kN && (shape.ldb == 0 || shape.ldb == shape.n);
+    FARTHING_CHECK(dense_dy, "matmul_bias_grad: dy must be the GEMM's ", side == BiasGradOf::kA ? "A" : "B",
+                   " operand as stored (", shape.k, " dense rows of ", width, ")");
+    float* sums = workspace_floats(int64_t(bias_grad_scratch_bytes(width) / 4));
+    // matmul_add_product is the GEMM with beta 1 here (after the whole K-sum), as accumulating is.
+    if (matmul_->run_bias_grad(dtype, shape, a, b, c, into != GradInto::kOverwrite, side, sums, STREAM)) {
+      k::accumulate_cuda(dbias, sums, width, STREAM);
+      return;
+    }
+  } else {
+    static const bool said = [] {
+      std::fprintf(stderr,
+                   "farthing: bias gradients run as their own column sums: the weight gradient's GEMM reads dy "
+                   "narrowed to 16 bits, and a bias gradient sums dy as stored\n");
+      return true;
+    }();
+    static_cast<void>(said);
+  }
+  NnOps::matmul_bias_grad(dtype, shape, a, b, c, into, side, dy, dbias);
 }
 
 void CudaNnOps::fp8_quantize(const Fp8QuantizeArgs& args) {

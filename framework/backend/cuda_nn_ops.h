@@ -44,6 +44,10 @@ class CudaNnOps final : public NnOps {
   void matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c) override;
   void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
                        const uint16_t* add, uint16_t* c) override;
+  void matmul_bias(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias, float* c,
+                   bool accumulate) override;
+  void matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                        GradInto into, BiasGradOf side, ActRef dy, float* dbias) override;
   void fp8_quantize(const Fp8QuantizeArgs& args) override;
   int64_t fp8_matmul_workspace_bytes(int64_t a_elems, int64_t b_elems, bool power_of_two) const override;
   int64_t fp8_fallback_shapes() const override;

@@ -28,6 +28,7 @@
 namespace farthing {
 
 using kernels::AttentionShape;
+using kernels::BiasGradOf;
 using kernels::Fp4Operand;
 using kernels::Fp4QuantizeArgs;
 using kernels::Fp8Operand;
@@ -37,6 +38,11 @@ using kernels::GemmShape;
 using kernels::HeadNormShape;
 using kernels::RowPositions;
 using kernels::Trans;
+
+// How a weight gradient's GEMM puts its product into C (matmul_bias_grad): added by the GEMM
+// (matmul with accumulate), C written (matmul without), or the whole product added once
+// (matmul_add_product).
+enum class GradInto : uint8_t { kAccumulate, kOverwrite, kAddProduct };
 
 class NnOps {
  public:
@@ -54,15 +60,30 @@ class NnOps {
   // (kernels/cpu/matmul_cpu.h); cuBLASLt applies beta = 1 in its epilogue after the whole
   // K-sum (no split-K). This default forms the product in a scratch C and adds it.
   virtual void matmul_add_product(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c);
-  // C(m, n) = bf16(add + op(A) · op(B) + bias): a GEMM output stored as bf16 (qkv, the MLP's
-  // in-projection, the gradients of dgrads, and with `add` the residual stream under bf16
+  // C(m, n) = bf16(add + op(A) · op(B) + bf16(bias)): a GEMM output stored as bf16 (qkv, the
+  // MLP's in-projection, the gradients of dgrads, and with `add` the residual stream under bf16
   // activations). add (bf16, C's layout) is null, or the residual the product is added to (C
   // itself, or another array); bias (n, fp32) or null. The value rounded to nearest even, once,
-  // is the fp32 GEMM's accumulated onto the widened add, with the bias then added in fp32: on the
-  // CPU bit for bit copy (widened), matmul (accumulate), bias_add, then narrow; elsewhere within
-  // the GEMM tolerance of that.
+  // is the fp32 GEMM's accumulated onto the widened add, with the bias rounded to bf16
+  // (numerics::bf16_output_bias, the operand cuBLASLt's bias epilogue takes) then added in fp32:
+  // on the CPU bit for bit copy (widened), matmul (accumulate), bias_add of the rounded bias, then
+  // narrow; elsewhere within the GEMM tolerance of that.
   virtual void matmul_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
                                const float* bias, const uint16_t* add, uint16_t* c) = 0;
+  // C(m, n) = (op(A) · op(B) [+ C when accumulate]) + bias, fp32 C, bias (n, fp32): a linear
+  // layer's fp32 output. This default is matmul then bias_add (the CPU's, bit for bit); CUDA adds
+  // the bias in cuBLASLt's epilogue (within the GEMM tolerance of that).
+  virtual void matmul_bias(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,
+                           float* c, bool accumulate);
+  // A weight gradient's GEMM with its bias gradient: C (+)= op(A) · op(B) as `into` says, and
+  // dbias += the column sums of dy as
+  // bias_backward sums them (shape.k rows of the bias's width: shape.m for BiasGradOf::kA,
+  // shape.n for kB; dense, fp32 or bf16). dy is the layer's output gradient as stored; the GEMM's
+  // operand on that side is dy itself or dy narrowed to the GEMM's type. This default is the GEMM
+  // then bias_backward (the CPU's); CUDA sums the operand in cuBLASLt's bias-gradient epilogue
+  // where it is dy itself (within the GEMM tolerance of bias_backward: another order).
+  virtual void matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                                GradInto into, BiasGradOf side, ActRef dy, float* dbias);
 
   // FP8 GEMMs (kernels/numerics/fp8_scaling.h; the policy: backend/fp8_policy.h). Quantize a
   // row-major matrix into codes and one s_inv per tile (fp8_operand.h says what is written).

@@ -53,6 +53,16 @@ class ProfilingNnOps final : public NnOps {
     TimedCall t(p_, op_kind::kGemm, gemm_flops(shape.m, shape.n, shape.k));
     inner_.matmul_bf16_out(dtype, shape, a, b, bias, add, c);
   }
+  void matmul_bias(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias, float* c,
+                   bool accumulate) override {
+    TimedCall t(p_, op_kind::kGemm, gemm_flops(shape.m, shape.n, shape.k));
+    inner_.matmul_bias(dtype, shape, a, b, bias, c, accumulate);
+  }
+  void matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                        GradInto into, BiasGradOf side, ActRef dy, float* dbias) override {
+    TimedCall t(p_, op_kind::kGemm, gemm_flops(shape.m, shape.n, shape.k));
+    inner_.matmul_bias_grad(dtype, shape, a, b, c, into, side, dy, dbias);
+  }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     TimedCall t(p_, op_kind::kFp8Quantize);
     inner_.fp8_quantize(args);

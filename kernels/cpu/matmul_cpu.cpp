@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/gemm_tiling.h"
 #include "kernels/numerics/bf16.h"
+#include "kernels/numerics/gemm_bias.h"
 #include "kernels/numerics/minifloat.h"
 
 namespace farthing::kernels {
@@ -183,7 +184,8 @@ void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b,
       } else if (staged) {
         for (int64_t j = 0; j < s.n; ++j) {
           const float added = out.add != nullptr ? numerics::bf16_to_f32(out.add[r * s.ldc + j]) : 0.0f;
-          out.bf16[r * s.ldc + j] = numerics::f32_to_bf16_rne(out.bias != nullptr ? added + out.bias[j] : added);
+          out.bf16[r * s.ldc + j] =
+              numerics::f32_to_bf16_rne(out.bias != nullptr ? added + numerics::bf16_output_bias(out.bias[j]) : added);
         }
       } else if (!accumulate) {
         std::memset(out.f32 + r * s.ldc, 0, size_t(s.n) * 4);
@@ -251,9 +253,10 @@ void run_gemm(GemmDtype dtype, const GemmShape& s, const void* a, const void* b,
     for (int64_t r = 0; r < rows; ++r) {
       float* tile_row = staging.data() + r * s.ldc;
       uint16_t* c_row = out.bf16 + (i0 + r) * s.ldc + j0;
-      // NOTE: the bias is added in fp32 as bias_add does, so the value rounded is bias_add's.
+      // NOTE: a bf16 output's bias is the parameter rounded to bf16 (numerics/gemm_bias.h), added
+      // in fp32 after the residual and before the one rounding, as cuBLASLt's bias epilogue adds it.
       if (out.bias != nullptr) {
-        for (int64_t q = 0; q < cols; ++q) tile_row[q] += out.bias[j0 + q];
+        for (int64_t q = 0; q < cols; ++q) tile_row[q] += numerics::bf16_output_bias(out.bias[j0 + q]);
       }
       for (int64_t q = 0; q < cols; ++q) c_row[q] = numerics::f32_to_bf16_rne(tile_row[q]);
     }

@@ -34,14 +34,15 @@ void matmul_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
 // The gradients kept in place across micro-batches use it (docs/parameter_store.md).
 void matmul_add_product_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c);
 
-// C(m, n) = bf16(op(A) · op(B) + bias), bias (n) or null: a bf16 GEMM output (the MLP's
-// in-projection under bf16 activations). Each tile is computed in fp32 as above (the same
-// primitive, C's row stride) into the thread's staging rows, the bias is added in fp32 and the
-// sum is rounded to nearest even once as it is stored: bit for bit matmul_cpu into fp32,
-// bias_add_cpu, then narrowing, without an fp32 C. With `add` (bf16, C's layout; may be C
-// itself) the staging rows start as its widened values and the primitive accumulates onto them,
-// as matmul_cpu does onto an fp32 C holding them: bit for bit a widening copy, matmul_cpu with
-// accumulate, bias_add_cpu, then narrowing (the residual stream under bf16 activations).
+// C(m, n) = bf16(op(A) · op(B) + bf16(bias)), bias (n, fp32) or null: a bf16 GEMM output (the
+// MLP's in-projection under bf16 activations). Each tile is computed in fp32 as above (the same
+// primitive, C's row stride) into the thread's staging rows, the bias rounded to bf16
+// (numerics/gemm_bias.h) is added in fp32 and the sum is rounded to nearest even once as it is
+// stored: bit for bit matmul_cpu into fp32, bias_add_cpu of the rounded bias, then narrowing,
+// without an fp32 C. With `add` (bf16, C's layout; may be C itself) the staging rows start as its
+// widened values and the primitive accumulates onto them, as matmul_cpu does onto an fp32 C
+// holding them: bit for bit a widening copy, matmul_cpu with accumulate, bias_add_cpu of the
+// rounded bias, then narrowing (the residual stream under bf16 activations).
 // Each thread keeps its staging rows (tile rows x ldc floats) between calls, as it keeps the
 // widening copies.
 void matmul_bf16_out_cpu(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias,

@@ -6,8 +6,11 @@
 // tuned and not a reference: one thread per C element, fp32 sums in k order (inside the GEMM
 // tolerance class, docs/cuda_ops.md). Same contract as matmul_cublaslt.cu: default strides,
 // empty k gives C = 0 (or C = add when accumulating), a bf16 C rounded once to nearest even,
-// queues on `stream` without waiting.
+// queues on `stream` without waiting. It has no epilogues: run_bias, run_bf16_out_bias and
+// run_bias_grad return false (said once on stderr), so the callers' separate bias kernels, which
+// the simulator runs, take every bias.
 #include <cstdint>
+#include <cstdio>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cublaslt_planner.h"
@@ -73,6 +76,14 @@ void queue_gemm(GemmDtype dtype, const GemmShape& shape, const void* a, const vo
   FARTHING_CUDA_CHECK(cudaGetLastError());
 }
 
+bool no_epilogue() {
+  static const bool said = [] {
+    std::fprintf(stderr, "farthing: the GEMM test double has no epilogues: biases run as separate kernels\n");
+    return true;
+  }();
+  return !said;
+}
+
 }  // namespace
 
 struct MatmulLt::State {
@@ -92,6 +103,21 @@ void MatmulLt::run(GemmDtype dtype, const GemmShape& shape, const void* a, const
 void MatmulLt::run_bf16_out(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const uint16_t* add,
                             uint16_t* c, cudaStream_t stream) {
   queue_gemm(dtype, shape, a, b, add, c, add != nullptr, stream);
+}
+
+bool MatmulLt::run_bias(GemmDtype, const GemmShape&, const void*, const void*, const float*, float*, bool,
+                        cudaStream_t) {
+  return no_epilogue();
+}
+
+bool MatmulLt::run_bf16_out_bias(GemmDtype, const GemmShape&, const void*, const void*, const uint16_t*,
+                                 const uint16_t*, uint16_t*, cudaStream_t) {
+  return no_epilogue();
+}
+
+bool MatmulLt::run_bias_grad(GemmDtype, const GemmShape&, const void*, const void*, float*, bool, BiasGradOf, float*,
+                             cudaStream_t) {
+  return no_epilogue();
 }
 
 }  // namespace farthing::kernels

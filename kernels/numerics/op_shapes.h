@@ -24,6 +24,11 @@ struct GemmShape {
   Trans trans_a = Trans::kN, trans_b = Trans::kN;
 };
 
+// Which operand of a weight-gradient GEMM is the layer's output gradient dy (k rows as stored),
+// whose sums over k are the bias gradient: A (op(A) = dy^T, trans_a T; one sum per row of C) or
+// B (op(B) = dy, trans_b N; one sum per column of C).
+enum class BiasGradOf : uint8_t { kA, kB };
+
 // Causal attention over the packed projection qkv: B*T rows of [q: Hq*D | k: Hkv*D | v: Hkv*D].
 // dtype: the narrowest type the attention may compute in. kF32: fp32 throughout (every backend).
 // kBF16 (the model's bf16 compute): a backend with a bf16 attention may round Q, K, V, O and dO

@@ -184,8 +184,11 @@ void KvCacheDecoder::linear(ActRef y, ActRef x, int64_t w, int64_t bias, int64_t
   s.trans_b = orient == WeightOrientation::kOutIn ? Trans::kT : Trans::kN;  // W (N,K) or (K,N)
   const bool accumulate = residual.data != nullptr;
   if (accumulate && residual.data != y.data) ops_.copy(y.f32(), residual.f32(), rows * n);
-  ops_.matmul(GemmDtype::kF32, s, x.f32(), params_ + w, y.f32(), accumulate);
-  if (bias >= 0) ops_.bias_add(y.f32(), params_ + bias, rows, n, n);
+  if (bias >= 0) {
+    ops_.matmul_bias(GemmDtype::kF32, s, x.f32(), params_ + w, params_ + bias, y.f32(), accumulate);
+  } else {
+    ops_.matmul(GemmDtype::kF32, s, x.f32(), params_ + w, y.f32(), accumulate);
+  }
 }
 
 }  // namespace farthing::models

@@ -451,15 +451,22 @@ dist::UnitStorage::GradAdds Transformer::unit_grad_adds(const TransformerSpec& s
 // (matmul_add_product, the same product): P, or C + P. P is the bits 0 + P would have, but for
 // a -0 product (0 + -0 is +0); the running sums then read ((P0 + P1) + P2) on one rank or over
 // ranks alike, since the reduction starts from rank 0's own value.
-void Transformer::weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b) {
+void Transformer::weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                                   int64_t bias, BiasGradOf bias_side, ActRef dy) {
   float* dw = G(w);
   const int u = unit_of(w);
+  GradInto into = GradInto::kAddProduct;
   if (options_.unit_storage == nullptr || unit_grad_adds_[size_t(u)] != dist::UnitStorage::GradAdds::kOnce) {
-    ops_.matmul(dtype, shape, a, b, dw, true);
+    into = GradInto::kAccumulate;
   } else if (unit_grad_write_[size_t(u)] == dist::UnitStorage::GradWrite::kOverwrite) {
-    ops_.matmul(dtype, shape, a, b, dw, false);
-  } else {
+    into = GradInto::kOverwrite;
+  }
+  if (bias >= 0) {
+    ops_.matmul_bias_grad(dtype, shape, a, b, dw, into, bias_side, dy, G(bias));
+  } else if (into == GradInto::kAddProduct) {
     ops_.matmul_add_product(dtype, shape, a, b, dw);
+  } else {
+    ops_.matmul(dtype, shape, a, b, dw, into == GradInto::kAccumulate);
   }
 }
 
@@ -609,12 +616,15 @@ void Transformer::linear_forward(ActRef y, ActRef x, int64_t w, int64_t bias, in
   if (accumulate && residual.data != y.data) ops_.copy(y.f32(), residual.f32(), m * n);
   if (fp8_ && fp8_->covers(w)) {
     fp8_->forward(y.f32(), x.f32(), w, m, orient, accumulate);
+    if (bias >= 0) ops_.bias_add(y.f32(), P(bias), m, n, n);
   } else if (fp4_ && fp4_->forward_covers(w)) {
     fp4_->forward(y.f32(), x.f32(), static_cast<const uint16_t*>(weight_ptr(w)), w, m, orient, accumulate);
+    if (bias >= 0) ops_.bias_add(y.f32(), P(bias), m, n, n);
+  } else if (bias >= 0) {  // the bias in the GEMM's epilogue, where the backend has one
+    ops_.matmul_bias(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), P(bias), y.f32(), accumulate);
   } else {
     ops_.matmul(dt, s, gemm_operand(x, m * kdim, 0), weight_ptr(w), y.f32(), accumulate);
   }
-  if (bias >= 0) ops_.bias_add(y.f32(), P(bias), m, n, n);
 }
 
 void Transformer::linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy, ActRef x, int64_t m,
@@ -641,15 +651,15 @@ void Transformer::linear_backward(ActRef dx, int64_t w, int64_t bias, ActRef dy,
   } else {
     ops_.matmul(dt, sx, dy_op, weight_ptr(w), dx.f32(), false);
   }
-  // dW += dy^T x  (W as (N, K)) or x^T dy (W as (K, N))
+  // dW += dy^T x  (W as (N, K)) or x^T dy (W as (K, N)); dbias += the column sums of dy, with the
+  // GEMM that reads dy (its sums over the GEMM's k, the rows).
   if (orient == WeightOrientation::kOutIn) {
     GemmShape sw{n, kdim, m, n, kdim, kdim, Trans::kT, Trans::kN};
-    weight_grad_gemm(w, dt, sw, dy_op, x_op);
+    weight_grad_gemm(w, dt, sw, dy_op, x_op, bias, BiasGradOf::kA, dy);
   } else {
     GemmShape sw{kdim, n, m, kdim, n, n, Trans::kT, Trans::kN};
-    weight_grad_gemm(w, dt, sw, x_op, dy_op);
+    weight_grad_gemm(w, dt, sw, x_op, dy_op, bias, BiasGradOf::kB, dy);
   }
-  if (bias >= 0) ops_.bias_backward(G(bias), dy, m, n, n);
 }
 
 void Transformer::norm_forward(ActRef out, float* mean, float* rstd, ActRef x, int64_t w, int64_t b, NormSlot slot) {

@@ -71,8 +71,8 @@ struct ModelOptions {
   // - the GEMMs' inputs (each norm's output, attention's output, the MLP's activation): the bits
   //   the GEMMs read narrowed, at half the bytes and with no narrowing pass. Attention's backward
   //   reads its output rounded, as cuDNN's does (NnOps::attention_backward);
-  // - two GEMM outputs, written as bf16 by their GEMMs (NnOps::matmul_bf16_out, a bias added
-  //   before the rounding): qkv, which RoPE rotates in place (rounding again) and attention and
+  // - two GEMM outputs, written as bf16 by their GEMMs (NnOps::matmul_bf16_out, a bias rounded to
+  //   bf16 added before the rounding): qkv, which RoPE rotates in place (rounding again) and attention and
   //   its backward read; and the MLP's in-projection (gate|up, or GELU's input), which SwiGLU or
   //   GELU and their backwards read;
   // - the MLP's two gradients in backward: d(act), written by its GEMM as bf16, and
@@ -425,8 +425,11 @@ class Transformer : private BlockHooks {
   // gaps between its tensors ({offset in the unit, elements}), zeroed where it overwrites.
   std::vector<dist::UnitStorage::GradWrite> unit_grad_write_;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> unit_grad_gaps_;
-  // dW (+)= the product: where w's unit is kOnce, written (beta 0) or added whole (matmul_add_product).
-  void weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b);
+  // dW (+)= the product: where w's unit is kOnce, written (beta 0) or added whole
+  // (matmul_add_product). With a bias (offset >= 0), its gradient comes with the GEMM
+  // (NnOps::matmul_bias_grad): the column sums of dy, the operand on `bias_side`.
+  void weight_grad_gemm(int64_t w, GemmDtype dtype, const GemmShape& shape, const void* a, const void* b,
+                        int64_t bias = -1, BiasGradOf bias_side = BiasGradOf::kA, ActRef dy = ActRef());
 };
 
 

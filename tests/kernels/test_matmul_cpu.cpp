@@ -2,7 +2,9 @@
 // transpose combination, strided operands, accumulation and awkward tails (one tile and many,
 // with short last tiles); bf16 mode against the loop over bf16-rounded inputs; primitives are
 // reused, not rebuilt; the tiling depends on the problem only, and C's bits on no thread count;
-// a bf16 C is the fp32 C (plus bias) rounded once; matmul_add_product adds the whole product once.
+// a bf16 C is the fp32 C (plus the bias rounded to bf16) rounded once, and the bias rounding is
+// the contract, on data where the other orders give other bits; matmul_add_product adds the whole
+// product once.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -241,7 +243,9 @@ TEST(MatmulCpu, Bf16OutputIsTheFp32ResultRoundedOnce) {
                   padding_written += got != 0xABCD;
                   continue;
                 }
-                const float sum = c32[size_t(i * ldc + j)] + (with_bias ? bias[size_t(j)] : 0.0f);
+                // The bias a bf16 output adds is rounded to bf16 first (numerics/gemm_bias.h).
+                const float rounded_bias = numerics::bf16_to_f32(numerics::f32_to_bf16_rne(bias[size_t(j)]));
+                const float sum = c32[size_t(i * ldc + j)] + (with_bias ? rounded_bias : 0.0f);
                 differ += got != numerics::f32_to_bf16_rne(sum);
               }
             }
@@ -252,6 +256,52 @@ TEST(MatmulCpu, Bf16OutputIsTheFp32ResultRoundedOnce) {
         }
       }
     }
+  }
+}
+
+// The bf16-output contract (docs/numerics.md §10): C = bf16(acc + add + bf16(bias)), the bias
+// rounded to bf16, added in fp32 after the residual, then one rounding. The data make every fp32
+// sum exact (A and B multiples of 1/16 with k = 16, the residual a multiple of 1/64, bf16
+// holding it), so the expected bits follow from the contract whatever order the GEMM sums in. The test
+// also shows that the data tell the contract from the two mistakes it guards against: the fp32
+// bias added unrounded, and the bias added after the sum is rounded (a second rounding).
+TEST(MatmulCpu, Bf16OutputAddsTheBiasRoundedToBf16BeforeItsOneRounding) {
+  const int64_t m = 37, n = 61, k = 16;
+  test::SplitMix64 rng(2024);
+  const auto sixteenths = [&] { return float(int(rng.next() % 33) - 16) / 16.0f; };
+  std::vector<uint16_t> a(size_t(m * k)), b(size_t(k * n)), add(size_t(m * n));
+  std::vector<float> av(a.size()), bv(b.size()), addv(add.size()), bias(static_cast<size_t>(n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = numerics::f32_to_bf16_rne(av[i] = sixteenths());
+  for (size_t i = 0; i < b.size(); ++i) b[i] = numerics::f32_to_bf16_rne(bv[i] = sixteenths());
+  for (size_t i = 0; i < add.size(); ++i) {
+    addv[i] = float(int(rng.next() % 511) - 255) / 64.0f;
+    add[i] = numerics::f32_to_bf16_rne(addv[i]);
+    ASSERT_EQ(numerics::bf16_to_f32(add[i]), addv[i]);
+  }
+  for (auto& v : bias) v = rng.uniform() * 4 - 2;
+  const GemmShape s{m, n, k, 0, 0, 0, Trans::kN, Trans::kN};
+  for (bool with_add : {false, true}) {
+    std::vector<uint16_t> c(size_t(m * n));
+    matmul_bf16_out_cpu(GemmDtype::kBF16, s, a.data(), b.data(), bias.data(), with_add ? add.data() : nullptr,
+                        c.data());
+    size_t differ = 0, unrounded_bias_differs = 0, rounded_twice_differs = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = with_add ? double(addv[size_t(i * n + j)]) : 0.0;
+        for (int64_t p = 0; p < k; ++p) acc += double(av[size_t(i * k + p)]) * double(bv[size_t(p * n + j)]);
+        const float exact = float(acc);  // a multiple of 1/256 below 32: exact, and often not a bf16
+        ASSERT_EQ(double(exact), acc);
+        const float bias16 = numerics::bf16_to_f32(numerics::f32_to_bf16_rne(bias[size_t(j)]));
+        const uint16_t expected = numerics::f32_to_bf16_rne(exact + bias16);
+        differ += c[size_t(i * n + j)] != expected;
+        unrounded_bias_differs += numerics::f32_to_bf16_rne(exact + bias[size_t(j)]) != expected;
+        const float rounded_sum = numerics::bf16_to_f32(numerics::f32_to_bf16_rne(exact));
+        rounded_twice_differs += numerics::f32_to_bf16_rne(rounded_sum + bias16) != expected;
+      }
+    }
+    EXPECT_EQ(differ, 0u) << "of " << m * n << " outputs differ from bf16(acc + add + bf16(bias)), add " << with_add;
+    EXPECT_GT(unrounded_bias_differs, 0u) << "the data cannot tell an unrounded bias from the contract";
+    EXPECT_GT(rounded_twice_differs, 0u) << "the data cannot tell a bias added after the rounding from the contract";
   }
 }
 

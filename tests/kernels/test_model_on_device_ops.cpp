@@ -56,6 +56,27 @@ class StagedOps final : public NnOps {
     ops_.matmul_bf16_out(dtype, s, da, db, bias ? k.in(bias, s.n * 4) : nullptr, add ? k.in(add, c_bytes) : nullptr,
                          k.inout(c, c_bytes));
   }
+  void matmul_bias(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, const float* bias, float* c,
+                   bool accumulate) override {
+    Call k(*this);
+    const auto [da, db] = gemm_operands(k, dtype, s, a, b);
+    ops_.matmul_bias(dtype, s, da, db, k.in(bias, s.n * 4), k.inout(c, extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 4),
+                     accumulate);
+  }
+  // dy is staged once where it is the GEMM's operand itself, so the device sees it as one array.
+  void matmul_bias_grad(GemmDtype dtype, const GemmShape& s, const void* a, const void* b, float* c, GradInto into,
+                        BiasGradOf side, ActRef dy, float* dbias) override {
+    Call k(*this);
+    const auto [da, db] = gemm_operands(k, dtype, s, a, b);
+    const int64_t width = side == BiasGradOf::kA ? s.m : s.n;
+    const void* operand = side == BiasGradOf::kA ? a : b;
+    const void* staged_operand = side == BiasGradOf::kA ? da : db;
+    const ActRef staged_dy = dy.data != operand ? staged(k, dy, s.k * width)
+                             : dy.is_bf16()     ? ActRef::bf16(static_cast<uint16_t*>(const_cast<void*>(staged_operand)))
+                                                : ActRef(static_cast<float*>(const_cast<void*>(staged_operand)));
+    ops_.matmul_bias_grad(dtype, s, da, db, k.inout(c, extent(s.m, s.n, s.ldc ? s.ldc : s.n) * 4), into, side,
+                          staged_dy, k.inout(dbias, width * 4));
+  }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     Call k(*this);
     const int64_t n = args.rows * args.cols;

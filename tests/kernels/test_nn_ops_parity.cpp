@@ -1181,10 +1181,10 @@ void add_matmul_case(const std::string& label, GemmDtype dtype, GemmShape g, boo
 }
 
 // A bf16 GEMM output: within the GEMM tolerance across backends; on the CPU bit for bit the
-// fp32 GEMM plus the bias, narrowed (NnOps::matmul_bf16_out). With a residual (the residual
-// stream under bf16 activations), on the CPU bit for bit the fp32 GEMM accumulated onto the
-// widened residual, plus the bias, narrowed; `in_place` adds onto C itself (the KV-cache
-// decoder's form).
+// fp32 GEMM plus the bias rounded to bf16, narrowed (NnOps::matmul_bf16_out; the bias operand
+// cuBLASLt's epilogue takes on a GPU). With a residual (the residual stream under bf16
+// activations), on the CPU bit for bit the fp32 GEMM accumulated onto the widened residual, plus
+// the rounded bias, narrowed; `in_place` adds onto C itself (the KV-cache decoder's form).
 enum class Residual { kNone, kOther, kInPlace };
 void add_matmul_bf16_out_case(const std::string& label, GemmDtype dtype, GemmShape g, bool with_bias,
                               Residual residual = Residual::kNone) {
@@ -1205,7 +1205,7 @@ void add_matmul_bf16_out_case(const std::string& label, GemmDtype dtype, GemmSha
     if (a.nn().device().is_cpu()) {
       float* c32 = a.put(residual == Residual::kNone ? std::vector<float>(size_t(g.m * ldc)) : widened_bf16(residual_bits));
       a.nn().matmul(dtype, g, A, B, c32, residual != Residual::kNone);
-      if (with_bias) a.nn().bias_add(c32, bias, g.m, g.n, ldc);
+      if (with_bias) a.nn().bias_add(c32, a.put(widened_bf16(to_bf16(bias_values))), g.m, g.n, ldc);
       const std::vector<uint16_t> narrowed = to_bf16(a.get(c32, size_t(g.m * ldc)));
       int64_t differ = 0;
       for (size_t i = 0; i < got.size(); ++i) differ += got[i] != narrowed[i];
@@ -1214,6 +1214,60 @@ void add_matmul_bf16_out_case(const std::string& label, GemmDtype dtype, GemmSha
     }
     Outputs o;
     o.add("c_bf16", widened_bf16(got));
+    return o;
+  });
+}
+
+// An fp32 GEMM output with its bias (NnOps::matmul_bias: on a GPU cuBLASLt's bias epilogue,
+// after beta C; on the CPU matmul then bias_add), onto C or not.
+void add_matmul_bias_case(const std::string& label, GemmDtype dtype, GemmShape g, bool accumulate) {
+  add("matmul_bias_" + label, Tol::kGemm, [=](Arena& a, Rng& rng) {
+    const bool ta = g.trans_a == Trans::kT, tb = g.trans_b == Trans::kT;
+    const int64_t lda = g.lda ? g.lda : (ta ? g.m : g.k), ldb = g.ldb ? g.ldb : (tb ? g.k : g.n);
+    const int64_t ldc = g.ldc ? g.ldc : g.n;
+    const auto av = rng.floats((ta ? g.k : g.m) * lda), bv = rng.floats((tb ? g.n : g.k) * ldb);
+    const void* A = dtype == GemmDtype::kF32 ? static_cast<const void*>(a.put(av)) : a.put(to_bf16(av));
+    const void* B = dtype == GemmDtype::kF32 ? static_cast<const void*>(a.put(bv)) : a.put(to_bf16(bv));
+    const float* bias = a.put(rng.floats(g.n, -2.0f, 2.0f));
+    float* c = a.put(rng.floats(g.m * ldc, -4.0f, 4.0f));
+    a.nn().matmul_bias(dtype, g, A, B, bias, c, accumulate);
+    Outputs o;
+    o.add("c", a.get(c, size_t(g.m * ldc)));
+    return o;
+  });
+}
+
+// A weight gradient with its bias gradient (NnOps::matmul_bias_grad): dW (out x in, or in x out)
+// and dbias both start non-zero (gradients kept from earlier micro-batches); dbias is added to,
+// dW as `into` says (added by the GEMM, added whole, or written). dy
+// (`rows` x `out`, as stored) is the GEMM's A operand (W stored (out, in), Qwen's qkv:
+// BiasGradOf::kA) or its B (W stored (in, out), GPT-2's Conv1D: kB). dy is stored as the GEMM's
+// operand type (bf16 or fp32: on a GPU cuBLASLt's bias-gradient epilogue sums it), or, with
+// `dy_fp32` under a bf16 GEMM, stored fp32 and narrowed for the GEMM (on a GPU the bias gradient
+// then runs as its own column sums of the fp32 dy). GEMM class for dbias too: cuBLASLt sums over
+// k in its own order.
+void add_matmul_bias_grad_case(const std::string& label, GemmDtype dtype, BiasGradOf side, int64_t rows, int64_t out,
+                               int64_t in, GradInto into, bool dy_fp32 = false) {
+  add("matmul_bias_grad_" + label, Tol::kGemm, [=](Arena& a, Rng& rng) {
+    const std::vector<float> dy_values = rng.floats(rows * out), x_values = rng.floats(rows * in);
+    const auto operand = [&](const std::vector<float>& v) -> const void* {
+      return dtype == GemmDtype::kF32 ? static_cast<const void*>(a.put(v)) : a.put(to_bf16(v));
+    };
+    const void* dy_operand = operand(dy_values);
+    const void* x_operand = operand(x_values);
+    ActRef dy = dtype == GemmDtype::kF32 ? ActRef(static_cast<float*>(const_cast<void*>(dy_operand)))
+                                         : ActRef::bf16(static_cast<uint16_t*>(const_cast<void*>(dy_operand)));
+    if (dy_fp32) dy = ActRef(a.put(dy_values));
+    const bool on_a = side == BiasGradOf::kA;
+    const GemmShape g = on_a ? GemmShape{out, in, rows, out, in, in, Trans::kT, Trans::kN}
+                             : GemmShape{in, out, rows, in, out, out, Trans::kT, Trans::kN};
+    float* dw = a.put(rng.floats(out * in));
+    float* dbias = a.put(rng.floats(out));
+    a.nn().matmul_bias_grad(dtype, g, on_a ? dy_operand : x_operand, on_a ? x_operand : dy_operand, dw, into, side,
+                            dy, dbias);
+    Outputs o;
+    o.add("dw", a.get(dw, size_t(out * in)));
+    o.add("dbias", a.get(dbias, size_t(out)));
     return o;
   });
 }
@@ -1626,6 +1680,12 @@ void add_sim_cases() {
                            Residual::kOther);
   add_matmul_bf16_out_case("sim_residual_in_place", GemmDtype::kBF16, GemmShape{17, 40, 72, 0, 0, 0, T::kN, T::kT},
                            false, Residual::kInPlace);
+  add_matmul_bias_case("sim_f32", GemmDtype::kF32, GemmShape{17, 72, 40, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_bias_case("sim_bf16_in_residual", GemmDtype::kBF16, GemmShape{17, 40, 72, 0, 0, 0, T::kN, T::kT}, true);
+  add_matmul_bias_grad_case("sim_a_bf16", GemmDtype::kBF16, BiasGradOf::kA, 33, 72, 40, GradInto::kAddProduct);
+  add_matmul_bias_grad_case("sim_b_f32", GemmDtype::kF32, BiasGradOf::kB, 70, 40, 24, GradInto::kAccumulate);
+  add_matmul_bias_grad_case("sim_b_bf16_dy_f32", GemmDtype::kBF16, BiasGradOf::kB, 33, 40, 24, GradInto::kOverwrite,
+                            true);
   add_copy_cases();
   const auto e4 = Fp8Format::kE4M3, e5 = Fp8Format::kE5M2;
   for (Fp8Tiling t : {Fp8Tiling::kTensor, Fp8Tiling::kRow1x128, Fp8Tiling::kCol128x1, Fp8Tiling::kBlock128}) {
@@ -1767,6 +1827,22 @@ const std::vector<Case>& cases() {
                            true, Residual::kOther);
   add_matmul_bf16_out_case("smollm2_o_residual_in_place", GemmDtype::kBF16,
                            GemmShape{67, 576, 576, 0, 0, 0, T::kN, T::kT}, false, Residual::kInPlace);
+  // Biases in the GEMMs (cuBLASLt's epilogues on a GPU): Qwen2.5-0.5B's qkv (896 -> 1152, W stored
+  // (out, in)) into its bf16 output; fp32 outputs (fp32 compute, and fp32 activations under bf16
+  // compute), one onto the residual; bias gradients with the weight gradients, dy as A (Qwen) and
+  // as B (GPT-2's Conv1D), dW added whole, accumulated or written, and GPT-2's qkv with an
+  // fp32 dy narrowed for its bf16 GEMM.
+  add_matmul_bf16_out_case("qwen25_qkv_bias", GemmDtype::kBF16, GemmShape{67, 1152, 896, 0, 0, 0, T::kN, T::kT}, true);
+  add_matmul_bias_case("f32_gpt2_qkv", GemmDtype::kF32, GemmShape{33, 2304, 768, 0, 0, 0, T::kN, T::kN}, false);
+  add_matmul_bias_case("bf16_qwen25_qkv", GemmDtype::kBF16, GemmShape{67, 1152, 896, 0, 0, 0, T::kN, T::kT}, false);
+  add_matmul_bias_case("bf16_gpt2_o_residual", GemmDtype::kBF16, GemmShape{33, 768, 768, 0, 0, 0, T::kN, T::kN}, true);
+  add_matmul_bias_grad_case("qwen25_qkv_a_bf16", GemmDtype::kBF16, BiasGradOf::kA, 67, 1152, 896, GradInto::kAddProduct);
+  add_matmul_bias_grad_case("qwen25_qkv_a_f32", GemmDtype::kF32, BiasGradOf::kA, 67, 1152, 896, GradInto::kAccumulate);
+  add_matmul_bias_grad_case("qwen25_qkv_a_bf16_written", GemmDtype::kBF16, BiasGradOf::kA, 67, 1152, 896,
+                            GradInto::kOverwrite);
+  add_matmul_bias_grad_case("gpt2_up_b_bf16", GemmDtype::kBF16, BiasGradOf::kB, 200, 3072, 768, GradInto::kAccumulate);
+  add_matmul_bias_grad_case("gpt2_qkv_b_bf16_dy_f32", GemmDtype::kBF16, BiasGradOf::kB, 33, 2304, 768,
+                            GradInto::kAddProduct, true);
   add_copy_cases();
   add_fp8_cases();
   add_fp4_cases(false);

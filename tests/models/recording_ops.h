@@ -1,7 +1,7 @@
 // recording_ops.h — an NnOps for model tests: the CPU ops, each call counted by name, with two
 // switches that change what the model sees. Used by test_model_ops_routing.cpp (the calls a step
 // makes) and test_model_modes.cpp (bf16 activation storage against fp32 ones rounded).
-// Relies on: framework/backend/cpu_nn_ops.h, kernels/numerics/bf16.h. Tested by: tests/models/test_model_ops_routing.cpp,
+// Relies on: framework/backend/cpu_nn_ops.h, kernels/numerics/bf16.h, gemm_bias.h. Tested by: tests/models/test_model_ops_routing.cpp,
 // tests/models/test_model_modes.cpp.
 #pragma once
 
@@ -13,12 +13,13 @@
 
 #include "framework/backend/cpu_nn_ops.h"
 #include "kernels/numerics/bf16.h"
+#include "kernels/numerics/gemm_bias.h"
 
 namespace farthing::models::testing {
 
 // Counts every call by name and forwards it to the CPU ops; refuse_matmul makes GEMMs throw;
 // poison_logit_pads fills the logits rows' padding with NaN before the loss (see below).
-// Eight switches round fp32 activations to bf16 in place, to the values the model's bf16 storage
+// Nine switches round fp32 values to bf16 in place, to the values the model's bf16 storage
 // holds, so that a run with fp32 activations can be compared with one that stores them as bf16,
 // bit for bit: round_attention_output rounds attention's output after the forward,
 // round_mlp_input the MLP's in-projection (bias included) before SwiGLU or GELU reads it, and
@@ -32,8 +33,9 @@ namespace farthing::models::testing {
 // residual stream: each array of it (the embedding's output, mid, each block's output) before a
 // norm reads it, which is before anything else does (the next residual add, the norms'
 // backwards), and Gemma 3's scale_add's operands and sum, and round_logits the logits before the loss reads them (their gradient, which only
-// the head's GEMMs read, is narrowed by those anyway). The backwards then read the rounded
-// values, as they read the bf16 ones.
+// the head's GEMMs read, is narrowed by those anyway), and round_bias each linear layer's bias
+// to bf16 before matmul_bias adds it (the bias a bf16 GEMM output adds, numerics/gemm_bias.h).
+// The backwards then read the rounded values, as they read the bf16 ones.
 class RecordingOps final : public NnOps {
  public:
   std::map<std::string, int> calls;
@@ -46,6 +48,7 @@ class RecordingOps final : public NnOps {
   bool round_residual_grads = false;
   bool round_residual = false;
   bool round_logits = false;
+  bool round_bias = false;
   // poison_logit_pads: before the loss reads a chunk of logits, every row's pad columns (vocab ..
   // stride - 1, models::logits_row_stride) are set to NaN; after it, pad_values_changed counts
   // those that no longer hold that NaN (the loss wrote them). With the pads never read by the
@@ -67,6 +70,24 @@ class RecordingOps final : public NnOps {
     ++calls["matmul_bf16_out"];
     if (refuse_matmul) throw std::runtime_error("matmul_bf16_out refused by the test");
     cpu_.matmul_bf16_out(dtype, shape, a, b, bias, add, c);
+  }
+  void matmul_bias(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, const float* bias, float* c,
+                   bool accumulate) override {
+    ++calls["matmul_bias"];
+    if (refuse_matmul) throw std::runtime_error("matmul_bias refused by the test");
+    std::vector<float> rounded;
+    if (round_bias) {
+      rounded.assign(bias, bias + shape.n);
+      for (float& v : rounded) v = numerics::bf16_output_bias(v);
+      bias = rounded.data();
+    }
+    cpu_.matmul_bias(dtype, shape, a, b, bias, c, accumulate);
+  }
+  void matmul_bias_grad(GemmDtype dtype, const GemmShape& shape, const void* a, const void* b, float* c,
+                        GradInto into, BiasGradOf side, ActRef dy, float* dbias) override {
+    ++calls["matmul_bias_grad"];
+    if (refuse_matmul) throw std::runtime_error("matmul_bias_grad refused by the test");
+    cpu_.matmul_bias_grad(dtype, shape, a, b, c, into, side, dy, dbias);
   }
   void fp8_quantize(const Fp8QuantizeArgs& args) override {
     ++calls["fp8_quantize"];

@@ -67,8 +67,19 @@ std::vector<float> run(const ModelConfig& c, ModelOptions o, const Batch& batch,
                        int64_t t, float* loss) {
   Transformer m(make_spec(c), b, t, o);
   m.init_weights(7, 0.1f);
+  // Biases start at 0; give them values that bf16 does not hold exactly, so that a bias's rounding
+  // (a bf16 GEMM output adds it rounded, numerics/gemm_bias.h) shows in the results.
+  for (const ParamEntry& e : m.layout().entries()) {
+    if (!e.name.ends_with(".bias")) continue;
+    for (int64_t i = 0; i < e.numel(); ++i) m.params()[e.offset_elems + i] = float(0.1 * std::sin(double(e.offset_elems + i)));
+  }
   *loss = m.forward_backward(batch.tokens.data(), batch.targets.data());
   return std::vector<float>(m.grads(), m.grads() + m.layout().total_elems());
+}
+
+bool has_linear_biases(const ModelConfig& c) {
+  const BlockOffsets& block = make_spec(c).blocks.front();
+  return block.qkv_b >= 0 || block.attn_out_b >= 0 || block.mlp_in_b >= 0 || block.mlp_out_b >= 0;
 }
 
 class Modes : public ::testing::TestWithParam<std::string> {};
@@ -149,9 +160,12 @@ TEST_P(Modes, Bf16ComputeStaysCloseToFp32) {
 // it and again after the inverse RoPE (round_attention_grads). So are the residual stream's
 // gradient and each norm's output's: d(out) as the GEMMs' dgrads round it, and the residual
 // gradient after each norm's backward adds into it (round_residual_grads). Then loss and gradients
-// must not change by a bit. Without all of that rounding they must differ, and without any one
-// of the eight switches alone the gradients must differ too: each switch stands for rounding the
-// bf16 storage really does, none is redundant.
+// must not change by a bit. The biases of those bf16 GEMM outputs are added rounded to bf16
+// (numerics/gemm_bias.h), so the fp32 run rounds them before adding them (round_bias; the biases
+// are set to values bf16 does not hold). Without all of that rounding they must differ, and
+// without any one of the nine switches alone the gradients must differ too (round_bias where the
+// model has linear biases): each switch stands for rounding the bf16 storage really does, none is
+// redundant.
 struct RoundingSwitch {
   const char* name;
   bool testing::RecordingOps::*on;
@@ -165,6 +179,7 @@ constexpr RoundingSwitch kRoundingSwitches[] = {
     {"round_residual_grads", &testing::RecordingOps::round_residual_grads},
     {"round_residual", &testing::RecordingOps::round_residual},
     {"round_logits", &testing::RecordingOps::round_logits},
+    {"round_bias", &testing::RecordingOps::round_bias},
 };
 
 TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
@@ -199,6 +214,8 @@ TEST_P(Modes, Bf16ActivationsGiveTheNarrowedRunsBits) {
         EXPECT_NE(std::memcmp(&l0, &l1, 4), 0) << "the in-projection was left unrounded, yet the loss is the same";
         EXPECT_GT(differ, 0u) << "attention's output and the MLP's in-projection were left unrounded, yet no "
                                  "gradient changed";
+      } else if (&testing::RecordingOps::round_bias == kRoundingSwitches[off].on && !has_linear_biases(c)) {
+        EXPECT_EQ(differ, 0u) << "round_bias changed a model without linear biases";
       } else {
         // Some switches only touch backward, so the loss may stay; the gradients may not.
         EXPECT_GT(differ, 0u) << kRoundingSwitches[off].name << " alone turned off, yet no gradient changed "

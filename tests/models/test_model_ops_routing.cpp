@@ -87,10 +87,19 @@ TEST_P(OpsRouting, TrainingStepMakesExactlyTheExpectedCallsAndTheSameBits) {
     // activation's and attention's output's gradients (the down and out projections'), and the
     // norms' outputs' (qkv's, the in-projection's and the head's, per chunk); and the head's
     // forward writes the logits as bf16, per chunk.
+    // GPT-2's four linears have biases: their forward GEMMs add them (matmul_bias where the output
+    // is fp32; matmul_bf16_out takes the bias too) and their weight gradients' GEMMs carry the
+    // bias gradients (matmul_bias_grad).
     const bool bf16 = compute == ComputeMode::kBF16;
     const int64_t bf16_out = bf16 ? 8 * L + 2 * chunks : 0;
-    EXPECT_EQ(ops.calls["matmul"], 12 * L + 3 * chunks - bf16_out);
+    const int64_t biased = llama ? 0 : 4 * L;
+    const int64_t bias_forward = bf16 ? 0 : biased;
+    EXPECT_EQ(ops.calls["matmul"], 12 * L + 3 * chunks - bf16_out - bias_forward - biased);
     EXPECT_EQ(ops.calls["matmul_bf16_out"], bf16_out);
+    EXPECT_EQ(ops.calls["matmul_bias"], bias_forward);
+    EXPECT_EQ(ops.calls["matmul_bias_grad"], biased);
+    EXPECT_EQ(ops.calls["bias_add"], 0);
+    EXPECT_EQ(ops.calls["bias_backward"], 0);
     EXPECT_EQ(ops.calls["attention_forward"], L);
     EXPECT_EQ(ops.calls["attention_backward"], L);
     EXPECT_EQ(ops.calls["cross_entropy_rows"], chunks);
@@ -131,8 +140,16 @@ TEST_P(OpsRouting, Fp8ProjectionsRunAsFp8GemmsAndTheHeadDoesNot) {
     EXPECT_EQ(std::memcmp(&routed.loss, &plain.loss, 4), 0);
     EXPECT_EQ(std::memcmp(routed.grads.data(), plain.grads.data(), plain.grads.size() * 4), 0);
     // Each FP8 projection: forward, dgrad and wgrad in FP8; the rest, and the head, in bf16.
+    // GPT-2's biases: the FP8 projections' by bias_add and bias_backward; the others' with their
+    // GEMMs (matmul_bias forward, the activations being fp32 under FP8, and matmul_bias_grad).
+    const bool gpt2 = GetParam() == ModelFamily::kGpt2;
+    const int64_t bf16_biased = gpt2 ? 4 * L - fp8_linears : 0;
     EXPECT_EQ(ops.calls["matmul_fp8"], 3 * fp8_linears);
-    EXPECT_EQ(ops.calls["matmul"], 3 * (4 * L - fp8_linears) + 3 * chunks);
+    EXPECT_EQ(ops.calls["matmul"], 3 * (4 * L - fp8_linears) + 3 * chunks - 2 * bf16_biased);
+    EXPECT_EQ(ops.calls["matmul_bias"], bf16_biased);
+    EXPECT_EQ(ops.calls["matmul_bias_grad"], bf16_biased);
+    EXPECT_EQ(ops.calls["bias_add"], gpt2 ? fp8_linears : 0);
+    EXPECT_EQ(ops.calls["bias_backward"], gpt2 ? fp8_linears : 0);
     // Weights once (flat model), then per projection: x forward; dy twice (row and column
     // tiles) and x once more (column tiles) in backward.
     EXPECT_EQ(ops.calls["fp8_quantize"], fp8_linears + 4 * fp8_linears);
@@ -152,9 +169,12 @@ TEST_P(OpsRouting, DecodingGoesThroughTheOpsWithTheSameLogits) {
   a = routed.step(9);
   b = plain.step(9);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
-  // Prefill and one step: every layer attends twice; GEMMs: 4 per block and the head, twice.
+  // Prefill and one step: every layer attends twice; GEMMs: 4 per block and the head, twice
+  // (GPT-2's four linears add their biases in the GEMM: matmul_bias).
+  const int64_t biased = GetParam() == ModelFamily::kGpt2 ? 2 * 4 * c.n_layers : 0;
   EXPECT_EQ(ops.calls["attention_decode"], 2 * c.n_layers);
-  EXPECT_EQ(ops.calls["matmul"], 2 * (4 * c.n_layers + 1));
+  EXPECT_EQ(ops.calls["matmul"], 2 * (4 * c.n_layers + 1) - biased);
+  EXPECT_EQ(ops.calls["matmul_bias"], biased);
   EXPECT_EQ(ops.calls["embedding_forward"], 2);
 }
 

@@ -289,23 +289,22 @@ MemoryEstimate estimate_memory(const recipe::RunConfig& config, const models::Mo
   persistent.add(C::kMaster, e.held_bytes(C::kMaster)).add(C::kOptimizerState, e.held_bytes(C::kOptimizerState));
   persistent.add(C::kWeights, e.trainer_weights + e.master_copy).add(C::kGrads, e.grad_sum);
   // bf16 attention on CUDA runs through cuDNN, on bf16 copies carved from the ops' workspace of
-  // the arrays the model keeps fp32 (none under bf16 activations); its backward takes the most. A bf16 GEMM output with a bias (qkv with Qwen's or GPT-2's
-  // bias, GPT-2's in-projection) stages its fp32 product there instead, when that is more
-  // (cuda_ops_workspace.h).
+  // the arrays the model keeps fp32 (none under bf16 activations); its backward takes the most. A
+  // biased linear's bf16 bias operand (for a bf16 output) or its bias gradient (as cuBLASLt's
+  // epilogue writes it) is carved there instead, when that is more (cuda_ops_workspace.h).
   if (on_cuda && model_options.compute == models::ComputeMode::kBF16) {
     const kernels::AttentionShape attention{t.micro_batch, config.data.seq_len, model.n_heads, model.n_kv_heads,
                                             model.head_dim(), kernels::GemmDtype::kBF16};
     const bool acts_bf16 = models::stored_act_dtype(model_options) == kernels::GemmDtype::kBF16;
     e.ops_workspace = int64_t(cudnn_attention_workspace_bytes(attention, true, {acts_bf16, acts_bf16, acts_bf16}, 0));
-    const int64_t rows = t.micro_batch * config.data.seq_len;
     const models::BlockOffsets& block = spec.blocks.front();
-    if (acts_bf16 && block.qkv_b >= 0) {
-      e.ops_workspace = std::max(e.ops_workspace, int64_t(bf16_out_bias_staging_bytes(rows, model.qkv_dim())));
-    }
-    if (acts_bf16 && block.mlp_in_b >= 0) {
-      const int64_t width = model.family == models::ModelFamily::kLlama ? 2 * model.hidden_dim : model.hidden_dim;
-      e.ops_workspace = std::max(e.ops_workspace, int64_t(bf16_out_bias_staging_bytes(rows, width)));
-    }
+    const int64_t up_width = model.family == models::ModelFamily::kLlama ? 2 * model.hidden_dim : model.hidden_dim;
+    int64_t biased_width = 0;  // the widest linear output with a bias
+    if (block.qkv_b >= 0) biased_width = std::max(biased_width, model.qkv_dim());
+    if (block.mlp_in_b >= 0) biased_width = std::max(biased_width, up_width);
+    if (block.attn_out_b >= 0 || block.mlp_out_b >= 0) biased_width = std::max(biased_width, model.dim);
+    e.ops_workspace = std::max(e.ops_workspace, int64_t(std::max(bf16_out_bias_operand_bytes(biased_width),
+                                                                 bias_grad_scratch_bytes(biased_width))));
   }
   // The model's activations, the ops' workspace and the trainer's micro-batch loss sums (a double
   // each, on the device).

@@ -66,8 +66,8 @@ struct MemoryEstimate {
   optim::OffloadOptions offload;     // as the trainer builds the optimizer (the ring's slots hold offload.grad_dtype)
   // On CUDA under bf16 compute: the bf16 copies cuDNN attention's backward carves from the ops'
   // workspace (framework/backend/cuda_ops_workspace.h) of what the model keeps fp32 (none under
-  // bf16 activations), or a biased bf16 GEMM output's fp32 staging (Qwen's or GPT-2's qkv, GPT-2's
-  // in-projection) when that is more, counted with the activations. Where cuDNN runs attention, a
+  // bf16 activations), or a biased linear's bias operand or bias gradient (Qwen's qkv, GPT-2's
+  // linears) when that is more, counted with the activations. Where cuDNN runs attention, a
   // lower bound of that workspace: cuDNN's own bytes, known once its graph is built on the GPU,
   // and the growth slack are not in it. Without cuDNN the fp32 kernel takes other scratch, not
   // counted here: its backward's partials, and O, qkv, dO and dqkv in fp32 where they are stored

@@ -97,16 +97,18 @@ RooflineStep roofline_step(const RooflineInputs& in) {
   // A linear layer y (n, out) = x (n, in) W^T, forward `fwd_calls` times and backward L times.
   // As built: x, y, dy (y's gradient, which dgrad and wgrad read) and dx (x's gradient, which
   // dgrad writes) are fp32 unless `stored` says bf16. An fp32 x or dy is narrowed to bf16 first
-  // (read 4, write 2 bytes each). A bf16 y with a bias is formed in fp32, the bias added, then
-  // narrowed, as NnOps::matmul_bf16_out does on CUDA. dW is accumulated in fp32 (read + write).
+  // (read 4, write 2 bytes each). A bias is added in the forward GEMM's epilogue (read with the
+  // GEMM: bf16 for a bf16 y, fp32 otherwise) and its gradient written by the weight gradient's
+  // (fp32, then added to the kept gradient: written, read, and the gradient read and written),
+  // as CUDA runs them (NnOps::matmul_bias, matmul_bf16_out, matmul_bias_grad); under FP8 the bias
+  // add and the bias backward are their own kernels. dW is accumulated in fp32 (read + write).
   // `residual`: y is the residual stream, the product added to its input (the out and down
-  // projections). Stored as bf16, the GEMM reads that input as its C and writes y as D (with a
-  // bias, the input is widened into the fp32 staging first); in fp32, y is a copy of the input
-  // that the GEMM accumulates onto (the "residual add" row). Design: bf16 in and out, no
-  // narrowing, the residual read as the GEMM's C. The GEMMs' shapes are linear_forward /
-  // linear_backward's with W stored (out, in). `out_stride` (0: out_dim): the row stride of y and
-  // dy as stored, the head's padded logits rows (models::logits_row_stride), whose traffic is
-  // counted at that stride; the GEMMs still run over out_dim.
+  // projections). Stored as bf16, the GEMM reads that input as its C and writes y as D; in fp32,
+  // y is a copy of the input that the GEMM accumulates onto (the "residual add" row). Design:
+  // bf16 in and out, no narrowing, the residual read as the GEMM's C. The GEMMs' shapes are
+  // linear_forward / linear_backward's with W stored (out, in). `out_stride` (0: out_dim): the row
+  // stride of y and dy as stored, the head's padded logits rows (models::logits_row_stride), whose
+  // traffic is counted at that stride; the GEMMs still run over out_dim.
   struct Bf16Arrays {
     bool x = false, y = false, dy = false, dx = false, residual = false;
   };
@@ -116,18 +118,21 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     const double out = double(out_dim), inp = double(in_dim), n = double(m_rows);
     const double out_row = double(out_stride > 0 ? out_stride : out_dim);  // y's and dy's elements a row
     const double flops = 2.0 * n * out * inp, weight = kBf16 * out * inp, dweight = 2.0 * kFp32 * out * inp;
-    const double y_bytes = stored.y && !bias ? kBf16 : kFp32, dx_bytes = stored.dx ? kBf16 : kFp32;
+    const double y_bytes = stored.y ? kBf16 : kFp32, dx_bytes = stored.dx ? kBf16 : kFp32;
     const double c_read = stored.residual ? y_bytes * n * out : 0.0;  // the residual input, as the GEMM's C
+    const bool epilogue_bias = bias && !fp8;
+    // The bias the epilogue reads (y's type), and the bias gradient it writes, then added.
+    const double bias_read = epilogue_bias ? y_bytes * out : 0.0, bias_design = epilogue_bias ? kBf16 * out : 0.0;
+    const double bias_grad = epilogue_bias ? 4.0 * kFp32 * out : 0.0;
     RooflineCall forward = call(Op::kGemm, m_rows, out_dim, in_dim, false, true);
-    forward.bf16_out = stored.y && !bias;
+    forward.bf16_out = stored.y;
     forward.adds_residual = forward.bf16_out && stored.residual;
+    forward.bias = epilogue_bias;
     forward.ldc = out_stride;
-    rows.add(name + " fwd", fwd_calls, forward, flops, kBf16 * n * inp + weight + y_bytes * n * out_row + c_read,
-             kBf16 * n * inp + weight + kBf16 * n * out_row + (stored.residual ? kBf16 * n * out : 0.0), fp8);
-    if (stored.residual && stored.y && bias) {  // the bf16 residual widened into the fp32 staging
-      rows.add("widen residual for bias GEMM", fwd_calls, call(Op::kWiden, m_rows * out_dim), 0.0,
-               (kBf16 + kFp32) * n * out, 0.0);
-    }
+    rows.add(name + " fwd", fwd_calls, forward, flops,
+             kBf16 * n * inp + weight + y_bytes * n * out_row + c_read + bias_read,
+             kBf16 * n * inp + weight + kBf16 * n * out_row + (stored.residual ? kBf16 * n * out : 0.0) + bias_design,
+             fp8);
     if (stored.residual && !stored.y) {  // y = a copy of the residual input, which the GEMM then reads as C
       rows.add("residual add", fwd_calls, call(Op::kResidualAdd, m_rows * out_dim), 0.0, 2.0 * kFp32 * n * out, 0.0);
     }
@@ -137,16 +142,13 @@ RooflineStep roofline_step(const RooflineInputs& in) {
     rows.add(name + " dgrad", bwd_calls, dgrad, flops,
              kBf16 * n * out_row + weight + dx_bytes * n * inp, kBf16 * n * out_row + weight + kBf16 * n * inp, fp8);
     RooflineCall wgrad = call(Op::kGemm, out_dim, in_dim, m_rows, true, false);
+    wgrad.bias = epilogue_bias;
     wgrad.lda = out_stride;
-    rows.add(name + " wgrad", bwd_calls, wgrad, flops, kBf16 * n * (out_row + inp) + dweight,
-             kBf16 * n * (out_row + inp) + dweight, fp8);
+    rows.add(name + " wgrad", bwd_calls, wgrad, flops, kBf16 * n * (out_row + inp) + dweight + bias_grad,
+             kBf16 * n * (out_row + inp) + dweight + bias_grad, fp8);
     // Forward narrows x; backward narrows dy and x, one call each (each only where it is fp32).
     const std::string narrow = "narrow GEMM operands to bf16";
     if (!stored.x) rows.add(narrow, fwd_calls, call(Op::kNarrow, m_rows * in_dim), 0.0, (kFp32 + kBf16) * n * inp, 0.0);
-    if (stored.y && bias) {
-      rows.add("narrow GEMM outputs to bf16", fwd_calls, call(Op::kNarrow, m_rows * out_dim), 0.0,
-               (kFp32 + kBf16) * n * out, 0.0);
-    }
     if (!stored.dy) {
       rows.add(narrow, bwd_calls, call(Op::kNarrow, m_rows * int64_t(out_row)), 0.0, (kFp32 + kBf16) * n * out_row, 0.0);
     }
@@ -158,7 +160,7 @@ RooflineStep roofline_step(const RooflineInputs& in) {
       rows.add("fp8 quantize operands", bwd_calls, quantize, 0.0, (kFp32 + 1) * n * (out + inp),
                (kBf16 + 1) * n * (out + inp));
     }
-    if (bias) {
+    if (bias && !epilogue_bias) {  // FP8's GEMMs have no bias epilogue here
       rows.activations("bias add", fwd_calls, call(Op::kBiasAdd, m_rows, out_dim), 2.0 * n * out);
       RooflineCall bias_backward = call(Op::kBiasBackward, m_rows, out_dim);
       bias_backward.bf16_out = stored.dy;  // reads a bf16 dy

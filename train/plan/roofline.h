@@ -66,13 +66,18 @@ struct RooflineCall {
   bool bf16_out = false;
   // A bf16-output GEMM whose product is added to the residual stream it reads (matmul_bf16_out's add).
   bool adds_residual = false;
+  // A GEMM with its bias in cuBLASLt's epilogue: a forward adds the layer's bias (matmul_bias, or
+  // matmul_bf16_out's bias), a weight gradient writes its bias gradient (matmul_bias_grad, dy as
+  // op(A)).
+  bool bias = false;
   // Row strides as stored, GemmShape's lda and ldc (0: dense). Set for the head's calls, whose
   // logits rows are padded (models::logits_row_stride): C's in its forward GEMM, A's in its dgrad
   // and wgrad; for the cross-entropy, ldc is the logits rows' stride.
   int64_t lda = 0, ldc = 0;
   bool same_shape(const RooflineCall& o) const {
     return op == o.op && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b &&
-           bf16_out == o.bf16_out && adds_residual == o.adds_residual && lda == o.lda && ldc == o.ldc;
+           bf16_out == o.bf16_out && adds_residual == o.adds_residual && bias == o.bias && lda == o.lda &&
+           ldc == o.ldc;
   }
 };
 

@@ -66,11 +66,19 @@ double time_call(const RooflineCall& call, const train::RooflineInputs& in, Back
       shape.trans_a = call.trans_a ? Trans::kT : Trans::kN;
       shape.trans_b = call.trans_b ? Trans::kT : Trans::kN;
       const bool accumulate = call.trans_a;  // weight gradients add up; the other GEMMs overwrite
+      float* bias = call.bias ? s.floats(call.trans_a ? call.m : call.n) : nullptr;  // or the bias gradient
       if (call.bf16_out && bf16_inputs) {
         auto* out16 = reinterpret_cast<uint16_t*>(out);
         const auto* residual = call.adds_residual ? static_cast<const uint16_t*>(s.bytes(call.m * ldc * 2)) : nullptr;
-        return timed([&] { nn.matmul_bf16_out(options.gemm, shape, a, b, nullptr, residual, out16); });
+        return timed([&] { nn.matmul_bf16_out(options.gemm, shape, a, b, bias, residual, out16); });
       }
+      if (call.bias && call.trans_a) {  // a weight gradient writing its bias gradient: dy is op(A)
+        ActRef dy(static_cast<float*>(const_cast<void*>(a)));
+        if (options.gemm == GemmDtype::kBF16) dy = ActRef::bf16(static_cast<uint16_t*>(const_cast<void*>(a)));
+        if (options.gemm == GemmDtype::kF16) dy = ActRef(s.floats(call.m * call.k));  // dy fp32, narrowed for the GEMM
+        return timed([&] { nn.matmul_bias_grad(options.gemm, shape, a, b, out, GradInto::kAccumulate, BiasGradOf::kA, dy, bias); });
+      }
+      if (call.bias) return timed([&] { nn.matmul_bias(options.gemm, shape, a, b, bias, out, accumulate); });
       return timed([&] { nn.matmul(options.gemm, shape, a, b, out, accumulate); });
     }
     case RooflineOp::kNormForward:

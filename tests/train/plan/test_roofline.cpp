@@ -166,9 +166,10 @@ TEST(Roofline, NarrowingSkipsTheGemmInputsStoredAsBf16) {
 // qkv, the MLP's in-projection, the residual stream and, in backward, every gradient but the
 // logits' are stored as bf16 without FP8: their GEMMs (every block GEMM's forward, every dgrad)
 // write bf16 (the calls say so, for --measure-ops), and the norms, SwiGLU's forward and backward,
-// RoPE (both ways) and attention's backward move bf16 only, as the design has it. With a bias
-// (Qwen's qkv, GPT-2's four) the product is formed in fp32 and narrowed: a row of its own, once
-// per such GEMM forward. FP8 keeps fp32.
+// RoPE (both ways) and attention's backward move bf16 only, as the design has it. A bias (Qwen's
+// qkv, GPT-2's four) is added in its GEMM's epilogue, into the bf16 output, and its gradient
+// written by the weight gradient's GEMM (the calls say so): no bias rows, nothing staged. FP8
+// keeps fp32, and its biases as rows of their own (forward and recompute; backward).
 TEST(Roofline, QkvTheMlpInProjectionAndItsGradientsAreWrittenAsBf16) {
   const auto row = [](const RooflineStep& step, const std::string& op) -> const RooflineRow* {
     for (const RooflineRow& r : step.rows) {
@@ -209,22 +210,32 @@ TEST(Roofline, QkvTheMlpInProjectionAndItsGradientsAreWrittenAsBf16) {
       EXPECT_EQ(residual_add, nullptr);
     }
   }
-  // GEMMs with a bias: Qwen's qkv; GPT-2's qkv, out, up and down (the out and down ones also widen
-  // the residual into the staging).
-  const std::pair<const char*, int> staged[] = {{"qwen2.5-7b", 1}, {"gpt2-124m", 4}};
-  for (const auto& [preset, per_block] : staged) {
-    const RooflineStep step = roofline_step(inputs(preset, true, false));
-    const RooflineRow* narrowed = row(step, "narrow GEMM outputs to bf16");
-    ASSERT_NE(narrowed, nullptr) << preset;
-    // forward and recompute, per micro-batch
-    EXPECT_EQ(narrowed->calls, per_block * 2 * step.inputs.model.n_layers * step.inputs.grad_accum) << preset;
-    for (const RooflineCall& c : row(step, "matmul qkv fwd")->shapes) EXPECT_FALSE(c.bf16_out) << preset;
-    const RooflineRow* widen = row(step, "widen residual for bias GEMM");
-    if (per_block == 4) {
-      ASSERT_NE(widen, nullptr);
-      EXPECT_EQ(widen->calls, 2 * 2 * step.inputs.model.n_layers * step.inputs.grad_accum);
-    } else {
-      EXPECT_EQ(widen, nullptr) << preset;
+  // GEMMs with a bias: Qwen's qkv; GPT-2's qkv, out, up and down.
+  const std::pair<const char*, int> biased[] = {{"qwen2.5-7b", 1}, {"gpt2-124m", 4}};
+  for (const auto& [preset, per_block] : biased) {
+    for (bool fp8 : {false, true}) {
+      SCOPED_TRACE(std::string(preset) + (fp8 ? " fp8" : " bf16"));
+      const RooflineStep step = roofline_step(inputs(preset, true, fp8));
+      const int64_t L = step.inputs.model.n_layers * step.inputs.grad_accum;
+      EXPECT_EQ(row(step, "narrow GEMM outputs to bf16"), nullptr);
+      EXPECT_EQ(row(step, "widen residual for bias GEMM"), nullptr);
+      for (const RooflineCall& c : row(step, "matmul qkv fwd")->shapes) {
+        EXPECT_EQ(c.bf16_out, !fp8);
+        EXPECT_EQ(c.bias, !fp8);
+      }
+      for (const RooflineCall& c : row(step, "matmul qkv wgrad")->shapes) EXPECT_EQ(c.bias, !fp8);
+      for (const RooflineCall& c : row(step, "matmul qkv dgrad")->shapes) EXPECT_FALSE(c.bias);
+      const RooflineRow* add = row(step, "bias add");
+      const RooflineRow* backward = row(step, "bias backward");
+      if (fp8) {
+        ASSERT_NE(add, nullptr);
+        ASSERT_NE(backward, nullptr);
+        EXPECT_EQ(add->calls, per_block * 2 * L);  // forward and recompute, per micro-batch
+        EXPECT_EQ(backward->calls, per_block * L);
+      } else {
+        EXPECT_EQ(add, nullptr);
+        EXPECT_EQ(backward, nullptr);
+      }
     }
   }
 }

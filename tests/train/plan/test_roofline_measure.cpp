@@ -2,7 +2,7 @@
 // backend whose every NnOps call is recorded and takes a known time on the stub's own clock
 // (RooflineMeasureOptions::clock), for a Llama-style and a GPT-2 step:
 //  - each shape's calls are the call the row names, with the shape's own sizes (a GEMM's m, n, k,
-//    transposes, output type and residual add), and only that call;
+//    transposes, output type, residual add and bias), and only that call;
 //  - each row's measured seconds are exactly the sum over its shapes of count x the stub's
 //    seconds per call (the stub's times are whole multiples of 2^-30 s, so every sum is exact);
 //  - the rows --measure-ops does not run (the optimizer step) say so.
@@ -34,12 +34,12 @@ constexpr double kTick = 1.0 / double(int64_t(1) << 30);  // the stub clock's un
 struct Call {
   RooflineOp op = RooflineOp::kGemm;
   std::array<int64_t, 3> mnk{};
-  bool trans_a = false, trans_b = false, bf16_out = false, adds_residual = false;
+  bool trans_a = false, trans_b = false, bf16_out = false, adds_residual = false, bias = false;
   int64_t lda = 0, ldc = 0;
   // The stub's known time per call, in ticks: distinct for distinct sizes and flags.
   int64_t ticks() const {
     return 1 + int64_t(op) * 5 + mnk[0] + 3 * mnk[1] + 7 * mnk[2] + (trans_a ? 11 : 0) + (trans_b ? 13 : 0) +
-           (bf16_out ? 17 : 0) + (adds_residual ? 19 : 0) + 23 * lda + 29 * ldc;
+           (bf16_out ? 17 : 0) + (adds_residual ? 19 : 0) + 23 * lda + 29 * ldc + (bias ? 31 : 0);
   }
 };
 
@@ -64,9 +64,16 @@ class StubOps final : public NnOps {
   void matmul(GemmDtype, const GemmShape& s, const void*, const void*, float*, bool) override {
     record(gemm(s, false, false));
   }
-  void matmul_bf16_out(GemmDtype, const GemmShape& s, const void*, const void*, const float*, const uint16_t* add,
+  void matmul_bf16_out(GemmDtype, const GemmShape& s, const void*, const void*, const float* bias, const uint16_t* add,
                        uint16_t*) override {
-    record(gemm(s, true, add != nullptr));
+    record(gemm(s, true, add != nullptr, bias != nullptr));
+  }
+  void matmul_bias(GemmDtype, const GemmShape& s, const void*, const void*, const float*, float*, bool) override {
+    record(gemm(s, false, false, true));
+  }
+  void matmul_bias_grad(GemmDtype, const GemmShape& s, const void*, const void*, float*, GradInto, BiasGradOf, ActRef,
+                        float*) override {
+    record(gemm(s, false, false, true));
   }
   void fp8_quantize(const Fp8QuantizeArgs&) override { std::abort(); }
   int64_t fp8_matmul_workspace_bytes(int64_t, int64_t, bool) const override { return 0; }
@@ -149,13 +156,14 @@ class StubOps final : public NnOps {
   void accumulate(float*, const float*, int64_t count) override { record(op(RooflineOp::kResidualAdd, count, 0, 0)); }
 
  private:
-  static Call gemm(const GemmShape& s, bool bf16_out, bool adds_residual) {
+  static Call gemm(const GemmShape& s, bool bf16_out, bool adds_residual, bool bias = false) {
     Call c;
     c.mnk = {s.m, s.n, s.k};
     c.trans_a = s.trans_a == Trans::kT;
     c.trans_b = s.trans_b == Trans::kT;
     c.bf16_out = bf16_out;
     c.adds_residual = adds_residual;
+    c.bias = bias;
     c.lda = s.lda;
     c.ldc = s.ldc;
     return c;
@@ -199,6 +207,7 @@ Call expected_call(const RooflineCall& shape, const RooflineInputs& in) {
       c.trans_b = shape.trans_b;
       c.bf16_out = shape.bf16_out && in.acts_bf16();
       c.adds_residual = c.bf16_out && shape.adds_residual;
+      c.bias = shape.bias;
       c.lda = shape.lda;
       c.ldc = shape.ldc;
       break;
@@ -225,13 +234,14 @@ Call expected_call(const RooflineCall& shape, const RooflineInputs& in) {
 std::string describe(const Call& c) {
   return "op " + std::to_string(int(c.op)) + " (" + std::to_string(c.mnk[0]) + ", " + std::to_string(c.mnk[1]) + ", " +
          std::to_string(c.mnk[2]) + ")" + (c.trans_a ? " ta" : "") + (c.trans_b ? " tb" : "") +
-         (c.bf16_out ? " bf16-out" : "") + (c.adds_residual ? " +residual" : "") +
+         (c.bf16_out ? " bf16-out" : "") + (c.adds_residual ? " +residual" : "") + (c.bias ? " +bias" : "") +
          (c.lda ? " lda " + std::to_string(c.lda) : "") + (c.ldc ? " ldc " + std::to_string(c.ldc) : "");
 }
 
 bool same(const Call& a, const Call& b) {
   return a.op == b.op && a.mnk == b.mnk && a.trans_a == b.trans_a && a.trans_b == b.trans_b &&
-         a.bf16_out == b.bf16_out && a.adds_residual == b.adds_residual && a.lda == b.lda && a.ldc == b.ldc;
+         a.bf16_out == b.bf16_out && a.adds_residual == b.adds_residual && a.bias == b.bias && a.lda == b.lda &&
+         a.ldc == b.ldc;
 }
 
 void check_step(const std::string& preset, int64_t micro_batch, int64_t seq) {
@@ -287,7 +297,7 @@ void check_step(const std::string& preset, int64_t micro_batch, int64_t seq) {
 
 TEST(RooflineMeasure, EachShapeRunsItsOwnCallAndRowsSumCountTimesPerCall) {
   check_step("stories260k", 2, 64);  // Llama: rmsnorm, RoPE, SwiGLU
-  check_step("gpt2-124m", 1, 64);    // GPT-2: layernorm, GELU, biases, bf16 GEMM outputs widened
+  check_step("gpt2-124m", 1, 64);    // GPT-2: layernorm, GELU, biases in the GEMMs' epilogues
 }
 
 }  // namespace
