@@ -118,20 +118,6 @@ with open(sys.argv[1] + ".tokens_per_s", "w") as f:
 PY
 }
 
-# The run's GEMM plans as profile.json records them (a profiled run on a GPU; nothing otherwise).
-plan_log() {
-  [[ -f $work/$1/profile.json ]] || return 0
-  python3 - "$work/$1/profile.json" "$1" <<'PY'
-import json, sys
-plans = json.load(open(sys.argv[1])).get("gemm_plans", [])
-print(f"train_presets: {sys.argv[2]}: {len(plans)} GEMM plans")
-for p in plans:
-    rate = f"{p['tflops']:.1f} TFLOP/s" if p["tflops"] > 0 else "not timed"
-    cands = " ".join(f"{c:.1f}" for c in p["candidate_tflops"])
-    print(f"  {p['key']}: {p['algorithm']}, {rate}" + (f" (candidates {cands})" if cands else "") + f"; {p['how']}")
-PY
-}
-
 case "$case_name" in
   resume-135m)
     steps=(--set train.steps=6 --set train.micro_batch=4 --set train.grad_accum=1 --set checkpoint.save_every=3)
