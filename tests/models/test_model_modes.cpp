@@ -81,7 +81,8 @@ std::vector<float> run(const ModelConfig& c, ModelOptions o, const Batch& batch,
 }
 
 bool has_linear_biases(const ModelConfig& c) {
-  const BlockOffsets& block = make_spec(c).blocks.front();
+  const TransformerSpec spec = make_spec(c);
+  const BlockOffsets& block = spec.blocks.front();
   return block.qkv_b >= 0 || block.attn_out_b >= 0 || block.mlp_in_b >= 0 || block.mlp_out_b >= 0;
 }
 
