@@ -14,6 +14,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <sys/resource.h>
 
 #include "framework/backend/buffer.h"
 #include "framework/core/error.h"
@@ -243,6 +246,40 @@ class MpiCommunicator::Worker {
 
 namespace {
 
+// Every pair of ranks meets first with both of them sending at once: each rank posts a zero-byte
+// receive from, and a send to, every other rank on the parent, before anything else runs on it.
+// Why: Open MPI's TCP transport connects a pair when it first sends. When only one side sends first
+// (as in MPI_Comm_dup's agreement on a context id, or in the all-to-all's pairwise steps), the pair
+// gets one socket that later carries both directions, and MiB-sized exchanges both ways ran at
+// half the link's rate over the multihost harness's wire; when both send first, each direction
+// gets a socket of its own and the full rate (docs/scaling.md, "How the harness runs MPI"). Over
+// shared memory it costs a message per peer and nothing else. The greeting opens every pair's
+// connection at start (the CPU path's all-to-all reductions would open them in the first step
+// anyway), so it is skipped where that many sockets could exhaust the descriptor limit.
+void greet_every_peer(MPI_Comm parent) {
+  int rank = 0, world = 1;
+  FARTHING_MPI_CHECK(MPI_Comm_rank(parent, &rank));
+  FARTHING_MPI_CHECK(MPI_Comm_size(parent, &world));
+  if (world == 1) return;
+  rlimit descriptors{};
+  constexpr rlim_t kSocketsPerPeer = 4;  // two TCP links (docs/multinode.md), a socket each way
+  if (getrlimit(RLIMIT_NOFILE, &descriptors) == 0 && descriptors.rlim_cur != RLIM_INFINITY &&
+      kSocketsPerPeer * rlim_t(world - 1) > descriptors.rlim_cur / 2) {
+    return;
+  }
+  constexpr int kGreetingTag = 30071;  // below MPI_TAG_UB's guaranteed 32767; used nowhere else
+  std::vector<MPI_Request> requests;
+  requests.reserve(2 * size_t(world - 1));
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == rank) continue;
+    requests.emplace_back();
+    FARTHING_MPI_CHECK(MPI_Irecv(nullptr, 0, MPI_BYTE, peer, kGreetingTag, parent, &requests.back()));
+    requests.emplace_back();
+    FARTHING_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, peer, kGreetingTag, parent, &requests.back()));
+  }
+  FARTHING_MPI_CHECK(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+}
+
 // The MPI datatype of an element and how many of them one tensor element is. Narrow floats
 // travel as bytes (gathers and broadcasts only: check_reducible keeps them out of reductions).
 struct MpiElement {
@@ -308,6 +345,7 @@ void reduce_blocks(void* out, const void* blocks, int64_t n, int world, DType dt
 
 MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
   mpi_ensure_initialized();
+  greet_every_peer(parent);
   FARTHING_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
   FARTHING_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   FARTHING_MPI_CHECK(MPI_Comm_rank(comm_, &topology_.rank));
