@@ -5,15 +5,17 @@
 //   reduce_scatter: MPI_Alltoall of B/N-byte blocks (then each rank sums its blocks in rank order);
 //   all_reduce:     MPI_Alltoall of B/N-byte blocks, then MPI_Allgather in place of the sums.
 // Not a test: scaling_table.sh's PROBE step builds and runs it (mpicc, no farthing libraries).
-//   usage: collective_probe MIN_BYTES MAX_BYTES REPS GAP_MS [CHAIN [plain|trainer]]
+//   usage: collective_probe MIN_BYTES MAX_BYTES REPS GAP_MS [CHAIN [plain|trainer|ungreeted]]
 // Sizes go from MIN to MAX by factors of 4. Each sample: a barrier, GAP_MS of sleep (the link
 // idle, as between a step's collectives), then the collective CHAIN times back to back (1 by
 // default), as a step issues one collective after another; its time per collective is the
 // slowest rank's (MPI_MAX) over CHAIN, and the median of REPS samples is printed, one JSON line
 // per collective and size. With CHAIN 1 a sample also holds the barrier's skew: the rank that
 // leaves the barrier first waits up to one latency for the others' messages. `trainer` starts MPI
-// as farthing's communicator does: MPI_THREAD_MULTIPLE (its worker thread and roll call) and a
-// duplicate of MPI_COMM_WORLD made before any collective (the collectives here stay on the world).
+// as farthing's communicator does: MPI_THREAD_MULTIPLE (its worker thread and roll call), a
+// zero-byte message from every rank to every other at once (the greeting), then a duplicate of
+// MPI_COMM_WORLD, before any collective (the collectives here stay on the world). `ungreeted` is
+// the same without the greeting: the duplicate is then the pair's first contact, one-sided.
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +33,30 @@ static void sleep_ms(double ms) {
   nanosleep(&t, NULL);
 }
 
+// Every rank sends a zero-byte message to every other and receives one from each, all at once.
+static void greet_every_peer(void) {
+  int rank, world;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Request* requests = malloc(sizeof(MPI_Request) * 2 * (size_t)world);
+  int n = 0;
+  for (int peer = 0; peer < world; ++peer) {
+    if (peer == rank) continue;
+    MPI_Irecv(NULL, 0, MPI_BYTE, peer, 30071, MPI_COMM_WORLD, &requests[n++]);
+    MPI_Isend(NULL, 0, MPI_BYTE, peer, 30071, MPI_COMM_WORLD, &requests[n++]);
+  }
+  MPI_Waitall(n, requests, MPI_STATUSES_IGNORE);
+  free(requests);
+}
+
 int main(int argc, char** argv) {
-  const int as_trainer = argc == 7 && strcmp(argv[6], "trainer") == 0;
+  const char* start = argc == 7 ? argv[6] : "plain";
+  const int greeted = strcmp(start, "trainer") == 0, as_trainer = greeted || strcmp(start, "ungreeted") == 0;
   int provided = 0;
   MPI_Comm duplicate = MPI_COMM_NULL;
   if (as_trainer) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    if (greeted) greet_every_peer();
     MPI_Comm_dup(MPI_COMM_WORLD, &duplicate);
   } else {
     MPI_Init(&argc, &argv);
@@ -44,10 +64,10 @@ int main(int argc, char** argv) {
   int rank, world;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (argc < 5 || argc > 7 || (argc == 7 && !as_trainer && strcmp(argv[6], "plain") != 0) ||
+  if (argc < 5 || argc > 7 || (!as_trainer && strcmp(start, "plain") != 0) ||
       (as_trainer && provided != MPI_THREAD_MULTIPLE)) {
-    if (rank == 0) fprintf(stderr, "usage: collective_probe MIN_BYTES MAX_BYTES REPS GAP_MS [CHAIN [plain|trainer]] "
-                                   "(trainer needs an MPI with MPI_THREAD_MULTIPLE)\n");
+    if (rank == 0) fprintf(stderr, "usage: collective_probe MIN_BYTES MAX_BYTES REPS GAP_MS [CHAIN [plain|trainer|ungreeted]] "
+                                   "(trainer and ungreeted need an MPI with MPI_THREAD_MULTIPLE)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const long min_bytes = atol(argv[1]), max_bytes = atol(argv[2]);
@@ -86,7 +106,7 @@ int main(int argc, char** argv) {
       if (rank == 0) {
         printf("{\"collective\": \"%s\", \"world\": %d, \"bytes\": %ld, \"gap_ms\": %g, \"median_s\": %.6f, "
                "\"min_s\": %.6f, \"max_s\": %.6f, \"chain\": %d, \"start\": \"%s\"}\n",
-               names[c], world, (long)block * 4 * world, gap_ms, times[reps / 2], times[0], times[reps - 1], chain, as_trainer ? "trainer" : "plain");
+               names[c], world, (long)block * 4 * world, gap_ms, times[reps / 2], times[0], times[reps - 1], chain, start);
         fflush(stdout);
       }
     }

@@ -6,7 +6,8 @@
 #   LINKS ("1000:1 200:5": Mbit/s:one-way ms), WORLDS ("2:1:1 4:2:2": np:ranks on a:ranks on b),
 #   SIZES ("4096 16777216": the smallest and largest gathered bytes, by factors of 4), REPS (5),
 #   GAPS ("0 500": ms the link stays idle before each sample), CHAIN (1: collectives back to back
-#   per sample), START (plain; trainer: MPI started as farthing's communicator starts it) override
+#   per sample), START (plain; trainer: MPI started as farthing's communicator starts it; ungreeted: the
+#   same without its first zero-byte exchange between every pair) override
 #   the matrix.
 set -euo pipefail
 OUT="$1"

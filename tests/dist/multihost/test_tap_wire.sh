@@ -14,12 +14,26 @@ trap 'mh_teardown' EXIT
 mh_setup
 PROBE="$MH_DIR/link_probe.py"
 field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
-# probe_ping COUNT GAP: UDP echo from host a to host b.
+# await_ready FILE PID: waits (at most 30 s) until the server PID has created FILE.
+await_ready() {
+  local i
+  for i in $(seq 300); do
+    [ -e "$1" ] && return 0
+    kill -0 "$2" 2>/dev/null || fail "the probe's server ended before it was ready"
+    sleep 0.1
+  done
+  fail "the probe's server was not ready within 30 s"
+}
+# probe_ping COUNT GAP [WAIT]: UDP echo from host a to host b, each answer awaited WAIT s (1 s:
+# these checks count deliveries, and a loaded machine may answer late).
 probe_ping() {
-  ip netns exec "$MH_NS_B" python3 "$PROBE" echo 7007 60 &
+  local ready
+  ready="$(mktemp -u "${TMPDIR:-/tmp}/tap-wire-echo.XXXXXX")"
+  ip netns exec "$MH_NS_B" python3 "$PROBE" echo 7007 60 "$ready" &
   local server=$!
-  sleep 0.3
-  ip netns exec "$MH_NS_A" python3 "$PROBE" ping "$MH_HOST_B" 7007 "$1" "$2"
+  await_ready "$ready" "$server"
+  rm -f "$ready"
+  ip netns exec "$MH_NS_A" python3 "$PROBE" ping "$MH_HOST_B" 7007 "$1" "$2" "${3:-1}"
   kill "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
 }
@@ -30,7 +44,9 @@ echo "veth: $veth"
 
 # Delay and loss. 500 echoes = about 1000 frames through the wire at 5% loss each.
 mh_use_wire 10 0.05 0
-lossy="$(probe_ping 500 0.002)"
+# An answer later than 0.25 s counts as lost here, which is harmless: the loss is judged on the
+# wire's own frame counts, and the echo only has to lose something and be no faster than the delay.
+lossy="$(probe_ping 500 0.002 0.25)"
 mh_stop_wire
 stats="$(cat "$MH_WIRE_STATS")"
 echo "wire 10 ms, 5% loss: $lossy; frames: $stats"
@@ -57,9 +73,11 @@ EOF
 
 # Rate cap: 8 MiB through a 20 Mbit/s wire (no delay, no loss).
 mh_use_wire 0 0 20
-ip netns exec "$MH_NS_B" python3 "$PROBE" sink 7008 60 &
+ready="$(mktemp -u "${TMPDIR:-/tmp}/tap-wire-sink.XXXXXX")"
+ip netns exec "$MH_NS_B" python3 "$PROBE" sink 7008 60 "$ready" &
 sink=$!
-sleep 0.3
+await_ready "$ready" "$sink"
+rm -f "$ready"
 capped="$(ip netns exec "$MH_NS_A" python3 "$PROBE" stream "$MH_HOST_B" 7008 8)"
 wait "$sink" || fail "the TCP sink failed"
 echo "wire capped at 20 Mbit/s: $capped"
@@ -68,7 +86,7 @@ awk -v r="$(field "$capped" mbit_per_s)" 'BEGIN { exit !(r <= 20 * 1.05) }' \
 
 # Cut and mended.
 kill -USR1 "$MH_WIRE_PID"
-cut="$(probe_ping 5 0.01)"
+cut="$(probe_ping 5 0.01 0.25)"
 kill -USR2 "$MH_WIRE_PID"
 mended="$(probe_ping 5 0.01)"
 echo "cut: $cut; mended: $mended"
