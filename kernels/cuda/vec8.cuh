@@ -4,7 +4,7 @@
 // widened exactly, rounded to nearest-even once on store), so a kernel reading eight at a time
 // computes the same bits as one reading one at a time.
 // Relies on: act_storage.cuh, numerics/bf16.h. Used by: cross_entropy_cuda.cu, activation_cuda.cu, bias_cuda.cu,
-// rope_cuda.cu, embedding_cuda.cu.
+// rope_cuda.cu, embedding_cuda.cu, gated_activation.cuh (SwiGLU, GeGLU).
 #pragma once
 
 #include <cstdint>

@@ -1632,6 +1632,7 @@ void add_sim_cases() {
   add_activation_cases("sim_odd", 3, 37);
   add_activation_cases("sim_vec_rows", 5, 64);  // h % 8 == 0: SwiGLU's 16-byte path
   add_gemma_elementwise_cases("sim_odd", 3, 37);
+  add_gemma_elementwise_cases("sim_vec_rows", 5, 64);  // h % 8 == 0: GeGLU's 16-byte path
   add_embedding_cases("stories260k", 512, 66, 33, 64, false);
   add_embedding_cases("sim_repeats_wpe", 100, 67, 33, 40, true);  // 67 ids from 100: repeats
   add_embedding_cases("sim_odd_c", 50, 9, 9, 37, true);  // c % 8 != 0: the element-by-element path
